@@ -1,0 +1,289 @@
+"""Readable tables over one stored model: every measure per occupation, per person, per triple.
+
+:class:`ModelAnalysis` computes each tensor once per model (groups, influence context, per-pair
+biases, per-occupation influence) and turns them into DataFrames with labels and names. It is the
+object the CLI and the dashboard share; it holds no UI state.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from functools import cached_property
+from typing import TypeVar
+
+import pandas as pd
+import torch
+
+from kgbias_core.errors import EMPTY_GROUP, NOT_AN_OCCUPATION, MeasureError
+from kgbias_core.fisher import fisher_bias, fisher_profession_table
+from kgbias_core.groups import OccupationGroups, occupation_groups
+from kgbias_core.influence import InfluenceContext, influence_context, predicted_change, triple_influence
+from kgbias_core.measures import (
+    aggregate_individual,
+    fisher_individual_bias,
+    group_bias,
+    group_bias_interval,
+    hessian_diagonal,
+    individual_bias,
+    projection_bias,
+)
+from kgbias_core.models import pykeen_model
+from kgbias_core.store import StoredModel
+from kgbias_core.types import FloatTensor, LongTensor
+
+T = TypeVar("T")
+
+#: Below this many persons of either gender an occupation's figures carry a warning.
+MIN_GROUP_SIZE = 5
+
+MEASURE_COLUMNS = (
+    "occupation", "name", "n_male", "n_female", "group_bias", "group_bias_low", "group_bias_high",
+    "projection_bias", "individual_bias_vanilla", "individual_bias_weighted",
+    "fisher_individual_vanilla", "fisher_individual_weighted", "fisher_bp",
+)
+
+
+class ModelAnalysis:
+    """Lazily computed, memoised measures of one TransE model (thread-safe)."""
+
+    def __init__(self, model: StoredModel, *, damping: float | None = None, n_resamples: int = 1000) -> None:
+        self.model = model
+        self.damping = model.damping if damping is None else damping
+        self.n_resamples = n_resamples
+        self._lock = threading.RLock()
+        self._influence: dict[int, FloatTensor] = {}
+
+    def _locked(self, compute: Callable[[], T]) -> T:
+        with self._lock:
+            return compute()
+
+    # --- shared tensors -------------------------------------------------------------------
+    @cached_property
+    def groups(self) -> OccupationGroups:
+        return self._locked(lambda: occupation_groups(self.model))
+
+    @cached_property
+    def alpha(self) -> FloatTensor:
+        return hessian_diagonal(
+            degree=self.groups.degree, n_triples=self.model.triples.shape[0], damping=self.damping
+        )
+
+    @cached_property
+    def context(self) -> InfluenceContext:
+        return self._locked(lambda: influence_context(self.model, damping=self.damping))
+
+    @cached_property
+    def pair_biases(self) -> tuple[FloatTensor, FloatTensor]:
+        """(B_in, B'_in) per (person, occupation) pair, [P] each."""
+        e, r = self.model.entity_embeddings, self.model.relation_embeddings
+        return (
+            individual_bias(entity_embeddings=e, relation_embeddings=r, groups=self.groups, alpha=self.alpha),
+            fisher_individual_bias(entity_embeddings=e, relation_embeddings=r, groups=self.groups),
+        )
+
+    def occupation_index(self, label: str) -> int:
+        """Index of the occupation with entity label ``label`` (error if it is none)."""
+        entity = self.model.entity_id(label)
+        hits = (self.groups.occupations == entity).nonzero()
+        if hits.numel() == 0:
+            raise MeasureError(
+                NOT_AN_OCCUPATION.format(entity=label, relation=self.model.schema.occupation_relation)
+            )
+        return int(hits[0, 0])
+
+    def name(self, entity: int) -> str:
+        return self.model.entity_names[entity] or self.model.entity_labels[entity]
+
+    # --- per occupation ---------------------------------------------------------------------
+    @cached_property
+    def measures(self) -> pd.DataFrame:
+        """Every measure per occupation (columns :data:`MEASURE_COLUMNS` plus ``note``)."""
+        return self._locked(self._measures)
+
+    def _measures(self) -> pd.DataFrame:
+        e, r, groups = self.model.entity_embeddings, self.model.relation_embeddings, self.groups
+        b_gr = group_bias(entity_embeddings=e, relation_embeddings=r, groups=groups)
+        low, high = group_bias_interval(
+            entity_embeddings=e, relation_embeddings=r, groups=groups, n_resamples=self.n_resamples
+        )
+        b_in, b_fisher = self.pair_biases
+        in_vanilla, in_weighted = aggregate_individual(b_in, groups)
+        fi_vanilla, fi_weighted = aggregate_individual(b_fisher, groups)
+        occupations = groups.occupations.tolist()
+        frame = pd.DataFrame(
+            {
+                "occupation": [self.model.entity_labels[o] for o in occupations],
+                "name": [self.name(o) for o in occupations],
+                "n_male": groups.n_male.tolist(),
+                "n_female": groups.n_female.tolist(),
+                "group_bias": b_gr.tolist(),
+                "group_bias_low": low.tolist(),
+                "group_bias_high": high.tolist(),
+                "projection_bias": projection_bias(entity_embeddings=e, groups=groups).tolist(),
+                "individual_bias_vanilla": in_vanilla.tolist(),
+                "individual_bias_weighted": in_weighted.tolist(),
+                "fisher_individual_vanilla": fi_vanilla.tolist(),
+                "fisher_individual_weighted": fi_weighted.tolist(),
+                "fisher_bp": self.fisher_gender_bias().tolist(),
+            }
+        )
+        frame["n_other_gender"] = groups.n_other.tolist()
+        frame["n_unknown_gender"] = groups.n_unknown.tolist()
+        frame["note"] = [
+            _group_note(m, f) for m, f in zip(frame["n_male"], frame["n_female"], strict=True)
+        ]
+        return frame
+
+    def fisher_gender_bias(self) -> FloatTensor:
+        """Fisher's b_p (METHODS §6) with a = male, b = female, over all persons with binary gender. [O]."""
+        groups = self.groups
+        persons = torch.unique(self._binary_persons())
+        return fisher_bias(
+            pykeen_model(self.model),
+            persons=persons,
+            attribute_relation=groups.gender_relation,
+            value_a=groups.male,
+            value_b=groups.female,
+            occupation_relation=groups.occupation_relation,
+            professions=groups.occupations,
+        ).cpu()
+
+    def _binary_persons(self) -> LongTensor:
+        triples, groups = self.model.triples, self.groups
+        facts = triples[(triples[:, 1] == groups.gender_relation)]
+        return facts[(facts[:, 2] == groups.male) | (facts[:, 2] == groups.female), 0]
+
+    # --- per person ---------------------------------------------------------------------------
+    def individuals(self, occupation: str) -> pd.DataFrame:
+        """Persons of one occupation with B_in and B'_in (METHODS §5)."""
+        index = self.occupation_index(occupation)
+        groups = self.groups
+        mine = (groups.pair_occupation == index).nonzero().squeeze(-1)
+        persons = groups.pair_person[mine]
+        b_in, b_fisher = self.pair_biases
+        return pd.DataFrame(
+            {
+                "person": [self.model.entity_labels[p] for p in persons.tolist()],
+                "name": [self.name(p) for p in persons.tolist()],
+                "gender": ["female" if f else "male" for f in groups.pair_female[mine].tolist()],
+                "degree": groups.degree[persons].tolist(),
+                "individual_bias": b_in[mine].tolist(),
+                "fisher_individual": b_fisher[mine].tolist(),
+            }
+        )
+
+    # --- per training triple ------------------------------------------------------------------
+    def influence(self, occupation: str) -> FloatTensor:
+        """delta_z B_gr of every training triple for one occupation (METHODS §4). [|G|]."""
+        index = self.occupation_index(occupation)
+        with self._lock:
+            if index not in self._influence:
+                self._check_both_genders(index, occupation)
+                self._influence[index] = triple_influence(self.context, index)
+            return self._influence[index]
+
+    def _check_both_genders(self, index: int, occupation: str) -> None:
+        n_male, n_female = int(self.groups.n_male[index]), int(self.groups.n_female[index])
+        if n_male == 0 or n_female == 0:
+            raise MeasureError(
+                EMPTY_GROUP.format(occupation=occupation, n_male=n_male, n_female=n_female, measure="B_gr")
+            )
+
+    def triples_frame(self, indices: LongTensor) -> pd.DataFrame:
+        """Readable rows for training triples by index: labels, names, relation, person's gender/degree."""
+        triples = self.model.triples[indices]
+        labels, relations = self.model.entity_labels, self.model.relation_labels
+        heads, rels, tails = (triples[:, i].tolist() for i in range(3))
+        gender = self._gender_of()
+        return pd.DataFrame(
+            {
+                "triple": indices.tolist(),
+                "head": [labels[h] for h in heads],
+                "relation": [relations[r] for r in rels],
+                "tail": [labels[t] for t in tails],
+                "head_name": [self.name(h) for h in heads],
+                "tail_name": [self.name(t) for t in tails],
+                "person_gender": [gender.get(h, gender.get(t, "")) for h, t in zip(heads, tails, strict=True)],
+                "person_degree": [
+                    int(self.groups.degree[h if h in gender else t]) for h, t in zip(heads, tails, strict=True)
+                ],
+            }
+        )
+
+    def _gender_of(self) -> dict[int, str]:
+        with self._lock:
+            if not hasattr(self, "_gender_cache"):
+                triples, groups = self.model.triples, self.groups
+                facts = triples[triples[:, 1] == groups.gender_relation]
+                self._gender_cache = {
+                    h: ("male" if t == groups.male else "female" if t == groups.female else "other")
+                    for h, t in zip(facts[:, 0].tolist(), facts[:, 2].tolist(), strict=True)
+                }
+            return self._gender_cache
+
+    def influence_table(self, occupation: str, *, top: int = 20) -> pd.DataFrame:
+        """The ``top`` triples by |delta_z B_gr| with names (Du §4, METHODS §4), most influential first."""
+        influence = self.influence(occupation)
+        k = min(top, int((influence != 0).sum()))
+        indices = torch.topk(influence.abs(), k).indices
+        frame = self.triples_frame(indices)
+        frame["influence"] = influence[indices].tolist()
+        return frame
+
+    def predicted_removal(self, occupation: str, removed: LongTensor) -> float:
+        """Predicted change of B_gr when ``removed`` (triple indices) are dropped, scaled if calibrated."""
+        scale = self.model.influence_scale or 1.0
+        return predicted_change(self.influence(occupation), removed, scale=scale)
+
+    # --- Fisher for any attribute ----------------------------------------------------------
+    def fisher_table(
+        self, *, relation: str, value_a: str, value_b: str | None = None, min_count: int = 0
+    ) -> pd.DataFrame:
+        """Fisher's b_p per profession for attribute ``relation`` with values a vs b (or vs rest)."""
+        model, groups = self.model, self.groups
+        attribute = model.schema.attribute(relation)
+        r_s = model.relation_id(attribute.relation)
+        a = model.entity_id(value_a)
+        b = None if value_b is None else model.entity_id(value_b)
+        triples = model.triples
+        facts = triples[triples[:, 1] == r_s]
+        person_col, value_col = (0, 2) if attribute.person_is_head else (2, 0)
+        values = torch.unique(facts[:, value_col])
+        other = values[(values != a)] if b is None else None
+        persons = torch.unique(facts[:, person_col])
+        occ_facts = triples[triples[:, 1] == groups.occupation_relation]
+        table = fisher_profession_table(
+            pykeen_model(model),
+            persons=persons,
+            attribute_relation=r_s,
+            value_a=a,
+            value_b=b,
+            other_values=other,
+            occupation_relation=groups.occupation_relation,
+            professions=groups.occupations,
+            person_professions=occ_facts[:, [0, 2]].cpu().numpy(),
+            person_values=facts[:, [person_col, value_col]].cpu().numpy(),
+            min_count=min_count,
+            attribute_person_is_head=attribute.person_is_head,
+        )
+        table.insert(1, "label", [model.entity_labels[p] for p in table["profession"]])
+        table.insert(2, "name", [self.name(p) for p in table["profession"]])
+        return table
+
+
+def _group_note(n_male: int, n_female: int) -> str:
+    if n_male == 0 and n_female == 0:
+        return "no persons with binary gender: no bias measure defined"
+    if n_female == 0:
+        return "no women: B_gr and weighted measures undefined"
+    if n_male == 0:
+        return "no men: B_gr and weighted measures undefined"
+    if min(n_male, n_female) < MIN_GROUP_SIZE:
+        return f"small group (fewer than {MIN_GROUP_SIZE} of one gender): figures are noisy"
+    return ""
+
+
+def is_defined(value: float) -> bool:
+    return value is not None and not math.isnan(value)

@@ -1,0 +1,152 @@
+"""Every user-facing error of kgbias_core: exception classes and message constants.
+
+Messages name the problem (file, line, relation, entity) so that a user can fix it;
+tests check their text, pages show them with ``st.error``.
+"""
+
+
+class KGBiasError(Exception):
+    """Base class: an error the user can act on (bad input, missing data, bad request)."""
+
+
+class DataError(KGBiasError):
+    """A data file is missing, malformed or inconsistent with the schema."""
+
+
+class SchemaError(KGBiasError):
+    """The schema names a relation or entity the graph lacks, or is itself malformed."""
+
+
+class ModelStoreError(KGBiasError):
+    """A cached model is missing, incomplete or inconsistent."""
+
+
+class MeasureError(KGBiasError):
+    """A measure was asked for something it cannot compute (unknown occupation, empty group)."""
+
+
+class CancelledError(KGBiasError):
+    """A long job (training, evaluation) was cancelled by the user."""
+
+
+# --- data files -------------------------------------------------------------------
+MISSING_FILE = "{path}: file not found"
+EMPTY_FILE = "{path}: the file holds no triples"
+MALFORMED_LINE = (
+    "{path}, line {line}: expected 3 tab-separated columns (head, relation, tail), found {found}"
+)
+EMPTY_FIELD = "{path}, line {line}: column {column} is empty"
+MALFORMED_NAME_LINE = "{path}, line {line}: expected 'id<TAB>name', found {found} columns"
+NO_DATA_DIR = (
+    "no FB15k-237 data in {path}: expected {path}/fb15k237/train.txt. Set KGBIAS_DATA_DIR or "
+    "--data-dir to a directory with fb15k237/ (and census/), or run "
+    "'python -m kgbias_core download --data-dir {path}'"
+)
+DOWNLOAD_FAILED = (
+    "could not download {url}: {reason}. Without a network, copy the files into {path} by hand "
+    "(layout: fb15k237/{{train,valid,test}}.txt, entity_names.tsv, relation_names.tsv)"
+)
+
+# --- schema -------------------------------------------------------------------------
+UNKNOWN_SCHEMA_RELATION = "schema {role} relation {relation!r} does not occur in the graph {graph}"
+UNKNOWN_SCHEMA_ENTITY = "schema {role} entity {entity!r} does not occur in the graph {graph}"
+NO_GENDER_FACTS = (
+    "the graph {graph} has no training triple with the gender relation {relation!r} and a "
+    "male ({male!r}) or female ({female!r}) tail: no gender measure can be computed"
+)
+BAD_SCHEMA_FILE = "{path}: {problem}"
+NO_SCHEMA = (
+    "{path}: a user graph needs a schema naming the gender relation, its male and female values "
+    "and the occupation relation: pass --schema FILE.toml or put schema.toml beside the triples"
+)
+
+# --- model store -------------------------------------------------------------------
+MODEL_NOT_FOUND = "no model at {path}: expected config.json and model.safetensors there"
+MODEL_INCOMPLETE = "{path}: incomplete model directory, missing {missing}"
+MODEL_CORRUPT = "{path}: {problem}"
+
+# --- measures -----------------------------------------------------------------------
+UNKNOWN_ENTITY = "unknown entity {entity!r}: it does not occur in the model's graph"
+UNKNOWN_RELATION = "unknown relation {relation!r}: it does not occur in the model's graph"
+NOT_AN_OCCUPATION = (
+    "{entity!r} is not an occupation: no training triple links a person to it by {relation!r}"
+)
+EMPTY_GROUP = (
+    "occupation {occupation!r} has {n_male} male and {n_female} female persons: "
+    "{measure} needs at least one of each"
+)
+CANCELLED = "cancelled by the user after epoch {epoch}"
+NO_NEGATIVES = (
+    "model {model!r} has no frozen negatives: influence needs TransE trained by kgbias (METHODS §2)"
+)
+UNKNOWN_MODEL = "unknown model {model!r}: choose one of {known}"
+
+# --- fisher / audit / fairness -----------------------------------------------------------
+FISHER_NOT_SINGLE_REPRESENTATION = (
+    "{model} has {n_entity} entity and {n_relation} relation representations: Fisher's bias "
+    "score needs exactly one of each (one embedding e_j per person to move)"
+)
+FISHER_BAD_STEP = "Fisher's step must be a positive number, got {step}"
+FISHER_EMPTY_IDS = "Fisher's bias score needs at least one id in {what}, got none"
+FISHER_NO_OTHER_VALUE = (
+    "value {value!r} of relation {relation!r}: one-vs-rest needs at least one other value of the "
+    "relation (other_values is empty) or an explicit value_b"
+)
+FISHER_VALUE_IS_OTHER = (
+    "value {value!r} of relation {relation!r} is also listed among other_values: one-vs-rest "
+    "compares a value with the OTHER values only"
+)
+FISHER_BAD_SIDE = "toward must be 'a' or 'b', got {toward!r}"
+AUDIT_BAD_CLASSIFIER = "unknown occupation classifier {kind!r}: expected 'random_forest' or 'mlp'"
+AUDIT_TOO_FEW_PERSONS = (
+    "the occupation classifier needs persons of at least two occupation classes with two persons "
+    "each; got {n_persons} persons in {n_classes} classes"
+)
+AUDIT_SHAPE_MISMATCH = "{what}: expected {expected} entries, got {found}"
+AUDIT_BAD_K = "the number of occupation classes k must be at least 1, got {k}"
+FAIRNESS_BAD_GROUPS = "gender groups must be two different labels, got {groups!r}"
+FAIRNESS_NO_FACTS = (
+    "no test fact has a person whose gender is one of {groups!r}: no fairness metric can be "
+    "computed"
+)
+FAIRNESS_SHAPE_MISMATCH = (
+    "y_true, y_pred and gender must have the same length, got {n_true}, {n_pred} and {n_gender}"
+)
+FAIRNESS_BAD_CONFIDENCE = "confidence must lie strictly between 0 and 1, got {confidence}"
+RANKS_EMPTY = "no ranks given: MRR and Hits@k need at least one test triple"
+TRIPLES_BAD_SHAPE = "{what}: expected an integer tensor of shape [n, 3], got shape {shape}"
+
+# --- jobs / census / download ------------------------------------------------------------
+
+
+class JobError(KGBiasError):
+    """A background job was asked for something it does not have (unknown id, no result)."""
+
+
+JOB_UNKNOWN = "unknown job {job_id!r}: it was never submitted to this registry"
+JOB_NO_RESULT = "job {job_id!r} ({name}) is {state}: it has no result{detail}"
+JOB_RESULT_EVICTED = (
+    "the result of job {job_id!r} ({name}) was dropped to bound memory (only the {keep} most "
+    "recent results are kept): run it again"
+)
+JOB_FAILED = "failed: {exc_type}: {message}"
+JOB_REGISTRY_CLOSED = "the job registry is shut down: job {name!r} cannot be submitted"
+JOB_BAD_KEEP = "max_results must be at least 1, got {keep}"
+CENSUS_MISSING_COLUMNS = "{path}: missing columns {missing}; expected {expected}"
+CENSUS_MALFORMED_ROW = "{path}, line {line}: {problem}"
+CENSUS_EMPTY = "{path}: the file holds no census rows"
+CENSUS_UNKNOWN_YEAR = "{path}: no census year {year}; available years: {years}"
+CENSUS_DUPLICATE = "{path}, line {line}: occupation {occupation!r} appears twice in year {year}"
+PAIRING_BAD_COLUMNS = "{path}: expected columns {expected}, found {found}"
+PAIRING_MALFORMED_ROW = "{path}, line {line}: {problem}"
+PAIRING_EMPTY = "{path}: the pairing holds no rows"
+CENSUS_NO_KEY = "census_correlations: shares have no column {key!r}; choose one of {known}"
+DOWNLOAD_BAD_ARCHIVE = (
+    "{url}: the download is not the expected FB15k-237 zip ({problem}). Copy the files into "
+    "{path} by hand (layout: fb15k237/{{train,valid,test}}.txt)"
+)
+DOWNLOAD_CENSUS_FAILED = (
+    "could not download {url}: {reason}. Without a network, copy the census file by hand to "
+    "{path}/census/occupation_gender_ipums.csv (it is data/occupation_percentages_gender_occ1950.csv "
+    "of github.com/nikhgarg/EmbeddingDynamicStereotypes)"
+)

@@ -1,0 +1,371 @@
+"""Fisher et al.'s bias score b_p for any scoring model and any sensitive attribute (METHODS §6).
+
+Fisher, Mittal, Palfrey & Christodoulopoulos (2020), "Measuring social bias in knowledge graph
+embeddings", §3.2, Eq. (1) and the two equations after it. One gradient step moves each person's
+embedding towards attribute value a (away from b); b_p is the mean change of the score of
+"person has profession p" over all persons. Works through autograd on the model's own interaction,
+so TransE, DistMult, ComplEx and RotatE (complex embeddings) all take the same path.
+"""
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+from pykeen.models import ERModel
+
+from kgbias_core.errors import (
+    FISHER_BAD_SIDE,
+    FISHER_BAD_STEP,
+    FISHER_EMPTY_IDS,
+    FISHER_NO_OTHER_VALUE,
+    FISHER_NOT_SINGLE_REPRESENTATION,
+    FISHER_VALUE_IS_OTHER,
+    UNKNOWN_ENTITY,
+    UNKNOWN_RELATION,
+    MeasureError,
+)
+from kgbias_core.types import FloatTensor, LongTensor
+
+__all__ = [
+    "attribute_margin",
+    "fisher_bias",
+    "fisher_gradient",
+    "fisher_profession_table",
+    "profession_counts",
+    "top_associated",
+]
+
+
+def _check_single_representation(model: ERModel) -> None:
+    # The perturbation e'_j needs one tensor per entity; models with several entity or relation
+    # representations (e.g. TransD's projections) have no single "e_j" to move.
+    n_entity = len(model.entity_representations)
+    n_relation = len(model.relation_representations)
+    if n_entity != 1 or n_relation != 1:
+        raise MeasureError(
+            FISHER_NOT_SINGLE_REPRESENTATION.format(
+                model=type(model).__name__, n_entity=n_entity, n_relation=n_relation
+            )
+        )
+
+
+def _check_ids(model: ERModel, *, entities: Sequence[int], relations: Sequence[int]) -> None:
+    for entity in entities:
+        if not 0 <= int(entity) < model.num_entities:
+            raise MeasureError(UNKNOWN_ENTITY.format(entity=int(entity)))
+    for relation in relations:
+        if not 0 <= int(relation) < model.num_relations:
+            raise MeasureError(UNKNOWN_RELATION.format(relation=int(relation)))
+
+
+def _as_ids(ids: LongTensor | Sequence[int] | np.ndarray, *, device: torch.device) -> LongTensor:
+    if isinstance(ids, torch.Tensor):
+        return ids.to(device=device, dtype=torch.long).reshape(-1)
+    return torch.as_tensor(np.asarray(ids, dtype=np.int64), device=device).reshape(-1)
+
+
+def _id_list(ids: LongTensor | Sequence[int] | np.ndarray | None) -> list[int]:
+    if ids is None:
+        return []
+    return _as_ids(ids, device=torch.device("cpu")).tolist()
+
+
+def _entities(model: ERModel, ids: LongTensor) -> torch.Tensor:
+    """Entity representations, shape [n, d] (complex for ComplEx / RotatE)."""
+    return model.entity_representations[0](indices=ids)
+
+
+def _relation(model: ERModel, relation: int) -> torch.Tensor:
+    """One relation representation, shape [1, d]."""
+    ids = torch.tensor([relation], dtype=torch.long, device=model.device)
+    return model.relation_representations[0](indices=ids)
+
+
+def attribute_margin(
+    model: ERModel,
+    *,
+    person_embeddings: torch.Tensor,
+    attribute_relation: int,
+    value_a: int,
+    value_b: int | None,
+    other_values: LongTensor | None,
+    attribute_person_is_head: bool = True,
+) -> FloatTensor:
+    """Margin mm(e_j) of attribute value a over b for every person (Fisher §3.2, Eq. 1).
+
+    mm(e_j) = g(e_j, r_s, e_a) - g(e_j, r_s, e_b), or one-vs-rest
+    mm(e_j) = g(e_j, r_s, e_a) - mean_{v in other_values} g(e_j, r_s, e_v).
+    With ``attribute_person_is_head=False`` (relations stored value -> person, e.g.
+    /people/ethnicity/people) the person is the tail: g(e_a, r_s, e_j).
+
+    Shapes: person_embeddings [J, d] (real or complex); returns [J]. Positive = the model finds
+    value a more plausible than b for that person. Differentiable w.r.t. person_embeddings.
+    """
+    device = person_embeddings.device
+    relation = _relation(model, attribute_relation)  # [1, d]
+    if value_b is not None:
+        rest = _entities(model, _as_ids([value_b], device=device))  # [1, d]
+    else:
+        rest = _entities(model, _as_ids(other_values, device=device))  # [V, d]
+    value = _entities(model, _as_ids([value_a], device=device))  # [1, d]
+    persons = person_embeddings.unsqueeze(1)  # [J, 1, d]
+    if attribute_person_is_head:
+        score_a = model.interaction(h=persons, r=relation.unsqueeze(0), t=value.unsqueeze(0))
+        score_rest = model.interaction(h=persons, r=relation.unsqueeze(0), t=rest.unsqueeze(0))
+    else:
+        score_a = model.interaction(h=value.unsqueeze(0), r=relation.unsqueeze(0), t=persons)
+        score_rest = model.interaction(h=rest.unsqueeze(0), r=relation.unsqueeze(0), t=persons)
+    # score_a: [J, 1]; score_rest: [J, V] (V = 1 for a pair a/b)
+    return score_a[:, 0] - score_rest.mean(dim=1)
+
+
+def _validate(
+    model: ERModel,
+    *,
+    persons: LongTensor,
+    attribute_relation: int,
+    value_a: int,
+    value_b: int | None,
+    other_values: LongTensor | None,
+    occupation_relation: int | None,
+    professions: LongTensor | None,
+    step: float,
+) -> None:
+    _check_single_representation(model)
+    if not step > 0:
+        raise MeasureError(FISHER_BAD_STEP.format(step=step))
+    if persons.numel() == 0:
+        raise MeasureError(FISHER_EMPTY_IDS.format(what="persons"))
+    if professions is not None and professions.numel() == 0:
+        raise MeasureError(FISHER_EMPTY_IDS.format(what="professions"))
+    others = _id_list(other_values)
+    if value_b is None and not others:
+        raise MeasureError(FISHER_NO_OTHER_VALUE.format(value=value_a, relation=attribute_relation))
+    if value_b is None and int(value_a) in others:
+        raise MeasureError(FISHER_VALUE_IS_OTHER.format(value=value_a, relation=attribute_relation))
+    entities = [int(value_a)] + ([int(value_b)] if value_b is not None else []) + others
+    entities += [int(persons.min()), int(persons.max())]
+    if professions is not None:
+        entities += [int(professions.min()), int(professions.max())]
+    relations = [attribute_relation] + ([occupation_relation] if occupation_relation is not None else [])
+    _check_ids(model, entities=entities, relations=relations)
+
+
+def fisher_gradient(
+    model: ERModel,
+    *,
+    persons: LongTensor,
+    attribute_relation: int,
+    value_a: int,
+    value_b: int | None = None,
+    other_values: LongTensor | None = None,
+    attribute_person_is_head: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each person's embedding e_j and the gradient d mm / d e_j (Fisher §3.2, METHODS §6).
+
+    One autograd call for all persons: persons are independent, so the gradient of
+    sum_j mm(e_j) w.r.t. e_j is the gradient of mm(e_j) alone. For complex embeddings the
+    gradient is PyTorch's, which equals the gradient w.r.t. the real view (Re, Im) — i.e. the
+    step a real optimiser would take on the stored parameters.
+
+    Shapes: persons [J]; returns (e_j [J, d], grad [J, d]), both detached, complex for
+    ComplEx / RotatE. Moving along +grad makes a person "more a" (less b).
+    """
+    persons = _as_ids(persons, device=model.device)
+    _validate(
+        model,
+        persons=persons,
+        attribute_relation=attribute_relation,
+        value_a=value_a,
+        value_b=value_b,
+        other_values=other_values,
+        occupation_relation=None,
+        professions=None,
+        step=1.0,
+    )
+    with torch.enable_grad():
+        # Detached leaf: the model's parameters get no .grad and are never changed.
+        person_embeddings = _entities(model, persons).detach().requires_grad_(True)  # [J, d]
+        margin = attribute_margin(
+            model,
+            person_embeddings=person_embeddings,
+            attribute_relation=attribute_relation,
+            value_a=value_a,
+            value_b=value_b,
+            other_values=other_values,
+            attribute_person_is_head=attribute_person_is_head,
+        )  # [J]
+        (gradient,) = torch.autograd.grad(margin.sum(), person_embeddings)
+    return person_embeddings.detach(), gradient.detach()
+
+
+def fisher_bias(
+    model: ERModel,
+    *,
+    persons: LongTensor,
+    attribute_relation: int,
+    value_a: int,
+    value_b: int | None,
+    other_values: LongTensor | None = None,
+    occupation_relation: int,
+    professions: LongTensor,
+    step: float = 0.01,
+    attribute_person_is_head: bool = True,
+    batch_size: int = 1024,
+) -> FloatTensor:
+    """Fisher et al.'s bias score b_p of every profession (Fisher §3.2; METHODS §6).
+
+    mm(e_j)     = g(e_j, r_s, e_a) - g(e_j, r_s, e_b)
+                  (one-vs-rest, value_b=None: minus the mean of g(e_j, r_s, e_v) over other_values)
+    e'_j        = e_j + step * d mm / d e_j
+    nabla_p(j)  = g(e'_j, r_p, e_p) - g(e_j, r_p, e_p)
+    b_p         = (1 / J) * sum_j nabla_p(j)        (mean over ALL persons given, not only
+                                                      those having p or a value)
+
+    Shapes: persons [J], professions [P], other_values [V]; returns [P] (float, on the model's
+    device). Sign: positive = making persons "more a" raises the plausibility of profession p,
+    i.e. p is a-associated; with a = male this is the kgbias convention (positive = male-leaning).
+    ``attribute_person_is_head=False`` for relations stored as value -> person. The person is
+    always the head of ``occupation_relation``. Scores are computed in chunks of ``batch_size``
+    persons ([batch_size, P] at a time).
+    """
+    persons = _as_ids(persons, device=model.device)
+    professions = _as_ids(professions, device=model.device)
+    _validate(
+        model,
+        persons=persons,
+        attribute_relation=attribute_relation,
+        value_a=value_a,
+        value_b=value_b,
+        other_values=other_values,
+        occupation_relation=occupation_relation,
+        professions=professions,
+        step=step,
+    )
+    embeddings, gradient = fisher_gradient(
+        model,
+        persons=persons,
+        attribute_relation=attribute_relation,
+        value_a=value_a,
+        value_b=value_b,
+        other_values=other_values,
+        attribute_person_is_head=attribute_person_is_head,
+    )
+    moved = embeddings + step * gradient  # [J, d]
+    with torch.no_grad():
+        relation = _relation(model, occupation_relation).unsqueeze(0)  # [1, 1, d]
+        targets = _entities(model, professions).unsqueeze(0)  # [1, P, d]
+        total = torch.zeros(professions.numel(), dtype=torch.float64, device=model.device)
+        for start in range(0, persons.numel(), batch_size):
+            chunk = slice(start, start + batch_size)
+            before = model.interaction(h=embeddings[chunk].unsqueeze(1), r=relation, t=targets)
+            after = model.interaction(h=moved[chunk].unsqueeze(1), r=relation, t=targets)
+            # float64 accumulation: nabla_p is a small difference of large scores
+            total += (after - before).to(torch.float64).sum(dim=0)  # [P]
+    return (total / persons.numel()).to(torch.float32)
+
+
+def profession_counts(
+    *,
+    professions: LongTensor | np.ndarray,
+    person_professions: np.ndarray,
+    person_values: np.ndarray,
+    value_a: int,
+    value_b: int | None,
+    other_values: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """Number of distinct a-persons and b-persons having each profession.
+
+    person_professions: [n, 2] (person, profession) pairs; person_values: [m, 2] (person, value)
+    pairs of the attribute relation. A b-person has value_b, or (one-vs-rest, value_b=None) any
+    value in other_values. A person with both a and b counts on both sides.
+    Returns columns ``profession``, ``n_a``, ``n_b`` in the order of ``professions``.
+    """
+    professions = np.asarray(professions, dtype=np.int64).reshape(-1)
+    person_professions = np.asarray(person_professions, dtype=np.int64).reshape(-1, 2)
+    person_values = np.asarray(person_values, dtype=np.int64).reshape(-1, 2)
+    b_values = (
+        np.asarray([value_b], dtype=np.int64)
+        if value_b is not None
+        else np.asarray(other_values if other_values is not None else [], dtype=np.int64)
+    )
+    a_persons = np.unique(person_values[person_values[:, 1] == value_a, 0])
+    b_persons = np.unique(person_values[np.isin(person_values[:, 1], b_values), 0])
+    pairs = np.unique(person_professions, axis=0)  # a person with p twice counts once
+
+    def count(group: np.ndarray) -> np.ndarray:
+        held = pairs[np.isin(pairs[:, 0], group), 1]
+        ids, counts = np.unique(held, return_counts=True)
+        lookup = dict(zip(ids.tolist(), counts.tolist(), strict=True))
+        return np.asarray([lookup.get(int(p), 0) for p in professions], dtype=np.int64)
+
+    return pd.DataFrame({"profession": professions, "n_a": count(a_persons), "n_b": count(b_persons)})
+
+
+def fisher_profession_table(
+    model: ERModel,
+    *,
+    persons: LongTensor,
+    attribute_relation: int,
+    value_a: int,
+    value_b: int | None,
+    other_values: LongTensor | None = None,
+    occupation_relation: int,
+    professions: LongTensor,
+    person_professions: np.ndarray,
+    person_values: np.ndarray,
+    min_count: int = 20,
+    step: float = 0.01,
+    attribute_person_is_head: bool = True,
+    batch_size: int = 1024,
+) -> pd.DataFrame:
+    """Fisher's b_p for every profession with a- and b-person counts, ranked (METHODS §6).
+
+    b_p as in :func:`fisher_bias` (mean over ALL persons); n_a, n_b as in
+    :func:`profession_counts`. Professions with n_a + n_b < ``min_count`` are DROPPED from the
+    table (Fisher §3.1 fn. 4 uses 20: b_p of rare professions is noise); b_p of the kept ones is
+    unaffected by the filter. Columns: ``profession`` (id), ``bias`` (b_p), ``n_a``, ``n_b``;
+    sorted by ``bias`` descending (most a-associated first; positive = a-leaning).
+    """
+    bias = fisher_bias(
+        model,
+        persons=persons,
+        attribute_relation=attribute_relation,
+        value_a=value_a,
+        value_b=value_b,
+        other_values=other_values,
+        occupation_relation=occupation_relation,
+        professions=professions,
+        step=step,
+        attribute_person_is_head=attribute_person_is_head,
+        batch_size=batch_size,
+    )
+    table = profession_counts(
+        professions=_as_ids(professions, device=torch.device("cpu")).numpy(),
+        person_professions=person_professions,
+        person_values=person_values,
+        value_a=value_a,
+        value_b=value_b,
+        other_values=np.asarray(_id_list(other_values), dtype=np.int64),
+    )
+    table.insert(1, "bias", bias.detach().cpu().numpy().astype(np.float64))
+    table = table[table["n_a"] + table["n_b"] >= min_count]
+    return table.sort_values(["bias", "profession"], ascending=[False, True]).reset_index(drop=True)
+
+
+def top_associated(table: pd.DataFrame, *, k: int, toward: Literal["a", "b"]) -> pd.DataFrame:
+    """The k professions of a :func:`fisher_profession_table` most associated with a or with b.
+
+    "a": the k largest positive b_p, largest first; "b": the k most negative b_p, most negative
+    first. Professions with b_p on the other side of 0 are never listed, so fewer than k rows may
+    come back.
+    """
+    if toward == "a":
+        side = table[table["bias"] > 0].sort_values("bias", ascending=False)
+    elif toward == "b":
+        side = table[table["bias"] < 0].sort_values("bias", ascending=True)
+    else:
+        raise MeasureError(FISHER_BAD_SIDE.format(toward=toward))
+    return side.head(k).reset_index(drop=True)

@@ -1,0 +1,254 @@
+"""Knowledge graphs: reading triples files, one id mapping for all splits, schema checks.
+
+A :class:`KnowledgeGraph` holds PyKEEN ``TriplesFactory`` objects for the splits, all sharing
+one entity/relation id mapping (built over every split, so that valid/test triples never lose
+an entity), readable names, the schema, and a SHA-256 over the files it came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from pykeen.triples import TriplesFactory
+
+from kgbias_core.errors import (
+    EMPTY_FIELD,
+    EMPTY_FILE,
+    MALFORMED_LINE,
+    MALFORMED_NAME_LINE,
+    MISSING_FILE,
+    NO_DATA_DIR,
+    NO_GENDER_FACTS,
+    UNKNOWN_SCHEMA_ENTITY,
+    UNKNOWN_SCHEMA_RELATION,
+    DataError,
+    SchemaError,
+)
+from kgbias_core.schema import FB15K237_SCHEMA, Schema
+
+
+@dataclass(frozen=True)
+class GenderReport:
+    """Counts of gender facts; non-binary values are kept out of binary measures, but reported."""
+
+    n_male: int
+    n_female: int
+    other_values: Mapping[str, int]  # gender value label -> number of persons
+
+
+@dataclass(frozen=True)
+class KnowledgeGraph:
+    """A knowledge graph ready for training: splits over one id mapping, names, schema."""
+
+    name: str
+    training: TriplesFactory
+    validation: TriplesFactory | None
+    testing: TriplesFactory | None
+    schema: Schema
+    entity_names: Mapping[str, str] = field(default_factory=dict)  # label -> readable name
+    data_hash: str = ""  # sha256 over the source files (or the generator's parameters)
+
+    @property
+    def entity_to_id(self) -> Mapping[str, int]:
+        return self.training.entity_to_id
+
+    @property
+    def relation_to_id(self) -> Mapping[str, int]:
+        return self.training.relation_to_id
+
+    def entity_name(self, label: str) -> str:
+        return display_name(self.entity_names.get(label, label))
+
+    def gender_report(self) -> GenderReport:
+        """How many persons have each gender value in the training triples."""
+        mapped = self.training.mapped_triples
+        relation = self.relation_to_id.get(self.schema.gender_relation, -1)
+        id_to_entity = {i: e for e, i in self.entity_to_id.items()}
+        values = mapped[mapped[:, 1] == relation, 2].tolist()
+        counts = Counter(id_to_entity[v] for v in values)
+        others = {
+            k: v for k, v in counts.items() if k not in (self.schema.male, self.schema.female)
+        }
+        return GenderReport(
+            n_male=counts.get(self.schema.male, 0),
+            n_female=counts.get(self.schema.female, 0),
+            other_values=others,
+        )
+
+
+def display_name(name: str) -> str:
+    """Strip the "-GB" suffix that KG-BERT's copy of the Freebase names carries."""
+    return name[:-3] if name.endswith("-GB") else name
+
+
+def read_triples(path: Path) -> np.ndarray:
+    """Read a ``head<TAB>relation<TAB>tail`` file into a str array of shape [n, 3].
+
+    Blank lines are skipped; every other line must have exactly three non-empty columns,
+    else :class:`DataError` names the file and line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(MISSING_FILE.format(path=path))
+    rows: list[list[str]] = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != 3:
+                raise DataError(MALFORMED_LINE.format(path=path, line=number, found=len(parts)))
+            for column, part in enumerate(parts, start=1):
+                if not part.strip():
+                    raise DataError(EMPTY_FIELD.format(path=path, line=number, column=column))
+            rows.append([p.strip() for p in parts])
+    if not rows:
+        raise DataError(EMPTY_FILE.format(path=path))
+    return np.asarray(rows, dtype=str)
+
+
+def read_names(path: Path) -> dict[str, str]:
+    """Read an ``id<TAB>name`` file; extra columns are an error naming the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(MISSING_FILE.format(path=path))
+    names: dict[str, str] = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != 2:
+                raise DataError(MALFORMED_NAME_LINE.format(path=path, line=number, found=len(parts)))
+            names[parts[0].strip()] = parts[1].strip()
+    return names
+
+
+def hash_files(paths: Iterable[Path]) -> str:
+    """SHA-256 over the files' names and bytes, in the given order."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(Path(path).name.encode())
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
+
+
+def from_labeled_triples(
+    *,
+    name: str,
+    train: np.ndarray,
+    schema: Schema,
+    valid: np.ndarray | None = None,
+    test: np.ndarray | None = None,
+    entity_names: Mapping[str, str] | None = None,
+    data_hash: str = "",
+) -> KnowledgeGraph:
+    """Build a graph from labelled triples, one id mapping over all splits, and check the schema."""
+    splits = [s for s in (train, valid, test) if s is not None and len(s)]
+    everything = np.concatenate(splits)
+    entities = sorted(set(everything[:, 0]) | set(everything[:, 2]))
+    relations = sorted(set(everything[:, 1]))
+    entity_to_id = {e: i for i, e in enumerate(entities)}
+    relation_to_id = {r: i for i, r in enumerate(relations)}
+
+    def factory(triples: np.ndarray | None) -> TriplesFactory | None:
+        if triples is None or not len(triples):
+            return None
+        return TriplesFactory.from_labeled_triples(
+            triples, entity_to_id=entity_to_id, relation_to_id=relation_to_id
+        )
+
+    graph = KnowledgeGraph(
+        name=name,
+        training=factory(train),
+        validation=factory(valid),
+        testing=factory(test),
+        schema=schema,
+        entity_names=dict(entity_names or {}),
+        data_hash=data_hash,
+    )
+    check_schema(graph)
+    return graph
+
+
+def check_schema(graph: KnowledgeGraph) -> None:
+    """Raise :class:`SchemaError` if the schema's relations/entities are absent from the graph."""
+    schema = graph.schema
+    present = set(graph.training.mapped_triples[:, 1].unique().tolist())
+    for role, relation in (
+        ("gender", schema.gender_relation),
+        ("occupation", schema.occupation_relation),
+    ):
+        if graph.relation_to_id.get(relation, -1) not in present:
+            raise SchemaError(
+                UNKNOWN_SCHEMA_RELATION.format(role=role, relation=relation, graph=graph.name)
+            )
+    for role, entity in (("male", schema.male), ("female", schema.female)):
+        if entity not in graph.entity_to_id:
+            raise SchemaError(UNKNOWN_SCHEMA_ENTITY.format(role=role, entity=entity, graph=graph.name))
+    report = graph.gender_report()
+    if report.n_male + report.n_female == 0:
+        raise SchemaError(
+            NO_GENDER_FACTS.format(
+                graph=graph.name,
+                relation=schema.gender_relation,
+                male=schema.male,
+                female=schema.female,
+            )
+        )
+
+
+def load_fb15k237(data_dir: Path | str) -> KnowledgeGraph:
+    """FB15k-237 with readable names from ``data_dir/fb15k237/`` (layout of PROVENANCE.md)."""
+    root = Path(data_dir) / "fb15k237"
+    if not (root / "train.txt").is_file():
+        raise DataError(NO_DATA_DIR.format(path=Path(data_dir)))
+    files = [root / f"{split}.txt" for split in ("train", "valid", "test")]
+    names_file = root / "entity_names.tsv"
+    names = read_names(names_file) if names_file.is_file() else {}
+    return from_labeled_triples(
+        name="fb15k237",
+        train=read_triples(files[0]),
+        valid=read_triples(files[1]),
+        test=read_triples(files[2]),
+        schema=FB15K237_SCHEMA,
+        entity_names=names,
+        data_hash=hash_files(files),
+    )
+
+
+def load_user_graph(
+    path: Path | str, *, schema: Schema, names: Path | str | None = None
+) -> KnowledgeGraph:
+    """A user's graph: one triples TSV, or a directory with train.txt [valid.txt test.txt].
+
+    ``names`` is an optional ``id<TAB>name`` file; inside a directory, ``entity_names.tsv`` is
+    picked up by default.
+    """
+    path = Path(path)
+    if path.is_dir():
+        files = [path / "train.txt"] + [
+            path / f for f in ("valid.txt", "test.txt") if (path / f).is_file()
+        ]
+        if names is None and (path / "entity_names.tsv").is_file():
+            names = path / "entity_names.tsv"
+    else:
+        files = [path]
+    splits = [read_triples(f) for f in files]
+    splits += [None] * (3 - len(splits))
+    return from_labeled_triples(
+        name=path.stem if path.is_file() else path.name,
+        train=splits[0],
+        valid=splits[1],
+        test=splits[2],
+        schema=schema,
+        entity_names=read_names(Path(names)) if names else {},
+        data_hash=hash_files(files),
+    )

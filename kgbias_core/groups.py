@@ -1,0 +1,111 @@
+"""Who holds each occupation, by gender, in the training triples (M_o and F_o of METHODS §1).
+
+Everything downstream is vectorised over *pairs* (person, occupation): one row per training
+triple (s, r_p, o) whose person has a binary gender. Persons whose gender value is neither the
+schema's male nor female value, or who have both, are kept out of the binary measures but counted
+per occupation (``n_other``), never silently dropped; persons without a gender fact are counted
+as ``n_unknown``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kgbias_core.errors import NOT_AN_OCCUPATION, MeasureError
+from kgbias_core.store import StoredModel
+from kgbias_core.types import BoolTensor, LongTensor
+
+
+@dataclass(frozen=True)
+class OccupationGroups:
+    """Occupations and their (person, occupation) pairs with binary gender."""
+
+    occupations: LongTensor  # [O] entity ids of occupations, sorted
+    pair_person: LongTensor  # [P] entity id of the person
+    pair_occupation: LongTensor  # [P] index into ``occupations``
+    pair_female: BoolTensor  # [P] True for female, False for male
+    n_male: LongTensor  # [O] |M_o|
+    n_female: LongTensor  # [O] |F_o|
+    n_other: LongTensor  # [O] persons with a non-binary or conflicting gender value
+    n_unknown: LongTensor  # [O] persons without any gender fact
+    degree: LongTensor  # [E] N_e: training triples in which e is head or tail
+    occupation_relation: int  # r_p
+    gender_relation: int  # r_g
+    male: int  # entity id m
+    female: int  # entity id f
+
+    @property
+    def n_occupations(self) -> int:
+        return int(self.occupations.shape[0])
+
+    def index(self, occupation: int) -> int:
+        """Position of occupation entity id ``occupation`` in ``occupations``."""
+        hits = (self.occupations == occupation).nonzero()
+        if hits.numel() == 0:
+            raise MeasureError(NOT_AN_OCCUPATION.format(entity=occupation, relation=self.occupation_relation))
+        return int(hits[0, 0])
+
+    def members(self, occupation_index: int) -> tuple[LongTensor, LongTensor]:
+        """(M_o, F_o) as entity-id tensors for the occupation at ``occupation_index``."""
+        mine = self.pair_occupation == occupation_index
+        return self.pair_person[mine & ~self.pair_female], self.pair_person[mine & self.pair_female]
+
+
+def entity_degree(triples: LongTensor, n_entities: int) -> LongTensor:
+    """N_e = number of triples with e as head plus number with e as tail. Shape [E]."""
+    ones = torch.ones(triples.shape[0], dtype=torch.long, device=triples.device)
+    degree = torch.zeros(n_entities, dtype=torch.long, device=triples.device)
+    degree.index_add_(0, triples[:, 0], ones)
+    degree.index_add_(0, triples[:, 2], ones)
+    return degree
+
+
+def occupation_groups(model: StoredModel) -> OccupationGroups:
+    """Build the groups from the triples the model was trained on (METHODS §1 notation)."""
+    triples = model.triples
+    schema = model.schema
+    r_p = model.relation_id(schema.occupation_relation)
+    r_g = model.relation_id(schema.gender_relation)
+    male, female = model.entity_id(schema.male), model.entity_id(schema.female)
+    n = model.n_entities
+
+    gender_facts = triples[triples[:, 1] == r_g]
+    has_male = torch.zeros(n, dtype=torch.bool, device=triples.device)
+    has_female = torch.zeros_like(has_male)
+    has_any = torch.zeros_like(has_male)
+    has_male[gender_facts[gender_facts[:, 2] == male, 0]] = True
+    has_female[gender_facts[gender_facts[:, 2] == female, 0]] = True
+    has_any[gender_facts[:, 0]] = True
+    # Binary gender: exactly one of male/female, and no other gender value besides it.
+    other_value = gender_facts[(gender_facts[:, 2] != male) & (gender_facts[:, 2] != female), 0]
+    has_other = torch.zeros_like(has_male)
+    has_other[other_value] = True
+    is_male = has_male & ~has_female & ~has_other
+    is_female = has_female & ~has_male & ~has_other
+
+    facts = torch.unique(triples[triples[:, 1] == r_p][:, [0, 2]], dim=0)  # [k, 2] (person, occupation)
+    occupations, occ_index = torch.unique(facts[:, 1], return_inverse=True)
+    persons = facts[:, 0]
+    binary = is_male[persons] | is_female[persons]
+    n_occ = occupations.shape[0]
+
+    def count(mask: BoolTensor) -> LongTensor:
+        return torch.bincount(occ_index[mask], minlength=n_occ)
+
+    return OccupationGroups(
+        occupations=occupations,
+        pair_person=persons[binary],
+        pair_occupation=occ_index[binary],
+        pair_female=is_female[persons[binary]],
+        n_male=count(is_male[persons]),
+        n_female=count(is_female[persons]),
+        n_other=count(has_any[persons] & ~binary),
+        n_unknown=count(~has_any[persons]),
+        degree=entity_degree(triples, n),
+        occupation_relation=r_p,
+        gender_relation=r_g,
+        male=male,
+        female=female,
+    )

@@ -1,0 +1,155 @@
+"""Du et al.'s bias measures for TransE, vectorised over (person, occupation) pairs.
+
+Notation of METHODS: psi(h, r, t) = ||h + r - t||_2^2, lower = more plausible; for a pair
+(s, o) the residual is v = s + r_p - o. **Positive bias = male-leaning**, everywhere.
+All functions are pure and run on the device of the embeddings they are given.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kgbias_core.groups import OccupationGroups
+from kgbias_core.types import FloatTensor, LongTensor
+
+
+def pair_residuals(
+    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups
+) -> FloatTensor:
+    """v = s + r_p - o for every (person, occupation) pair. Shapes: [E, d], [R, d] -> [P, d]."""
+    occupation = groups.occupations[groups.pair_occupation]
+    return (
+        entity_embeddings[groups.pair_person]
+        + relation_embeddings[groups.occupation_relation]
+        - entity_embeddings[occupation]
+    )
+
+
+def _group_means(values: FloatTensor, groups: OccupationGroups) -> tuple[FloatTensor, FloatTensor]:
+    """Per-occupation means over M_o and over F_o of a per-pair value [P] -> ([O], [O]); NaN if empty."""
+    n_occ = groups.n_occupations
+    female = groups.pair_female
+    sums = torch.zeros(2, n_occ, dtype=values.dtype, device=values.device)
+    sums[0].index_add_(0, groups.pair_occupation[~female], values[~female])
+    sums[1].index_add_(0, groups.pair_occupation[female], values[female])
+    counts = torch.stack([groups.n_male, groups.n_female]).to(values)
+    means = sums / counts  # 0/0 = NaN marks an empty group
+    return means[0], means[1]
+
+
+def group_bias(
+    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups
+) -> FloatTensor:
+    """B_gr(o) = mean_{s in F_o} psi(s, r_p, o) - mean_{s in M_o} psi(s, r_p, o) (Du §3.1, METHODS §1).
+
+    Shapes: entity_embeddings [E, d], relation_embeddings [R, d] -> [O] (order of
+    ``groups.occupations``). Positive: women are linked to o with the larger distance, i.e. the
+    embedding leans male. NaN where M_o or F_o is empty (callers report why).
+    """
+    psi = pair_residuals(
+        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
+    ).pow(2).sum(-1)
+    male, female = _group_means(psi, groups)
+    return female - male
+
+
+def group_bias_interval(
+    *,
+    entity_embeddings: FloatTensor,
+    relation_embeddings: FloatTensor,
+    groups: OccupationGroups,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[FloatTensor, FloatTensor]:
+    """Percentile bootstrap interval of B_gr over persons, resampled within M_o and F_o. -> ([O], [O]).
+
+    Each resample draws |M_o| men and |F_o| women with replacement, for all occupations at once
+    (one [n_resamples, P] index tensor). NaN where a group is empty.
+    """
+    psi = pair_residuals(
+        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
+    ).pow(2).sum(-1)
+    device = psi.device
+    key = groups.pair_occupation * 2 + groups.pair_female.long()  # [P] group of each pair
+    order = torch.argsort(key, stable=True)
+    key, psi = key[order], psi[order]
+    sizes = torch.bincount(key, minlength=2 * groups.n_occupations)  # [2O]
+    offsets = torch.cumsum(sizes, 0) - sizes
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    uniform = torch.rand(n_resamples, key.shape[0], generator=generator).to(device)  # [B, P]
+    picks = offsets[key] + (uniform * sizes[key]).long().clamp_max(sizes[key] - 1)  # [B, P]
+    sums = torch.zeros(n_resamples, 2 * groups.n_occupations, dtype=psi.dtype, device=device)
+    sums.scatter_add_(1, key.expand(n_resamples, -1), psi[picks])
+    means = (sums / sizes.to(psi)).view(n_resamples, groups.n_occupations, 2)  # [B, O, (male, female)]
+    resampled = means[..., 1] - means[..., 0]  # [B, O]
+    tail = (1.0 - confidence) / 2
+    low = torch.quantile(resampled, tail, dim=0)
+    high = torch.quantile(resampled, 1.0 - tail, dim=0)
+    return low, high
+
+
+def projection_bias(*, entity_embeddings: FloatTensor, groups: OccupationGroups) -> FloatTensor:
+    """B_wo(o) = o . (m - f) (Du §3.1, after Bourli & Pitoura; METHODS §1). [E, d] -> [O].
+
+    Positive: the occupation's vector points along the male-minus-female direction.
+    """
+    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
+    return entity_embeddings[groups.occupations] @ direction
+
+
+def hessian_diagonal(*, degree: LongTensor, n_triples: int, damping: float) -> FloatTensor:
+    """alpha_e = max(N_e - 2|G|/|E|, 0) + lambda (Du Lemma 1 / Remark 3 in METHODS §3's monotone form).
+
+    Shapes: degree [E] -> [E]; on the scale of the summed loss. ``damping`` is lambda (>= l2).
+    """
+    mean_degree = 2.0 * n_triples / degree.shape[0]
+    return torch.clamp(degree.to(torch.float32) - mean_degree, min=0.0) + damping
+
+
+def individual_bias(
+    *,
+    entity_embeddings: FloatTensor,
+    relation_embeddings: FloatTensor,
+    groups: OccupationGroups,
+    alpha: FloatTensor,
+) -> FloatTensor:
+    """B_in(s, o) = -4 / alpha_s * v . (m - f), v = s + r_p - o (Du Corollary 4, METHODS §5). -> [P].
+
+    The change of psi(s, r_p, o) when s's gender fact flips, predicted by influence. Positive =
+    male-leaning. Du's extra constant 1/|G| is left out (it changes no ranking or correlation).
+    """
+    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
+    v = pair_residuals(
+        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
+    )
+    return -4.0 / alpha[groups.pair_person] * (v @ direction)
+
+
+def fisher_individual_bias(
+    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups
+) -> FloatTensor:
+    """B'_in(s, o) = -v . (m - f), up to a positive constant (Fisher's one-step update, Du Eq. 6). -> [P].
+
+    Moving s a small step along (m - f) changes psi(s, r_p, o) by 2 step v.(m - f); the sign is
+    flipped so that positive = the occupation becomes more plausible for a more male s.
+    """
+    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
+    v = pair_residuals(
+        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
+    )
+    return -(v @ direction)
+
+
+def aggregate_individual(values: FloatTensor, groups: OccupationGroups) -> tuple[FloatTensor, FloatTensor]:
+    """Vanilla and weighted aggregates of a per-pair bias (Du §3.3, METHODS §5). [P] -> ([O], [O]).
+
+    vanilla(o) = mean over M_o ∪ F_o; weighted(o) = mean_{F_o} + mean_{M_o} (each gender counts the
+    same however unbalanced the occupation). Vanilla is NaN only with no persons at all, weighted
+    whenever a group is empty.
+    """
+    male, female = _group_means(values, groups)
+    total = torch.zeros(groups.n_occupations, dtype=values.dtype, device=values.device)
+    total.index_add_(0, groups.pair_occupation, values)
+    vanilla = total / (groups.n_male + groups.n_female).to(values)
+    return vanilla, female + male

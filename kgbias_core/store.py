@@ -1,0 +1,268 @@
+"""The model store ``cached_models/<name>/``: the one module that reads and writes cached models.
+
+Layout of a model directory (all written into a temporary sibling directory, then renamed into
+place, so a half-written model is never visible under its name):
+
+- ``model.safetensors``: the weights (TransE: ``entity_embeddings`` [E, d], ``relation_embeddings``
+  [R, d]; other models: their PyKEEN state dict);
+- ``training.safetensors``: ``triples`` [n, 3] (exactly the triples trained on, edits included),
+  ``negatives`` [n, 3] (frozen negative of each row; TransE only), and, where the graph has them,
+  ``valid_triples`` / ``test_triples`` in the same id space;
+- ``entities.tsv`` (``id label name``) and ``relations.tsv`` (``id label``);
+- ``config.json``: data set and data hash, schema, training config, damping, influence scale,
+  edit, library versions, final loss, training seconds.
+
+Nothing is ever unpickled: tensors come from safetensors, everything else from JSON/TSV.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import uuid
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from kgbias_core.config import TrainConfig
+from kgbias_core.errors import (
+    MODEL_CORRUPT,
+    MODEL_INCOMPLETE,
+    MODEL_NOT_FOUND,
+    UNKNOWN_ENTITY,
+    UNKNOWN_RELATION,
+    MeasureError,
+    ModelStoreError,
+)
+from kgbias_core.schema import Schema
+from kgbias_core.types import FloatTensor, LongTensor
+
+MODEL_FILES = ("config.json", "model.safetensors", "training.safetensors", "entities.tsv", "relations.tsv")
+STORE_ENV = "KGBIAS_MODEL_DIR"
+
+
+def default_store() -> Path:
+    """``$KGBIAS_MODEL_DIR`` or ``./cached_models``."""
+    return Path(os.environ.get(STORE_ENV, "cached_models"))
+
+
+@dataclass(frozen=True)
+class StoredModel:
+    """A trained embedding with everything needed to compute measures without the raw data."""
+
+    name: str  # directory name in the store
+    dataset: str  # "fb15k237", "synthetic", or a user graph's name
+    data_hash: str  # sha256 of the data the model was trained on
+    schema: Schema
+    config: TrainConfig
+    entity_labels: tuple[str, ...]  # id -> label (MID, Q-id, ...)
+    entity_names: tuple[str, ...]  # id -> readable name
+    relation_labels: tuple[str, ...]  # id -> label
+    weights: dict[str, torch.Tensor]  # model.safetensors
+    triples: LongTensor  # [n, 3] trained on
+    negatives: LongTensor | None  # [n, 3] frozen negatives (TransE)
+    valid_triples: LongTensor | None = None  # [n_valid, 3]
+    test_triples: LongTensor | None = None  # [n_test, 3]
+    damping: float = 0.0  # lambda of METHODS §3
+    influence_scale: float | None = None  # calibrated actual/predicted (METHODS §4), None = ranking only
+    edit: dict[str, Any] | None = None  # the debiasing edit that made this what-if, if any
+    info: dict[str, Any] = field(default_factory=dict)  # versions, final loss, seconds, base model
+
+    @property
+    def entity_embeddings(self) -> FloatTensor:
+        """TransE entity embeddings [E, d]."""
+        return self.weights["entity_embeddings"]
+
+    @property
+    def relation_embeddings(self) -> FloatTensor:
+        """TransE relation embeddings [R, d]."""
+        return self.weights["relation_embeddings"]
+
+    @property
+    def n_entities(self) -> int:
+        return len(self.entity_labels)
+
+    @property
+    def n_relations(self) -> int:
+        return len(self.relation_labels)
+
+    @cached_property
+    def entity_to_id(self) -> dict[str, int]:
+        return {label: i for i, label in enumerate(self.entity_labels)}
+
+    @cached_property
+    def relation_to_id(self) -> dict[str, int]:
+        return {label: i for i, label in enumerate(self.relation_labels)}
+
+    def entity_id(self, label: str) -> int:
+        try:
+            return self.entity_to_id[label]
+        except KeyError:
+            raise MeasureError(UNKNOWN_ENTITY.format(entity=label)) from None
+
+    def relation_id(self, label: str) -> int:
+        try:
+            return self.relation_to_id[label]
+        except KeyError:
+            raise MeasureError(UNKNOWN_RELATION.format(relation=label)) from None
+
+    def to(self, device: torch.device | str) -> StoredModel:
+        """A copy whose weights and triples live on ``device``."""
+        move = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return replace(
+            self,
+            weights={k: v.to(device) for k, v in self.weights.items()},
+            triples=self.triples.to(device),
+            negatives=move(self.negatives),
+        )
+
+
+def library_versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "pykeen": version("pykeen")}
+
+
+def save_model(model: StoredModel, store: Path | str | None = None) -> Path:
+    """Write ``model`` to ``store/model.name`` atomically; an existing model of that name is replaced."""
+    store = Path(store) if store is not None else default_store()
+    store.mkdir(parents=True, exist_ok=True)
+    target = store / model.name
+    tmp = store / f".tmp-{model.name}-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        save_file({k: v.detach().cpu().contiguous() for k, v in model.weights.items()}, tmp / "model.safetensors")
+        training = {"triples": model.triples.cpu().contiguous()}
+        for key in ("negatives", "valid_triples", "test_triples"):
+            value = getattr(model, key)
+            if value is not None:
+                training[key] = value.cpu().contiguous()
+        save_file(training, tmp / "training.safetensors")
+        with (tmp / "entities.tsv").open("w", encoding="utf-8") as handle:
+            handle.write("id\tlabel\tname\n")
+            for i, (label, name) in enumerate(zip(model.entity_labels, model.entity_names, strict=True)):
+                handle.write(f"{i}\t{label}\t{_clean(name)}\n")
+        with (tmp / "relations.tsv").open("w", encoding="utf-8") as handle:
+            handle.write("id\tlabel\n")
+            for i, label in enumerate(model.relation_labels):
+                handle.write(f"{i}\t{label}\n")
+        config = {
+            "name": model.name,
+            "dataset": model.dataset,
+            "data_hash": model.data_hash,
+            "schema": model.schema.to_dict(),
+            **model.config.to_dict(),
+            "damping": model.damping,
+            "influence_scale": model.influence_scale,
+            "edit": model.edit,
+            **model.info,
+        }
+        # config.json last: a directory holding it was written completely.
+        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True), encoding="utf-8")
+        old = None
+        if target.exists():
+            old = store / f".old-{model.name}-{uuid.uuid4().hex}"
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _clean(text: str) -> str:
+    return text.replace("\t", " ").replace("\n", " ")
+
+
+def _read_tsv(path: Path, columns: int) -> list[list[str]]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        header = handle.readline()
+        if not header:
+            raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem="empty file"))
+        for number, line in enumerate(handle, start=2):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != columns or parts[0] != str(number - 2):
+                raise ModelStoreError(
+                    MODEL_CORRUPT.format(path=path, problem=f"line {number} is not 'id' + {columns - 1} columns in id order")
+                )
+            rows.append(parts)
+    return rows
+
+
+def load_model(path: Path | str) -> StoredModel:
+    """Read a model directory written by :func:`save_model`; never unpickles anything."""
+    path = Path(path)
+    if not (path / "config.json").is_file() and not (path / "model.safetensors").is_file():
+        raise ModelStoreError(MODEL_NOT_FOUND.format(path=path))
+    missing = [f for f in MODEL_FILES if not (path / f).is_file()]
+    if missing:
+        raise ModelStoreError(MODEL_INCOMPLETE.format(path=path, missing=", ".join(missing)))
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        weights = load_file(path / "model.safetensors")
+        training = load_file(path / "training.safetensors")
+    except (json.JSONDecodeError, SafetensorError, OSError) as exc:
+        raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem=str(exc))) from exc
+    entities = _read_tsv(path / "entities.tsv", 3)
+    relations = _read_tsv(path / "relations.tsv", 2)
+    train_config = TrainConfig.from_dict(config)
+    if train_config.model == "transe":
+        for key, rows in (("entity_embeddings", entities), ("relation_embeddings", relations)):
+            if key not in weights or weights[key].shape[0] != len(rows):
+                raise ModelStoreError(
+                    MODEL_CORRUPT.format(path=path, problem=f"{key} does not match the id maps")
+                )
+    triples = training.get("triples")
+    if triples is None or triples.ndim != 2 or triples.shape[1] != 3:
+        raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem="training.safetensors lacks triples [n, 3]"))
+    reserved = {"name", "dataset", "data_hash", "schema", "damping", "influence_scale", "edit"}
+    reserved |= set(train_config.to_dict())
+    return StoredModel(
+        name=path.name,
+        dataset=config.get("dataset", ""),
+        data_hash=config.get("data_hash", ""),
+        schema=Schema.from_dict(config["schema"], source=str(path / "config.json")),
+        config=train_config,
+        entity_labels=tuple(r[1] for r in entities),
+        entity_names=tuple(r[2] for r in entities),
+        relation_labels=tuple(r[1] for r in relations),
+        weights=weights,
+        triples=triples,
+        negatives=training.get("negatives"),
+        valid_triples=training.get("valid_triples"),
+        test_triples=training.get("test_triples"),
+        damping=float(config.get("damping") or 0.0),
+        influence_scale=config.get("influence_scale"),
+        edit=config.get("edit"),
+        info={k: v for k, v in config.items() if k not in reserved},
+    )
+
+
+def list_models(store: Path | str | None = None) -> list[str]:
+    """Names of the complete models in the store (temporary and partial directories are skipped)."""
+    store = Path(store) if store is not None else default_store()
+    if not store.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in store.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and all((p / f).is_file() for f in MODEL_FILES)
+    )
+
+
+def read_config(path: Path | str) -> dict[str, Any]:
+    """The config.json of a model directory, cheaply (for listings)."""
+    try:
+        return json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem=str(exc))) from exc

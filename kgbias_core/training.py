@@ -1,0 +1,285 @@
+"""Training: TransE on a deterministic objective that influence functions can trust.
+
+Why a hand-written loop over PyKEEN's TransE rather than PyKEEN's training loop: Du et al.'s
+influence approximation linearises around an optimum of a *fixed* objective (METHODS §2). That
+needs (a) one negative per training triple drawn once from a saved seed and frozen for the whole
+training, (b) masked retraining, where a retrain without a set S keeps the very same batch
+permutation and only weights S's triples 0, and (c) exact reproducibility. PyKEEN's sLCWA loop
+draws fresh negatives every batch and re-permutes the (edited) triples, so it offers none of the
+three. PyKEEN still provides the model (parameters, initialisation-free scoring via
+``score_hrt``), the id maps, and the pipeline for the other models.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from pykeen.models import TransE
+
+from kgbias_core.config import MODELS, PYKEEN_MODELS, TrainConfig
+from kgbias_core.errors import CANCELLED, UNKNOWN_MODEL, CancelledError, KGBiasError
+from kgbias_core.graph import KnowledgeGraph
+from kgbias_core.store import StoredModel, library_versions
+from kgbias_core.types import FloatTensor, LongTensor
+
+#: Called after every epoch with (epoch, n_epochs, mean loss per triple).
+EpochCallback = Callable[[int, int, float], None]
+
+# Offsets keep the three random streams of one seed independent of each other.
+_NEGATIVE_STREAM = 1_000_003
+_INIT_STREAM = 2_000_003
+_EXTRA_STREAM = 3_000_017
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def frozen_negatives(triples: LongTensor, *, n_entities: int, seed: int, stream: int = 0) -> LongTensor:
+    """One negative per triple: head or tail (50/50) replaced by a uniform entity.
+
+    Shapes: triples [n, 3] -> negatives [n, 3]. Drawn once from ``seed`` (METHODS §2) so that
+    the training objective is a fixed function of the parameters.
+    """
+    generator = torch.Generator().manual_seed(seed + _NEGATIVE_STREAM + stream)
+    n = triples.shape[0]
+    corrupt_head = torch.rand(n, generator=generator) < 0.5
+    replacement = torch.randint(n_entities, (n,), generator=generator)
+    negatives = triples.clone()
+    negatives[corrupt_head, 0] = replacement[corrupt_head]
+    negatives[~corrupt_head, 2] = replacement[~corrupt_head]
+    return negatives
+
+
+def initial_embeddings(
+    *, n_entities: int, n_relations: int, dim: int, seed: int, n_base_entities: int | None = None
+) -> tuple[FloatTensor, FloatTensor]:
+    """TransE's uniform(-6/sqrt(d), 6/sqrt(d)) initialisation, relations normalised.
+
+    Entities beyond ``n_base_entities`` (dummies added by a debiasing edit) come from a separate
+    stream, so that the base graph's rows start exactly where the base model's did.
+    Shapes: entities [n_entities, dim], relations [n_relations, dim].
+    """
+    bound = 6.0 / math.sqrt(dim)
+    base = n_entities if n_base_entities is None else n_base_entities
+    generator = torch.Generator().manual_seed(seed + _INIT_STREAM)
+    entities = (torch.rand(base, dim, generator=generator) * 2 - 1) * bound
+    relations = (torch.rand(n_relations, dim, generator=generator) * 2 - 1) * bound
+    relations = relations / relations.norm(dim=-1, keepdim=True)
+    if n_entities > base:
+        extra = torch.Generator().manual_seed(seed + _EXTRA_STREAM)
+        entities = torch.cat([entities, (torch.rand(n_entities - base, dim, generator=extra) * 2 - 1) * bound])
+    return entities, relations
+
+
+def transe_module(*, entities: FloatTensor, relations: FloatTensor, device: torch.device) -> TransE:
+    """A PyKEEN TransE scoring -||h + r - t||_2^2 (power_norm, no entity constraint) holding these weights."""
+    from pykeen.triples import CoreTriplesFactory
+
+    factory = CoreTriplesFactory.create(
+        mapped_triples=torch.zeros(1, 3, dtype=torch.long),
+        num_entities=entities.shape[0],
+        num_relations=relations.shape[0],
+    )
+    model = TransE(
+        triples_factory=factory,
+        embedding_dim=entities.shape[1],
+        scoring_fct_norm=2,
+        power_norm=True,
+        entity_constrainer=None,
+        random_seed=0,
+    ).to(device)
+    with torch.no_grad():
+        model.entity_representations[0]._embeddings.weight.copy_(entities)
+        model.relation_representations[0]._embeddings.weight.copy_(relations)
+    return model
+
+
+@dataclass(frozen=True)
+class TransEResult:
+    """Weights and bookkeeping of one TransE training run (all tensors on the CPU)."""
+
+    entity_embeddings: FloatTensor  # [n_entities, dim]
+    relation_embeddings: FloatTensor  # [n_relations, dim]
+    losses: list[float] = field(default_factory=list)  # mean loss per triple, per epoch
+    seconds: float = 0.0
+
+
+def train_transe(
+    *,
+    triples: LongTensor,
+    negatives: LongTensor,
+    n_entities: int,
+    n_relations: int,
+    config: TrainConfig,
+    weights: FloatTensor | None = None,
+    n_base_entities: int | None = None,
+    init: tuple[FloatTensor, FloatTensor] | None = None,
+    epochs: int | None = None,
+    device: torch.device | None = None,
+    on_epoch: EpochCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> TransEResult:
+    """Minimise sum_z w_z [gamma + psi(z) - psi(z')]_+ + (l2/2)||theta||^2 (METHODS §2-3).
+
+    Shapes: triples, negatives [n, 3] (row i's frozen negative is negatives[i]); weights [n]
+    (1 keeps a triple, 0 masks it: a retrain "without S" passes the base triples with S's weights
+    0, so the batch permutation — drawn from ``config.seed`` over all n rows — is the base run's).
+    ``init`` warm-starts from given weights (fast what-ifs); otherwise the seeded initialisation.
+    Each batch's loss is divided by its full row count and Adam's weight_decay is l2 / n, so the
+    optimum is that of the summed objective for every mask.
+    """
+    device = device or default_device()
+    start = time.perf_counter()
+    n = triples.shape[0]
+    weights = torch.ones(n) if weights is None else weights.to(torch.float32)
+    if init is None:
+        init = initial_embeddings(
+            n_entities=n_entities, n_relations=n_relations, dim=config.dim, seed=config.seed,
+            n_base_entities=n_base_entities,
+        )
+    model = transe_module(entities=init[0], relations=init[1], device=device)
+    n_epochs = config.epochs if epochs is None else epochs
+    n_batches = math.ceil(n / config.batch_size)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.l2 / n)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
+        optimizer, T_max=max(n_epochs * n_batches, 1), eta_min=config.lr_min
+    )
+    pos_all, neg_all, w_all = triples.to(device), negatives.to(device), weights.to(device)
+    permutations = torch.Generator().manual_seed(config.seed)
+    losses: list[float] = []
+    for epoch in range(1, n_epochs + 1):
+        order = torch.randperm(n, generator=permutations).to(device)
+        total = torch.zeros((), device=device)
+        for batch in order.split(config.batch_size):
+            both = torch.cat([pos_all[batch], neg_all[batch]])  # [2b, 3]
+            psi = -model.score_hrt(both).squeeze(-1)  # [2b]
+            psi_pos, psi_neg = psi.split(batch.shape[0])
+            per_triple = w_all[batch] * torch.relu(config.margin + psi_pos - psi_neg)
+            loss = per_triple.sum() / batch.shape[0]
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            total += per_triple.detach().sum()
+        losses.append(float(total) / max(float(weights.sum()), 1.0))
+        if on_epoch is not None:
+            on_epoch(epoch, n_epochs, losses[-1])
+        if should_stop is not None and should_stop():
+            raise CancelledError(CANCELLED.format(epoch=epoch))
+    return TransEResult(
+        entity_embeddings=model.entity_representations[0]._embeddings.weight.detach().cpu().clone(),
+        relation_embeddings=model.relation_representations[0]._embeddings.weight.detach().cpu().clone(),
+        losses=losses,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def default_damping(*, n_triples: int, n_entities: int) -> float:
+    """lambda = 2|G|/|E| (METHODS §3-4): the mean degree, where Du's alpha_e crosses zero."""
+    return 2.0 * n_triples / n_entities
+
+
+def train_model(
+    graph: KnowledgeGraph,
+    config: TrainConfig,
+    *,
+    name: str,
+    device: torch.device | None = None,
+    on_epoch: EpochCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> StoredModel:
+    """Train ``config.model`` on ``graph``'s training split; the result is ready for :func:`save_model`."""
+    device = device or default_device()
+    factory = graph.training
+    triples = factory.mapped_triples.clone()
+    n_entities, n_relations = factory.num_entities, factory.num_relations
+    negatives = None
+    if config.model == "transe":
+        negatives = frozen_negatives(triples, n_entities=n_entities, seed=config.seed)
+        result = train_transe(
+            triples=triples, negatives=negatives, n_entities=n_entities, n_relations=n_relations,
+            config=config, device=device, on_epoch=on_epoch, should_stop=should_stop,
+        )
+        weights = {
+            "entity_embeddings": result.entity_embeddings,
+            "relation_embeddings": result.relation_embeddings,
+        }
+        losses, seconds = result.losses, result.seconds
+    elif config.model in PYKEEN_MODELS:
+        weights, losses, seconds = train_pykeen(
+            graph, config, device=device, on_epoch=on_epoch, should_stop=should_stop
+        )
+    else:
+        raise KGBiasError(UNKNOWN_MODEL.format(model=config.model, known=", ".join(MODELS)))
+    id_to_entity = sorted(factory.entity_to_id, key=factory.entity_to_id.__getitem__)
+    id_to_relation = sorted(factory.relation_to_id, key=factory.relation_to_id.__getitem__)
+    damping = config.damping if config.damping is not None else default_damping(
+        n_triples=triples.shape[0], n_entities=n_entities
+    )
+    return StoredModel(
+        name=name,
+        dataset=graph.name,
+        data_hash=graph.data_hash,
+        schema=graph.schema,
+        config=config,
+        entity_labels=tuple(id_to_entity),
+        entity_names=tuple(graph.entity_name(e) for e in id_to_entity),
+        relation_labels=tuple(id_to_relation),
+        weights=weights,
+        triples=triples,
+        negatives=negatives,
+        valid_triples=None if graph.validation is None else graph.validation.mapped_triples.clone(),
+        test_triples=None if graph.testing is None else graph.testing.mapped_triples.clone(),
+        damping=damping,
+        info={
+            "versions": library_versions(),
+            "final_loss": losses[-1] if losses else None,
+            "train_seconds": seconds,
+            "device": str(device),
+            "n_train": int(triples.shape[0]),
+        },
+    )
+
+
+def train_pykeen(
+    graph: KnowledgeGraph,
+    config: TrainConfig,
+    *,
+    device: torch.device,
+    on_epoch: EpochCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> tuple[dict[str, torch.Tensor], list[float], float]:
+    """DistMult / ComplEx / RotatE through PyKEEN's own pipeline (no influence math needs them)."""
+    from pykeen.models import model_resolver
+    from pykeen.training import SLCWATrainingLoop
+    from pykeen.training.callbacks import TrainingCallback
+    from pykeen.utils import set_random_seed
+
+    class _Progress(TrainingCallback):
+        def post_epoch(self, epoch: int, epoch_loss: float, **kwargs: object) -> None:
+            if on_epoch is not None:
+                on_epoch(epoch, config.epochs, float(epoch_loss))
+            if should_stop is not None and should_stop():
+                raise CancelledError(CANCELLED.format(epoch=epoch))
+
+    set_random_seed(config.seed)
+    model = model_resolver.make(
+        config.model, {"embedding_dim": config.dim, "random_seed": config.seed},
+        triples_factory=graph.training,
+    ).to(device)
+    loop = SLCWATrainingLoop(
+        model=model, triples_factory=graph.training, optimizer="adam",
+        optimizer_kwargs={"lr": config.lr},
+    )
+    start = time.perf_counter()
+    losses = loop.train(
+        triples_factory=graph.training, num_epochs=config.epochs, batch_size=config.batch_size,
+        callbacks=_Progress(), use_tqdm=False, use_tqdm_batch=False,
+    )
+    weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+    return weights, [float(x) for x in losses or []], time.perf_counter() - start

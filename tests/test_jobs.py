@@ -1,0 +1,175 @@
+"""Job registry and progress: deterministic through events, never through timing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from kgbias_core.errors import CANCELLED, JOB_RESULT_EVICTED, CancelledError, DataError, JobError
+from kgbias_core.jobs import JobRegistry, JobState, Progress, default_registry
+
+WAIT = 5.0  # generous upper bound; the events fire in microseconds
+
+
+@pytest.fixture
+def registry() -> Iterator[JobRegistry]:
+    reg = JobRegistry(max_results=2)
+    yield reg
+    reg.shutdown()
+
+
+def _blocking(
+    started: threading.Event, release: threading.Event, value: object = None
+) -> Callable[[Progress], object]:
+    """A job that signals it runs, then waits for the test to release it (or to cancel it)."""
+
+    def fn(progress: Progress) -> object:
+        started.set()
+        for epoch in range(1, 1000):
+            if release.wait(0.01):
+                return value
+            progress.raise_if_cancelled(epoch=epoch)
+        raise AssertionError("never released")
+
+    return fn
+
+
+def test_job_runs_and_returns(registry: JobRegistry) -> None:
+    def train(progress: Progress) -> int:
+        on_epoch = progress.as_callback()
+        for epoch in range(1, 4):
+            on_epoch(epoch, 3, 1.0 / epoch)
+        return 42
+
+    job_id = registry.submit("train", train, owner="a")
+    status = registry.wait(job_id, timeout=WAIT)
+    assert status.state is JobState.DONE
+    assert status.has_result and status.error is None and status.queue_position is None
+    assert registry.result(job_id) == 42
+    assert status.progress.step == 3 and status.progress.total == 3
+    assert status.progress.fraction == 1.0
+    assert status.progress.loss == pytest.approx(1 / 3)
+
+
+def test_fifo_queue_positions(registry: JobRegistry) -> None:
+    started, release = threading.Event(), threading.Event()
+    order: list[str] = []
+    first = registry.submit("first", _blocking(started, release, "1"), owner="a")
+    assert started.wait(WAIT)
+    second = registry.submit("second", lambda p: order.append("second"), owner="a")
+    third = registry.submit("third", lambda p: order.append("third"), owner="b")
+
+    assert registry.status(first).state is JobState.RUNNING
+    assert registry.status(first).queue_position is None
+    assert (registry.status(second).state, registry.status(second).queue_position) == (JobState.QUEUED, 1)
+    assert (registry.status(third).state, registry.status(third).queue_position) == (JobState.QUEUED, 2)
+    with pytest.raises(JobError, match="is queued: it has no result"):
+        registry.result(second)
+
+    release.set()
+    assert registry.wait(third, timeout=WAIT).state is JobState.DONE
+    assert order == ["second", "third"]
+    assert registry.status(first).state is JobState.DONE
+
+
+def test_cancel_running_and_queued(registry: JobRegistry) -> None:
+    started, release = threading.Event(), threading.Event()
+    running = registry.submit("running", _blocking(started, release), owner="a")
+    assert started.wait(WAIT)
+    queued = registry.submit("queued", lambda p: "never", owner="a")
+    after = registry.submit("after", lambda p: "ran", owner="a")
+
+    assert registry.cancel(queued) is JobState.CANCELLED
+    assert registry.status(after).queue_position == 1  # moved up
+    assert registry.cancel(running) is JobState.RUNNING  # asked; it stops at its next check
+    status = registry.wait(running, timeout=WAIT)
+    assert status.state is JobState.CANCELLED
+    assert status.error is not None and status.error.startswith("cancelled by the user after epoch")
+    assert status.progress.cancel_requested
+    assert registry.wait(after, timeout=WAIT).state is JobState.DONE
+    assert registry.status(queued).state is JobState.CANCELLED
+    with pytest.raises(JobError, match="is cancelled"):
+        registry.result(queued)
+
+
+def test_failing_job_reports_and_worker_survives(registry: JobRegistry) -> None:
+    def bug(progress: Progress) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    def user_error(progress: Progress) -> None:
+        raise DataError("train.txt, line 3: bad")
+
+    crashed = registry.submit("bug", bug, owner="a")
+    refused = registry.submit("user", user_error, owner="a")
+    fine = registry.submit("fine", lambda p: "ok", owner="a")
+    assert registry.wait(fine, timeout=WAIT).state is JobState.DONE
+    assert registry.status(crashed).state is JobState.FAILED
+    assert registry.status(crashed).error == "failed: ZeroDivisionError: division by zero"
+    assert registry.status(refused).error == "train.txt, line 3: bad"
+    assert registry.result(fine) == "ok"
+    with pytest.raises(JobError, match="ZeroDivisionError"):
+        registry.result(crashed)
+
+
+def test_owner_isolation(registry: JobRegistry) -> None:
+    mine = [registry.submit(f"a{i}", lambda p: None, owner="session-a") for i in range(2)]
+    theirs = registry.submit("b", lambda p: None, owner="session-b")
+    registry.wait(theirs, timeout=WAIT)
+    assert [s.job_id for s in registry.jobs(owner="session-a")] == mine
+    assert [s.job_id for s in registry.jobs(owner="session-b")] == [theirs]
+    assert registry.jobs(owner="nobody") == []
+
+
+def test_results_are_evicted_statuses_kept(registry: JobRegistry) -> None:
+    ids = [registry.submit(f"j{i}", lambda p, i=i: i, owner="a") for i in range(4)]
+    registry.wait(ids[-1], timeout=WAIT)
+    assert [registry.status(i).has_result for i in ids] == [False, False, True, True]
+    assert [registry.status(i).state for i in ids] == [JobState.DONE] * 4
+    assert registry.result(ids[3]) == 3
+    with pytest.raises(JobError) as info:
+        registry.result(ids[0])
+    assert str(info.value) == JOB_RESULT_EVICTED.format(job_id=ids[0], name="j0", keep=2)
+
+
+def test_unknown_job_and_closed_registry() -> None:
+    reg = JobRegistry()
+    with pytest.raises(JobError, match="unknown job 'nope'"):
+        reg.status("nope")
+    reg.shutdown()
+    with pytest.raises(JobError, match="shut down"):
+        reg.submit("late", lambda p: None, owner="a")
+
+
+def test_progress_snapshot_estimates_time_left() -> None:
+    now = [100.0]
+    progress = Progress(clock=lambda: now[0])
+    progress.start(stage="training")
+    progress.update(total=10)
+    snap = progress.snapshot()
+    assert snap.fraction == 0.0 and snap.seconds_left is None
+    now[0] = 104.0
+    progress.update(step=4, loss=0.5, message="epoch 4/10")
+    snap = progress.snapshot()
+    assert snap.fraction == pytest.approx(0.4)
+    assert snap.seconds_left == pytest.approx(6.0)  # 4 s for 40 % -> 6 s for the other 60 %
+    assert snap.elapsed == pytest.approx(4.0)
+    assert (snap.stage, snap.loss, snap.message) == ("training", 0.5, "epoch 4/10")
+    progress.update(loss=None)
+    assert progress.loss is None and progress.step == 4
+
+
+def test_progress_cancel_hooks() -> None:
+    progress = Progress()
+    assert not progress.should_stop() and not progress.cancelled
+    progress.raise_if_cancelled(epoch=1)  # no-op
+    progress.cancel_event.set()
+    assert progress.should_stop() and progress.cancelled
+    with pytest.raises(CancelledError) as info:
+        progress.raise_if_cancelled(epoch=7)
+    assert str(info.value) == CANCELLED.format(epoch=7)
+
+
+def test_default_registry_is_a_singleton() -> None:
+    assert default_registry() is default_registry()
