@@ -150,3 +150,7 @@ DOWNLOAD_CENSUS_FAILED = (
     "{path}/census/occupation_gender_ipums.csv (it is data/occupation_percentages_gender_occ1950.csv "
     "of github.com/nikhgarg/EmbeddingDynamicStereotypes)"
 )
+CENSUS_SEVERAL_YEARS = (
+    "paired_shares needs the census of one year, got years {years}: load it with load_census(year=...)"
+)
+CENSUS_DUPLICATE_KEY = "census_correlations: {key} {value!r} names two KG occupations; use key='kg_occupation'"

@@ -162,11 +162,13 @@ def fisher_gradient(
     value_b: int | None = None,
     other_values: LongTensor | None = None,
     attribute_person_is_head: bool = True,
+    batch_size: int = 1024,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Each person's embedding e_j and the gradient d mm / d e_j (Fisher §3.2, METHODS §6).
 
-    One autograd call for all persons: persons are independent, so the gradient of
-    sum_j mm(e_j) w.r.t. e_j is the gradient of mm(e_j) alone. For complex embeddings the
+    One autograd call per chunk of ``batch_size`` persons (not one per person): persons are
+    independent, so the gradient of sum_j mm(e_j) w.r.t. e_j is the gradient of mm(e_j) alone.
+    Chunks bound the one-vs-rest intermediate [batch_size, V, d]. For complex embeddings the
     gradient is PyTorch's, which equals the gradient w.r.t. the real view (Re, Im) — i.e. the
     step a real optimiser would take on the stored parameters.
 
@@ -185,20 +187,25 @@ def fisher_gradient(
         professions=None,
         step=1.0,
     )
-    with torch.enable_grad():
-        # Detached leaf: the model's parameters get no .grad and are never changed.
-        person_embeddings = _entities(model, persons).detach().requires_grad_(True)  # [J, d]
-        margin = attribute_margin(
-            model,
-            person_embeddings=person_embeddings,
-            attribute_relation=attribute_relation,
-            value_a=value_a,
-            value_b=value_b,
-            other_values=other_values,
-            attribute_person_is_head=attribute_person_is_head,
-        )  # [J]
-        (gradient,) = torch.autograd.grad(margin.sum(), person_embeddings)
-    return person_embeddings.detach(), gradient.detach()
+    with torch.no_grad():
+        embeddings = _entities(model, persons).detach()  # [J, d]
+    gradients = []
+    for start in range(0, persons.numel(), batch_size):
+        with torch.enable_grad():
+            # Detached leaf: the model's parameters get no .grad and are never changed.
+            chunk = embeddings[start : start + batch_size].clone().requires_grad_(True)  # [b, d]
+            margin = attribute_margin(
+                model,
+                person_embeddings=chunk,
+                attribute_relation=attribute_relation,
+                value_a=value_a,
+                value_b=value_b,
+                other_values=other_values,
+                attribute_person_is_head=attribute_person_is_head,
+            )  # [b]
+            (gradient,) = torch.autograd.grad(margin.sum(), chunk)
+        gradients.append(gradient.detach())
+    return embeddings, torch.cat(gradients, dim=0)
 
 
 def fisher_bias(
@@ -252,6 +259,7 @@ def fisher_bias(
         value_b=value_b,
         other_values=other_values,
         attribute_person_is_head=attribute_person_is_head,
+        batch_size=batch_size,
     )
     moved = embeddings + step * gradient  # [J, d]
     with torch.no_grad():

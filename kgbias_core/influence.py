@@ -138,7 +138,9 @@ def all_triple_influences(context: InfluenceContext) -> tuple[LongTensor, FloatT
         cols.append(nonzero)
         values.append(influence[nonzero])
     indices = torch.stack([torch.cat(rows), torch.cat(cols)])
-    table = torch.sparse_coo_tensor(indices, torch.cat(values), (valid.shape[0], context.n_triples))
+    table = torch.sparse_coo_tensor(
+        indices, torch.cat(values), (valid.shape[0], context.n_triples), check_invariants=True
+    )
     return valid, table.coalesce()
 
 

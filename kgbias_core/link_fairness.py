@@ -308,8 +308,12 @@ def fairness_report(
     used = np.isin(gender, list(groups))
     if not used.any():
         raise MeasureError(FAIRNESS_NO_FACTS.format(groups=groups))
-    true_class = _class_labels(y_true[used], classes=classes, occupations=occupations, mark_not_occupation=False)
-    pred_class = _class_labels(y_pred[used], classes=classes, occupations=occupations, mark_not_occupation=True)
+    true_class = _class_labels(
+        y_true[used], classes=classes, occupations=occupations, mark_not_occupation=False
+    )
+    pred_class = _class_labels(
+        y_pred[used], classes=classes, occupations=occupations, mark_not_occupation=True
+    )
     gender_used = gender[used]
     group_index = np.where(gender_used == groups[0], 0, 1)
 
@@ -383,7 +387,7 @@ def fairness_report(
     ci_rows = []
     for key, estimate in estimates.items():
         valid = replicates[key][~np.isnan(replicates[key])]
-        low, high = (np.quantile(valid, [alpha, 1 - alpha]) if valid.size else (np.nan, np.nan))
+        low, high = np.quantile(valid, [alpha, 1 - alpha]) if valid.size else (np.nan, np.nan)
         ci_rows.append((*key, estimate, float(low), float(high), int(valid.size)))
     confidence_intervals = pd.DataFrame(
         ci_rows, columns=["level", "measure", "estimate", "low", "high", "n_valid"]

@@ -375,7 +375,9 @@ def relation_value_biases(
     y_true, y_pred = np.asarray(y_true, dtype=np.int64), np.asarray(y_pred, dtype=np.int64)
     for what, array in (("y_true", y_true), ("y_pred", y_pred)):
         if len(array) != len(persons):
-            raise MeasureError(AUDIT_SHAPE_MISMATCH.format(what=what, expected=len(persons), found=len(array)))
+            raise MeasureError(
+                AUDIT_SHAPE_MISMATCH.format(what=what, expected=len(persons), found=len(array))
+            )
     directions = dict(attribute_person_is_head or {})
     position = {p: i for i, p in enumerate(persons.tolist())}
     rows: list[tuple] = []
@@ -466,8 +468,8 @@ def audit_relations(
        :func:`entity_feature_matrix`) is fitted on a seeded split for the reported accuracy, and
        predicts every person by cross-validation for DPD / PPD.
     3. Every value of every relation in ``sensitive_facts`` (relation id -> [n, 2] (person, value)
-       pairs), one-vs-rest among persons having the relation: DPD, PPD, and with a ``model``
-       TLB over the k class occupations (:func:`relation_value_biases`).
+       pairs), one-vs-rest among persons having the relation: DPD, PPD, and with a ``model`` and
+       an ``occupation_relation`` TLB over the k class occupations (:func:`relation_value_biases`).
     4. bias_agg = mean over values (:func:`aggregate_relation_biases`); paper normalisation, no
        division by (values + 1).
     Returns the long frame of :func:`aggregate_relation_biases` (pivot with

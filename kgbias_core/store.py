@@ -207,12 +207,9 @@ def load_model(path: Path | str) -> StoredModel:
     missing = [f for f in MODEL_FILES if not (path / f).is_file()]
     if missing:
         raise ModelStoreError(MODEL_INCOMPLETE.format(path=path, missing=", ".join(missing)))
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        weights = load_file(path / "model.safetensors")
-        training = load_file(path / "training.safetensors")
-    except (json.JSONDecodeError, SafetensorError, OSError) as exc:
-        raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem=str(exc))) from exc
+    config = read_config(path)
+    weights = _read_safetensors(path / "model.safetensors")
+    training = _read_safetensors(path / "training.safetensors")
     entities = _read_tsv(path / "entities.tsv", 3)
     relations = _read_tsv(path / "relations.tsv", 2)
     train_config = TrainConfig.from_dict(config)
@@ -262,7 +259,15 @@ def list_models(store: Path | str | None = None) -> list[str]:
 
 def read_config(path: Path | str) -> dict[str, Any]:
     """The config.json of a model directory, cheaply (for listings)."""
+    file = Path(path) / "config.json"
     try:
-        return json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+        return json.loads(file.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem=str(exc))) from exc
+        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=str(exc))) from exc
+
+
+def _read_safetensors(file: Path) -> dict[str, torch.Tensor]:
+    try:
+        return load_file(file)
+    except (SafetensorError, OSError) as exc:
+        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=str(exc))) from exc

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from pykeen.models import TransE
@@ -221,6 +221,7 @@ def train_model(
     damping = config.damping if config.damping is not None else default_damping(
         n_triples=triples.shape[0], n_entities=n_entities
     )
+    config = replace(config, damping=damping)  # record the lambda actually used
     return StoredModel(
         name=name,
         dataset=graph.name,

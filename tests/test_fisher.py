@@ -49,9 +49,7 @@ def _model(factory: TriplesFactory, name: str) -> ERModel:
 
 
 def _ids(factory: TriplesFactory, prefix: str) -> torch.Tensor:
-    return torch.tensor(
-        sorted(i for label, i in factory.entity_to_id.items() if label.startswith(prefix))
-    )
+    return torch.tensor(sorted(i for label, i in factory.entity_to_id.items() if label.startswith(prefix)))
 
 
 def _naive_bias(
@@ -153,9 +151,7 @@ def test_gradient_equals_finite_differences_transe(factory: TriplesFactory) -> N
     e2i, r2i = factory.entity_to_id, factory.relation_to_id
     persons = _ids(factory, "p")[:3]
     male, female, gender = e2i["male"], e2i["female"], r2i["gender"]
-    _, grad = fisher_gradient(
-        model, persons=persons, attribute_relation=gender, value_a=male, value_b=female
-    )
+    _, grad = fisher_gradient(model, persons=persons, attribute_relation=gender, value_a=male, value_b=female)
     weight = model.entity_representations[0]._embeddings.weight
 
     def margin(j: int) -> float:

@@ -1,0 +1,126 @@
+"""Downloads: a clear error without a network, and the expected layout from a local server."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib.util
+import socket
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kgbias_core.download import FB15K237_URL, Sources, download_fb15k237
+from kgbias_core.errors import DataError
+
+TRIPLES = {
+    "train": "/m/a\t/people/person/gender\t/m/male\n/m/a\t/people/person/profession\t/m/actor\n",
+    "valid": "/m/b\t/people/person/gender\t/m/female\n",
+    "test": "/m/b\t/people/person/profession\t/m/actor\n",
+}
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # keep pytest output clean
+        pass
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A static HTTP server on 127.0.0.1 serving a fresh directory; yields (base URL, directory)."""
+    root = tmp_path / "served"
+    root.mkdir()
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/", root
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # free once closed: connecting is refused at once
+
+
+def test_default_source_is_pykeens_url() -> None:
+    # Read pykeen's source rather than import it: the import alone takes seconds.
+    spec = importlib.util.find_spec("pykeen.datasets.freebase")
+    assert spec is not None and spec.origin is not None
+    assert f'url="{FB15K237_URL}"' in Path(spec.origin).read_text()
+
+
+def test_offline_fails_fast_with_clear_message(tmp_path: Path) -> None:
+    base = f"http://127.0.0.1:{_closed_port()}/"
+    start = time.monotonic()
+    with pytest.raises(DataError) as info:
+        download_fb15k237(tmp_path, timeout=2, sources=Sources.under(base))
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    url = base + "FB15K-237.2.zip"
+    assert message.startswith(f"could not download {url}: ")
+    assert "refused" in message.lower()
+    assert f"Without a network, copy the files into {tmp_path} by hand" in message
+    assert list((tmp_path / "fb15k237").iterdir()) == []  # no half-written files left behind
+
+
+def _serve_release(root: Path, *, census: bool = True) -> None:
+    with zipfile.ZipFile(root / "FB15K-237.2.zip", "w") as zipped:
+        zipped.writestr("Release/README.txt", "readme")
+        zipped.writestr("Release/text_cvsc.txt", "not triples")
+        for split, text in TRIPLES.items():
+            zipped.writestr(f"Release/{split}.txt", text)
+    (root / "entity2text.txt").write_text("/m/a\tAnne\n/m/actor\tActor-GB\n")
+    (root / "relation2text.txt").write_text("/people/person/gender\tpeople person gender\n")
+    if census:
+        (root / "occupation_percentages_gender_occ1950.csv").write_text(
+            "Census year,Occupation,Total Weight,Female,Male\n2015,judge,10.0,0.4,0.6\n"
+        )
+
+
+def test_download_from_local_server(tmp_path: Path, server: tuple[str, Path]) -> None:
+    base, root = server
+    _serve_release(root)
+    data_dir = tmp_path / "data"
+    written = download_fb15k237(data_dir, timeout=5, sources=Sources.under(base))
+    fb = data_dir / "fb15k237"
+    expected = [fb / f"{s}.txt" for s in ("train", "valid", "test")]
+    expected += [
+        fb / "entity_names.tsv",
+        fb / "relation_names.tsv",
+        data_dir / "census" / "occupation_gender_ipums.csv",
+    ]
+    assert written == expected
+    for split, text in TRIPLES.items():
+        assert (fb / f"{split}.txt").read_text() == text
+    assert (fb / "entity_names.tsv").read_text() == (root / "entity2text.txt").read_text()
+    assert (fb / "relation_names.tsv").read_text() == (root / "relation2text.txt").read_text()
+    assert (data_dir / "census" / "occupation_gender_ipums.csv").read_text().startswith("Census year,")
+    # Only the final files: no zip, no temporary parts.
+    assert sorted(p.name for p in fb.iterdir()) == sorted(p.name for p in expected[:5])
+
+
+def test_missing_file_on_server_names_url(tmp_path: Path, server: tuple[str, Path]) -> None:
+    base, root = server
+    _serve_release(root, census=False)
+    with pytest.raises(DataError) as info:
+        download_fb15k237(tmp_path, timeout=5, sources=Sources.under(base))
+    url = base + "occupation_percentages_gender_occ1950.csv"
+    assert str(info.value).startswith(f"could not download {url}: HTTP 404")
+    assert "copy the census file by hand" in str(info.value)
+    assert not (tmp_path / "census" / "occupation_gender_ipums.csv").exists()
+    assert (tmp_path / "fb15k237" / "train.txt").exists()  # what succeeded stays
+
+
+def test_not_a_zip(tmp_path: Path, server: tuple[str, Path]) -> None:
+    base, root = server
+    (root / "FB15K-237.2.zip").write_text("<html>moved</html>")
+    with pytest.raises(DataError, match="not the expected FB15k-237 zip"):
+        download_fb15k237(tmp_path, timeout=5, sources=Sources.under(base))
+    assert list((tmp_path / "fb15k237").iterdir()) == []

@@ -1,0 +1,125 @@
+"""Reading graphs: FB15k-237 from the data directory, user graphs with any ids, and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgbias_core.datasets import load_dataset, resolve_data_dir
+from kgbias_core.errors import DataError, SchemaError
+from kgbias_core.graph import display_name, load_fb15k237, load_user_graph, read_triples
+from kgbias_core.schema import Schema, load_schema
+
+from .conftest import data_dir
+
+WIKIDATA_SCHEMA = Schema(gender_relation="P21", male="Q6581097", female="Q6581072", occupation_relation="P106")
+WIKIDATA_TRIPLES = """Q1\tP21\tQ6581097
+Q2\tP21\tQ6581072
+Q3\tP21\tQ48270
+Q1\tP106\tQ33999
+Q2\tP106\tQ33999
+Q3\tP106\tQ33999
+Q1\tP27\tQ30
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_fb15k237_loads_with_one_id_mapping_and_names() -> None:
+    graph = load_fb15k237(data_dir())
+    assert graph.training.num_triples == 272_115
+    assert graph.validation.num_triples == 17_535
+    assert graph.testing.num_triples == 20_466
+    # One mapping: the splits share the entity_to_id object's content.
+    assert graph.validation.entity_to_id == graph.training.entity_to_id
+    assert graph.entity_name("/m/02hrh1q") == "Actor"
+    report = graph.gender_report()
+    assert report.n_male > 2 * report.n_female > 0
+    assert len(graph.data_hash) == 64
+
+
+def test_wikidata_ids_work_and_other_gender_values_are_counted(tmp_path: Path) -> None:
+    graph = load_user_graph(write(tmp_path / "kg.tsv", WIKIDATA_TRIPLES), schema=WIKIDATA_SCHEMA)
+    report = graph.gender_report()
+    assert (report.n_male, report.n_female) == (1, 1)
+    assert report.other_values == {"Q48270": 1}
+
+
+def test_schema_file_toml_and_directory_default(tmp_path: Path) -> None:
+    folder = tmp_path / "kg"
+    folder.mkdir()
+    write(folder / "train.txt", WIKIDATA_TRIPLES)
+    write(folder / "entity_names.tsv", "Q33999\tactor\n")
+    write(
+        folder / "schema.toml",
+        'gender_relation = "P21"\nmale = "Q6581097"\nfemale = "Q6581072"\noccupation_relation = "P106"\n'
+        '[[attributes]]\nname = "citizenship"\nrelation = "P27"\n',
+    )
+    graph = load_dataset(str(folder))
+    assert graph.entity_name("Q33999") == "actor"
+    assert graph.schema.attribute("citizenship").relation == "P27"
+    assert load_schema(folder / "schema.toml") == graph.schema
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a\tb\tc\nd\te\n", "line 2: expected 3 tab-separated columns (head, relation, tail), found 2"),
+        ("a\tb\tc\n\n x\t\tc\n", "line 3: column 2 is empty"),
+        ("\n\n", "the file holds no triples"),
+    ],
+)
+def test_malformed_files_name_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path / "bad.tsv", text)
+    with pytest.raises(DataError) as error:
+        read_triples(path)
+    assert str(error.value) == f"{path}: {message}" or str(error.value) == f"{path}, {message}"
+
+
+def test_missing_data_dir_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="KGBIAS_DATA_DIR or --data-dir"):
+        load_fb15k237(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        (Schema("P99", "Q6581097", "Q6581072", "P106"), "schema gender relation 'P99' does not occur"),
+        (Schema("P21", "Q6581097", "Q6581072", "P99"), "schema occupation relation 'P99' does not occur"),
+        (Schema("P21", "Q0", "Q6581072", "P106"), "schema male entity 'Q0' does not occur"),
+        (Schema("P27", "Q6581097", "Q6581072", "P106"), "has no training triple with the gender relation 'P27'"),
+    ],
+)
+def test_schema_mismatch_names_relation_or_entity(tmp_path: Path, schema: Schema, message: str) -> None:
+    path = write(tmp_path / "kg.tsv", WIKIDATA_TRIPLES)
+    with pytest.raises(SchemaError, match=message):
+        load_user_graph(path, schema=schema)
+
+
+def test_bad_schema_file(tmp_path: Path) -> None:
+    with pytest.raises(SchemaError, match="missing or empty key"):
+        load_schema(write(tmp_path / "s.json", '{"gender_relation": "P21"}'))
+    with pytest.raises(SchemaError, match=str(tmp_path / "s.toml")):
+        load_schema(write(tmp_path / "s.toml", "gender_relation = "))
+
+
+def test_user_graph_without_schema_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SchemaError, match="needs a schema"):
+        load_dataset(str(write(tmp_path / "kg.tsv", WIKIDATA_TRIPLES)))
+
+
+def test_data_dir_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KGBIAS_DATA_DIR", "/somewhere")
+    assert resolve_data_dir() == Path("/somewhere")
+    assert resolve_data_dir("/flag") == Path("/flag")
+    monkeypatch.delenv("KGBIAS_DATA_DIR")
+    assert resolve_data_dir() == Path("data")
+
+
+def test_display_name_strips_gb_suffix() -> None:
+    assert display_name("Actor-GB") == "Actor"
+    assert display_name("Gary Rydstrom") == "Gary Rydstrom"

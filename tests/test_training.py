@@ -1,0 +1,80 @@
+"""Training: deterministic, frozen negatives, masking, progress, cancellation, PyKEEN models."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from kgbias_core.config import TrainConfig
+from kgbias_core.errors import CancelledError, KGBiasError
+from kgbias_core.synthetic import SyntheticConfig, generate_people_graph
+from kgbias_core.training import frozen_negatives, initial_embeddings, train_model, transe_module
+
+SMALL = TrainConfig(dim=8, epochs=3, batch_size=128, lr=1e-2, l2=10.0, seed=5)
+
+
+@pytest.fixture(scope="module")
+def small_graph():
+    return generate_people_graph(SyntheticConfig(n_persons=150, seed=2))
+
+
+def test_frozen_negatives_corrupt_exactly_one_side_and_are_seeded() -> None:
+    triples = torch.tensor([[0, 0, 1], [2, 1, 3], [4, 0, 5]] * 100)
+    negatives = frozen_negatives(triples, n_entities=50, seed=1)
+    assert torch.equal(negatives, frozen_negatives(triples, n_entities=50, seed=1))
+    assert not torch.equal(negatives, frozen_negatives(triples, n_entities=50, seed=2))
+    assert torch.equal(negatives[:, 1], triples[:, 1])
+    same_head = negatives[:, 0] == triples[:, 0]
+    same_tail = negatives[:, 2] == triples[:, 2]
+    assert (same_head | same_tail).all()
+    assert 0.35 < float((~same_head).float().mean()) < 0.65
+
+
+def test_added_entities_keep_the_base_initialisation() -> None:
+    base_e, base_r = initial_embeddings(n_entities=10, n_relations=3, dim=4, seed=0)
+    more_e, more_r = initial_embeddings(n_entities=13, n_relations=3, dim=4, seed=0, n_base_entities=10)
+    assert torch.equal(base_e, more_e[:10]) and torch.equal(base_r, more_r)
+
+
+def test_transe_module_scores_negative_squared_distance() -> None:
+    e, r = initial_embeddings(n_entities=5, n_relations=2, dim=4, seed=0)
+    module = transe_module(entities=e, relations=r, device=torch.device("cpu"))
+    hrt = torch.tensor([[0, 1, 2], [3, 0, 4]])
+    expected = -((e[hrt[:, 0]] + r[hrt[:, 1]] - e[hrt[:, 2]]) ** 2).sum(-1)
+    assert torch.allclose(module.score_hrt(hrt).squeeze(-1), expected, atol=1e-6)
+
+
+def test_training_is_deterministic_and_reports_progress(small_graph) -> None:
+    seen = []
+    a = train_model(small_graph, SMALL, name="a", on_epoch=lambda e, n, loss: seen.append((e, n, loss)))
+    b = train_model(small_graph, SMALL, name="b")
+    c = train_model(small_graph, replace(SMALL, seed=6), name="c")
+    assert torch.equal(a.entity_embeddings, b.entity_embeddings)
+    assert not torch.equal(a.entity_embeddings, c.entity_embeddings)
+    assert [e for e, _, _ in seen] == [1, 2, 3] and all(n == 3 for _, n, _ in seen)
+    assert seen[-1][2] < seen[0][2]  # the loss goes down
+    assert a.damping == pytest.approx(2 * a.triples.shape[0] / a.n_entities)
+    assert torch.equal(a.negatives, frozen_negatives(a.triples, n_entities=a.n_entities, seed=SMALL.seed))
+
+
+def test_training_can_be_cancelled_between_epochs(small_graph) -> None:
+    epochs = []
+    with pytest.raises(CancelledError, match="after epoch 2"):
+        train_model(small_graph, SMALL, name="x", on_epoch=lambda e, n, loss: epochs.append(e),
+                    should_stop=lambda: len(epochs) >= 2)
+    assert epochs == [1, 2]
+
+
+@pytest.mark.parametrize("name", ["distmult", "complex", "rotate"])
+def test_other_models_train_through_pykeen(small_graph, name: str) -> None:
+    seen = []
+    model = train_model(small_graph, replace(SMALL, model=name, epochs=2), name=name,
+                        on_epoch=lambda e, n, loss: seen.append(e))
+    assert model.negatives is None and model.weights and seen == [1, 2]
+
+
+def test_unknown_model_is_refused(small_graph) -> None:
+    with pytest.raises(KGBiasError, match="unknown model 'transh'"):
+        train_model(small_graph, replace(SMALL, model="transh"), name="x")
