@@ -41,6 +41,11 @@ class InfluenceContext:
     residual: FloatTensor  # [A, d] u = h + r - t of the positive triple
     residual_negative: FloatTensor  # [A, d] u' = h' + r - t' of its frozen negative
     n_triples: int  # |G|
+    residuals: FloatTensor  # [2A, d] u then u' stacked, for one gather per slot
+    # Entity -> slot index (CSR over the 4A slots, sorted by entity), so that one occupation only
+    # touches the slots of its own persons and itself:
+    slot_offsets: LongTensor  # [E + 1] slots of entity e are slot_order[offsets[e]:offsets[e+1]]
+    slot_order: LongTensor  # [4A] slot ids j = kind * A + a, kind 0..3 = h, t, h', t'
 
     @property
     def device(self) -> torch.device:
@@ -59,23 +64,31 @@ def influence_context(model: StoredModel, *, damping: float | None = None) -> In
     margin = model.config.margin + u.pow(2).sum(-1) - u_neg.pow(2).sum(-1)
     active = (margin > 0).nonzero().squeeze(-1)
     lam = model.damping if damping is None else damping
+    slots = torch.stack(
+        [triples[active, 0], triples[active, 2], negatives[active, 0], negatives[active, 2]], dim=1
+    )  # [A, 4]
+    slot_entity = slots.T.reshape(-1)  # [4A], kind-major: j = kind * A + a
+    slot_order = torch.argsort(slot_entity, stable=True)
+    counts = torch.bincount(slot_entity, minlength=model.n_entities)
+    slot_offsets = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
     return InfluenceContext(
         groups=groups,
         entity_embeddings=entities,
         relation_embeddings=relations,
         alpha=hessian_diagonal(degree=groups.degree, n_triples=triples.shape[0], damping=lam),
         active=active,
-        slots=torch.stack(
-            [triples[active, 0], triples[active, 2], negatives[active, 0], negatives[active, 2]], dim=1
-        ),
+        slots=slots,
         residual=u[active],
         residual_negative=u_neg[active],
         n_triples=int(triples.shape[0]),
+        residuals=torch.cat([u[active], u_neg[active]]),
+        slot_offsets=slot_offsets,
+        slot_order=slot_order,
     )
 
 
-def group_bias_gradient(context: InfluenceContext, occupation_index: int) -> FloatTensor:
-    """grad_e B_gr for every entity e (METHODS §4). -> [E, d], zero outside M_o ∪ F_o ∪ {o}.
+def _gradient_rows(context: InfluenceContext, occupation_index: int) -> tuple[LongTensor, FloatTensor]:
+    """The non-zero rows of grad B_gr: (entities [k], rows [k, d]) for M_o ∪ F_o and then o (METHODS §4).
 
     grad_s = +2 v_s / |F_o| (s in F_o), -2 v_s / |M_o| (s in M_o); grad_o = -2 mean_F v + 2 mean_M v.
     """
@@ -87,38 +100,52 @@ def group_bias_gradient(context: InfluenceContext, occupation_index: int) -> Flo
         raise MeasureError(
             EMPTY_GROUP.format(occupation=label, n_male=n_male, n_female=n_female, measure="influence on B_gr")
         )
-    mine = groups.pair_occupation == occupation_index
+    mine = (groups.pair_occupation == occupation_index).nonzero().squeeze(-1)
     persons = groups.pair_person[mine]
-    female = groups.pair_female[mine]
-    v = pair_residuals(
-        entity_embeddings=context.entity_embeddings,
-        relation_embeddings=context.relation_embeddings,
-        groups=groups,
-    )[mine]  # [p, d]
-    coefficient = torch.where(female, 2.0 / n_female, -2.0 / n_male).to(v)  # [p]
+    occupation = groups.occupations[occupation_index]
+    E = context.entity_embeddings
+    v = E[persons] + context.relation_embeddings[groups.occupation_relation] - E[occupation]  # [p, d]
+    coefficient = torch.where(groups.pair_female[mine], 2.0 / n_female, -2.0 / n_male).to(v)  # [p]
+    person_rows = coefficient[:, None] * v
+    entities = torch.cat([persons, occupation.view(1)])
+    return entities, torch.cat([person_rows, -person_rows.sum(0, keepdim=True)])
+
+
+def group_bias_gradient(context: InfluenceContext, occupation_index: int) -> FloatTensor:
+    """grad_e B_gr for every entity e (METHODS §4). -> [E, d], zero outside M_o ∪ F_o ∪ {o}."""
+    entities, rows = _gradient_rows(context, occupation_index)
     gradient = torch.zeros_like(context.entity_embeddings)
-    gradient.index_add_(0, persons, coefficient[:, None] * v)
-    gradient[groups.occupations[occupation_index]] -= (coefficient[:, None] * v).sum(0)
+    gradient.index_add_(0, entities, rows)
     return gradient
+
+
+_SLOT_SIGN = (1.0, -1.0, -1.0, 1.0)  # grad L(z): +2u at h, -2u at t, -2u' at h', +2u' at t'
 
 
 def triple_influence(context: InfluenceContext, occupation_index: int) -> FloatTensor:
     """delta_z B_gr of every training triple for one occupation (Du Eq. 3, METHODS §4). -> [|G|].
 
     Zero for triples with an inactive margin and for triples touching none of M_o ∪ F_o ∪ {o}.
+    Only the slots filled by those entities are visited (through the context's CSR index), so the
+    cost grows with the occupation's triples, not with |G|.
     """
-    scaled = group_bias_gradient(context, occupation_index) / context.alpha[:, None]  # [E, d]
-    groups = context.groups
-    touched = torch.zeros(scaled.shape[0], dtype=torch.bool, device=context.device)
-    touched[groups.pair_person[groups.pair_occupation == occupation_index]] = True
-    touched[groups.occupations[occupation_index]] = True
-    relevant = touched[context.slots].any(-1).nonzero().squeeze(-1)  # [k] among active triples
-    slots = context.slots[relevant]  # [k, 4]
-    # grad L(z) = 2u at h, -2u at t, -2u' at h', +2u' at t' (the negative enters with a minus).
-    positive = ((scaled[slots[:, 0]] - scaled[slots[:, 1]]) * context.residual[relevant]).sum(-1)
-    negative = ((scaled[slots[:, 2]] - scaled[slots[:, 3]]) * context.residual_negative[relevant]).sum(-1)
+    entities, rows = _gradient_rows(context, occupation_index)
+    scaled = rows / context.alpha[entities, None]  # [k, d] grad_e B_gr / alpha_e
+    starts = context.slot_offsets[entities]
+    lengths = context.slot_offsets[entities + 1] - starts  # [k]
+    total = int(lengths.sum())
+    owner = torch.repeat_interleave(torch.arange(entities.shape[0], device=context.device), lengths)  # [m]
+    first = torch.cumsum(lengths, 0) - lengths
+    slot = context.slot_order[starts[owner] + torch.arange(total, device=context.device) - first[owner]]  # [m]
+    n_active = context.active.shape[0]
+    kind, triple = slot // n_active, slot % n_active
+    residual = context.residuals[triple + n_active * (kind >= 2)]  # [m, d] u or u' by slot
+    sign = torch.tensor(_SLOT_SIGN, dtype=scaled.dtype, device=context.device)[kind]
+    contribution = 2.0 * sign * (scaled[owner] * residual).sum(-1)  # [m]
+    per_active = torch.zeros(n_active, dtype=scaled.dtype, device=context.device)
+    per_active.index_add_(0, triple, contribution)
     influence = torch.zeros(context.n_triples, dtype=scaled.dtype, device=context.device)
-    influence[context.active[relevant]] = 2.0 * (positive - negative)
+    influence[context.active] = per_active
     return influence
 
 
