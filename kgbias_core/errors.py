@@ -76,6 +76,13 @@ EMPTY_GROUP = (
     "{measure} needs at least one of each"
 )
 CANCELLED = "cancelled by the user after epoch {epoch}"
+ADD_NOTHING = (
+    "Add on {occupation!r} with c = {c} adds no dummy: it has {n_male} men and {n_female} women "
+    "(c·| |M| − |F| | rounds to 0)"
+)
+REMOVE_NOTHING = "nothing to remove: the removal set is empty"
+REMOVE_OUT_OF_RANGE = "removal set names a triple outside the model's {n} training triples"
+UNKNOWN_MODE = "unknown retraining mode {mode!r}: choose 'scratch' (faithful) or 'warm' (fast)"
 NO_NEGATIVES = (
     "model {model!r} has no frozen negatives: influence needs TransE trained by kgbias (METHODS §2)"
 )

@@ -1,0 +1,153 @@
+"""Debiasing what-ifs (Du §4.3, METHODS §9): edit the training triples, retrain, compare.
+
+Two edits: **add** c·(|M_o| − |F_o|) dummy persons of the under-represented gender linked to the
+occupation, and **remove** a set of training triples (chosen by influence, at random, or by hand).
+Two retraining modes: ``scratch`` retrains from the base model's seed and initialisation (faithful;
+a removal is a masked retrain, METHODS §2, so it differs from the base only by the removed triples),
+and ``warm`` continues from the base weights for a few epochs (fast, approximate).
+The base model is never modified: every what-if is a new :class:`StoredModel`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import torch
+
+from kgbias_core.errors import (
+    ADD_NOTHING,
+    NOT_AN_OCCUPATION,
+    REMOVE_NOTHING,
+    REMOVE_OUT_OF_RANGE,
+    UNKNOWN_MODE,
+    MeasureError,
+)
+from kgbias_core.groups import occupation_groups
+from kgbias_core.store import StoredModel
+from kgbias_core.training import EpochCallback, frozen_negatives, train_transe
+from kgbias_core.types import LongTensor
+
+Mode = Literal["scratch", "warm"]
+#: Du et al.'s cap on the number of dummies for one occupation.
+MAX_DUMMIES = 10_000
+#: The frozen negatives of added rows come from their own stream, so the base rows keep theirs.
+_ADDED_NEGATIVES_STREAM = 17
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A change of the training triples, recorded in the what-if model's config."""
+
+    kind: Literal["add", "remove"]
+    occupation: str  # entity label of the occupation the edit targets
+    removed: tuple[int, ...] = ()  # training-triple indices of the base model (remove)
+    added_triples: tuple[tuple[int, int, int], ...] = ()  # id-space triples (add), dummies >= base E
+    added_entities: tuple[str, ...] = ()  # labels of the dummy persons (add)
+    strategy: str = ""  # "if-remove", "random-remove", "basket", "add c=0.5"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "occupation": self.occupation,
+            "strategy": self.strategy,
+            "n_removed": len(self.removed),
+            "removed": list(self.removed),
+            "n_added_triples": len(self.added_triples),
+            "n_added_entities": len(self.added_entities),
+        }
+
+
+def add_edit(model: StoredModel, occupation: str, *, c: float = 0.5, cap: int = MAX_DUMMIES) -> Edit:
+    """Du's Add: c·(|M_o| − |F_o|) dummies d with (d, r_g, f) and (d, r_p, o); mirrored if women dominate."""
+    groups = occupation_groups(model)
+    hits = (groups.occupations == model.entity_id(occupation)).nonzero()
+    if hits.numel() == 0:
+        raise MeasureError(NOT_AN_OCCUPATION.format(entity=occupation, relation=model.schema.occupation_relation))
+    index = int(hits[0, 0])
+    n_male, n_female = int(groups.n_male[index]), int(groups.n_female[index])
+    count = min(int(round(c * abs(n_male - n_female))), cap)
+    if count <= 0:
+        raise MeasureError(ADD_NOTHING.format(occupation=occupation, c=c, n_male=n_male, n_female=n_female))
+    gender = groups.female if n_male > n_female else groups.male
+    gender_name = "female" if n_male > n_female else "male"
+    base = model.n_entities
+    labels = tuple(f"kgbias:dummy:{gender_name}:{occupation}:{i}" for i in range(count))
+    occupation_id = model.entity_id(occupation)
+    triples = []
+    for i in range(count):
+        triples.append((base + i, groups.gender_relation, gender))
+        triples.append((base + i, groups.occupation_relation, occupation_id))
+    return Edit(kind="add", occupation=occupation, added_triples=tuple(triples), added_entities=labels,
+                strategy=f"add c={c} ({count} {gender_name} dummies)")
+
+
+def remove_edit(model: StoredModel, occupation: str, removed: LongTensor, *, strategy: str) -> Edit:
+    """Remove the training triples at ``removed`` (indices into ``model.triples``)."""
+    indices = sorted(set(int(i) for i in removed.tolist()))
+    if not indices:
+        raise MeasureError(REMOVE_NOTHING)
+    n = model.triples.shape[0]
+    if indices[0] < 0 or indices[-1] >= n:
+        raise MeasureError(REMOVE_OUT_OF_RANGE.format(n=n))
+    return Edit(kind="remove", occupation=occupation, removed=tuple(indices), strategy=strategy)
+
+
+def retrain(
+    model: StoredModel,
+    edit: Edit,
+    *,
+    name: str,
+    mode: Mode = "scratch",
+    warm_epochs: int = 5,
+    device: torch.device | None = None,
+    on_epoch: EpochCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> StoredModel:
+    """Retrain ``model`` with ``edit`` applied; the result records the edit, mode and base model."""
+    if mode not in ("scratch", "warm"):
+        raise MeasureError(UNKNOWN_MODE.format(mode=mode))
+    triples, negatives = model.triples.cpu(), model.negatives.cpu()
+    n_entities = model.n_entities
+    weights = torch.ones(triples.shape[0])
+    labels, names = model.entity_labels, model.entity_names
+    if edit.kind == "remove":
+        weights[list(edit.removed)] = 0
+    else:
+        added = torch.tensor(edit.added_triples, dtype=torch.long)
+        n_entities += len(edit.added_entities)
+        added_negatives = frozen_negatives(added, n_entities=n_entities, seed=model.config.seed,
+                                           stream=_ADDED_NEGATIVES_STREAM)
+        triples, negatives = torch.cat([triples, added]), torch.cat([negatives, added_negatives])
+        weights = torch.ones(triples.shape[0])
+        labels = labels + edit.added_entities
+        names = names + tuple(f"dummy {i}" for i in range(len(edit.added_entities)))
+    config = model.config
+    init = None
+    if mode == "warm":
+        entities = model.entity_embeddings.cpu()
+        extra = torch.zeros(n_entities - model.n_entities, entities.shape[1])  # dummies start at the origin
+        entities = torch.cat([entities, extra])
+        init = (entities, model.relation_embeddings.cpu())
+        # A short, gentle continuation: start where the base schedule ended, not at its peak.
+        config = replace(config, epochs=warm_epochs, lr=max(config.lr / 10, config.lr_min))
+    result = train_transe(
+        triples=triples, negatives=negatives, n_entities=n_entities, n_relations=model.n_relations,
+        config=config, weights=weights, n_base_entities=model.n_entities, init=init, device=device,
+        on_epoch=on_epoch, should_stop=should_stop,
+    )
+    keep = weights > 0
+    return replace(
+        model,
+        name=name,
+        entity_labels=labels,
+        entity_names=names,
+        weights={"entity_embeddings": result.entity_embeddings, "relation_embeddings": result.relation_embeddings},
+        triples=triples[keep],
+        negatives=negatives[keep],
+        influence_scale=model.influence_scale,
+        edit={**edit.describe(), "mode": mode, "warm_epochs": warm_epochs if mode == "warm" else None},
+        info={**model.info, "base_model": model.name, "final_loss": result.losses[-1] if result.losses else None,
+              "train_seconds": result.seconds},
+    )
