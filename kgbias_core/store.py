@@ -25,7 +25,10 @@ import uuid
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 import torch
 from safetensors import SafetensorError
@@ -271,3 +274,51 @@ def _read_safetensors(file: Path) -> dict[str, torch.Tensor]:
         return load_file(file)
     except (SafetensorError, OSError) as exc:
         raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=str(exc))) from exc
+
+
+def _result_paths(model_dir: Path, key: str) -> tuple[Path, Path]:
+    folder = Path(model_dir) / "results"
+    return folder / f"{key}.csv", folder / f"{key}.json"
+
+
+def save_result(model_dir: Path | str, key: str, frame: pd.DataFrame, *, params: dict[str, Any]) -> Path:
+    """Cache a derived table beside a model, with the model's config, data hash and ``params``.
+
+    Written atomically (temporary file, then rename); :func:`load_result` returns it only while the
+    model and params are still the ones that made it.
+    """
+    config = read_config(model_dir)
+    csv_path, meta_path = _result_paths(Path(model_dir), key)
+    csv_path.parent.mkdir(exist_ok=True)
+    meta = {"data_hash": config.get("data_hash"), "model_config": _fingerprint(config), "params": params}
+    for path, text in ((csv_path, frame.to_csv(index=False)), (meta_path, json.dumps(meta, sort_keys=True))):
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    return csv_path
+
+
+def load_result(model_dir: Path | str, key: str, *, params: dict[str, Any]) -> pd.DataFrame | None:
+    """A table cached by :func:`save_result`, or None if absent or made by another model/params."""
+    import pandas as pd
+
+    csv_path, meta_path = _result_paths(Path(model_dir), key)
+    if not csv_path.is_file() or not meta_path.is_file():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        config = read_config(model_dir)
+    except (OSError, json.JSONDecodeError, ModelStoreError):
+        return None
+    expected = {"data_hash": config.get("data_hash"), "model_config": _fingerprint(config),
+                "params": json.loads(json.dumps(params, sort_keys=True))}
+    if meta != expected:
+        return None
+    return pd.read_csv(csv_path)
+
+
+def _fingerprint(config: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a model's config that determine its weights."""
+    keys = ("dataset", "data_hash", "model", "dim", "epochs", "batch_size", "lr", "lr_min", "margin", "l2",
+            "seed", "edit")
+    return {k: config.get(k) for k in keys}

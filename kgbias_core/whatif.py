@@ -1,0 +1,83 @@
+"""Judging a what-if against its base model: bias of every occupation, link prediction, noise band.
+
+A from-scratch retrain can move B_gr by more than an edit itself (METHODS §9; on FB15k-237 a removed
+triple changes every later batch unless the retrain is masked). So every comparison comes with the
+spread of B_gr across retrains of the *unedited* graph under other seeds, cached once per model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.groups import occupation_groups
+from kgbias_core.link_fairness import filtered_ranks, rank_metrics
+from kgbias_core.measures import group_bias
+from kgbias_core.models import pykeen_model
+from kgbias_core.store import StoredModel, load_result, save_result
+from kgbias_core.training import EpochCallback, train_transe
+
+
+def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_size: int = 256) -> dict[str, float]:
+    """Filtered tail-prediction MRR, Hits@1/3/10 on the model's test split (occupation queries only if asked)."""
+    test = model.test_triples
+    if test is None or not len(test):
+        return {}
+    if occupation_only:
+        test = test[test[:, 1] == model.relation_id(model.schema.occupation_relation)]
+    known = torch.cat([t for t in (model.triples, model.valid_triples, model.test_triples) if t is not None])
+    ranks = filtered_ranks(pykeen_model(model), triples=test, known=known, batch_size=batch_size)
+    return rank_metrics(ranks)
+
+
+def bias_change(base: ModelAnalysis, what_if: ModelAnalysis) -> pd.DataFrame:
+    """B_gr of every occupation before and after, and the change (the collateral effect of an edit)."""
+    before = base.measures.set_index("occupation")[["name", "n_male", "n_female", "group_bias"]]
+    after = what_if.measures.set_index("occupation")["group_bias"].rename("group_bias_after")
+    frame = before.join(after, how="left").rename(columns={"group_bias": "group_bias_before"})
+    frame["change"] = frame["group_bias_after"] - frame["group_bias_before"]
+    return frame.reset_index()
+
+
+def noise_band(
+    model: StoredModel,
+    *,
+    model_dir: Path | str | None = None,
+    seeds: Sequence[int] = (1, 2, 3),
+    device: torch.device | None = None,
+    on_epoch: EpochCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> pd.DataFrame:
+    """B_gr of every occupation after retraining the unedited graph under other seeds (cached per model).
+
+    -> one row per occupation: ``occupation``, ``base``, one column per seed, ``spread`` (max - min
+    over base and seeds). The frozen negatives are kept; initialisation and batch order change.
+    """
+    params = {"seeds": list(seeds)}
+    if model_dir is not None:
+        cached = load_result(model_dir, "noise_band", params=params)
+        if cached is not None:
+            return cached
+    groups = occupation_groups(model)
+    columns = {"base": group_bias(entity_embeddings=model.entity_embeddings,
+                                  relation_embeddings=model.relation_embeddings, groups=groups)}
+    for seed in seeds:
+        result = train_transe(
+            triples=model.triples.cpu(), negatives=model.negatives.cpu(), n_entities=model.n_entities,
+            n_relations=model.n_relations, config=replace(model.config, seed=seed), device=device,
+            on_epoch=on_epoch, should_stop=should_stop,
+        )
+        columns[f"seed_{seed}"] = group_bias(entity_embeddings=result.entity_embeddings,
+                                             relation_embeddings=result.relation_embeddings, groups=groups)
+    frame = pd.DataFrame({k: v.tolist() for k, v in columns.items()})
+    frame.insert(0, "occupation", [model.entity_labels[o] for o in groups.occupations.tolist()])
+    values = frame[list(columns)]
+    frame["spread"] = values.max(axis=1) - values.min(axis=1)
+    if model_dir is not None:
+        save_result(model_dir, "noise_band", frame, params=params)
+    return frame
