@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -115,3 +116,29 @@ def summarize_accuracy(runs: pd.DataFrame) -> AccuracySummary:
     scale = float((x @ y) / (x @ x)) if targeted.any() and (x @ x) > 0 else float("nan")
     signs = float(np.mean(np.sign(x) == np.sign(y))) if targeted.any() else float("nan")
     return AccuracySummary(r=float(r), p_value=float(p), noise=noise, scale=scale, sign_agreement=signs)
+
+
+#: The measures correlated with the census (Du Table 2, plus B_wo and Fisher's b_p).
+CENSUS_MEASURES = (
+    "group_bias", "individual_bias_vanilla", "individual_bias_weighted", "fisher_individual_vanilla",
+    "fisher_individual_weighted", "projection_bias", "fisher_bp",
+)
+
+
+def census_validation(
+    measures: pd.DataFrame, *, census_path: Path | str, year: int | None = None, min_per_gender: int = 1
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Pearson r of each measure against census log(p/(1-p)), p = share of men (Du §4.1, METHODS §10).
+
+    ``measures`` is :attr:`ModelAnalysis.measures`; occupations with fewer than ``min_per_gender``
+    persons of either gender are left out. -> (correlations: measure, r, p_value, n; the joined
+    per-occupation table behind them, for scatter plots).
+    """
+    from kgbias_core.census import census_correlations, load_census, load_pairing, paired_shares
+
+    shares = paired_shares(load_census(Path(census_path), year=year), load_pairing())
+    kept = measures[(measures["n_male"] >= min_per_gender) & (measures["n_female"] >= min_per_gender)]
+    table = kept.set_index("occupation")[list(CENSUS_MEASURES)]
+    correlations = census_correlations(table, shares)
+    joined = kept.set_index("occupation").join(shares[["p_male", "log_prop", "census_classes"]], how="inner")
+    return correlations, joined.reset_index()
