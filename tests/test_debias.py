@@ -99,3 +99,36 @@ def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) 
     analysis = ModelAnalysis(tiny_model, n_resamples=50)
     same = bias_change(analysis, analysis)
     assert (same["change"].dropna() == 0).all()
+
+
+def test_lab_jobs_run_through_the_registry_are_cancellable_and_reload(tiny_store) -> None:
+    import shutil
+
+    from kgbias_core.jobs import JobRegistry, JobState
+    from kgbias_core.lab import if_remove_edit, removal_curve_job, whatif_job
+    from kgbias_core.store import list_models
+
+    store = tiny_store.parent / "lab-store"
+    shutil.copytree(tiny_store, store, dirs_exist_ok=True)
+    base = load_model(store / "tiny-transe")
+    occupation = pick_occupation(base)
+    edit = if_remove_edit(ModelAnalysis(base, n_resamples=10), occupation, k=5)
+    registry = JobRegistry()
+    try:
+        done = registry.submit("what-if", whatif_job(store=store, base="tiny-transe", edit=edit, mode="warm",
+                                                      name="run-1"), owner="a")
+        curve = registry.submit("curve", removal_curve_job(store=store, base="tiny-transe", occupation=occupation,
+                                                           ks=[5]), owner="b")
+        cancelled = registry.submit("what-if", whatif_job(store=store, base="tiny-transe", edit=edit,
+                                                           mode="scratch", name="run-2"), owner="a")
+        registry.cancel(cancelled)
+        assert registry.wait(done, timeout=120).state is JobState.DONE
+        assert registry.wait(curve, timeout=120).state is JobState.DONE
+        assert registry.status(cancelled).state is JobState.CANCELLED
+        assert [s.name for s in registry.jobs(owner="b")] == ["curve"]
+        frame = registry.result(curve)
+        assert set(frame.strategy) == {"IF-REMOVE", "Random-REMOVE"} and set(frame.k) == {0, 5}
+        assert list_models(store) == ["run-1", "tiny-transe"]  # the cancelled run left nothing
+        assert load_model(store / "run-1").edit["strategy"] == "if-remove k=5"
+    finally:
+        registry.shutdown()
