@@ -85,6 +85,34 @@ def _fisher(args: argparse.Namespace) -> None:
     _write(frame, args.out)
 
 
+def _audit(args: argparse.Namespace) -> None:
+    from kgbias_core.compare import audit_table
+    from kgbias_core.store import load_model
+
+    models = [load_model(path) for path in args.models]
+    table = audit_table(models, k=args.k, kind=args.classifier, min_persons=args.min_persons)
+    _write(table, args.out)
+
+
+def _fairness(args: argparse.Namespace) -> None:
+    import pandas as pd
+
+    from kgbias_core.compare import model_fairness
+    from kgbias_core.store import load_model
+
+    frames = []
+    for path in args.models:
+        model = load_model(path)
+        report = model_fairness(model, min_count=args.min_count, n_bootstrap=args.bootstrap)
+        frame = report.by_class_group.reset_index()
+        frame.insert(0, "model", model.name)
+        frame["class_name"] = [model.entity_names[c] if c >= 0 else "OTHER" for c in frame["class"]]
+        frames.append(frame)
+        gaps = ", ".join(f"{k} {report.by_model[k]:.3f}" for k in ("DPG", "PPG", "EOG"))
+        print(f"{model.name}: {report.n_facts} facts, {report.n_not_occupation} predictions not an occupation; {gaps}")
+    _write(pd.concat(frames, ignore_index=True), args.out)
+
+
 def _download(args: argparse.Namespace) -> None:
     from kgbias_core.datasets import resolve_data_dir
     from kgbias_core.download import download_fb15k237
@@ -135,6 +163,21 @@ def build_parser() -> argparse.ArgumentParser:
     fisher.add_argument("--min-count", type=int, default=0)
     fisher.add_argument("--out", required=True)
     fisher.set_defaults(handler=_fisher)
+
+    audit = commands.add_parser("audit", help="Keidar et al.'s DPD/PPD/TLB per sensitive relation and model")
+    audit.add_argument("--models", nargs="+", required=True, help="model directories")
+    audit.add_argument("--k", type=int, default=5, help="most common occupations classified (+ OTHER)")
+    audit.add_argument("--classifier", choices=("random_forest", "mlp"), default="random_forest")
+    audit.add_argument("--min-persons", type=int, default=10, help="skip tail values with fewer persons")
+    audit.add_argument("--out", required=True)
+    audit.set_defaults(handler=_audit)
+
+    fairness = commands.add_parser("fairness", help="Schwertmann et al.'s DPG/PPG/EOG of occupation predictions")
+    fairness.add_argument("--models", nargs="+", required=True, help="model directories")
+    fairness.add_argument("--min-count", type=int, default=100, help="test facts for a class of its own")
+    fairness.add_argument("--bootstrap", type=int, default=1000)
+    fairness.add_argument("--out", required=True)
+    fairness.set_defaults(handler=_fairness)
 
     download = commands.add_parser("download", help="fetch FB15k-237 and names (needs a network)")
     download.add_argument("--data-dir")

@@ -1,0 +1,58 @@
+"""Model comparison glue: relation audit and prediction fairness on stored models, and their CLI."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kgbias_core.cli import main
+from kgbias_core.compare import audit_table, model_fairness, occupation_test_facts, sensitive_relations
+from kgbias_core.config import TrainConfig
+from kgbias_core.store import save_model
+from kgbias_core.training import train_model
+
+
+@pytest.fixture(scope="module")
+def distmult(tiny_graph):
+    config = TrainConfig(model="distmult", dim=16, epochs=3, batch_size=256, lr=1e-2, seed=1)
+    return train_model(tiny_graph, config, name="tiny-distmult")
+
+
+def test_sensitive_relations_come_from_the_schema(tiny_model) -> None:
+    assert list(sensitive_relations(tiny_model)) == ["gender", "nationality", "birthplace"]
+    bare = replace(tiny_model, schema=replace(tiny_model.schema, attributes=()))
+    found = sensitive_relations(bare)
+    assert "nationality" in found and "born_in" in found  # person-headed, few values
+    assert "created" not in found  # thousands of tail values: not an attribute
+
+
+def test_audit_table_covers_relations_measures_models(tiny_model, distmult) -> None:
+    table = audit_table([tiny_model, distmult], min_persons=5)
+    assert set(table.model) == {"tiny-transe", "tiny-distmult"}
+    assert set(table.measure) == {"DPD", "PPD", "TLB"}
+    assert table.groupby("model").relation.nunique().eq(3).all()
+    assert np.isfinite(table.bias).all() and (table.bias >= 0).all()
+    assert table.classifier_accuracy.between(0, 1).all()
+
+
+def test_fairness_uses_test_occupation_facts_of_persons_with_gender(tiny_model) -> None:
+    facts, gender = occupation_test_facts(tiny_model)
+    assert len(facts) == len(gender) > 0
+    occupation = tiny_model.relation_id(tiny_model.schema.occupation_relation)
+    assert (facts[:, 1] == occupation).all()
+    report = model_fairness(tiny_model, min_count=5, n_bootstrap=50)
+    assert report.n_facts + report.n_dropped_gender == len(facts)
+    assert set(report.by_group.index) == {"male", "female"}
+
+
+def test_audit_and_fairness_commands(tiny_model, distmult, tmp_path) -> None:
+    paths = [str(save_model(m, tmp_path)) for m in (tiny_model, distmult)]
+    assert main(["audit", "--models", *paths, "--min-persons", "5", "--out", str(tmp_path / "a.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "a.csv").model) == {"tiny-transe", "tiny-distmult"}
+    assert main(["fairness", "--models", *paths, "--min-count", "5", "--bootstrap", "20",
+                 "--out", str(tmp_path / "f.csv")]) == 0
+    frame = pd.read_csv(tmp_path / "f.csv")
+    assert {"model", "class", "group", "class_name"} <= set(frame.columns)
