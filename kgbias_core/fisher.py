@@ -162,7 +162,7 @@ def fisher_gradient(
     value_b: int | None = None,
     other_values: LongTensor | None = None,
     attribute_person_is_head: bool = True,
-    batch_size: int = 1024,
+    batch_size: int = 16,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Each person's embedding e_j and the gradient d mm / d e_j (Fisher §3.2, METHODS §6).
 
@@ -220,7 +220,7 @@ def fisher_bias(
     professions: LongTensor,
     step: float = 0.01,
     attribute_person_is_head: bool = True,
-    batch_size: int = 1024,
+    batch_size: int = 16,
 ) -> FloatTensor:
     """Fisher et al.'s bias score b_p of every profession (Fisher §3.2; METHODS §6).
 
@@ -236,7 +236,8 @@ def fisher_bias(
     i.e. p is a-associated; with a = male this is the kgbias convention (positive = male-leaning).
     ``attribute_person_is_head=False`` for relations stored as value -> person. The person is
     always the head of ``occupation_relation``. Scores are computed in chunks of ``batch_size``
-    persons ([batch_size, P] at a time).
+    persons ([batch_size, P] at a time). The small default is deliberate: PyKEEN's TransE
+    materialises [batch_size, P, d] and on CPU 16 persons a chunk ran 6x faster than 256.
     """
     persons = _as_ids(persons, device=model.device)
     professions = _as_ids(professions, device=model.device)
@@ -327,7 +328,7 @@ def fisher_profession_table(
     min_count: int = 20,
     step: float = 0.01,
     attribute_person_is_head: bool = True,
-    batch_size: int = 1024,
+    batch_size: int = 16,
 ) -> pd.DataFrame:
     """Fisher's b_p for every profession with a- and b-person counts, ranked (METHODS §6).
 

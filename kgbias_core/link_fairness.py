@@ -51,14 +51,13 @@ def _check_triples(triples: LongTensor, what: str) -> None:
         raise MeasureError(TRIPLES_BAD_SHAPE.format(what=what, shape=tuple(triples.shape)))
 
 
-def predict_top1_tails(
-    model: Model, *, heads: LongTensor, relation: int, batch_size: int = 256
-) -> LongTensor:
+def predict_top1_tails(model: Model, *, heads: LongTensor, relation: int, batch_size: int = 8) -> LongTensor:
     """The top-1 tail of (h, relation, ?) over ALL entities: the predicted label (Schwertmann §3.2).
 
     Shapes: heads [n] -> [n] entity ids (on the model's device). Ties go to the smaller entity
     id (``argmax`` returns the first maximum). Scored in batches of ``batch_size`` heads
-    ([batch_size, E] scores at a time).
+    ([batch_size, E] scores at a time; small on purpose: PyKEEN's TransE materialises
+    [batch_size, E, d], which is slower, not faster, in large batches on CPU).
     """
     heads = torch.as_tensor(heads, dtype=torch.long, device=model.device).reshape(-1)
     out = torch.empty_like(heads)
@@ -70,9 +69,7 @@ def predict_top1_tails(
     return out
 
 
-def filtered_ranks(
-    model: Model, *, triples: LongTensor, known: LongTensor, batch_size: int = 256
-) -> FloatTensor:
+def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batch_size: int = 8) -> FloatTensor:
     """Filtered rank of each true tail among all entities (Bordes et al. 2013; Schwertmann §4.3).
 
     For (h, r, t): every other tail t' with (h, r, t') in ``known`` is removed before ranking
@@ -225,9 +222,7 @@ def _summaries(metrics: dict[str, np.ndarray]) -> dict[tuple[str, str], float]:
     return out
 
 
-def _metric_frame(
-    *, y_true: np.ndarray, y_pred: np.ndarray, gender: np.ndarray, classes: np.ndarray
-) -> pd.DataFrame:
+def _metric_frame(*, y_true: np.ndarray, y_pred: np.ndarray, gender: np.ndarray, classes: np.ndarray) -> pd.DataFrame:
     """Per group x class selection rate, precision, recall via fairlearn's MetricFrame."""
 
     def selection_rate(c: int):
@@ -300,20 +295,14 @@ def fairness_report(
     y_pred = np.asarray(torch.as_tensor(y_pred).cpu(), dtype=np.int64).reshape(-1)
     gender = np.asarray(gender, dtype=object).reshape(-1)
     if not len(y_true) == len(y_pred) == len(gender):
-        raise MeasureError(
-            FAIRNESS_SHAPE_MISMATCH.format(n_true=len(y_true), n_pred=len(y_pred), n_gender=len(gender))
-        )
+        raise MeasureError(FAIRNESS_SHAPE_MISMATCH.format(n_true=len(y_true), n_pred=len(y_pred), n_gender=len(gender)))
     occupations = np.asarray(sorted(int(o) for o in occupation_ids), dtype=np.int64)
     classes = _select_classes(y_true, min_count)
     used = np.isin(gender, list(groups))
     if not used.any():
         raise MeasureError(FAIRNESS_NO_FACTS.format(groups=groups))
-    true_class = _class_labels(
-        y_true[used], classes=classes, occupations=occupations, mark_not_occupation=False
-    )
-    pred_class = _class_labels(
-        y_pred[used], classes=classes, occupations=occupations, mark_not_occupation=True
-    )
+    true_class = _class_labels(y_true[used], classes=classes, occupations=occupations, mark_not_occupation=False)
+    pred_class = _class_labels(y_pred[used], classes=classes, occupations=occupations, mark_not_occupation=True)
     gender_used = gender[used]
     group_index = np.where(gender_used == groups[0], 0, 1)
 
@@ -342,8 +331,7 @@ def fairness_report(
             )
     by_class_group = pd.DataFrame(rows).set_index(["class", "group"])
     metric_array = {
-        m: np.stack([by_class_group.xs(group, level="group")[m].to_numpy() for group in groups])
-        for m in METRICS
+        m: np.stack([by_class_group.xs(group, level="group")[m].to_numpy() for group in groups]) for m in METRICS
     }  # each [2, C]
 
     by_class = pd.DataFrame(index=pd.Index(classes, name="class"))

@@ -147,9 +147,7 @@ def train_occupation_classifier(
     X, y = _check_xy(X, y)
     _, counts = np.unique(y, return_counts=True)
     stratify = y if counts.min() >= 2 else None
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=test_size, random_state=seed, stratify=stratify
-    )
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed, stratify=stratify)
     estimator = _classifier(kind, seed).fit(X_train, y_train)
     predicted = estimator.predict(X_test)
     with warnings.catch_warnings():
@@ -231,9 +229,7 @@ def _parity(
     )
 
 
-def demographic_parity_distance(
-    *, y_pred: np.ndarray, sensitive: np.ndarray, classes: np.ndarray
-) -> ParityDistance:
+def demographic_parity_distance(*, y_pred: np.ndarray, sensitive: np.ndarray, classes: np.ndarray) -> ParityDistance:
     """Demographic parity distance DPD (Keidar §3.1, Eq. 1-2; METHODS §7).
 
     DPD = sum_a |P(ŷ = a | s = 1) - P(ŷ = a | s = 0)| over the given classes.
@@ -281,9 +277,7 @@ def predictive_parity_distance(
     )
 
 
-def _value_groups(
-    person_values: np.ndarray, persons: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _value_groups(person_values: np.ndarray, persons: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Persons of ``persons`` having the relation, its values, and the membership [V, J'] matrix."""
     pairs = np.unique(np.asarray(person_values, dtype=np.int64).reshape(-1, 2), axis=0)
     pairs = pairs[np.isin(pairs[:, 0], persons)]
@@ -305,7 +299,7 @@ def translational_likelihood_bias(
     min_persons: int = 10,
     attribute_person_is_head: bool = True,
     step: float = 0.01,
-    batch_size: int = 1024,
+    batch_size: int = 16,
 ) -> pd.DataFrame:
     """Translational likelihood bias per tail value, one-vs-rest (Keidar Eq. 5; METHODS §6-7).
 
@@ -360,7 +354,7 @@ def relation_value_biases(
     professions: np.ndarray | None = None,
     attribute_person_is_head: Mapping[int, bool] | None = None,
     step: float = 0.01,
-    batch_size: int = 1024,
+    batch_size: int = 16,
 ) -> pd.DataFrame:
     """DPD, PPD (and TLB when a model is given) for every tail value of every relation.
 
@@ -375,9 +369,7 @@ def relation_value_biases(
     y_true, y_pred = np.asarray(y_true, dtype=np.int64), np.asarray(y_pred, dtype=np.int64)
     for what, array in (("y_true", y_true), ("y_pred", y_pred)):
         if len(array) != len(persons):
-            raise MeasureError(
-                AUDIT_SHAPE_MISMATCH.format(what=what, expected=len(persons), found=len(array))
-            )
+            raise MeasureError(AUDIT_SHAPE_MISMATCH.format(what=what, expected=len(persons), found=len(array)))
     directions = dict(attribute_person_is_head or {})
     position = {p: i for i, p in enumerate(persons.tolist())}
     rows: list[tuple] = []
@@ -458,7 +450,7 @@ def audit_relations(
     occupation_relation: int | None = None,
     attribute_person_is_head: Mapping[int, bool] | None = None,
     step: float = 0.01,
-    batch_size: int = 1024,
+    batch_size: int = 16,
 ) -> pd.DataFrame:
     """Keidar et al.'s relation bias table: bias_agg per (relation, measure) (METHODS §7).
 

@@ -96,9 +96,7 @@ def _naive_bias(
         for k, p in enumerate(professions.tolist()):
             before = g(e_j, rel(occupation_relation), ent(p))
             # the unperturbed score is the model's own score_hrt
-            assert torch.allclose(
-                before, model.score_hrt(torch.tensor([[j, occupation_relation, p]])).reshape(())
-            )
+            assert torch.allclose(before, model.score_hrt(torch.tensor([[j, occupation_relation, p]])).reshape(()))
             after = g(moved, rel(occupation_relation), ent(p))
             out[k] += float(after - before)
     return (out / len(persons)).float()

@@ -64,9 +64,7 @@ def test_filtered_ranks_equal_brute_force(factory: TriplesFactory, cls: type) ->
     # a triple not in `known` is ranked against everything except the known tails of its (h, r)
     extra = torch.tensor([[0, factory.relation_to_id["job"], 5]])
     fast_extra = filtered_ranks(model, triples=extra, known=known)
-    assert float(fast_extra[0]) == _brute_force_rank(
-        model, extra[0].tolist(), known_set, factory.num_entities
-    )
+    assert float(fast_extra[0]) == _brute_force_rank(model, extra[0].tolist(), known_set, factory.num_entities)
 
 
 def test_filtered_ranks_realistic_ties(factory: TriplesFactory) -> None:
@@ -76,9 +74,7 @@ def test_filtered_ranks_realistic_ties(factory: TriplesFactory) -> None:
     job = factory.relation_to_id["job"]
     p0 = factory.entity_to_id["p0"]
     known = factory.mapped_triples
-    ranks = filtered_ranks(
-        model, triples=torch.tensor([[p0, job, factory.entity_to_id["job0"]]]), known=known
-    )
+    ranks = filtered_ranks(model, triples=torch.tensor([[p0, job, factory.entity_to_id["job0"]]]), known=known)
     # p0 also has job1 (filtered): the other E - 2 entities tie with the true tail
     assert float(ranks[0]) == 1 + (factory.num_entities - 2) / 2
 
@@ -142,9 +138,7 @@ def test_fairness_report_by_hand() -> None:
     for class_id, per_group in expected.items():
         for group, values in zip(("male", "female"), per_group, strict=True):
             row = frame.loc[(class_id, group)]
-            for name, value in zip(
-                ("selection_rate", "precision", "recall", "data_share"), values, strict=True
-            ):
+            for name, value in zip(("selection_rate", "precision", "recall", "data_share"), values, strict=True):
                 if np.isnan(value):
                     assert np.isnan(row[name]) and not row[f"{name}_defined"], (class_id, group, name)
                 else:

@@ -64,9 +64,7 @@ def test_predictive_parity_distance_by_hand() -> None:
 
 
 def test_predictive_parity_distance_all_undefined() -> None:
-    result = predictive_parity_distance(
-        y_true=Y_TRUE, y_pred=Y_PRED, sensitive=np.zeros(8, bool), classes=CLASSES
-    )
+    result = predictive_parity_distance(y_true=Y_TRUE, y_pred=Y_PRED, sensitive=np.zeros(8, bool), classes=CLASSES)
     assert result.value is None and not result.defined
 
 
@@ -197,9 +195,7 @@ def test_one_vs_rest_and_tlb_agree_with_direct_calls() -> None:
     # persons without a nationality are left out; s = 1 for those having `value`
     having = np.isin(persons, nationality[:, 0])
     sensitive = np.isin(persons[having], nationality[nationality[:, 1] == value, 0])
-    expected = demographic_parity_distance(
-        y_pred=y_pred[having], sensitive=sensitive, classes=np.arange(3)
-    ).value
+    expected = demographic_parity_distance(y_pred=y_pred[having], sensitive=sensitive, classes=np.arange(3)).value
     row = per_value[(per_value["value"] == value) & (per_value["measure"] == "DPD")].iloc[0]
     assert row["bias"] == pytest.approx(expected)
     assert row["n_persons"] == sensitive.sum() and row["n_rest"] == (~sensitive).sum()
