@@ -8,6 +8,7 @@ occupation queries of persons with a gender, and readable labels in the output.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -124,3 +125,24 @@ def audit_table(models: Sequence[StoredModel], **kwargs: object) -> pd.DataFrame
         table["classifier_balanced_accuracy"] = table.attrs["balanced_accuracy"]
         frames.append(table)
     return pd.concat(frames, ignore_index=True)
+
+
+def cached_link_prediction(model_dir: Path | str) -> pd.DataFrame:
+    """Filtered MRR and Hits@1/3/10 (tails) on the test split, all queries and occupation queries.
+
+    Computed once per model and cached beside it (:func:`kgbias_core.store.save_result`); -> one row per
+    query set: ``queries, n, mr, mrr, hits@1, hits@3, hits@10``.
+    """
+    from kgbias_core.store import load_model, load_result, save_result
+    from kgbias_core.whatif import link_prediction
+
+    params = {"split": "test", "side": "tail", "filtered": True}
+    cached = load_result(model_dir, "link_prediction", params=params)
+    if cached is not None:
+        return cached
+    model = load_model(model_dir)
+    rows = [{"queries": "all", **link_prediction(model)},
+            {"queries": "occupation", **link_prediction(model, occupation_only=True)}]
+    frame = pd.DataFrame(rows)
+    save_result(model_dir, "link_prediction", frame, params=params)
+    return frame

@@ -56,3 +56,14 @@ def test_audit_and_fairness_commands(tiny_model, distmult, tmp_path) -> None:
                  "--out", str(tmp_path / "f.csv")]) == 0
     frame = pd.read_csv(tmp_path / "f.csv")
     assert {"model", "class", "group", "class_name"} <= set(frame.columns)
+
+
+def test_link_prediction_is_cached_beside_the_model(tiny_model, tmp_path) -> None:
+    from kgbias_core.compare import cached_link_prediction
+
+    path = save_model(tiny_model, tmp_path)
+    first = cached_link_prediction(path)
+    assert list(first.queries) == ["all", "occupation"] and first.mrr.between(0, 1).all()
+    assert (path / "results" / "link_prediction.csv").is_file()
+    (path / "results" / "link_prediction.csv").write_text(first.assign(mrr=0.5).to_csv(index=False))
+    assert (cached_link_prediction(path).mrr == 0.5).all()  # read from the cache, not recomputed
