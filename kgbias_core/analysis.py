@@ -223,11 +223,16 @@ class ModelAnalysis:
                 }
             return self._gender_cache
 
-    def influence_table(self, occupation: str, *, top: int = 20) -> pd.DataFrame:
-        """The ``top`` triples by |delta_z B_gr| with names (Du §4, METHODS §4), most influential first."""
+    def influence_table(self, occupation: str, *, top: int = 20, direction: str = "both") -> pd.DataFrame:
+        """The ``top`` training triples by delta_z B_gr with names (METHODS §4).
+
+        ``direction``: "both" ranks by |delta_z|; "raises" takes the most positive (removing them
+        makes the embedding more male-leaning), "lowers" the most negative.
+        """
         influence = self.influence(occupation)
-        k = min(top, int((influence != 0).sum()))
-        indices = torch.topk(influence.abs(), k).indices
+        signed = {"both": influence.abs(), "raises": influence, "lowers": -influence}[direction]
+        k = min(top, int((signed > 0).sum()))
+        indices = torch.topk(signed, k).indices
         frame = self.triples_frame(indices)
         frame["influence"] = influence[indices].tolist()
         return frame

@@ -128,3 +128,16 @@ def test_measures_table_reports_empty_groups_in_words(tiny_model) -> None:
     assert (empty.note.str.contains("no women|no men")).all()
     full = table[(table.n_male > 0) & (table.n_female > 0)]
     assert full.group_bias.notna().all() and full.fisher_bp.notna().all()
+
+
+def test_influence_table_directions(tiny_model) -> None:
+    analysis = ModelAnalysis(tiny_model, n_resamples=10)
+    table = analysis.measures
+    occupation = table[(table.n_male > 3) & (table.n_female > 3)].occupation.iloc[0]
+    raises = analysis.influence_table(occupation, top=5, direction="raises")
+    lowers = analysis.influence_table(occupation, top=5, direction="lowers")
+    both = analysis.influence_table(occupation, top=10)
+    assert (raises.influence > 0).all() and raises.influence.is_monotonic_decreasing
+    assert (lowers.influence < 0).all() and lowers.influence.is_monotonic_increasing
+    assert both.influence.abs().is_monotonic_decreasing
+    assert max(raises.influence.max(), -lowers.influence.min()) == both.influence.abs().max()
