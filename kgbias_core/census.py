@@ -81,9 +81,7 @@ def load_census(path: Path, *, year: int | None = None) -> pd.DataFrame:
     header, rows = _read_rows(path)
     missing = [name for name in CENSUS_COLUMNS if name not in header]
     if missing:
-        raise DataError(
-            CENSUS_MISSING_COLUMNS.format(path=path, missing=missing, expected=list(CENSUS_COLUMNS))
-        )
+        raise DataError(CENSUS_MISSING_COLUMNS.format(path=path, missing=missing, expected=list(CENSUS_COLUMNS)))
     if not rows:
         raise DataError(CENSUS_EMPTY.format(path=path))
     col = {name: header.index(name) for name in CENSUS_COLUMNS}
@@ -101,20 +99,14 @@ def load_census(path: Path, *, year: int | None = None) -> pd.DataFrame:
             raise DataError(CENSUS_MALFORMED_ROW.format(path=path, line=line, problem="Occupation is empty"))
         row_year = int(year_text)
         if (row_year, occupation) in seen:
-            raise DataError(
-                CENSUS_DUPLICATE.format(path=path, line=line, occupation=occupation, year=row_year)
-            )
+            raise DataError(CENSUS_DUPLICATE.format(path=path, line=line, occupation=occupation, year=row_year))
         seen.add((row_year, occupation))
-        weight = _number(
-            row[col["Total Weight"]], what="Total Weight", path=path, line=line, low=0.0, high=math.inf
-        )
+        weight = _number(row[col["Total Weight"]], what="Total Weight", path=path, line=line, low=0.0, high=math.inf)
         female = _number(row[col["Female"]], what="Female", path=path, line=line, low=0.0, high=1.0)
         male = _number(row[col["Male"]], what="Male", path=path, line=line, low=0.0, high=1.0)
         records.append((row_year, occupation, weight, female, male))
 
-    table = pd.DataFrame.from_records(
-        records, columns=["year", "occupation", "total_weight", "p_female", "p_male"]
-    )
+    table = pd.DataFrame.from_records(records, columns=["year", "occupation", "total_weight", "p_female", "p_male"])
     years = sorted(table["year"].unique().tolist())
     chosen = years[-1] if year is None else year
     if chosen not in years:
@@ -203,9 +195,7 @@ def paired_shares(census: pd.DataFrame, pairing: pd.DataFrame) -> pd.DataFrame:
     return shares
 
 
-def census_correlations(
-    measures: pd.DataFrame, shares: pd.DataFrame, *, key: str = "kg_occupation"
-) -> pd.DataFrame:
+def census_correlations(measures: pd.DataFrame, shares: pd.DataFrame, *, key: str = "kg_occupation") -> pd.DataFrame:
     """Pearson r and two-sided p-value of each measure against the census log-proportion.
 
     ``measures`` has one row per KG occupation, indexed by its label, and one column per measure.

@@ -29,9 +29,7 @@ from pathlib import Path, PurePosixPath
 from kgbias_core.errors import DOWNLOAD_BAD_ARCHIVE, DOWNLOAD_CENSUS_FAILED, DOWNLOAD_FAILED, DataError
 
 #: The official Microsoft release, the same URL as PyKEEN's ``pykeen.datasets.FB15k237``.
-FB15K237_URL = (
-    "https://download.microsoft.com/download/8/7/0/8700516A-AB3D-4850-B4BB-805C515AECE1/FB15K-237.2.zip"
-)
+FB15K237_URL = "https://download.microsoft.com/download/8/7/0/8700516A-AB3D-4850-B4BB-805C515AECE1/FB15K-237.2.zip"
 #: KG-BERT's copy of the FB15k-237 names (HEAD: the default branch, whatever its name).
 KG_BERT_URL = "https://raw.githubusercontent.com/yao8839836/kg-bert/HEAD/data/FB15k-237/"
 #: Garg, Schiebinger, Jurafsky & Zou (PNAS 2018), data of github.com/nikhgarg/EmbeddingDynamicStereotypes.
@@ -155,15 +153,11 @@ def download_fb15k237(
         (sources.entity_names, "entity_names.tsv"),
         (sources.relation_names, "relation_names.tsv"),
     ):
-        written.append(
-            _download(url, folder / file_name, timeout=timeout, message=DOWNLOAD_FAILED, data_dir=data_dir)
-        )
+        written.append(_download(url, folder / file_name, timeout=timeout, message=DOWNLOAD_FAILED, data_dir=data_dir))
     if census:
         target = data_dir / "census" / "occupation_gender_ipums.csv"
         written.append(
-            _download(
-                sources.census, target, timeout=timeout, message=DOWNLOAD_CENSUS_FAILED, data_dir=data_dir
-            )
+            _download(sources.census, target, timeout=timeout, message=DOWNLOAD_CENSUS_FAILED, data_dir=data_dir)
         )
     return written
 

@@ -156,9 +156,7 @@ class Progress:
         """An ``on_epoch(epoch, n_epochs, loss)`` callback (epoch counted from 1) that records progress."""
 
         def on_epoch(epoch: int, n_epochs: int, loss: float) -> None:
-            self.update(
-                stage=stage, step=epoch, total=n_epochs, loss=loss, message=f"epoch {epoch}/{n_epochs}"
-            )
+            self.update(stage=stage, step=epoch, total=n_epochs, loss=loss, message=f"epoch {epoch}/{n_epochs}")
 
         return on_epoch
 
@@ -307,9 +305,7 @@ class JobRegistry:
             if job.has_result:
                 return job.result
             if job.evicted:
-                raise JobError(
-                    JOB_RESULT_EVICTED.format(job_id=job_id, name=job.name, keep=self._max_results)
-                )
+                raise JobError(JOB_RESULT_EVICTED.format(job_id=job_id, name=job.name, keep=self._max_results))
             detail = f": {job.error}" if job.error else ""
             raise JobError(JOB_NO_RESULT.format(job_id=job_id, name=job.name, state=job.state, detail=detail))
 
@@ -374,9 +370,7 @@ class JobRegistry:
             else:
                 self._finish(job, JobState.DONE, value=value)
 
-    def _finish(
-        self, job: _Job[Any], state: JobState, *, value: Any = None, error: str | None = None
-    ) -> None:
+    def _finish(self, job: _Job[Any], state: JobState, *, value: Any = None, error: str | None = None) -> None:
         with self._cond:
             job.state, job.error = state, error
             job.progress.update(stage=state.value)

@@ -51,9 +51,7 @@ def test_unknown_year_lists_the_years() -> None:
     with pytest.raises(DataError) as info:
         load_census(CENSUS, year=2016)
     years = sorted(pd.read_csv(CENSUS)["Census year"].unique())
-    assert str(info.value) == CENSUS_UNKNOWN_YEAR.format(
-        path=CENSUS, year=2016, years=", ".join(str(y) for y in years)
-    )
+    assert str(info.value) == CENSUS_UNKNOWN_YEAR.format(path=CENSUS, year=2016, years=", ".join(str(y) for y in years))
     assert "available years: 1850, 1860," in str(info.value)
 
 
@@ -96,9 +94,7 @@ def test_bad_pairing_names_the_line(tmp_path: Path) -> None:
 
 
 def _profession_tails() -> set[str]:
-    train = pd.read_csv(
-        DATA / "fb15k237" / "train.txt", sep="\t", header=None, names=["h", "r", "t"], dtype=str
-    )
+    train = pd.read_csv(DATA / "fb15k237" / "train.txt", sep="\t", header=None, names=["h", "r", "t"], dtype=str)
     return set(train.loc[train["r"] == PROFESSION, "t"])
 
 
@@ -121,9 +117,7 @@ def test_shipped_pairing_covers_what_it_claims(census_2015: pd.DataFrame) -> Non
     names = _entity_names()
     # Every row is a real FB15k-237 profession with its Freebase name ...
     assert set(pairing["kg_occupation"]) <= professions
-    assert all(
-        names[mid] == name for mid, name in zip(pairing["kg_occupation"], pairing["kg_name"], strict=True)
-    )
+    assert all(names[mid] == name for mid, name in zip(pairing["kg_occupation"], pairing["kg_name"], strict=True))
     # ... every profession of the training graph is listed (paired, or unpaired with a reason) ...
     assert set(pairing["kg_occupation"]) == professions
     # ... and every census class exists in the latest year, or the row says why not.

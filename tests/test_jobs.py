@@ -20,9 +20,7 @@ def registry() -> Iterator[JobRegistry]:
     reg.shutdown()
 
 
-def _blocking(
-    started: threading.Event, release: threading.Event, value: object = None
-) -> Callable[[Progress], object]:
+def _blocking(started: threading.Event, release: threading.Event, value: object = None) -> Callable[[Progress], object]:
     """A job that signals it runs, then waits for the test to release it (or to cancel it)."""
 
     def fn(progress: Progress) -> object:
