@@ -121,16 +121,18 @@ def _training_controls(graph: str, names: list[str], *, store: Path, data_dir: P
     status = registry.status(job_id) if job_id else None
     if status is not None and status.state is JobState.DONE:
         jobs.pop(model_name, None)  # its model is in the store now
-        status = None
-    if status is None and model_name not in names:
-        if graph == "synthetic" and not names:
-            jobs[model_name] = _submit(graph, store=store, data_dir=data_dir)
-        elif st.button(f"Train {model_name}", help="TransE with the default config; FB15k-237 takes minutes"):
-            jobs[model_name] = _submit(graph, store=store, data_dir=data_dir)
-        else:
-            if not names:
-                st.info(f"No cached model for {GRAPH_TITLES.get(graph, graph)} yet: train one with the button.")
-            return None
+        if model_name not in names:
+            st.rerun()  # it was saved after this run listed the store
+        return None
+    if status is not None or model_name in names:
+        return job_id
+    if graph == "synthetic" and not names:
+        start = True  # a fresh machine opens on the synthetic graph: train it without asking
+    else:
+        start = st.button(f"Train {model_name}", help="TransE with the default config; FB15k-237 takes minutes")
+    if not start:
+        return None
+    jobs[model_name] = _submit(graph, store=store, data_dir=data_dir)
     return jobs[model_name]
 
 

@@ -37,7 +37,7 @@ class TrainConfig:
 #: Defaults per built-in data set: FB15k-237 as METHODS §2; the synthetic graph trains in seconds.
 DEFAULT_TRAIN_CONFIGS: dict[str, TrainConfig] = {
     "fb15k237": TrainConfig(),
-    "synthetic": TrainConfig(dim=64, epochs=60, batch_size=1024, lr=1e-2, l2=10.0),
+    "synthetic": TrainConfig(dim=64, epochs=60, batch_size=1024, lr=1e-2, l2=30.0),
 }
 
 

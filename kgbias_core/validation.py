@@ -142,3 +142,35 @@ def census_validation(
     correlations = census_correlations(table, shares)
     joined = kept.set_index("occupation").join(shares[["p_male", "log_prop", "census_classes"]], how="inner")
     return correlations, joined.reset_index()
+
+
+def calibrate_influence_scale(
+    model: StoredModel,
+    *,
+    n_occupations: int = 2,
+    k: int | None = None,
+    device: torch.device | None = None,
+    on_run: Callable[[str, int, float, float], None] | None = None,
+) -> float:
+    """The scale actual/predicted of the closed form (METHODS §4), from a few masked retrains.
+
+    Takes the ``n_occupations`` occupations with the most persons of the rarer gender, removes their
+    top-k and bottom-k triples (k = 1% of the triples they touch, by default), retrains masked, and
+    returns the least-squares slope through the origin over all those sets.
+    """
+    from kgbias_core.analysis import ModelAnalysis
+
+    analysis = ModelAnalysis(model, n_resamples=10)
+    groups = analysis.groups
+    smaller = torch.minimum(groups.n_male, groups.n_female)
+    chosen = torch.argsort(smaller, descending=True)[:n_occupations].tolist()
+    base = masked_retrain_bias(model, removed=None, groups=groups, device=device)
+    runs = []
+    for index in chosen:
+        label = model.entity_labels[int(groups.occupations[index])]
+        influence = analysis.influence(label)
+        size = k or max(5, int(0.01 * int((influence != 0).sum())))
+        runs.append(influence_accuracy(model, influence=influence, occupation_index=index, groups=groups,
+                                       ks=[size], kinds=("top", "bottom"), base_bias=float(base[index]),
+                                       device=device, on_run=on_run))
+    return summarize_accuracy(pd.concat(runs)).scale

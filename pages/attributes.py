@@ -31,7 +31,7 @@ with ui.errors_shown():
         format_func=lambda v: "all other values (one vs rest)" if v == REST else titles[v],
         index=others.index(stored.schema.female) if is_gender and stored.schema.female in others else 0,
     )
-    min_count = right.slider("Minimum a- plus b-persons per profession", 0, 100, 20, key="min_count")
+    min_count = right.slider("Minimum a- plus b-persons per profession", 0, 500, 20, key="min_count")
     a_name, b_name = names[value_a], "the rest" if value_b == REST else names[value_b]
 
     table = cache.fisher_table(

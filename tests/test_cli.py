@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,13 +19,15 @@ from .conftest import REPO
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("cli") / "syn"
-    code = main(["train", "--dataset", "synthetic", "--dim", "16", "--epochs", "5", "--seed", "1", "--out", str(out)])
+    code = main(["train", "--dataset", "synthetic", "--dim", "16", "--epochs", "5", "--seed", "1", "--calibrate",
+                 "--out", str(out)])
     assert code == 0
     return out
 
 
 def test_train_writes_a_model_directory(trained: Path) -> None:
     assert (trained / "model.safetensors").is_file() and (trained / "config.json").is_file()
+    assert json.loads((trained / "config.json").read_text())["influence_scale"] > 0
 
 
 def test_measures_has_the_documented_columns(trained: Path, tmp_path: Path) -> None:

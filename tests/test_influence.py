@@ -166,3 +166,18 @@ def test_cg_solves_the_damped_system_lissa_approximates_it_and_both_predict_retr
         removed = removal_set(influence, kind=kind, k=10)
         actual = float(masked_retrain_bias(tiny_model, removed=removed, groups=context.groups)[index]) - base
         assert np.sign(actual) == np.sign(float(influence[removed].sum())), (kind, actual)
+
+
+def test_calibrated_scale_matches_a_held_out_removal(tiny_model) -> None:
+    from kgbias_core.validation import calibrate_influence_scale, masked_retrain_bias
+
+    scale = calibrate_influence_scale(tiny_model, n_occupations=1)
+    assert 0 < scale < 2
+    context = influence_context(tiny_model)
+    index = occupation_with_both(context)
+    influence = triple_influence(context, index)
+    removed = torch.topk(influence, 8).indices  # a set the calibration did not use (k differs)
+    base = float(masked_retrain_bias(tiny_model, removed=None, groups=context.groups)[index])
+    actual = float(masked_retrain_bias(tiny_model, removed=removed, groups=context.groups)[index]) - base
+    predicted = scale * float(influence[removed].sum())
+    assert abs(predicted - actual) < 0.5 * abs(actual)
