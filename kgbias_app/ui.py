@@ -17,9 +17,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from kgbias_core.errors import KGBiasError
+from kgbias_core.fisher import top_associated
 from kgbias_core.schema import Schema
 
-GENDER_COLORS = {"male": "#2c7bb6", "female": "#d7191c", "other": "#7f7f7f", "": "#7f7f7f"}
+GENDER_COLORS = {"male": "#2c7bb6", "female": "#d7191c", "other": "#7f7f7f", "unknown": "#bdbdbd", "": "#bdbdbd"}
 LEAN_COLORS = {"male-leaning": GENDER_COLORS["male"], "female-leaning": GENDER_COLORS["female"]}
 #: Axis-title suffix for every bias axis.
 SIGN = "> 0 = male-leaning"
@@ -106,7 +107,9 @@ def occupation_picker(measures: pd.DataFrame, *, key: str = "occupation", label:
     titles = occupation_titles(measures)
     options = list(titles)
     current = st.session_state.get(key)
-    default = options.index(current) if current in options else 0
+    if current not in options:  # start on the occupation with the most persons
+        current = measures.loc[(measures["n_male"] + measures["n_female"]).idxmax(), "occupation"]
+    default = options.index(current)
     return st.selectbox(
         label, options, index=default, format_func=titles.__getitem__, key=key, persist_state="session",
         help="Type to search by name or label.",
@@ -164,6 +167,18 @@ def attribute_options(schema: Schema, relation_labels: tuple[str, ...]) -> dict[
     named = {schema.gender_relation, schema.occupation_relation} | {a.relation for a in schema.attributes}
     options |= {r: f"relation {r}" for r in relation_labels if r not in named}
     return options
+
+
+def fisher_sides(table: pd.DataFrame, *, k: int = 20) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+    """The k most a- and k most b-associated professions of a fisher_table (Fisher's Tables 1-4).
+
+    When no profession has b_p < 0 (a shared offset: moving towards a raises every profession), the
+    b side falls back to the k least a-associated professions; the flag says so.
+    """
+    top_a, top_b = top_associated(table, k=k, toward="a"), top_associated(table, k=k, toward="b")
+    if top_b.empty and not table.empty:
+        return top_a, table.sort_values("bias").head(k), True
+    return top_a, top_b, False
 
 
 def value_titles(values: pd.DataFrame) -> dict[str, str]:
@@ -225,7 +240,8 @@ def headline(row: pd.Series) -> None:
 def triples_in_words(frame: pd.DataFrame) -> pd.DataFrame:
     """Add a readable ``in words`` column: head name —relation→ tail name."""
     words = frame["head_name"] + "  —" + frame["relation"] + "→  " + frame["tail_name"]
-    return frame.assign(**{"in words": words})
+    gender = frame["person_gender"].replace("", "unknown")  # e.g. a person reached only via a negative
+    return frame.assign(**{"in words": words, "person_gender": gender})
 
 
 # --- charts -------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ object the CLI and the dashboard share; it holds no UI state.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Callable
 from functools import cached_property
@@ -335,17 +336,17 @@ class ModelAnalysis:
         """Share of occupation-like relations among the top ``fraction`` of triples by |delta_z B_gr|.
 
         Du et al. report ~74% of occupation and inverse-occupation triples in the top 1%. Counted
-        here: the schema's occupation relation and every relation whose label contains
+        here: the schema's occupation relation and every relation whose label has the word
         "profession" or "occupation". Keys: ``share``, ``n_top``, ``n_occupation``, ``relations``.
         """
         influence = self.influence(occupation)
         n_top = min(max(1, math.ceil(fraction * influence.shape[0])), int((influence != 0).sum()))
         top = torch.topk(influence.abs(), n_top).indices
         labels = self.model.relation_labels
-        occupation_like = [
+        occupation_like = [  # whole words only: "professional_sports_team" is no occupation relation
             i for i, label in enumerate(labels)
             if label == self.model.schema.occupation_relation
-            or "profession" in label.lower() or "occupation" in label.lower()
+            or {"profession", "occupation"} & set(re.split(r"[^a-z]+", label.lower()))
         ]
         hits = int(torch.isin(self.model.triples[top, 1], torch.tensor(occupation_like)).sum())
         return {

@@ -3,7 +3,6 @@
 import streamlit as st
 
 from kgbias_app import cache, sidebar, ui
-from kgbias_core.fisher import top_associated
 
 st.title("Attributes (Fisher et al.)")
 model = sidebar.render()
@@ -32,7 +31,7 @@ with ui.errors_shown():
         index=others.index(stored.schema.female) if is_gender and stored.schema.female in others else 0,
     )
     min_count = right.slider("Minimum a- plus b-persons per profession", 0, 500, 20, key="min_count")
-    a_name, b_name = names[value_a], "the rest" if value_b == REST else names[value_b]
+    a_name, b_name = names[value_a], "the other values" if value_b == REST else names[value_b]
 
     table = cache.fisher_table(
         model.path, model.version, relation, value_a, None if value_b == REST else value_b, min_count
@@ -47,11 +46,14 @@ with ui.errors_shown():
         st.warning("No profession has that many persons with these values: lower the minimum count.")
         st.stop()
     columns = {"name": "profession", "bias": "b_p", "n_a": f"# {a_name}", "n_b": f"# {b_name}"}
-    top_a, top_b = (top_associated(table, k=20, toward=side) for side in ("a", "b"))
+    top_a, top_b, fallback = ui.fisher_sides(table, k=20)
     left, right = st.columns(2)
-    left.subheader(f"Most {a_name}-associated")
+    left.subheader(f"Most associated with {a_name}")
     left.dataframe(top_a[list(columns)].rename(columns=columns), hide_index=True)
-    right.subheader(f"Most {b_name}-associated")
+    right.subheader(f"Least associated with {a_name}" if fallback else f"Most associated with {b_name}")
+    if fallback:
+        right.info(f"No profession has b_p < 0: moving persons towards {a_name} raises every profession's "
+                   "plausibility (a shared offset). Listed: the professions it raises least.")
     right.dataframe(top_b[list(columns)].rename(columns=columns), hide_index=True)
 
     ui.show_chart(

@@ -25,7 +25,7 @@ with ui.errors_shown():
     extremes = ui.triples_in_words(cache.influence_extremes(model.path, model.version, occupation, k))
     left, right = st.columns(2)
     relations = left.multiselect("Relations (none = all)", sorted(extremes["relation"].unique()), key="relations")
-    genders = right.multiselect("Person's gender (none = all)", ["male", "female", "other"], key="genders")
+    genders = right.multiselect("Person's gender (none = all)", ["male", "female", "other", "unknown"], key="genders")
     shown = ui.filter_triples(extremes, relations=relations, genders=genders)
     st.caption(
         "δ_z B_gr is Du et al.'s influence (Eq. 3) of one training triple on this occupation's B_gr: > 0 "
@@ -49,7 +49,7 @@ with ui.errors_shown():
         ui.add_to_basket(model.name, selected)
 
     st.subheader("Influence against degree (Du Fig 1)")
-    ranked = cache.influence_table(model.path, model.version, occupation, 5000)
+    ranked = ui.triples_in_words(cache.influence_table(model.path, model.version, occupation, 5000))
     ui.show_chart(
         ui.influence_degree_scatter(ranked), ranked,
         caption=f"The {len(ranked):,} triples with the largest |δ_z B_gr| (all with non-zero influence, at most "
@@ -62,10 +62,11 @@ with ui.errors_shown():
     share = cache.occupation_relation_share(model.path, model.version, occupation)
     st.metric("Occupation relations among the top 1% of triples", f"{share['share']:.0%}")
     st.caption(
-        f"{share['n_occupation']} of the {share['n_top']} training triples with the largest |δ_z B_gr| use "
-        f"an occupation-like relation (counted: {', '.join(share['relations'])}, i.e. the schema's occupation "
-        "relation and every relation with 'profession' or 'occupation' in its label). Du et al. report ~74% "
-        "occupation and inverse-occupation triples on FB5M."
+        f"{share['n_occupation']} of the {share['n_top']} training triples with the largest |δ_z B_gr| (the top "
+        "1%, or all with non-zero influence if fewer) use an occupation-like relation. Counted: "
+        f"{', '.join(share['relations'])}: the schema's occupation relation and every relation with the word "
+        "'profession' or 'occupation' in its label. Du et al. report ~74% occupation and inverse-occupation "
+        "triples on FB5M."
     )
 
     st.subheader("Removal basket")

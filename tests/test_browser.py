@@ -68,14 +68,17 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
             options.add_argument(arg)
         driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
         wait = WebDriverWait(driver, 60)
-        driver.get(f"{url}/occupation_explorer")
+        # Start at the root: a deep link to a fresh server would run the page without the router
+        # (Streamlit's pages/-directory fallback), see dashboard.py.
+        driver.get(url)
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
+        wait.until(ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/occupation_explorer"]')
+        )).click()
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Occupation explorer"))
-
         picker = wait.until(ec.element_to_be_clickable(
-            (By.CSS_SELECTOR, 'div[data-testid="stSelectbox"]:has(label[aria-label="Occupation"]) input')
-        )) if driver.find_elements(By.CSS_SELECTOR, 'label[aria-label="Occupation"]') else wait.until(
-            ec.element_to_be_clickable((By.XPATH, '//label[.//p[text()="Occupation"]]/following::input[1]'))
-        )
+            (By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stSelectbox"] input')
+        ))
         picker.click()
         picker.send_keys("Librarian")
         picker.send_keys(Keys.ENTER)
