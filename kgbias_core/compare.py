@@ -106,7 +106,8 @@ def model_fairness(
     """Schwertmann et al.'s DPG / PPG / EOG of the model's top-1 occupation predictions (METHODS §8)."""
     test, gender = occupation_test_facts(model)
     module = pykeen_model(model)
-    predicted = predict_top1_tails(module, heads=test[:, 0], relation=model.relation_id(model.schema.occupation_relation))
+    occupation = model.relation_id(model.schema.occupation_relation)
+    predicted = predict_top1_tails(module, heads=test[:, 0], relation=occupation)
     every = _all_triples(model)
     occupations = torch.unique(every[every[:, 1] == model.relation_id(model.schema.occupation_relation), 2])
     return fairness_report(

@@ -161,3 +161,15 @@ CENSUS_SEVERAL_YEARS = (
     "paired_shares needs the census of one year, got years {years}: load it with load_census(year=...)"
 )
 CENSUS_DUPLICATE_KEY = "census_correlations: {key} {value!r} names two KG occupations; use key='kg_occupation'"
+
+# --- debiasing lab / validation ----------------------------------------------------------
+LAB_K_TOO_LARGE = "k = {k} exceeds the {n} training triples of model {model!r}: choose a smaller k"
+LAB_NO_KS = "no k given: pass at least one positive number of triples to remove"
+CENSUS_FILE_MISSING = (
+    "no census file at {path}: run 'python -m kgbias_core download --data-dir {data_dir}' or copy "
+    "occupation_gender_ipums.csv there by hand"
+)
+CENSUS_NOT_PAIRED = (
+    "no occupation of model {model!r} (graph {dataset!r}) is in the census pairing: the pairing covers "
+    "FB15k-237 professions (Freebase MIDs) only"
+)

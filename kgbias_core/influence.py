@@ -23,7 +23,7 @@ import torch
 
 from kgbias_core.errors import EMPTY_GROUP, NO_NEGATIVES, MeasureError
 from kgbias_core.groups import OccupationGroups, occupation_groups
-from kgbias_core.measures import hessian_diagonal, pair_residuals
+from kgbias_core.measures import hessian_diagonal
 from kgbias_core.store import StoredModel
 from kgbias_core.types import BoolTensor, FloatTensor, LongTensor
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
-from pykeen.nn.modules import TransEInteraction
 from fairlearn.metrics import MetricFrame
 from pykeen.models import Model
+from pykeen.nn.modules import TransEInteraction
 
 from kgbias_core.errors import (
     FAIRNESS_BAD_CONFIDENCE,

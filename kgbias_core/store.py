@@ -196,7 +196,9 @@ def _read_tsv(path: Path, columns: int) -> list[list[str]]:
             parts = line.rstrip("\n").split("\t")
             if len(parts) != columns or parts[0] != str(number - 2):
                 raise ModelStoreError(
-                    MODEL_CORRUPT.format(path=path, problem=f"line {number} is not 'id' + {columns - 1} columns in id order")
+                    MODEL_CORRUPT.format(
+                        path=path, problem=f"line {number} is not 'id' + {columns - 1} columns in id order"
+                    )
                 )
             rows.append(parts)
     return rows

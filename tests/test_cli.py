@@ -38,7 +38,8 @@ def test_measures_has_the_documented_columns(trained: Path, tmp_path: Path) -> N
 
 
 def test_individuals_and_influence(trained: Path, tmp_path: Path) -> None:
-    assert main(["individuals", "--model", str(trained), "--occupation", "nurse", "--out", str(tmp_path / "i.csv")]) == 0
+    out = str(tmp_path / "i.csv")
+    assert main(["individuals", "--model", str(trained), "--occupation", "nurse", "--out", out]) == 0
     people = pd.read_csv(tmp_path / "i.csv")
     assert list(people.columns) == ["person", "name", "gender", "degree", "individual_bias", "fisher_individual"]
     assert set(people.gender) == {"male", "female"}

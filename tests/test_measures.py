@@ -80,10 +80,10 @@ def test_every_measure_equals_a_naive_loop(tiny_model) -> None:
         men, women = naive[tiny_model.entity_labels[o]]
         o_vec = E[o]
 
-        def psi(p: str) -> float:
+        def psi(p: str, o_vec: torch.Tensor = o_vec) -> float:
             return float(((E[tiny_model.entity_id(p)] + r_p - o_vec) ** 2).sum())
 
-        def bin_(p: str) -> float:
+        def bin_(p: str, o_vec: torch.Tensor = o_vec) -> float:
             v = E[tiny_model.entity_id(p)] + r_p - o_vec
             a = max(degree[p] - mean_degree, 0) + lam
             return float(-4 / a * (v @ (m - f)))
