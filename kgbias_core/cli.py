@@ -127,6 +127,113 @@ def _download(args: argparse.Namespace) -> None:
         print(f"downloaded {path}")
 
 
+
+def _read_indices(path: str) -> list[int]:
+    """Training-triple indices from a file: integers separated by white space or commas, # comments."""
+    from kgbias_core.errors import LAB_BAD_INDEX_FILE, MISSING_FILE, DataError
+
+    file = Path(path)
+    if not file.is_file():
+        raise DataError(MISSING_FILE.format(path=file))
+    indices = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        for field in line.split("#")[0].replace(",", " ").split():
+            if not field.isdigit():
+                raise DataError(LAB_BAD_INDEX_FILE.format(path=file, line=number, found=field))
+            indices.append(int(field))
+    return indices
+
+
+def _debias(args: argparse.Namespace) -> None:
+    import torch
+
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.debias import add_edit, remove_edit, retrain
+    from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
+    from kgbias_core.lab import if_remove_edit
+    from kgbias_core.store import save_model
+    from kgbias_core.validation import removal_set
+    from kgbias_core.whatif import bias_change
+
+    analysis = _analysis(args.model)
+    model, occupation = analysis.model, args.occupation
+    if args.add:
+        edit = add_edit(model, occupation, c=args.c, cap=args.cap)
+    elif args.remove_k is not None:
+        if args.remove_k > model.triples.shape[0]:
+            raise MeasureError(LAB_K_TOO_LARGE.format(k=args.remove_k, n=model.triples.shape[0], model=model.name))
+        if args.strategy == "if":
+            edit = if_remove_edit(analysis, occupation, k=args.remove_k)
+            if len(edit.removed) < args.remove_k:
+                print(f"only {len(edit.removed)} triples move B_gr towards 0: IF-REMOVE removes those", file=sys.stderr)
+        else:
+            removed = removal_set(analysis.influence(occupation), kind="random", k=args.remove_k, seed=args.seed)
+            edit = remove_edit(model, occupation, removed, strategy=f"random-remove k={args.remove_k}")
+    else:
+        edit = remove_edit(model, occupation, torch.tensor(_read_indices(args.remove_indices), dtype=torch.long),
+                           strategy="basket")
+    predicted = None
+    if edit.kind == "remove":
+        predicted = analysis.predicted_removal(occupation, torch.tensor(edit.removed, dtype=torch.long))
+    out = Path(args.out)
+    start = time.perf_counter()
+
+    def report(epoch: int, n_epochs: int, loss: float) -> None:
+        left = (time.perf_counter() - start) / epoch * (n_epochs - epoch)
+        print(f"epoch {epoch}/{n_epochs}  loss {loss:.5f}  ~{left:.0f}s left", file=sys.stderr)
+
+    what_if = retrain(model, edit, name=out.name, mode=args.mode, on_epoch=report)
+    path = save_model(what_if, out.parent)
+    change = bias_change(analysis, ModelAnalysis(what_if, n_resamples=10)).set_index("occupation").loc[occupation]
+    scale = "uncalibrated: ranking only" if model.influence_scale is None else f"calibrated x{model.influence_scale:.3g}"
+    print(f"saved {path} ({edit.strategy}, {args.mode})")
+    print(f"B_gr before {change['group_bias_before']:+.4f}  after {change['group_bias_after']:+.4f}  "
+          f"change {change['change']:+.4f}")
+    if predicted is None:
+        print("predicted change: none (influence predicts removals only)")
+    else:
+        print(f"predicted change {predicted:+.4f} ({scale})")
+
+
+def _validate_influence(args: argparse.Namespace) -> None:
+    from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
+    from kgbias_core.validation import influence_accuracy, summarize_accuracy
+
+    analysis = _analysis(args.model)
+    model = analysis.model
+    if max(args.ks) > model.triples.shape[0]:
+        raise MeasureError(LAB_K_TOO_LARGE.format(k=max(args.ks), n=model.triples.shape[0], model=model.name))
+    influence = analysis.influence(args.occupation)
+
+    def report(kind: str, k: int, predicted: float, actual: float) -> None:
+        print(f"{kind} k={k}: predicted {predicted:+.5f}  actual {actual:+.5f}", file=sys.stderr)
+
+    runs = influence_accuracy(model, influence=influence, occupation_index=analysis.occupation_index(args.occupation),
+                              groups=analysis.groups, ks=args.ks, kinds=args.kinds, on_run=report)
+    summary = summarize_accuracy(runs)
+    _write(runs, args.out)
+    print(f"Pearson r {summary.r:.3f} (p {summary.p_value:.2g}), random-removal noise {summary.noise:.4f}, "
+          f"scale actual/predicted {summary.scale:.3f}, sign agreement {summary.sign_agreement:.0%}")
+
+
+def _validate_census(args: argparse.Namespace) -> None:
+    from kgbias_core.datasets import resolve_data_dir
+    from kgbias_core.errors import CENSUS_FILE_MISSING, CENSUS_NOT_PAIRED, DataError, MeasureError
+    from kgbias_core.validation import census_validation
+
+    data_dir = resolve_data_dir(args.data_dir)
+    census = data_dir / "census" / "occupation_gender_ipums.csv"
+    if not census.is_file():
+        raise DataError(CENSUS_FILE_MISSING.format(path=census, data_dir=data_dir))
+    analysis = _analysis(args.model)
+    correlations, joined = census_validation(analysis.measures, census_path=census, year=args.year,
+                                             min_per_gender=args.min_per_gender)
+    if joined.empty:
+        raise MeasureError(CENSUS_NOT_PAIRED.format(model=analysis.model.name, dataset=analysis.model.dataset))
+    _write(correlations, args.out)
+    for row in correlations.itertuples():
+        print(f"{row.measure}: r {row.r:+.3f} (p {row.p_value:.2g}, n {row.n})")
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m kgbias_core", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -190,6 +297,40 @@ def build_parser() -> argparse.ArgumentParser:
     download = commands.add_parser("download", help="fetch FB15k-237 and names (needs a network)")
     download.add_argument("--data-dir")
     download.set_defaults(handler=_download)
+
+    debias = commands.add_parser("debias", help="Du's Add / IF-REMOVE / Random-REMOVE what-if, retrained and saved")
+    debias.add_argument("--model", required=True, help="base model directory (only read)")
+    debias.add_argument("--occupation", required=True, help="occupation entity label")
+    edit = debias.add_mutually_exclusive_group(required=True)
+    edit.add_argument("--add", action="store_true", help="add c·(|M|−|F|) dummies of the rarer gender")
+    edit.add_argument("--remove-k", type=int, help="remove k triples (see --strategy)")
+    edit.add_argument("--remove-indices", help="file of training-triple indices to remove")
+    debias.add_argument("--c", type=float, default=0.5, help="Add: dummies per missing person")
+    debias.add_argument("--cap", type=int, default=10_000, help="Add: at most this many dummies")
+    debias.add_argument("--strategy", choices=("if", "random"), default="if",
+                        help="remove-k: IF-REMOVE (towards 0 by influence) or Random-REMOVE")
+    debias.add_argument("--seed", type=int, default=0, help="Random-REMOVE: seed of the random set")
+    debias.add_argument("--mode", choices=("scratch", "warm"), default="scratch",
+                        help="scratch: faithful, same seed and initialisation; warm: a few epochs from the base")
+    debias.add_argument("--out", required=True, help="model directory of the what-if")
+    debias.set_defaults(handler=_debias)
+
+    validate = commands.add_parser("validate", help="influence against retraining (Du §4.2) or the census (§4.1)")
+    checks = validate.add_subparsers(dest="check", required=True)
+    accuracy = checks.add_parser("influence", help="predicted vs actual change of B_gr after top/bottom/random-k")
+    accuracy.add_argument("--model", required=True)
+    accuracy.add_argument("--occupation", required=True)
+    accuracy.add_argument("--ks", type=int, nargs="+", required=True, help="numbers of triples to remove")
+    accuracy.add_argument("--kinds", nargs="+", choices=("top", "bottom", "random"), default=["top", "bottom", "random"])
+    accuracy.add_argument("--out", required=True, help="CSV of the runs: kind, k, predicted, actual")
+    accuracy.set_defaults(handler=_validate_influence)
+    census = checks.add_parser("census", help="Pearson r of each measure against census log(p/(1-p))")
+    census.add_argument("--model", required=True)
+    census.add_argument("--year", type=int, help="census year (default: the latest in the file)")
+    census.add_argument("--data-dir", help="data directory with census/ (default: $KGBIAS_DATA_DIR or ./data)")
+    census.add_argument("--min-per-gender", type=int, default=1)
+    census.add_argument("--out", required=True, help="CSV: measure, r, p_value, n")
+    census.set_defaults(handler=_validate_census)
     return parser
 
 

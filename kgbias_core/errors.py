@@ -173,3 +173,4 @@ CENSUS_NOT_PAIRED = (
     "no occupation of model {model!r} (graph {dataset!r}) is in the census pairing: the pairing covers "
     "FB15k-237 professions (Freebase MIDs) only"
 )
+LAB_BAD_INDEX_FILE = "{path}, line {line}: expected training-triple indices (integers), found {found!r}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,28 +86,32 @@ def display_name(name: str) -> str:
     return name[:-3] if name.endswith("-GB") else name
 
 
+def _tsv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line number, tab-separated fields) of every non-blank line; a missing file is a DataError."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(MISSING_FILE.format(path=path))
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if line.strip():
+                yield number, line.split("\t")
+
+
 def read_triples(path: Path) -> np.ndarray:
     """Read a ``head<TAB>relation<TAB>tail`` file into a str array of shape [n, 3].
 
     Blank lines are skipped; every other line must have exactly three non-empty columns,
     else :class:`DataError` names the file and line.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(MISSING_FILE.format(path=path))
     rows: list[list[str]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 3:
-                raise DataError(MALFORMED_LINE.format(path=path, line=number, found=len(parts)))
-            for column, part in enumerate(parts, start=1):
-                if not part.strip():
-                    raise DataError(EMPTY_FIELD.format(path=path, line=number, column=column))
-            rows.append([p.strip() for p in parts])
+    for number, parts in _tsv_rows(path):
+        if len(parts) != 3:
+            raise DataError(MALFORMED_LINE.format(path=path, line=number, found=len(parts)))
+        for column, part in enumerate(parts, start=1):
+            if not part.strip():
+                raise DataError(EMPTY_FIELD.format(path=path, line=number, column=column))
+        rows.append([p.strip() for p in parts])
     if not rows:
         raise DataError(EMPTY_FILE.format(path=path))
     return np.asarray(rows, dtype=str)
@@ -115,19 +119,11 @@ def read_triples(path: Path) -> np.ndarray:
 
 def read_names(path: Path) -> dict[str, str]:
     """Read an ``id<TAB>name`` file; extra columns are an error naming the line."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(MISSING_FILE.format(path=path))
     names: dict[str, str] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2:
-                raise DataError(MALFORMED_NAME_LINE.format(path=path, line=number, found=len(parts)))
-            names[parts[0].strip()] = parts[1].strip()
+    for number, parts in _tsv_rows(path):
+        if len(parts) != 2:
+            raise DataError(MALFORMED_NAME_LINE.format(path=path, line=number, found=len(parts)))
+        names[parts[0].strip()] = parts[1].strip()
     return names
 
 

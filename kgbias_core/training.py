@@ -216,8 +216,9 @@ def train_model(
         )
     else:
         raise KGBiasError(UNKNOWN_MODEL.format(model=config.model, known=", ".join(MODELS)))
-    id_to_entity = sorted(factory.entity_to_id, key=factory.entity_to_id.__getitem__)
-    id_to_relation = sorted(factory.relation_to_id, key=factory.relation_to_id.__getitem__)
+    # str(): labels read from numpy arrays are np.str_, which JSON and reprs should not see.
+    id_to_entity = [str(e) for e in sorted(factory.entity_to_id, key=factory.entity_to_id.__getitem__)]
+    id_to_relation = [str(r) for r in sorted(factory.relation_to_id, key=factory.relation_to_id.__getitem__)]
     damping = config.damping if config.damping is not None else default_damping(
         n_triples=triples.shape[0], n_entities=n_entities
     )
