@@ -12,6 +12,9 @@ PAGES = [
     st.Page("pages/occupation_explorer.py", title="Occupation explorer", icon=":material/person_search:"),
     st.Page("pages/influential_triples.py", title="Influential triples", icon=":material/hub:"),
     st.Page("pages/attributes.py", title="Attributes (Fisher et al.)", icon=":material/balance:"),
+    st.Page("pages/model_comparison.py", title="Model comparison", icon=":material/compare:"),
+    st.Page("pages/debiasing_lab.py", title="Debiasing lab", icon=":material/science:"),
+    st.Page("pages/validation.py", title="Validation", icon=":material/fact_check:"),
 ]
 
 st.navigation(PAGES).run()

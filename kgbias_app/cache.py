@@ -19,6 +19,8 @@ import streamlit as st
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.compare import model_fairness
+from kgbias_core.link_fairness import FairnessReport
 from kgbias_core.store import load_model, read_config
 
 
@@ -107,3 +109,17 @@ def fisher_table(
     return analysis(path, version).fisher_table(
         relation=relation, value_a=value_a, value_b=value_b, min_count=min_count
     )
+
+
+# --- model comparison ---------------------------------------------------------------------------
+@st.cache_resource
+def comparison_jobs() -> dict[str, str]:
+    """Task key (what, model directory and version, parameters) -> job id, shared by all sessions
+    (no audit or evaluation of the same model and parameters runs twice)."""
+    return {}
+
+
+@st.cache_data(max_entries=32, show_spinner="Predicting occupations and bootstrapping the fairness gaps…")
+def fairness_report(path: str, version: int, min_count: int, n_bootstrap: int) -> FairnessReport:
+    """Schwertmann et al.'s fairness of the model's top-1 occupation predictions (a copy per caller)."""
+    return model_fairness(analysis(path, version).model, min_count=min_count, n_bootstrap=n_bootstrap)

@@ -27,7 +27,7 @@ from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
 from kgbias_core.jobs import Progress
 from kgbias_core.lab import removal_curve_job, whatif_job
 from kgbias_core.store import load_model, load_result, save_model, save_result
-from kgbias_core.validation import influence_accuracy
+from kgbias_core.validation import REMOVAL_KINDS, influence_accuracy
 from kgbias_core.whatif import noise_band
 
 #: Seeds of the noise band's retrains of the unedited graph.
@@ -71,7 +71,9 @@ def whatif_and_evaluate_job(*, store: Path, base: str, edit: Edit, mode: Mode, n
     return run
 
 
-def noise_band_job(*, store: Path, model_name: str, seeds: Sequence[int] = NOISE_SEEDS) -> Callable[[Progress], pd.DataFrame]:
+def noise_band_job(
+    *, store: Path, model_name: str, seeds: Sequence[int] = NOISE_SEEDS
+) -> Callable[[Progress], pd.DataFrame]:
     """Retrain the unedited graph under ``seeds`` and cache B_gr's spread beside the model."""
 
     def run(progress: Progress) -> pd.DataFrame:
@@ -94,7 +96,9 @@ def curve_key(occupation: str) -> str:
     return f"removal_curve-{slug(occupation)}"
 
 
-def removal_curve_saved_job(*, store: Path, base: str, occupation: str, ks: Sequence[int]) -> Callable[[Progress], pd.DataFrame]:
+def removal_curve_saved_job(
+    *, store: Path, base: str, occupation: str, ks: Sequence[int]
+) -> Callable[[Progress], pd.DataFrame]:
     """:func:`kgbias_core.lab.removal_curve_job`, its result cached beside the base model."""
 
     def run(progress: Progress) -> pd.DataFrame:
@@ -112,7 +116,7 @@ def accuracy_key(occupation: str) -> str:
 
 
 def influence_accuracy_job(
-    *, store: Path, model_name: str, occupation: str, ks: Sequence[int], kinds: Sequence[str] = ("top", "bottom", "random")
+    *, store: Path, model_name: str, occupation: str, ks: Sequence[int], kinds: Sequence[str] = REMOVAL_KINDS
 ) -> Callable[[Progress], pd.DataFrame]:
     """Du §4.2: predicted against actual change of B_gr for top/bottom/random-k removals, cached."""
 
@@ -144,7 +148,8 @@ def link_prediction_job(*, model_dirs: Sequence[Path]) -> Callable[[Progress], N
 
     def run(progress: Progress) -> None:
         for step, path in enumerate(model_dirs):
-            progress.update(stage="evaluating", step=step, total=len(model_dirs), message=f"link prediction of {path.name}")
+            progress.update(stage="evaluating", step=step, total=len(model_dirs),
+                            message=f"link prediction of {path.name}")
             cached_link_prediction(path)
 
     return run

@@ -151,11 +151,11 @@ def _debias(args: argparse.Namespace) -> None:
     from kgbias_core.debias import add_edit, remove_edit, retrain
     from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
     from kgbias_core.lab import if_remove_edit
-    from kgbias_core.store import save_model
+    from kgbias_core.store import load_model, save_model
     from kgbias_core.validation import removal_set
     from kgbias_core.whatif import bias_change
 
-    analysis = _analysis(args.model)
+    analysis = ModelAnalysis(load_model(args.model), n_resamples=10)  # only B_gr is reported: skip the bootstrap
     model, occupation = analysis.model, args.occupation
     if args.add:
         edit = add_edit(model, occupation, c=args.c, cap=args.cap)
@@ -185,7 +185,8 @@ def _debias(args: argparse.Namespace) -> None:
     what_if = retrain(model, edit, name=out.name, mode=args.mode, on_epoch=report)
     path = save_model(what_if, out.parent)
     change = bias_change(analysis, ModelAnalysis(what_if, n_resamples=10)).set_index("occupation").loc[occupation]
-    scale = "uncalibrated: ranking only" if model.influence_scale is None else f"calibrated x{model.influence_scale:.3g}"
+    scale = ("uncalibrated: ranking only" if model.influence_scale is None
+             else f"calibrated x{model.influence_scale:.3g}")
     print(f"saved {path} ({edit.strategy}, {args.mode})")
     print(f"B_gr before {change['group_bias_before']:+.4f}  after {change['group_bias_after']:+.4f}  "
           f"change {change['change']:+.4f}")
@@ -321,7 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     accuracy.add_argument("--model", required=True)
     accuracy.add_argument("--occupation", required=True)
     accuracy.add_argument("--ks", type=int, nargs="+", required=True, help="numbers of triples to remove")
-    accuracy.add_argument("--kinds", nargs="+", choices=("top", "bottom", "random"), default=["top", "bottom", "random"])
+    accuracy.add_argument("--kinds", nargs="+", choices=("top", "bottom", "random"),
+                          default=["top", "bottom", "random"])
     accuracy.add_argument("--out", required=True, help="CSV of the runs: kind, k, predicted, actual")
     accuracy.set_defaults(handler=_validate_influence)
     census = checks.add_parser("census", help="Pearson r of each measure against census log(p/(1-p))")

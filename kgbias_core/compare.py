@@ -7,17 +7,35 @@ occupation queries of persons with a gender, and readable labels in the output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
+from kgbias_core.errors import CancelledError
 from kgbias_core.link_fairness import FairnessReport, fairness_report, predict_top1_tails
 from kgbias_core.models import pykeen_model
-from kgbias_core.relation_audit import audit_relations, entity_feature_matrix
-from kgbias_core.store import StoredModel
+from kgbias_core.relation_audit import (
+    OTHER,
+    aggregate_relation_biases,
+    audit_relations,
+    cross_validated_predictions,
+    entity_feature_matrix,
+    occupation_classes,
+    person_occupation_labels,
+    relation_value_biases,
+    train_occupation_classifier,
+)
+from kgbias_core.store import StoredModel, load_model, load_result, save_result
+
+#: Message of a relation audit stopped by the user between two relations.
+AUDIT_CANCELLED = "relation audit of {model} cancelled by the user after {done} of {total} relations"
+#: Key of :func:`cached_value_audit`'s table in a model's results folder.
+AUDIT_RESULT = "relation_audit"
+#: What :func:`cached_link_prediction` evaluates: filtered tail ranks on the test split.
+LINK_PREDICTION_PARAMS = {"split": "test", "side": "tail", "filtered": True}
 
 
 def _all_triples(model: StoredModel) -> torch.Tensor:
@@ -134,10 +152,9 @@ def cached_link_prediction(model_dir: Path | str) -> pd.DataFrame:
     Computed once per model and cached beside it (:func:`kgbias_core.store.save_result`); -> one row per
     query set: ``queries, n, mr, mrr, hits@1, hits@3, hits@10``.
     """
-    from kgbias_core.store import load_model, load_result, save_result
     from kgbias_core.whatif import link_prediction
 
-    params = {"split": "test", "side": "tail", "filtered": True}
+    params = LINK_PREDICTION_PARAMS
     cached = load_result(model_dir, "link_prediction", params=params)
     if cached is not None:
         return cached
@@ -147,3 +164,111 @@ def cached_link_prediction(model_dir: Path | str) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     save_result(model_dir, "link_prediction", frame, params=params)
     return frame
+
+
+def _person_value_pairs(triples: torch.Tensor, relation: int, person_is_head: bool) -> np.ndarray:
+    """[n, 2] (person, value) pairs of one relation, person first whatever the direction."""
+    rows = triples[triples[:, 1] == relation]
+    return (rows[:, [0, 2]] if person_is_head else rows[:, [2, 0]]).numpy()
+
+
+def model_value_audit(
+    model: StoredModel,
+    *,
+    k: int = 5,
+    kind: str = "random_forest",
+    min_persons: int = 10,
+    seed: int = 0,
+    on_step: Callable[[int, int, str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> pd.DataFrame:
+    """Keidar et al.'s DPD / PPD / TLB per sensitive relation *and tail value* for one model (METHODS §7).
+
+    The rows that :func:`model_audit` averages: the same classifier, cross-validated predictions
+    and one-vs-rest groups as :func:`kgbias_core.relation_audit.audit_relations`, but run one
+    relation at a time so that a job can report progress (``on_step(done, total, relation)``) and
+    stop between relations (``should_stop``; raises :class:`CancelledError`). bias_agg(s) is
+    :func:`audit_from_values` of this frame.
+    Long frame, one row per (relation, value, measure): ``relation`` (name), ``value`` (label),
+    ``value_name``, ``measure`` (DPD | PPD | TLB), ``bias`` (NaN when skipped or undefined),
+    ``n_persons`` (have the value), ``n_rest`` (have another value only), ``status``
+    (ok | skipped | undefined); constant columns ``classifier``, ``k``, ``accuracy``,
+    ``balanced_accuracy`` (held-out split), ``n_classified`` (persons with an occupation).
+    All measures unsigned: larger = more bias.
+    """
+    module = pykeen_model(model, device="cpu")
+    triples = model.triples.cpu()
+    occupation = model.relation_id(model.schema.occupation_relation)
+    persons, labels = person_occupation_labels(triples[triples[:, 1] == occupation][:, [0, 2]].numpy())
+    X = np.asarray(entity_feature_matrix(module), dtype=np.float64)[persons]  # [J, d]
+    y = occupation_classes(labels, k)
+    _, accuracy, balanced = train_occupation_classifier(X, y, kind=kind, seed=seed)
+    y_pred = cross_validated_predictions(X, y, kind=kind, seed=seed)
+    classes = np.unique(y)
+    relations = sensitive_relations(model)
+    parts = []
+    for done, (name, (relation, person_is_head)) in enumerate(relations.items()):
+        if should_stop is not None and should_stop():
+            raise CancelledError(AUDIT_CANCELLED.format(model=model.name, done=done, total=len(relations)))
+        if on_step is not None:
+            on_step(done, len(relations), name)
+        part = relation_value_biases(
+            persons=persons, y_true=y, y_pred=y_pred, classes=classes,
+            sensitive_facts={relation: _person_value_pairs(triples, relation, person_is_head)},
+            min_persons=min_persons, model=module, occupation_relation=occupation,
+            professions=classes[classes != OTHER], attribute_person_is_head={relation: person_is_head},
+        )
+        parts.append(part.assign(relation=name))
+    frame = pd.concat(parts, ignore_index=True)
+    values = frame["value"].astype(int)
+    frame["value"] = [model.entity_labels[v] for v in values]
+    frame.insert(2, "value_name", [model.entity_names[v] for v in values])
+    return frame.assign(classifier=kind, k=k, accuracy=accuracy, balanced_accuracy=balanced, n_classified=len(persons))
+
+
+def audit_from_values(values: pd.DataFrame) -> pd.DataFrame:
+    """bias_agg(s) = mean over the tail values of s (Keidar Eq. 6) of a :func:`model_value_audit` frame.
+
+    No division by the number of values (+ 1) as in the authors' code: the paper's normalisation.
+    Columns as :func:`kgbias_core.relation_audit.aggregate_relation_biases`, relations in the
+    order they first appear.
+    """
+    table = aggregate_relation_biases(values)
+    order = {name: i for i, name in enumerate(values["relation"].drop_duplicates())}
+    return table.sort_values(["relation", "measure"], key=lambda s: s.map(order) if s.name == "relation" else s,
+                             ignore_index=True)
+
+
+def cached_value_audit(
+    model_dir: Path | str,
+    *,
+    k: int = 5,
+    kind: str = "random_forest",
+    min_persons: int = 10,
+    seed: int = 0,
+    on_step: Callable[[int, int, str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> pd.DataFrame:
+    """:func:`model_value_audit` of a stored model, computed once per parameters and cached beside it."""
+    params = audit_params(k=k, kind=kind, min_persons=min_persons, seed=seed)
+    cached = load_result(model_dir, AUDIT_RESULT, params=params)
+    if cached is not None:
+        return cached
+    frame = model_value_audit(load_model(model_dir), **params, on_step=on_step, should_stop=should_stop)
+    save_result(model_dir, AUDIT_RESULT, frame, params=params)
+    return frame
+
+
+def audit_params(*, k: int, kind: str, min_persons: int, seed: int = 0) -> dict[str, object]:
+    """The parameters a cached relation audit is keyed on."""
+    return {"k": int(k), "kind": kind, "min_persons": int(min_persons), "seed": int(seed)}
+
+
+def load_value_audit(model_dir: Path | str, **params: object) -> pd.DataFrame | None:
+    """The cached :func:`cached_value_audit` table for these parameters, or None if not computed yet."""
+    return load_result(model_dir, AUDIT_RESULT, params=audit_params(**params))
+
+
+def load_link_prediction(model_dir: Path | str) -> pd.DataFrame | None:
+    """The cached :func:`cached_link_prediction` table, or None if not computed yet."""
+    return load_result(model_dir, "link_prediction", params=LINK_PREDICTION_PARAMS)

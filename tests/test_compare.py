@@ -67,3 +67,16 @@ def test_link_prediction_is_cached_beside_the_model(tiny_model, tmp_path) -> Non
     assert (path / "results" / "link_prediction.csv").is_file()
     (path / "results" / "link_prediction.csv").write_text(first.assign(mrr=0.5).to_csv(index=False))
     assert (cached_link_prediction(path).mrr == 0.5).all()  # read from the cache, not recomputed
+
+
+def test_value_audit_averages_to_the_relation_audit_and_is_cached(tiny_model, tmp_path) -> None:
+    from kgbias_core.compare import audit_from_values, cached_value_audit, load_value_audit, model_audit
+
+    path = save_model(tiny_model, tmp_path)
+    assert load_value_audit(path, k=5, kind="random_forest", min_persons=5) is None
+    values = cached_value_audit(path, min_persons=5)
+    assert {"value", "value_name", "n_persons", "accuracy", "balanced_accuracy"} <= set(values.columns)
+    pd.testing.assert_frame_equal(audit_from_values(values), model_audit(tiny_model, min_persons=5),
+                                  check_dtype=False)
+    cached = load_value_audit(path, k=5, kind="random_forest", min_persons=5)
+    pd.testing.assert_frame_equal(cached, values, check_dtype=False)

@@ -1,0 +1,145 @@
+"""AppTest of the "Model comparison" page on the tiny store: audit, fairness, drill-down, jobs, errors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from kgbias_app import training_jobs
+from kgbias_core.config import TrainConfig
+from kgbias_core.graph import KnowledgeGraph
+from kgbias_core.jobs import JobState, default_registry
+from kgbias_core.store import StoredModel, list_models, save_model
+from kgbias_core.training import train_model
+
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT = 60
+DISTMULT = TrainConfig(model="distmult", dim=16, epochs=3, batch_size=256, lr=1e-2)
+
+
+@pytest.fixture(scope="module")
+def tiny_distmult(tiny_graph: KnowledgeGraph) -> StoredModel:
+    return train_model(tiny_graph, DISTMULT, name="tiny-distmult")
+
+
+def _use_store(store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("KGBIAS_MODEL_DIR", str(store))
+    monkeypatch.setenv("KGBIAS_DATA_DIR", str(tmp_path / "no-data"))  # only the synthetic graph
+    return store
+
+
+@pytest.fixture
+def one_model(tiny_store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A copy of the tiny store (the page writes its cached results beside the model)."""
+    return _use_store(Path(shutil.copytree(tiny_store, tmp_path / "store")), monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def two_models(one_model: Path, tiny_distmult: StoredModel) -> Path:
+    save_model(tiny_distmult, one_model)
+    return one_model
+
+
+def settled(app: AppTest) -> AppTest:
+    """Run the page and wait for the jobs it submits (as the polling fragment would) until it submits none."""
+    registry = default_registry()
+    app.run()
+    for _ in range(3):  # a trained model submits its own evaluation and audit on the next run
+        running = [s for s in registry.jobs(owner=app.session_state["session_id"]) if s.state != JobState.DONE]
+        if not running:
+            return app
+        for status in running:
+            assert registry.wait(status.job_id, timeout=TIMEOUT).state is JobState.DONE, status.name
+        app.run()
+    return app
+
+
+def page() -> AppTest:
+    app = AppTest.from_file(str(REPO / "pages" / "model_comparison.py"), default_timeout=TIMEOUT)
+    app.session_state["audit_min_persons"] = 5
+    return app
+
+
+#: A column that tells each of the page's tables apart (AppTest does not expose a dataframe's key).
+TABLES = {"audit": "relation", "values": "value_name", "gaps": "DPG (95% CI)", "classes": "class_name"}
+
+
+def frame(app: AppTest, table: str) -> pd.DataFrame:
+    return next(d.value for d in app.dataframe if TABLES[table] in d.value.columns)
+
+
+def has_table(app: AppTest, table: str) -> bool:
+    return any(TABLES[table] in d.value.columns for d in app.dataframe)
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def test_two_models_audit_fairness_and_drill_down(two_models: Path) -> None:
+    app = settled(page())
+    assert not app.exception, app.exception
+    audit = frame(app, "audit")
+    assert list(audit["relation"]) == ["gender", "nationality", "birthplace"]
+    assert {f"{m} · {n}" for m in ("DPD", "PPD", "TLB") for n in ("tiny-transe", "tiny-distmult")} <= set(audit)
+    assert (audit.drop(columns="relation") >= 0).all().all()
+    assert "no division by the number of values" in texts(app.caption)
+    assert "like a recall" in texts(app.caption)
+    gaps = frame(app, "gaps")
+    assert list(gaps["model"]) == ["tiny-transe", "tiny-distmult"]
+    assert {"DPG (95% CI)", "PPG (95% CI)", "EOG (95% CI)", "n_not_occupation"} <= set(gaps)
+    assert "selection_deviation" in frame(app, "classes")
+    charts = {c.key for c in app.get("plotly_chart")}
+    assert {"link_prediction", "audit_heatmap", "value_chart", "gap_chart", "deviation_chart"} <= charts
+    assert (two_models / "tiny-distmult" / "results" / "relation_audit.csv").is_file()  # cached beside the model
+
+    gender = frame(app, "values")
+    assert set(gender["value"]) == {"male", "female", "nonbinary"}
+    app.selectbox(key="audit_relation").set_value("nationality").run()
+    assert not app.exception
+    assert len(frame(app, "values")) == 8  # the tiny graph's eight nationalities
+
+    before = frame(app, "classes")
+    app.slider(key="min_count").set_value(3).run()
+    assert not app.exception
+    assert frame(app, "classes")["class"].nunique() > before["class"].nunique()
+
+
+def test_changing_the_classifier_runs_a_new_audit(one_model: Path) -> None:
+    app = settled(page())
+    forest = frame(app, "audit")
+    app.selectbox(key="audit_classifier").set_value("mlp")
+    settled(app)
+    assert not app.exception
+    mlp = frame(app, "audit")
+    assert list(mlp.columns) == list(forest.columns) == ["relation", "DPD · tiny-transe", "PPD · tiny-transe",
+                                                          "TLB · tiny-transe"]
+    assert not mlp["DPD · tiny-transe"].equals(forest["DPD · tiny-transe"])
+
+
+def test_single_model_and_a_minimum_count_no_class_reaches(one_model: Path) -> None:
+    app = settled(page())
+    assert not app.exception
+    app.slider(key="min_count").set_value(500).run()
+    assert not app.exception
+    assert "No occupation has 500 or more test facts" in texts(app.warning)
+    assert not has_table(app, "gaps")
+    assert frame(app, "audit").shape == (3, 4)  # the rest of the page still works
+
+
+def test_training_a_missing_model_from_the_page(
+    one_model: Path, monkeypatch: pytest.MonkeyPatch, tiny_graph: KnowledgeGraph
+) -> None:
+    monkeypatch.setattr(training_jobs, "load_graph", lambda dataset, data_dir: tiny_graph)
+    monkeypatch.setattr(training_jobs, "train_config", lambda dataset: DISTMULT)
+    app = page().run()
+    app.multiselect(key="train_kinds").set_value(["distmult"])
+    app.button(key="train_models").click()
+    settled(app)
+    assert not app.exception
+    assert "synthetic-distmult" in list_models(one_model)
+    assert "DPD · synthetic-distmult" in frame(app, "audit")

@@ -1,0 +1,120 @@
+"""The ``debias`` and ``validate`` commands on a quickly trained tiny model."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from kgbias_core.cli import main
+from kgbias_core.store import load_model, save_model
+from kgbias_core.training import train_model
+
+from .conftest import TINY_TRAINING, data_dir
+
+NO_WOMEN = "pilot"
+
+
+@pytest.fixture(scope="module")
+def base(tiny_graph, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model trained for few epochs (the commands retrain it several times)."""
+    model = train_model(tiny_graph, replace(TINY_TRAINING, epochs=6), name="base", device=torch.device("cpu"))
+    return save_model(model, tmp_path_factory.mktemp("cli-lab"))
+
+
+def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "nurse-if"
+    assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "5", "--mode", "warm",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "B_gr before" in printed and "after" in printed
+    assert "predicted change -" in printed and "uncalibrated: ranking only" in printed
+    what_if = load_model(out)
+    assert what_if.edit["kind"] == "remove" and what_if.edit["n_removed"] == 5 and what_if.edit["mode"] == "warm"
+    assert what_if.triples.shape[0] == load_model(base).triples.shape[0] - 5
+    assert what_if.info["base_model"] == "base"
+
+
+def test_debias_add_and_random_and_indices(base: Path, tmp_path: Path, capsys) -> None:
+    assert main(["debias", "--model", str(base), "--occupation", "nurse", "--add", "--c", "0.5", "--mode", "warm",
+                 "--out", str(tmp_path / "add")]) == 0
+    assert "influence predicts removals only" in capsys.readouterr().out
+    added = load_model(tmp_path / "add")
+    assert added.edit["n_added_entities"] == round(0.5 * (28 - 5))  # nurse: 5 men, 28 women
+    assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "7", "--strategy", "random",
+                 "--mode", "warm", "--out", str(tmp_path / "random")]) == 0
+    assert load_model(tmp_path / "random").edit["strategy"] == "random-remove k=7"
+    (tmp_path / "basket.txt").write_text("# chosen by hand\n1, 2\n3\n")
+    assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-indices",
+                 str(tmp_path / "basket.txt"), "--mode", "warm", "--out", str(tmp_path / "basket")]) == 0
+    assert load_model(tmp_path / "basket").edit["removed"] == [1, 2, 3]
+
+
+def test_debias_errors_are_one_line(base: Path, tmp_path: Path, capsys) -> None:
+    args = ["debias", "--model", str(base), "--mode", "warm", "--out", str(tmp_path / "x")]
+    assert main([*args, "--occupation", "nurse", "--add", "--c", "0"]) == 2
+    assert "adds no dummy" in capsys.readouterr().err
+    assert main([*args, "--occupation", NO_WOMEN, "--remove-k", "3"]) == 2
+    assert "0 female persons" in capsys.readouterr().err
+    assert main([*args, "--occupation", "nurse", "--remove-k", "10000000"]) == 2
+    assert "exceeds the" in capsys.readouterr().err
+    (tmp_path / "bad.txt").write_text("1\nfive\n")
+    assert main([*args, "--occupation", "nurse", "--remove-indices", str(tmp_path / "bad.txt")]) == 2
+    assert "bad.txt, line 2" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()  # nothing saved by a failed command
+
+
+def test_validate_influence_writes_the_runs(tiny_store: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "acc.csv"  # the converged tiny model: the 6-epoch one is too far from an optimum
+    assert main(["validate", "influence", "--model", str(tiny_store / "tiny-transe"), "--occupation", "nurse",
+                 "--ks", "3", "5", "--kinds", "top", "bottom", "--out", str(out)]) == 0
+    runs = pd.read_csv(out)
+    assert list(runs.columns) == ["kind", "k", "predicted", "actual"] and len(runs) == 4
+    assert (runs["predicted"] * runs["actual"] > 0).all()  # every targeted removal moves B_gr the predicted way
+    assert "Pearson r" in capsys.readouterr().out
+
+
+def test_validate_census_errors(base: Path, tmp_path: Path, capsys) -> None:
+    args = ["validate", "census", "--model", str(base), "--out", str(tmp_path / "c.csv")]
+    assert main([*args, "--data-dir", str(tmp_path / "none")]) == 2
+    assert "no census file at" in capsys.readouterr().err
+    census = tmp_path / "data" / "census"
+    census.mkdir(parents=True)
+    (census / "occupation_gender_ipums.csv").write_text(
+        "Census year,Occupation,Total Weight,Female,Male\n2015,Nurses,100,0.9,0.1\n2010,Nurses,90,0.9,0.1\n"
+    )
+    assert main([*args, "--data-dir", str(tmp_path / "data")]) == 2
+    assert "FB15k-237 professions" in capsys.readouterr().err  # the synthetic graph has no pairing
+    assert main([*args, "--data-dir", str(tmp_path / "data"), "--year", "1999"]) == 2
+    assert "available years: 2010, 2015" in capsys.readouterr().err
+    assert not (tmp_path / "c.csv").exists()
+
+
+def test_validate_census_on_an_fb15k237_model(base: Path, tmp_path: Path, capsys) -> None:
+    """Plumbing only: the tiny model's occupations relabelled with paired FB15k-237 MIDs (the r is meaningless)."""
+    from kgbias_core.census import load_pairing
+
+    model = load_model(base)
+    mids = list(dict.fromkeys(load_pairing()["kg_occupation"]))
+    occupations = sorted(set(model.triples[model.triples[:, 1] == model.relation_id(model.schema.occupation_relation),
+                                           2].tolist()))
+    labels = list(model.entity_labels)
+    for entity, mid in zip(occupations, mids, strict=False):
+        labels[entity] = mid
+    relabelled = replace(model, name="mids", entity_labels=tuple(labels), dataset="fb15k237")
+    path = save_model(relabelled, tmp_path / "store")
+    source = data_dir() / "census" / "occupation_gender_ipums.csv"
+    if not source.is_file():
+        pytest.skip(f"no census file at {source}")
+    census = tmp_path / "data" / "census"
+    census.mkdir(parents=True)
+    shutil.copy(source, census)
+    assert main(["validate", "census", "--model", str(path), "--data-dir", str(tmp_path / "data"),
+                 "--out", str(tmp_path / "c.csv")]) == 0
+    table = pd.read_csv(tmp_path / "c.csv")
+    assert list(table.columns) == ["measure", "r", "p_value", "n"]
+    assert table.loc[table["measure"] == "group_bias", "n"].iloc[0] >= 3
