@@ -16,7 +16,7 @@ class TrainConfig:
 
     model: str = "transe"  # transe | distmult | complex | rotate
     dim: int = 100  # embedding dimension
-    epochs: int = 40  # passes over the training triples
+    epochs: int = 80  # passes over the training triples (80: random-removal noise <= 0.01 on FB15k-237)
     batch_size: int = 4096  # triples per optimiser step
     lr: float = 5e-3  # Adam learning rate at the start of the cosine schedule
     lr_min: float = 5e-5  # learning rate at the end (annealing to convergence)
