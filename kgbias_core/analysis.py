@@ -56,14 +56,25 @@ class ModelAnalysis:
         self._lock = threading.RLock()
         self._influence: dict[int, FloatTensor] = {}
 
-    def _locked(self, compute: Callable[[], T]) -> T:
+    def _once(self, name: str, compute: Callable[[], T]) -> T:
+        """Compute a cached property once even when threads race for it (a warm-up thread, a page)."""
         with self._lock:
-            return compute()
+            if name not in self.__dict__:
+                self.__dict__[name] = compute()
+            return self.__dict__[name]
+
+    def warm_up(self) -> threading.Thread | None:
+        """Precompute the influence context in a background thread, so the first influence query is fast."""
+        if self.model.negatives is None:
+            return None
+        thread = threading.Thread(target=lambda: self.context, name="kgbias-warm-up", daemon=True)
+        thread.start()
+        return thread
 
     # --- shared tensors -------------------------------------------------------------------
     @cached_property
     def groups(self) -> OccupationGroups:
-        return self._locked(lambda: occupation_groups(self.model))
+        return self._once("groups", lambda: occupation_groups(self.model))
 
     @cached_property
     def alpha(self) -> FloatTensor:
@@ -73,7 +84,7 @@ class ModelAnalysis:
 
     @cached_property
     def context(self) -> InfluenceContext:
-        return self._locked(lambda: influence_context(self.model, damping=self.damping))
+        return self._once("context", lambda: influence_context(self.model, damping=self.damping))
 
     @cached_property
     def pair_biases(self) -> tuple[FloatTensor, FloatTensor]:
@@ -101,7 +112,7 @@ class ModelAnalysis:
     @cached_property
     def measures(self) -> pd.DataFrame:
         """Every measure per occupation (columns :data:`MEASURE_COLUMNS` plus ``note``)."""
-        return self._locked(self._measures)
+        return self._once("measures", self._measures)
 
     def _measures(self) -> pd.DataFrame:
         e, r, groups = self.model.entity_embeddings, self.model.relation_embeddings, self.groups

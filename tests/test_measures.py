@@ -141,3 +141,21 @@ def test_influence_table_directions(tiny_model) -> None:
     assert (lowers.influence < 0).all() and lowers.influence.is_monotonic_increasing
     assert both.influence.abs().is_monotonic_decreasing
     assert max(raises.influence.max(), -lowers.influence.min()) == both.influence.abs().max()
+
+
+def test_warm_up_computes_the_influence_context_once(tiny_model, monkeypatch) -> None:
+    import kgbias_core.analysis as analysis_module
+
+    calls = []
+    real = analysis_module.influence_context
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(analysis_module, "influence_context", counted)
+    analysis = ModelAnalysis(tiny_model, n_resamples=10)
+    thread = analysis.warm_up()
+    context = analysis.context  # waits for the warm-up thread rather than computing again
+    thread.join()
+    assert analysis.context is context and len(calls) == 1
