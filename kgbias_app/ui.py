@@ -200,6 +200,30 @@ def group_warning(row: pd.Series) -> bool:
     return row["n_male"] > 0 and row["n_female"] > 0
 
 
+def occupation_section(measures: pd.DataFrame, *, header: bool = True) -> tuple[str, pd.Series, bool]:
+    """The shared top of an occupation page: picker, heading, group warning.
+
+    -> (occupation label, its row of measures, whether B_gr is defined: both genders present).
+    """
+    occupation = occupation_picker(measures)
+    row = measures_row(measures, occupation)
+    if header:
+        st.header(row["name"])
+    return occupation, row, group_warning(row)
+
+
+def _diverging_bars_layout(fig: go.Figure, *, n_rows: int, xaxis_title: str, yaxis_title: str) -> go.Figure:
+    """Horizontal bars around 0: one row per bar, a zero line, the axis titles given."""
+    fig.update_layout(
+        height=max(300, 18 * n_rows + 120),
+        xaxis_title=xaxis_title,
+        yaxis_title=yaxis_title,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    fig.add_vline(x=0, line_color="black", line_width=1)
+    return fig
+
+
 def download(frame: pd.DataFrame, file_name: str, *, key: str, label: str = "Download the data (CSV)") -> None:
     st.download_button(label, frame.to_csv(index=False).encode("utf-8"), file_name=file_name,
                        mime="text/csv", key=key)
@@ -268,14 +292,10 @@ def group_bias_bars(measures: pd.DataFrame) -> go.Figure:
             hovertemplate="%{y}: B_gr %{x:.3f}<br>%{customdata[0]} men, %{customdata[1]} women<extra></extra>",
         )
     )
-    fig.update_layout(
-        height=max(300, 18 * len(frame) + 120),
+    return _diverging_bars_layout(
+        fig, n_rows=len(frame), yaxis_title="occupation",
         xaxis_title=f"B_gr = mean ψ(women) − mean ψ(men), squared TransE distance ({SIGN})",
-        yaxis_title="occupation",
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
-    fig.add_vline(x=0, line_color="black", line_width=1)
-    return fig
 
 
 def ratio_scatter(measures: pd.DataFrame) -> tuple[go.Figure, pd.DataFrame]:
@@ -367,11 +387,7 @@ def fisher_bars(top_a: pd.DataFrame, top_b: pd.DataFrame, *, a_name: str, b_name
             + b_name + "<extra></extra>",
         )
     )
-    fig.update_layout(
-        height=max(300, 18 * len(frame) + 120),
+    return _diverging_bars_layout(
+        fig, n_rows=len(frame), yaxis_title="profession",
         xaxis_title=f"Fisher's b_p (change of plausibility; > 0 = associated with {a_name}, < 0 with {b_name})",
-        yaxis_title="profession",
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
-    fig.add_vline(x=0, line_color="black", line_width=1)
-    return fig

@@ -379,6 +379,3 @@ def _group_note(n_male: int, n_female: int) -> str:
         return f"small group (fewer than {MIN_GROUP_SIZE} of one gender): figures are noisy"
     return ""
 
-
-def is_defined(value: float) -> bool:
-    return value is not None and not math.isnan(value)

@@ -38,14 +38,22 @@ class InfluenceContext:
     alpha: FloatTensor  # [E] diagonal Hessian (METHODS §3)
     active: LongTensor  # [A] indices of training triples whose margin is active
     slots: LongTensor  # [A, 4] entity ids (h, t, h', t') of the active triples
-    residual: FloatTensor  # [A, d] u = h + r - t of the positive triple
-    residual_negative: FloatTensor  # [A, d] u' = h' + r - t' of its frozen negative
     n_triples: int  # |G|
-    residuals: FloatTensor  # [2A, d] u then u' stacked, for one gather per slot
+    residuals: FloatTensor  # [2A, d] u = h + r - t of each active triple, then u' of its negative
     # Entity -> slot index (CSR over the 4A slots, sorted by entity), so that one occupation only
     # touches the slots of its own persons and itself:
     slot_offsets: LongTensor  # [E + 1] slots of entity e are slot_order[offsets[e]:offsets[e+1]]
     slot_order: LongTensor  # [4A] slot ids j = kind * A + a, kind 0..3 = h, t, h', t'
+
+    @property
+    def residual(self) -> FloatTensor:
+        """[A, d] u = h + r - t of the active positive triples (a view)."""
+        return self.residuals[: self.active.shape[0]]
+
+    @property
+    def residual_negative(self) -> FloatTensor:
+        """[A, d] u' = h' + r - t' of their frozen negatives (a view)."""
+        return self.residuals[self.active.shape[0] :]
 
     @property
     def device(self) -> torch.device:
@@ -78,8 +86,6 @@ def influence_context(model: StoredModel, *, damping: float | None = None) -> In
         alpha=hessian_diagonal(degree=groups.degree, n_triples=triples.shape[0], damping=lam),
         active=active,
         slots=slots,
-        residual=u[active],
-        residual_negative=u_neg[active],
         n_triples=int(triples.shape[0]),
         residuals=torch.cat([u[active], u_neg[active]]),
         slot_offsets=slot_offsets,
@@ -150,11 +156,10 @@ def triple_influence(context: InfluenceContext, occupation_index: int) -> FloatT
 
 
 def all_triple_influences(context: InfluenceContext) -> tuple[LongTensor, FloatTensor]:
-    """delta_z B_gr for all occupations with both genders, as a dense-by-occupation sparse table.
+    """delta_z B_gr for every occupation with both genders. -> (occupation indices [O'], table [O', |G|]).
 
-    -> (occupation_indices [O'], influence [O', |G|]) is too large for FB15k-237 in float32
-    (152 x 272k), so the influence comes back as a sparse COO tensor [O', |G|] holding only the
-    non-zero entries.
+    The table is a sparse COO tensor holding only the non-zero entries: dense, it would take
+    O' x |G| floats although each occupation touches only its own persons' triples.
     """
     valid = ((context.groups.n_male > 0) & (context.groups.n_female > 0)).nonzero().squeeze(-1)
     rows, cols, values = [], [], []

@@ -17,10 +17,7 @@ JOB_KINDS = ("whatif", "noise", "curve", "link")
 with ui.errors_shown():
     analysis = cache.analysis(model.path, model.version)
     measures = cache.measures(model.path, model.version)
-    occupation = ui.occupation_picker(measures)
-    row = ui.measures_row(measures, occupation)
-    st.header(row["name"])
-    ui.group_warning(row)
+    occupation, row, _ = ui.occupation_section(measures)
     noise = lab_jobs.saved_noise_band(model.path)
 
 st.subheader("Edit and predicted change")

@@ -14,10 +14,8 @@ COLUMNS = ["in words", "influence", "person_gender", "person_degree", "relation"
 with ui.errors_shown():
     analysis = cache.analysis(model.path, model.version)
     measures = cache.measures(model.path, model.version)
-    occupation = ui.occupation_picker(measures)
-    row = ui.measures_row(measures, occupation)
-    st.header(row["name"])
-    if not ui.group_warning(row):
+    occupation, row, defined = ui.occupation_section(measures)
+    if not defined:
         st.warning("Influence on B_gr needs at least one man and one woman: pick another occupation.")
         st.stop()
 

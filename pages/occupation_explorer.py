@@ -11,10 +11,7 @@ if model is None:
 
 with ui.errors_shown():
     measures = cache.measures(model.path, model.version)
-    occupation = ui.occupation_picker(measures)
-    row = ui.measures_row(measures, occupation)
-    st.header(row["name"])
-    ui.group_warning(row)
+    occupation, row, _ = ui.occupation_section(measures)
     ui.headline(row)
 
     persons = cache.individuals(model.path, model.version, occupation)

@@ -18,9 +18,8 @@ st.header("Influence against retraining (Du §4.2)")
 with ui.errors_shown():
     analysis = cache.analysis(model.path, model.version)
     measures = cache.measures(model.path, model.version)
-    occupation = ui.occupation_picker(measures)
-    row = ui.measures_row(measures, occupation)
-    if not ui.group_warning(row):
+    occupation, row, defined = ui.occupation_section(measures, header=False)
+    if not defined:
         st.warning("Influence on B_gr needs at least one man and one woman: pick another occupation.")
     else:
         n_moving = int((analysis.influence(occupation) != 0).sum())
