@@ -15,18 +15,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from kgbias_core.datasets import has_fb15k237, resolve_data_dir  # noqa: E402
-from kgbias_core.store import default_store, list_models, load_model, save_model  # noqa: E402
+from kgbias_core.data.datasets import has_fb15k237, resolve_data_dir  # noqa: E402
+from kgbias_core.embeddings.store import default_store, list_models, load_model, save_model  # noqa: E402
 
 PAGE = str(REPO / "pages" / "occupation_explorer.py")
 
@@ -35,9 +33,9 @@ def synthetic_store(store: Path) -> Path:
     """A store holding ``synthetic-transe``: ``store`` if it has one, else a fresh temporary one."""
     if "synthetic-transe" in list_models(store):
         return store
-    from kgbias_core.config import default_train_config
-    from kgbias_core.datasets import load_dataset
-    from kgbias_core.training import train_model
+    from kgbias_core.data.datasets import load_dataset
+    from kgbias_core.embeddings.config import default_train_config
+    from kgbias_core.embeddings.training import train_model
 
     temporary = Path(tempfile.mkdtemp(prefix="kgbias-bench-"))
     print(f"training synthetic-transe into {temporary} …", flush=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -20,14 +19,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from kgbias_core.analysis import ModelAnalysis  # noqa: E402
-from kgbias_core.hessian import group_bias_rhs, influence_from_solution, lissa_solve  # noqa: E402
-from kgbias_core.influence import all_triple_influences, influence_context, triple_influence  # noqa: E402
-from kgbias_core.store import load_model  # noqa: E402
-from kgbias_core.training import default_device  # noqa: E402
-from kgbias_core.validation import removal_set  # noqa: E402
+from kgbias_core.embeddings.store import load_model  # noqa: E402
+from kgbias_core.embeddings.training import default_device  # noqa: E402
+from kgbias_core.influence.closed_form import all_triple_influences, influence_context, triple_influence  # noqa: E402
+from kgbias_core.influence.iterative import group_bias_rhs, influence_from_solution, lissa_solve  # noqa: E402
+from kgbias_core.influence.retraining_check import removal_set  # noqa: E402
 
 OCCUPATIONS = ("/m/02hrh1q", "/m/0d1pc", "/m/0dxtg")  # Actor, Model, Screenwriter
 

@@ -8,15 +8,11 @@ Prints seconds for top-1 prediction and for filtered ranks over all entities, an
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kgbias_core.compare import model_fairness, occupation_test_facts  # noqa: E402
-from kgbias_core.store import load_model  # noqa: E402
-from kgbias_core.whatif import link_prediction  # noqa: E402
+from kgbias_core.embeddings.store import load_model  # noqa: E402
+from kgbias_core.whatif.runs import link_prediction  # noqa: E402
 
 
 def main() -> None:

@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kgbias_core.config import TrainConfig  # noqa: E402
-from kgbias_core.datasets import load_dataset  # noqa: E402
-from kgbias_core.training import default_device, frozen_negatives, train_transe  # noqa: E402
+from kgbias_core.data.datasets import load_dataset  # noqa: E402
+from kgbias_core.embeddings.config import TrainConfig  # noqa: E402
+from kgbias_core.embeddings.training import default_device, frozen_negatives, train_transe  # noqa: E402
 
 
 def pykeen_seconds_per_epoch(graph, config: TrainConfig, device: torch.device) -> float:

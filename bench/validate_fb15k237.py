@@ -11,18 +11,15 @@ B_gr, then Pearson r, the random-removal noise, the scale actual/predicted and t
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from kgbias_core.analysis import ModelAnalysis  # noqa: E402
-from kgbias_core.store import load_model, save_model  # noqa: E402
-from kgbias_core.validation import influence_accuracy, masked_retrain_bias, summarize_accuracy  # noqa: E402
+from kgbias_core.embeddings.store import load_model, save_model  # noqa: E402
+from kgbias_core.influence.retraining_check import influence_accuracy, masked_retrain_bias, summarize_accuracy  # noqa: E402
 
 # Actor, Model, Screenwriter: the occupations of the feasibility study (METHODS §2).
 DEFAULT_OCCUPATIONS = ("/m/02hrh1q", "/m/0d1pc", "/m/0dxtg")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from kgbias_app import training_jobs
 from kgbias_core import compare
+from kgbias_core.embeddings.store import save_model
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.jobs import Progress
-from kgbias_core.store import save_model
-from kgbias_core.training import train_model
 
 
 def model_name(dataset: str, model: str) -> str:

@@ -22,12 +22,12 @@ import streamlit as st
 
 from kgbias_app import cache, compare_jobs, sidebar, ui
 from kgbias_core import compare
-from kgbias_core.config import MODELS
-from kgbias_core.datasets import has_fb15k237, resolve_data_dir
+from kgbias_core.data.datasets import has_fb15k237, resolve_data_dir
+from kgbias_core.embeddings.config import MODELS
+from kgbias_core.embeddings.store import default_store, list_models
 from kgbias_core.errors import KGBiasError
 from kgbias_core.jobs import FINISHED_STATES, JobState, Progress, default_registry
-from kgbias_core.link_fairness import GAPS, METRICS, OTHER, FairnessReport
-from kgbias_core.store import default_store, list_models
+from kgbias_core.measures.prediction_fairness import GAPS, METRICS, OTHER, FairnessReport
 
 MEASURES = ("DPD", "PPD", "TLB")
 GAP_NAMES = tuple(GAPS.values())  # DPG, PPG, EOG

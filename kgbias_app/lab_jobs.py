@@ -22,13 +22,13 @@ import pandas as pd
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.compare import cached_link_prediction
-from kgbias_core.debias import Edit, Mode
+from kgbias_core.embeddings.store import load_model, load_result, save_model, save_result
 from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
+from kgbias_core.influence.retraining_check import REMOVAL_KINDS, influence_accuracy
 from kgbias_core.jobs import Progress
-from kgbias_core.lab import removal_curve_job, whatif_job
-from kgbias_core.store import load_model, load_result, save_model, save_result
-from kgbias_core.validation import REMOVAL_KINDS, influence_accuracy
-from kgbias_core.whatif import noise_band
+from kgbias_core.tasks import removal_curve_job, whatif_job
+from kgbias_core.whatif.edits import Edit, Mode
+from kgbias_core.whatif.runs import noise_band
 
 #: Seeds of the noise band's retrains of the unedited graph.
 NOISE_SEEDS = (1, 2, 3)

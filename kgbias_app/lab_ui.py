@@ -20,11 +20,11 @@ import torch
 
 from kgbias_app import cache, sidebar, ui
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.debias import Edit, add_edit, remove_edit
+from kgbias_core.embeddings.store import list_models
+from kgbias_core.influence.retraining_check import removal_set
 from kgbias_core.jobs import JobState, JobStatus, Progress, default_registry
-from kgbias_core.lab import if_remove_edit
-from kgbias_core.store import list_models
-from kgbias_core.validation import removal_set
+from kgbias_core.tasks import if_remove_edit
+from kgbias_core.whatif.edits import Edit, add_edit, remove_edit
 
 JOBS_KEY = "lab_jobs"
 MODES = {

@@ -17,11 +17,11 @@ import torch
 
 from kgbias_app import cache
 from kgbias_app.training_jobs import DEFAULT_MODEL_NAMES, training_job
-from kgbias_core.datasets import has_fb15k237, resolve_data_dir
+from kgbias_core.data.datasets import has_fb15k237, resolve_data_dir
+from kgbias_core.embeddings.store import default_store, list_models
+from kgbias_core.embeddings.training import default_device
 from kgbias_core.errors import KGBiasError
 from kgbias_core.jobs import JobState, default_registry
-from kgbias_core.store import default_store, list_models
-from kgbias_core.training import default_device
 
 GRAPH_TITLES = {"synthetic": "Synthetic people graph (built in)", "fb15k237": "FB15k-237"}
 #: Config fields shown in the sidebar, in this order.

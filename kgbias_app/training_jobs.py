@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kgbias_core.config import TrainConfig, default_train_config
-from kgbias_core.datasets import load_dataset
-from kgbias_core.graph import KnowledgeGraph
+from kgbias_core.data.datasets import load_dataset
+from kgbias_core.data.graph import KnowledgeGraph
+from kgbias_core.embeddings.config import TrainConfig, default_train_config
+from kgbias_core.embeddings.store import save_model
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.jobs import Progress
-from kgbias_core.store import save_model
-from kgbias_core.training import train_model
 
 #: Name in the model store of each built-in graph's default model.
 DEFAULT_MODEL_NAMES = {"synthetic": "synthetic-transe", "fb15k237": "fb15k237-transe"}

@@ -16,9 +16,9 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
+from kgbias_core.data.schema import Schema
 from kgbias_core.errors import KGBiasError
-from kgbias_core.fisher import top_associated
-from kgbias_core.schema import Schema
+from kgbias_core.measures.fisher import top_associated
 
 GENDER_COLORS = {"male": "#2c7bb6", "female": "#d7191c", "other": "#7f7f7f", "unknown": "#bdbdbd", "": "#bdbdbd"}
 LEAN_COLORS = {"male-leaning": GENDER_COLORS["male"], "female-leaning": GENDER_COLORS["female"]}

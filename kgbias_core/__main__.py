@@ -1,7 +1,5 @@
-"""``python -m kgbias_core``: see :mod:`kgbias_core.cli`."""
+"""``python -m kgbias_core``: the same CLI as the ``kgbias`` console script (:mod:`kgbias_core.cli`)."""
 
-import sys
+from kgbias_core.cli import entry_point
 
-from kgbias_core.cli import main
-
-sys.exit(main())
+entry_point()

@@ -17,21 +17,20 @@ from typing import TypeVar
 import pandas as pd
 import torch
 
+from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import EMPTY_GROUP, NOT_AN_OCCUPATION, MeasureError
-from kgbias_core.fisher import fisher_bias, fisher_profession_table
-from kgbias_core.groups import OccupationGroups, occupation_groups
-from kgbias_core.influence import InfluenceContext, influence_context, predicted_change, triple_influence
-from kgbias_core.measures import (
-    aggregate_individual,
-    fisher_individual_bias,
-    group_bias,
-    group_bias_interval,
+from kgbias_core.influence.closed_form import (
+    InfluenceContext,
     hessian_diagonal,
-    individual_bias,
-    projection_bias,
+    influence_context,
+    predicted_change,
+    triple_influence,
 )
-from kgbias_core.models import pykeen_model
-from kgbias_core.store import StoredModel
+from kgbias_core.measures.fisher import fisher_bias, fisher_profession_table
+from kgbias_core.measures.group_bias import group_bias, group_bias_interval, projection_bias
+from kgbias_core.measures.groups import OccupationGroups, occupation_groups
+from kgbias_core.measures.individual_bias import aggregate_individual, fisher_individual_bias, individual_bias
 from kgbias_core.types import FloatTensor, LongTensor
 
 T = TypeVar("T")

@@ -13,16 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from kgbias_core.config import MODELS, default_train_config
+from kgbias_core.embeddings.config import MODELS, default_train_config
 from kgbias_core.errors import KGBiasError
 
 Handler = Callable[[argparse.Namespace], None]
 
 
 def _train(args: argparse.Namespace) -> None:
-    from kgbias_core.datasets import load_dataset
-    from kgbias_core.store import save_model
-    from kgbias_core.training import train_model
+    from kgbias_core.data.datasets import load_dataset
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.embeddings.training import train_model
 
     graph = load_dataset(args.dataset, data_dir=args.data_dir, schema=args.schema, names=args.names)
     config = default_train_config(graph.name)
@@ -46,7 +46,7 @@ def _train(args: argparse.Namespace) -> None:
 
     model = train_model(graph, config, name=out.name, on_epoch=report)
     if args.calibrate and config.model == "transe":
-        from kgbias_core.validation import calibrate_influence_scale
+        from kgbias_core.influence.retraining_check import calibrate_influence_scale
 
         print("calibrating the influence scale by masked retraining…", file=sys.stderr)
         model = replace(model, influence_scale=calibrate_influence_scale(model))
@@ -57,7 +57,7 @@ def _train(args: argparse.Namespace) -> None:
 
 def _analysis(path: str):
     from kgbias_core.analysis import ModelAnalysis
-    from kgbias_core.store import load_model
+    from kgbias_core.embeddings.store import load_model
 
     return ModelAnalysis(load_model(path))
 
@@ -93,7 +93,7 @@ def _fisher(args: argparse.Namespace) -> None:
 
 def _audit(args: argparse.Namespace) -> None:
     from kgbias_core.compare import audit_table
-    from kgbias_core.store import load_model
+    from kgbias_core.embeddings.store import load_model
 
     models = [load_model(path) for path in args.models]
     table = audit_table(models, k=args.k, kind=args.classifier, min_persons=args.min_persons)
@@ -104,7 +104,7 @@ def _fairness(args: argparse.Namespace) -> None:
     import pandas as pd
 
     from kgbias_core.compare import model_fairness
-    from kgbias_core.store import load_model
+    from kgbias_core.embeddings.store import load_model
 
     frames = []
     for path in args.models:
@@ -120,8 +120,8 @@ def _fairness(args: argparse.Namespace) -> None:
 
 
 def _download(args: argparse.Namespace) -> None:
-    from kgbias_core.datasets import resolve_data_dir
-    from kgbias_core.download import download_fb15k237
+    from kgbias_core.data.datasets import resolve_data_dir
+    from kgbias_core.data.download import download_fb15k237
 
     for path in download_fb15k237(resolve_data_dir(args.data_dir)):
         print(f"downloaded {path}")
@@ -148,12 +148,12 @@ def _debias(args: argparse.Namespace) -> None:
     import torch
 
     from kgbias_core.analysis import ModelAnalysis
-    from kgbias_core.debias import add_edit, remove_edit, retrain
+    from kgbias_core.embeddings.store import load_model, save_model
     from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
-    from kgbias_core.lab import if_remove_edit
-    from kgbias_core.store import load_model, save_model
-    from kgbias_core.validation import removal_set
-    from kgbias_core.whatif import bias_change
+    from kgbias_core.influence.retraining_check import removal_set
+    from kgbias_core.tasks import if_remove_edit
+    from kgbias_core.whatif.edits import add_edit, remove_edit, retrain
+    from kgbias_core.whatif.runs import bias_change
 
     analysis = ModelAnalysis(load_model(args.model), n_resamples=10)  # only B_gr is reported: skip the bootstrap
     model, occupation = analysis.model, args.occupation
@@ -198,7 +198,7 @@ def _debias(args: argparse.Namespace) -> None:
 
 def _validate_influence(args: argparse.Namespace) -> None:
     from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
-    from kgbias_core.validation import influence_accuracy, summarize_accuracy
+    from kgbias_core.influence.retraining_check import influence_accuracy, summarize_accuracy
 
     analysis = _analysis(args.model)
     model = analysis.model
@@ -218,9 +218,9 @@ def _validate_influence(args: argparse.Namespace) -> None:
 
 
 def _validate_census(args: argparse.Namespace) -> None:
-    from kgbias_core.datasets import resolve_data_dir
+    from kgbias_core.data.datasets import resolve_data_dir
     from kgbias_core.errors import CENSUS_FILE_MISSING, CENSUS_NOT_PAIRED, DataError, MeasureError
-    from kgbias_core.validation import census_validation
+    from kgbias_core.influence.retraining_check import census_validation
 
     data_dir = resolve_data_dir(args.data_dir)
     census = data_dir / "census" / "occupation_gender_ipums.csv"
@@ -344,3 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def entry_point() -> None:
+    """The ``kgbias`` console script: the same CLI as ``python -m kgbias_core``."""
+    sys.exit(main())

@@ -1,7 +1,7 @@
 """Comparing embedding models: Keidar's relation audit and Schwertmann's prediction fairness per model.
 
-Glue between stored models and the measure modules :mod:`kgbias_core.relation_audit` and
-:mod:`kgbias_core.link_fairness`: which facts are persons' attributes, which test facts are
+Glue between stored models and the measure modules :mod:`kgbias_core.measures.relation_audit` and
+:mod:`kgbias_core.measures.prediction_fairness`: which facts are persons' attributes, which test facts are
 occupation queries of persons with a gender, and readable labels in the output.
 """
 
@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.embeddings.store import StoredModel, load_model, load_result, save_result
 from kgbias_core.errors import CancelledError
-from kgbias_core.link_fairness import FairnessReport, fairness_report, predict_top1_tails
-from kgbias_core.models import pykeen_model
-from kgbias_core.relation_audit import (
+from kgbias_core.measures.prediction_fairness import FairnessReport, fairness_report, predict_top1_tails
+from kgbias_core.measures.relation_audit import (
     OTHER,
     aggregate_relation_biases,
     audit_relations,
@@ -28,7 +29,6 @@ from kgbias_core.relation_audit import (
     relation_value_biases,
     train_occupation_classifier,
 )
-from kgbias_core.store import StoredModel, load_model, load_result, save_result
 
 #: Message of a relation audit stopped by the user between two relations.
 AUDIT_CANCELLED = "relation audit of {model} cancelled by the user after {done} of {total} relations"
@@ -152,7 +152,7 @@ def cached_link_prediction(model_dir: Path | str) -> pd.DataFrame:
     Computed once per model and cached beside it (:func:`kgbias_core.store.save_result`); -> one row per
     query set: ``queries, n, mr, mrr, hits@1, hits@3, hits@10``.
     """
-    from kgbias_core.whatif import link_prediction
+    from kgbias_core.whatif.runs import link_prediction
 
     params = LINK_PREDICTION_PARAMS
     cached = load_result(model_dir, "link_prediction", params=params)

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from kgbias_app import cache, lab_jobs, lab_ui, sidebar, ui
-from kgbias_core.store import default_store
-from kgbias_core.whatif import bias_change
+from kgbias_core.embeddings.store import default_store
+from kgbias_core.whatif.runs import bias_change
 
 st.title("Debiasing lab")
 model = sidebar.render()

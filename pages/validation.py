@@ -3,10 +3,10 @@
 import streamlit as st
 
 from kgbias_app import cache, lab_jobs, lab_ui, sidebar, ui
-from kgbias_core.datasets import resolve_data_dir
+from kgbias_core.data.datasets import resolve_data_dir
+from kgbias_core.embeddings.store import default_store
 from kgbias_core.errors import CENSUS_NOT_PAIRED
-from kgbias_core.store import default_store
-from kgbias_core.validation import CENSUS_MEASURES, census_validation, summarize_accuracy
+from kgbias_core.influence.retraining_check import CENSUS_MEASURES, census_validation, summarize_accuracy
 
 st.title("Validation")
 model = sidebar.render()

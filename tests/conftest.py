@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from kgbias_core.config import TrainConfig
-from kgbias_core.graph import KnowledgeGraph
-from kgbias_core.store import StoredModel, save_model
-from kgbias_core.synthetic import SyntheticConfig, generate_people_graph
-from kgbias_core.training import train_model
+from kgbias_core.data.graph import KnowledgeGraph
+from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
+from kgbias_core.embeddings.config import TrainConfig
+from kgbias_core.embeddings.store import StoredModel, save_model
+from kgbias_core.embeddings.training import train_model
 
 REPO = Path(__file__).resolve().parents[1]
 #: Small enough to train in about a second on one CPU core, big enough for every group to exist.

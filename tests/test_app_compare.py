@@ -10,11 +10,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from kgbias_app import training_jobs
-from kgbias_core.config import TrainConfig
-from kgbias_core.graph import KnowledgeGraph
+from kgbias_core.data.graph import KnowledgeGraph
+from kgbias_core.embeddings.config import TrainConfig
+from kgbias_core.embeddings.store import StoredModel, list_models, save_model
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.jobs import JobState, default_registry
-from kgbias_core.store import StoredModel, list_models, save_model
-from kgbias_core.training import train_model
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 60

@@ -11,9 +11,9 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from kgbias_app import lab_jobs, lab_ui
+from kgbias_core.embeddings.store import list_models, load_model, save_model
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.jobs import JobState, default_registry
-from kgbias_core.store import list_models, load_model, save_model
-from kgbias_core.training import train_model
 from tests.conftest import TINY_TRAINING
 
 REPO = Path(__file__).resolve().parents[1]

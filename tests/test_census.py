@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from kgbias_core.census import (
+from kgbias_core.data.census import (
     census_correlations,
     load_census,
     load_pairing,

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from kgbias_core.cli import main
-from kgbias_core.store import load_model, save_model
-from kgbias_core.training import train_model
+from kgbias_core.embeddings.store import load_model, save_model
+from kgbias_core.embeddings.training import train_model
 
 from .conftest import TINY_TRAINING, data_dir
 
@@ -96,7 +96,7 @@ def test_validate_census_errors(base: Path, tmp_path: Path, capsys) -> None:
 
 def test_validate_census_on_an_fb15k237_model(base: Path, tmp_path: Path, capsys) -> None:
     """Plumbing only: the tiny model's occupations relabelled with paired FB15k-237 MIDs (the r is meaningless)."""
-    from kgbias_core.census import load_pairing
+    from kgbias_core.data.census import load_pairing
 
     model = load_model(base)
     mids = list(dict.fromkeys(load_pairing()["kg_occupation"]))

@@ -10,9 +10,9 @@ import pytest
 
 from kgbias_core.cli import main
 from kgbias_core.compare import audit_table, model_fairness, occupation_test_facts, sensitive_relations
-from kgbias_core.config import TrainConfig
-from kgbias_core.store import save_model
-from kgbias_core.training import train_model
+from kgbias_core.embeddings.config import TrainConfig
+from kgbias_core.embeddings.store import save_model
+from kgbias_core.embeddings.training import train_model
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.debias import add_edit, remove_edit, retrain
+from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.errors import MeasureError
-from kgbias_core.influence import debiasing_removal
-from kgbias_core.store import load_model, save_model
+from kgbias_core.influence.closed_form import debiasing_removal
+from kgbias_core.whatif.edits import add_edit, remove_edit, retrain
 
 
 def pick_occupation(model) -> str:
@@ -84,8 +84,8 @@ def test_if_remove_moves_bias_towards_zero_more_than_random(tiny_model) -> None:
 
 
 def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) -> None:
-    from kgbias_core.store import load_result
-    from kgbias_core.whatif import bias_change, link_prediction, noise_band
+    from kgbias_core.embeddings.store import load_result
+    from kgbias_core.whatif.runs import bias_change, link_prediction, noise_band
 
     path = save_model(tiny_model, tmp_path)
     metrics = link_prediction(tiny_model)
@@ -104,9 +104,9 @@ def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) 
 def test_lab_jobs_run_through_the_registry_are_cancellable_and_reload(tiny_store) -> None:
     import shutil
 
+    from kgbias_core.embeddings.store import list_models
     from kgbias_core.jobs import JobRegistry, JobState
-    from kgbias_core.lab import if_remove_edit, removal_curve_job, whatif_job
-    from kgbias_core.store import list_models
+    from kgbias_core.tasks import if_remove_edit, removal_curve_job, whatif_job
 
     store = tiny_store.parent / "lab-store"
     shutil.copytree(tiny_store, store, dirs_exist_ok=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kgbias_core.download import FB15K237_URL, Sources, download_fb15k237
+from kgbias_core.data.download import FB15K237_URL, Sources, download_fb15k237
 from kgbias_core.errors import DataError
 
 TRIPLES = {

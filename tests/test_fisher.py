@@ -1,4 +1,4 @@
-"""Fisher's b_p (kgbias_core.fisher): the batched autograd version against naive loops."""
+"""Fisher's b_p (kgbias_core.measures.fisher): the batched autograd version against naive loops."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from pykeen.models import ComplEx, DistMult, ERModel, RotatE, TransE
 from pykeen.triples import TriplesFactory
 
 from kgbias_core import errors
-from kgbias_core.fisher import (
+from kgbias_core.measures.fisher import (
     fisher_bias,
     fisher_gradient,
     fisher_profession_table,

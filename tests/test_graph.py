@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kgbias_core.datasets import load_dataset, resolve_data_dir
+from kgbias_core.data.datasets import load_dataset, resolve_data_dir
+from kgbias_core.data.graph import display_name, load_fb15k237, load_user_graph, read_triples
+from kgbias_core.data.schema import Schema, load_schema
 from kgbias_core.errors import DataError, SchemaError
-from kgbias_core.graph import display_name, load_fb15k237, load_user_graph, read_triples
-from kgbias_core.schema import Schema, load_schema
 
 from .conftest import data_dir
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from kgbias_core.influence import (
+from kgbias_core.embeddings.training import train_transe
+from kgbias_core.influence.closed_form import (
     all_triple_influences,
     debiasing_removal,
     group_bias_gradient,
@@ -16,8 +17,7 @@ from kgbias_core.influence import (
     predicted_change,
     triple_influence,
 )
-from kgbias_core.measures import group_bias
-from kgbias_core.training import train_transe
+from kgbias_core.measures.group_bias import group_bias
 
 
 def occupation_with_both(context, minimum: int = 5) -> int:
@@ -112,7 +112,7 @@ def test_influence_tracks_masked_retraining(tiny_model) -> None:
 
 
 def test_hessian_vector_product_equals_finite_differences(tiny_model) -> None:
-    from kgbias_core.hessian import objective_hvp
+    from kgbias_core.influence.iterative import objective_hvp
 
     E, R = tiny_model.entity_embeddings.double(), tiny_model.relation_embeddings.double()
     model = replace(tiny_model, weights={"entity_embeddings": E, "relation_embeddings": R})
@@ -138,14 +138,14 @@ def test_hessian_vector_product_equals_finite_differences(tiny_model) -> None:
 
 
 def test_cg_solves_the_damped_system_lissa_approximates_it_and_both_predict_retraining(tiny_model) -> None:
-    from kgbias_core.hessian import (
+    from kgbias_core.influence.iterative import (
         conjugate_gradient_solve,
         group_bias_rhs,
         influence_from_solution,
         lissa_solve,
         objective_hvp,
     )
-    from kgbias_core.validation import masked_retrain_bias, removal_set
+    from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 
     context = influence_context(tiny_model)
     index = occupation_with_both(context)
@@ -169,7 +169,7 @@ def test_cg_solves_the_damped_system_lissa_approximates_it_and_both_predict_retr
 
 
 def test_calibrated_scale_matches_a_held_out_removal(tiny_model) -> None:
-    from kgbias_core.validation import calibrate_influence_scale, masked_retrain_bias
+    from kgbias_core.influence.retraining_check import calibrate_influence_scale, masked_retrain_bias
 
     scale = calibrate_influence_scale(tiny_model, n_occupations=1)
     assert 0 < scale < 2

@@ -1,4 +1,4 @@
-"""Schwertmann et al.'s link-prediction fairness (kgbias_core.link_fairness) by hand and brute force."""
+"""Schwertmann et al.'s link-prediction fairness (kgbias_core.measures.prediction_fairness) by hand and brute force."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from pykeen.models import DistMult, RotatE, TransE
 from pykeen.triples import TriplesFactory
 
 from kgbias_core import errors
-from kgbias_core.link_fairness import (
+from kgbias_core.measures.prediction_fairness import (
     NOT_OCCUPATION,
     OTHER,
     _class_indices,

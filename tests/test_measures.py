@@ -8,16 +8,10 @@ import pytest
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.groups import occupation_groups
-from kgbias_core.measures import (
-    aggregate_individual,
-    fisher_individual_bias,
-    group_bias,
-    group_bias_interval,
-    hessian_diagonal,
-    individual_bias,
-    projection_bias,
-)
+from kgbias_core.influence.closed_form import hessian_diagonal
+from kgbias_core.measures.group_bias import group_bias, group_bias_interval, projection_bias
+from kgbias_core.measures.groups import occupation_groups
+from kgbias_core.measures.individual_bias import aggregate_individual, fisher_individual_bias, individual_bias
 
 
 def naive_groups(model):

@@ -1,4 +1,4 @@
-"""Keidar et al.'s relation audit (kgbias_core.relation_audit) against hand computations."""
+"""Keidar et al.'s relation audit (kgbias_core.measures.relation_audit) against hand computations."""
 
 import numpy as np
 import pytest
@@ -7,8 +7,8 @@ from pykeen.models import TransE
 from pykeen.triples import TriplesFactory
 
 from kgbias_core import errors
-from kgbias_core.fisher import fisher_bias
-from kgbias_core.relation_audit import (
+from kgbias_core.measures.fisher import fisher_bias
+from kgbias_core.measures.relation_audit import (
     OTHER,
     audit_relations,
     cross_validated_predictions,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.embeddings.store import MODEL_FILES, list_models, load_model, read_config, save_model
 from kgbias_core.errors import ModelStoreError
-from kgbias_core.models import pykeen_model
-from kgbias_core.store import MODEL_FILES, list_models, load_model, read_config, save_model
 
 
 def test_round_trip_keeps_everything(tiny_model, tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kgbias_core.groups import entity_degree
-from kgbias_core.synthetic import SyntheticConfig, generate_people_graph
+from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
+from kgbias_core.measures.groups import entity_degree
 
 
 def test_same_seed_same_graph_other_seed_other_graph() -> None:

@@ -7,10 +7,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from kgbias_core.config import TrainConfig
+from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
+from kgbias_core.embeddings.config import TrainConfig
+from kgbias_core.embeddings.training import frozen_negatives, initial_embeddings, train_model, transe_module
 from kgbias_core.errors import CancelledError, KGBiasError
-from kgbias_core.synthetic import SyntheticConfig, generate_people_graph
-from kgbias_core.training import frozen_negatives, initial_embeddings, train_model, transe_module
 
 SMALL = TrainConfig(dim=8, epochs=3, batch_size=128, lr=1e-2, l2=10.0, seed=5)
 

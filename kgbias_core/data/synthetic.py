@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from kgbias_core.graph import KnowledgeGraph, from_labeled_triples
-from kgbias_core.schema import SYNTHETIC_SCHEMA
+from kgbias_core.data.graph import KnowledgeGraph, from_labeled_triples
+from kgbias_core.data.schema import SYNTHETIC_SCHEMA
 
 # (occupation, share of women, relative popularity): shares loosely follow US census figures.
 OCCUPATIONS: tuple[tuple[str, float, float], ...] = (

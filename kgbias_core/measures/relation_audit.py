@@ -42,7 +42,7 @@ from kgbias_core.errors import (
     AUDIT_TOO_FEW_PERSONS,
     MeasureError,
 )
-from kgbias_core.fisher import fisher_bias
+from kgbias_core.measures.fisher import fisher_bias
 
 __all__ = [
     "OTHER",

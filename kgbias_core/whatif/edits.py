@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import torch
 
+from kgbias_core.embeddings.store import StoredModel
+from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, train_transe
 from kgbias_core.errors import (
     ADD_NOTHING,
     NOT_AN_OCCUPATION,
@@ -24,9 +26,7 @@ from kgbias_core.errors import (
     UNKNOWN_MODE,
     MeasureError,
 )
-from kgbias_core.groups import occupation_groups
-from kgbias_core.store import StoredModel
-from kgbias_core.training import EpochCallback, frozen_negatives, train_transe
+from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.types import LongTensor
 
 Mode = Literal["scratch", "warm"]

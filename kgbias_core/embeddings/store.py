@@ -34,7 +34,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from kgbias_core.config import TrainConfig
+from kgbias_core.data.schema import Schema
+from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.errors import (
     MODEL_CORRUPT,
     MODEL_INCOMPLETE,
@@ -44,7 +45,6 @@ from kgbias_core.errors import (
     MeasureError,
     ModelStoreError,
 )
-from kgbias_core.schema import Schema
 from kgbias_core.types import FloatTensor, LongTensor
 
 MODEL_FILES = ("config.json", "model.safetensors", "training.safetensors", "entities.tsv", "relations.tsv")

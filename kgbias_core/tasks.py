@@ -13,11 +13,11 @@ from pathlib import Path
 import pandas as pd
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.debias import Edit, Mode, remove_edit, retrain
-from kgbias_core.influence import debiasing_removal
+from kgbias_core.embeddings.store import load_model, save_model
+from kgbias_core.influence.closed_form import debiasing_removal
+from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.jobs import Progress
-from kgbias_core.store import load_model, save_model
-from kgbias_core.validation import masked_retrain_bias, removal_set
+from kgbias_core.whatif.edits import Edit, Mode, remove_edit, retrain
 
 
 def whatif_job(*, store: Path, base: str, edit: Edit, mode: Mode, name: str) -> Callable[[Progress], str]:

@@ -1,4 +1,4 @@
-"""Du et al.'s bias measures for TransE, vectorised over (person, occupation) pairs.
+"""Du et al.'s group-level bias measures for TransE (B_gr, its bootstrap interval, B_wo).
 
 Notation of METHODS: psi(h, r, t) = ||h + r - t||_2^2, lower = more plausible; for a pair
 (s, o) the residual is v = s + r_p - o. **Positive bias = male-leaning**, everywhere.
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from kgbias_core.groups import OccupationGroups
-from kgbias_core.types import FloatTensor, LongTensor
+from kgbias_core.measures.groups import OccupationGroups
+from kgbias_core.types import FloatTensor
 
 
 def pair_residuals(
@@ -25,7 +25,7 @@ def pair_residuals(
     )
 
 
-def _group_means(values: FloatTensor, groups: OccupationGroups) -> tuple[FloatTensor, FloatTensor]:
+def group_means(values: FloatTensor, groups: OccupationGroups) -> tuple[FloatTensor, FloatTensor]:
     """Per-occupation means over M_o and over F_o of a per-pair value [P] -> ([O], [O]); NaN if empty."""
     n_occ = groups.n_occupations
     female = groups.pair_female
@@ -49,7 +49,7 @@ def group_bias(
     psi = pair_residuals(
         entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
     ).pow(2).sum(-1)
-    male, female = _group_means(psi, groups)
+    male, female = group_means(psi, groups)
     return female - male
 
 
@@ -96,60 +96,3 @@ def projection_bias(*, entity_embeddings: FloatTensor, groups: OccupationGroups)
     """
     direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
     return entity_embeddings[groups.occupations] @ direction
-
-
-def hessian_diagonal(*, degree: LongTensor, n_triples: int, damping: float) -> FloatTensor:
-    """alpha_e = max(N_e - 2|G|/|E|, 0) + lambda (Du Lemma 1 / Remark 3 in METHODS §3's monotone form).
-
-    Shapes: degree [E] -> [E]; on the scale of the summed loss. ``damping`` is lambda (>= l2).
-    """
-    mean_degree = 2.0 * n_triples / degree.shape[0]
-    return torch.clamp(degree.to(torch.float32) - mean_degree, min=0.0) + damping
-
-
-def individual_bias(
-    *,
-    entity_embeddings: FloatTensor,
-    relation_embeddings: FloatTensor,
-    groups: OccupationGroups,
-    alpha: FloatTensor,
-) -> FloatTensor:
-    """B_in(s, o) = -4 / alpha_s * v . (m - f), v = s + r_p - o (Du Corollary 4, METHODS §5). -> [P].
-
-    The change of psi(s, r_p, o) when s's gender fact flips, predicted by influence. Positive =
-    male-leaning. Du's extra constant 1/|G| is left out (it changes no ranking or correlation).
-    """
-    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
-    v = pair_residuals(
-        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
-    )
-    return -4.0 / alpha[groups.pair_person] * (v @ direction)
-
-
-def fisher_individual_bias(
-    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups
-) -> FloatTensor:
-    """B'_in(s, o) = -v . (m - f), up to a positive constant (Fisher's one-step update, Du Eq. 6). -> [P].
-
-    Moving s a small step along (m - f) changes psi(s, r_p, o) by 2 step v.(m - f); the sign is
-    flipped so that positive = the occupation becomes more plausible for a more male s.
-    """
-    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
-    v = pair_residuals(
-        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
-    )
-    return -(v @ direction)
-
-
-def aggregate_individual(values: FloatTensor, groups: OccupationGroups) -> tuple[FloatTensor, FloatTensor]:
-    """Vanilla and weighted aggregates of a per-pair bias (Du §3.3, METHODS §5). [P] -> ([O], [O]).
-
-    vanilla(o) = mean over M_o ∪ F_o; weighted(o) = mean_{F_o} + mean_{M_o} (each gender counts the
-    same however unbalanced the occupation). Vanilla is NaN only with no persons at all, weighted
-    whenever a group is empty.
-    """
-    male, female = _group_means(values, groups)
-    total = torch.zeros(groups.n_occupations, dtype=values.dtype, device=values.device)
-    total.index_add_(0, groups.pair_occupation, values)
-    vanilla = total / (groups.n_male + groups.n_female).to(values)
-    return vanilla, female + male

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kgbias_core.graph import KnowledgeGraph, load_fb15k237, load_user_graph
-from kgbias_core.schema import Schema, load_schema
-from kgbias_core.synthetic import SyntheticConfig, generate_people_graph
+from kgbias_core.data.graph import KnowledgeGraph, load_fb15k237, load_user_graph
+from kgbias_core.data.schema import Schema, load_schema
+from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 
 DATA_DIR_ENV = "KGBIAS_DATA_DIR"
 

@@ -18,10 +18,10 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from kgbias_core.groups import OccupationGroups
-from kgbias_core.measures import group_bias
-from kgbias_core.store import StoredModel
-from kgbias_core.training import EpochCallback, train_transe
+from kgbias_core.embeddings.store import StoredModel
+from kgbias_core.embeddings.training import EpochCallback, train_transe
+from kgbias_core.measures.group_bias import group_bias
+from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor, LongTensor
 
 REMOVAL_KINDS = ("top", "bottom", "random")
@@ -134,7 +134,7 @@ def census_validation(
     persons of either gender are left out. -> (correlations: measure, r, p_value, n; the joined
     per-occupation table behind them, for scatter plots).
     """
-    from kgbias_core.census import census_correlations, load_census, load_pairing, paired_shares
+    from kgbias_core.data.census import census_correlations, load_census, load_pairing, paired_shares
 
     shares = paired_shares(load_census(Path(census_path), year=year), load_pairing())
     kept = measures[(measures["n_male"] >= min_per_gender) & (measures["n_female"] >= min_per_gender)]

@@ -123,7 +123,7 @@ def load_pairing(path: Path | None = None) -> pd.DataFrame:
     say why. Raises :class:`DataError` naming the line of a bad row.
     """
     if path is None:
-        with resources.as_file(resources.files("kgbias_core") / PAIRING_RESOURCE) as shipped:
+        with resources.as_file(resources.files("kgbias_core.data") / PAIRING_RESOURCE) as shipped:
             return load_pairing(shipped)
     path = Path(path)
     header, rows = _read_rows(path)

@@ -21,11 +21,19 @@ from dataclasses import dataclass
 
 import torch
 
+from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import EMPTY_GROUP, NO_NEGATIVES, MeasureError
-from kgbias_core.groups import OccupationGroups, occupation_groups
-from kgbias_core.measures import hessian_diagonal
-from kgbias_core.store import StoredModel
+from kgbias_core.measures.groups import OccupationGroups, occupation_groups
 from kgbias_core.types import BoolTensor, FloatTensor, LongTensor
+
+
+def hessian_diagonal(*, degree: LongTensor, n_triples: int, damping: float) -> FloatTensor:
+    """alpha_e = max(N_e - 2|G|/|E|, 0) + lambda (Du Lemma 1 / Remark 3 in METHODS §3's monotone form).
+
+    Shapes: degree [E] -> [E]; on the scale of the summed loss. ``damping`` is lambda (>= l2).
+    """
+    mean_degree = 2.0 * n_triples / degree.shape[0]
+    return torch.clamp(degree.to(torch.float32) - mean_degree, min=0.0) + damping
 
 
 @dataclass(frozen=True)

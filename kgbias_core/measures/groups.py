@@ -2,7 +2,7 @@
 
 Everything downstream is vectorised over *pairs* (person, occupation): one row per training
 triple (s, r_p, o) whose person has a binary gender. Persons whose gender value is neither the
-schema's male nor female value, or who have both, are kept out of the binary measures but counted
+schema's male nor female value, or who have several values, are kept out of the binary measures but counted
 per occupation (``n_other``), never silently dropped; persons without a gender fact are counted
 as ``n_unknown``.
 """
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
+from kgbias_core.data.graph import Gender, gender_of
+from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import NOT_AN_OCCUPATION, MeasureError
-from kgbias_core.store import StoredModel
 from kgbias_core.types import BoolTensor, LongTensor
 
 
@@ -31,6 +32,7 @@ class OccupationGroups:
     n_other: LongTensor  # [O] persons with a non-binary or conflicting gender value
     n_unknown: LongTensor  # [O] persons without any gender fact
     degree: LongTensor  # [E] N_e: training triples in which e is head or tail
+    gender: LongTensor  # [E] Gender code of every entity, from the one reader gender_of()
     occupation_relation: int  # r_p
     gender_relation: int  # r_g
     male: int  # entity id m
@@ -71,19 +73,9 @@ def occupation_groups(model: StoredModel) -> OccupationGroups:
     male, female = model.entity_id(schema.male), model.entity_id(schema.female)
     n = model.n_entities
 
-    gender_facts = triples[triples[:, 1] == r_g]
-    has_male = torch.zeros(n, dtype=torch.bool, device=triples.device)
-    has_female = torch.zeros_like(has_male)
-    has_any = torch.zeros_like(has_male)
-    has_male[gender_facts[gender_facts[:, 2] == male, 0]] = True
-    has_female[gender_facts[gender_facts[:, 2] == female, 0]] = True
-    has_any[gender_facts[:, 0]] = True
-    # Binary gender: exactly one of male/female, and no other gender value besides it.
-    other_value = gender_facts[(gender_facts[:, 2] != male) & (gender_facts[:, 2] != female), 0]
-    has_other = torch.zeros_like(has_male)
-    has_other[other_value] = True
-    is_male = has_male & ~has_female & ~has_other
-    is_female = has_female & ~has_male & ~has_other
+    gender = gender_of(triples, gender_relation=r_g, male=male, female=female, n_entities=n)
+    is_male, is_female = gender == Gender.MALE, gender == Gender.FEMALE
+    has_any = gender != Gender.UNKNOWN
 
     facts = torch.unique(triples[triples[:, 1] == r_p][:, [0, 2]], dim=0)  # [k, 2] (person, occupation)
     occupations, occ_index = torch.unique(facts[:, 1], return_inverse=True)
@@ -104,6 +96,7 @@ def occupation_groups(model: StoredModel) -> OccupationGroups:
         n_other=count(has_any[persons] & ~binary),
         n_unknown=count(~has_any[persons]),
         degree=entity_degree(triples, n),
+        gender=gender,
         occupation_relation=r_p,
         gender_relation=r_g,
         male=male,

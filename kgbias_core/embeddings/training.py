@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, replace
 import torch
 from pykeen.models import TransE
 
-from kgbias_core.config import MODELS, PYKEEN_MODELS, TrainConfig
+from kgbias_core.data.graph import KnowledgeGraph
+from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
+from kgbias_core.embeddings.store import StoredModel, library_versions
 from kgbias_core.errors import CANCELLED, UNKNOWN_MODEL, CancelledError, KGBiasError
-from kgbias_core.graph import KnowledgeGraph
-from kgbias_core.store import StoredModel, library_versions
 from kgbias_core.types import FloatTensor, LongTensor
 
 #: Called after every epoch with (epoch, n_epochs, mean loss per triple).

@@ -11,11 +11,14 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import IntEnum
 from pathlib import Path
 
 import numpy as np
+import torch
 from pykeen.triples import TriplesFactory
 
+from kgbias_core.data.schema import FB15K237_SCHEMA, Schema
 from kgbias_core.errors import (
     EMPTY_FIELD,
     EMPTY_FILE,
@@ -29,7 +32,41 @@ from kgbias_core.errors import (
     DataError,
     SchemaError,
 )
-from kgbias_core.schema import FB15K237_SCHEMA, Schema
+from kgbias_core.types import LongTensor
+
+
+class Gender(IntEnum):
+    """A person's gender as every measure sees it (the code stored per entity by :func:`gender_of`)."""
+
+    UNKNOWN = 0  # no gender fact at all
+    MALE = 1  # exactly one gender fact, with the schema's male value
+    FEMALE = 2  # exactly one gender value, the schema's female value
+    OTHER = 3  # a non-binary value, or several values (ambiguous): kept out of binary measures, reported
+
+
+def gender_of(
+    triples: LongTensor, *, gender_relation: int, male: int, female: int, n_entities: int
+) -> LongTensor:
+    """The one reader of gender facts: a :class:`Gender` code per entity. [n, 3] -> [E] (int64).
+
+    A person with a single distinct gender value gets MALE, FEMALE or OTHER (a non-binary value);
+    a person with two or more distinct values (e.g. both male and female, as 29 persons of FB13)
+    is OTHER, never one of the two at random. Duplicate identical facts count once. Every measure,
+    table and fairness report reads gender through this function, so they cannot disagree.
+    """
+    facts = torch.unique(triples[triples[:, 1] == gender_relation][:, [0, 2]], dim=0)  # [k, 2] (person, value)
+    persons, values = facts[:, 0], facts[:, 1]
+    n_values = torch.bincount(persons, minlength=n_entities)  # [E] distinct gender values per entity
+    code = torch.full((n_entities,), int(Gender.OTHER), dtype=torch.long, device=triples.device)
+    single = n_values[persons] == 1
+    value_code = torch.full_like(values, int(Gender.OTHER))
+    value_code[values == male] = int(Gender.MALE)
+    value_code[values == female] = int(Gender.FEMALE)
+    code[persons[single]] = value_code[single]
+    code[n_values == 0] = int(Gender.UNKNOWN)
+    return code
+
+AMBIGUOUS_GENDER = "ambiguous (several values)"
 
 
 @dataclass(frozen=True)
@@ -65,19 +102,30 @@ class KnowledgeGraph:
         return display_name(self.entity_names.get(label, label))
 
     def gender_report(self) -> GenderReport:
-        """How many persons have each gender value in the training triples."""
+        """How many persons have each gender (:func:`gender_of`) in the training triples.
+
+        ``other_values`` counts the persons with one non-binary value by that value, and the
+        persons with several values under "ambiguous (several values)".
+        """
         mapped = self.training.mapped_triples
         relation = self.relation_to_id.get(self.schema.gender_relation, -1)
-        id_to_entity = {i: e for e, i in self.entity_to_id.items()}
-        values = mapped[mapped[:, 1] == relation, 2].tolist()
-        counts = Counter(id_to_entity[v] for v in values)
-        others = {
-            k: v for k, v in counts.items() if k not in (self.schema.male, self.schema.female)
-        }
+        ids = self.entity_to_id
+        codes = gender_of(
+            mapped, gender_relation=relation, male=ids.get(self.schema.male, -1),
+            female=ids.get(self.schema.female, -1), n_entities=self.training.num_entities,
+        )
+        id_to_entity = {i: e for e, i in ids.items()}
+        facts = torch.unique(mapped[mapped[:, 1] == relation][:, [0, 2]], dim=0)
+        single_other = facts[codes[facts[:, 0]] == int(Gender.OTHER)]
+        n_values = torch.bincount(single_other[:, 0], minlength=self.training.num_entities)
+        others = Counter(id_to_entity[v] for v in single_other[n_values[single_other[:, 0]] == 1, 1].tolist())
+        n_ambiguous = int((n_values > 1).sum())
+        if n_ambiguous:
+            others[AMBIGUOUS_GENDER] = n_ambiguous
         return GenderReport(
-            n_male=counts.get(self.schema.male, 0),
-            n_female=counts.get(self.schema.female, 0),
-            other_values=others,
+            n_male=int((codes == int(Gender.MALE)).sum()),
+            n_female=int((codes == int(Gender.FEMALE)).sum()),
+            other_values=dict(others),
         )
 
 

@@ -6,8 +6,8 @@ import torch
 from pykeen.models import ERModel, model_resolver
 from pykeen.triples import CoreTriplesFactory
 
-from kgbias_core.store import StoredModel
-from kgbias_core.training import transe_module
+from kgbias_core.embeddings.store import StoredModel
+from kgbias_core.embeddings.training import transe_module
 
 
 def pykeen_model(model: StoredModel, *, device: torch.device | str | None = None) -> ERModel:

@@ -15,12 +15,12 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.groups import occupation_groups
-from kgbias_core.link_fairness import filtered_ranks, rank_metrics
-from kgbias_core.measures import group_bias
-from kgbias_core.models import pykeen_model
-from kgbias_core.store import StoredModel, load_result, save_result
-from kgbias_core.training import EpochCallback, train_transe
+from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.embeddings.store import StoredModel, load_result, save_result
+from kgbias_core.embeddings.training import EpochCallback, train_transe
+from kgbias_core.measures.group_bias import group_bias
+from kgbias_core.measures.groups import occupation_groups
+from kgbias_core.measures.prediction_fairness import filtered_ranks, rank_metrics
 
 
 def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_size: int = 256) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """Iterative inverse-Hessian influence: LiSSA (Koh & Liang 2017) and a damped conjugate-gradient solve.
 
-The closed form of :mod:`kgbias_core.influence` keeps only the diagonal of the Hessian (Du Lemma 1).
+The closed form of :mod:`kgbias_core.influence.closed_form` keeps only the diagonal of the Hessian (Du Lemma 1).
 These two methods use the full Hessian of the trained objective
 
     J(theta) = sum_z [gamma + psi(z) - psi(z')]_+ + (l2 / 2) ||theta||^2,   theta = (entities, relations)
@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import torch
 
-from kgbias_core.influence import InfluenceContext, group_bias_gradient
-from kgbias_core.store import StoredModel
+from kgbias_core.embeddings.store import StoredModel
+from kgbias_core.influence.closed_form import InfluenceContext, group_bias_gradient
 from kgbias_core.types import FloatTensor, LongTensor
 
 Vector = tuple[FloatTensor, FloatTensor]  # (entity part [E, d], relation part [R, d])

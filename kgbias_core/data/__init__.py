@@ -1,0 +1,1 @@
+"""Reading knowledge graphs, schemas, the synthetic people graph, downloads and census shares."""

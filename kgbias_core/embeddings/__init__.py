@@ -1,0 +1,1 @@
+"""Training, storing and rebuilding embeddings (the model store lives here)."""

@@ -1,0 +1,1 @@
+"""Link prediction: tail scores, filtered ranks, MRR and Hits@k."""

@@ -1,0 +1,61 @@
+"""Du et al.'s individual bias B_in and Fisher's one-step B'_in per (person, occupation) pair.
+
+Notation of METHODS: psi(h, r, t) = ||h + r - t||_2^2; v = s + r_p - o. **Positive bias =
+male-leaning**. Pure functions on the device of the embeddings they are given.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kgbias_core.measures.group_bias import group_means, pair_residuals
+from kgbias_core.measures.groups import OccupationGroups
+from kgbias_core.types import FloatTensor
+
+
+def individual_bias(
+    *,
+    entity_embeddings: FloatTensor,
+    relation_embeddings: FloatTensor,
+    groups: OccupationGroups,
+    alpha: FloatTensor,
+) -> FloatTensor:
+    """B_in(s, o) = -4 / alpha_s * v . (m - f), v = s + r_p - o (Du Corollary 4, METHODS §5). -> [P].
+
+    The change of psi(s, r_p, o) when s's gender fact flips, predicted by influence. Positive =
+    male-leaning. Du's extra constant 1/|G| is left out (it changes no ranking or correlation).
+    """
+    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
+    v = pair_residuals(
+        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
+    )
+    return -4.0 / alpha[groups.pair_person] * (v @ direction)
+
+
+def fisher_individual_bias(
+    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups
+) -> FloatTensor:
+    """B'_in(s, o) = -v . (m - f), up to a positive constant (Fisher's one-step update, Du Eq. 6). -> [P].
+
+    Moving s a small step along (m - f) changes psi(s, r_p, o) by 2 step v.(m - f); the sign is
+    flipped so that positive = the occupation becomes more plausible for a more male s.
+    """
+    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
+    v = pair_residuals(
+        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
+    )
+    return -(v @ direction)
+
+
+def aggregate_individual(values: FloatTensor, groups: OccupationGroups) -> tuple[FloatTensor, FloatTensor]:
+    """Vanilla and weighted aggregates of a per-pair bias (Du §3.3, METHODS §5). [P] -> ([O], [O]).
+
+    vanilla(o) = mean over M_o ∪ F_o; weighted(o) = mean_{F_o} + mean_{M_o} (each gender counts the
+    same however unbalanced the occupation). Vanilla is NaN only with no persons at all, weighted
+    whenever a group is empty.
+    """
+    male, female = group_means(values, groups)
+    total = torch.zeros(groups.n_occupations, dtype=values.dtype, device=values.device)
+    total.index_add_(0, groups.pair_occupation, values)
+    vanilla = total / (groups.n_male + groups.n_female).to(values)
+    return vanilla, female + male

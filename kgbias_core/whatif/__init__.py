@@ -1,0 +1,1 @@
+"""Debiasing what-ifs: edits of the training triples and the runs that retrain on them."""
