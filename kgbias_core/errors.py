@@ -38,9 +38,8 @@ MALFORMED_LINE = (
 EMPTY_FIELD = "{path}, line {line}: column {column} is empty"
 MALFORMED_NAME_LINE = "{path}, line {line}: expected 'id<TAB>name', found {found} columns"
 NO_DATA_DIR = (
-    "no FB15k-237 data in {path}: expected {path}/fb15k237/train.txt. Set KGBIAS_DATA_DIR or "
-    "--data-dir to a directory with fb15k237/ (and census/), or run "
-    "'python -m kgbias_core download --data-dir {path}'"
+    "no {title} data in {path}: expected {path}/{folder}/train.txt. Set KGBIAS_DATA_DIR or --data-dir to "
+    "a directory with {folder}/ (and census/). {source}"
 )
 DOWNLOAD_FAILED = (
     "could not download {url}: {reason}. Without a network, copy the files into {path} by hand "
@@ -64,6 +63,15 @@ NO_SCHEMA = (
 MODEL_NOT_FOUND = "no model at {path}: expected config.json and model.safetensors there"
 MODEL_INCOMPLETE = "{path}: incomplete model directory, missing {missing}"
 MODEL_CORRUPT = "{path}: {problem}"
+OUT_NOT_A_MODEL = (
+    "{path} exists and is not a kgbias model directory: refusing to replace it (nothing was written); "
+    "choose another --out"
+)
+OUT_EXISTS = "{path} already holds a model: pass --force to replace it (nothing was written)"
+OUT_IS_INPUT = "{path} is the model being read (--model): a what-if is written under another name"
+OUT_BAD_NAME = "{name!r} is not a model name: use letters, digits, '.', '_' and '-' (no path separators, not '.' or '..')"
+MODEL_WRITE_FAILED = "{path}: could not write the model ({reason}); nothing was replaced, the previous model is intact"
+NON_FINITE_WEIGHTS = "{path}: tensor {tensor!r} holds {count} NaN or infinite values; retrain the model"
 
 # --- measures -----------------------------------------------------------------------
 UNKNOWN_ENTITY = "unknown entity {entity!r}: it does not occur in the model's graph"
@@ -148,6 +156,10 @@ PAIRING_BAD_COLUMNS = "{path}: expected columns {expected}, found {found}"
 PAIRING_MALFORMED_ROW = "{path}, line {line}: {problem}"
 PAIRING_EMPTY = "{path}: the pairing holds no rows"
 CENSUS_NO_KEY = "census_correlations: shares have no column {key!r}; choose one of {known}"
+DOWNLOAD_BAD_OPENKE = (
+    "{url}, line {line}: {problem} (not OpenKE's id format: a count line, then tab- or space-separated ids). "
+    "Without a network, put FB13 as {path}/fb13/{{train,valid,test}}.txt (head<TAB>relation<TAB>tail) by hand"
+)
 DOWNLOAD_BAD_ARCHIVE = (
     "{url}: the download is not the expected FB15k-237 zip ({problem}). Copy the files into "
     "{path} by hand (layout: fb15k237/{{train,valid,test}}.txt)"

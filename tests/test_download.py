@@ -124,3 +124,55 @@ def test_not_a_zip(tmp_path: Path, server: tuple[str, Path]) -> None:
     with pytest.raises(DataError, match="not the expected FB15k-237 zip"):
         download_fb15k237(tmp_path, timeout=5, sources=Sources.under(base))
     assert list((tmp_path / "fb15k237").iterdir()) == []
+
+
+def _serve_openke_fb13(root: Path, triples: dict[str, list[tuple[str, str, str]]]) -> None:
+    """OpenKE's FB13 layout: a count line, then 'slug<TAB>id' or 'h<TAB>t<TAB>r' ids."""
+    folder = root / "FB13"
+    folder.mkdir()
+    every = [t for rows in triples.values() for t in rows]
+    entities = sorted({e for h, _, t in every for e in (h, t)})
+    relations = sorted({r for _, r, _ in every})
+    entity_id, relation_id = ({x: i for i, x in enumerate(xs)} for xs in (entities, relations))
+    for name, ids in (("entity2id.txt", entity_id), ("relation2id.txt", relation_id)):
+        (folder / name).write_text(f"{len(ids)}\n" + "".join(f"{x}\t{i}\n" for x, i in ids.items()))
+    for split, rows in triples.items():
+        body = "".join(f"{entity_id[h]}\t{entity_id[t]}\t{relation_id[r]}\n" for h, r, t in rows)
+        (folder / f"{split}2id.txt").write_text(f"{len(rows)}\n{body}")
+
+
+def test_fb13_download_converts_openke_ids_back_to_the_shared_layout(tmp_path: Path, server) -> None:
+    """Round trip on a slice of the real FB13: ids -> slugs gives the same lines and names as shared/data."""
+    from kgbias_core.data.datasets import load_dataset
+    from kgbias_core.data.download import download_fb13
+
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "fb13"
+    base, root = server
+    splits = {s: [tuple(line.split("\t")) for line in (shared / f"{s}.txt").read_text().splitlines()[:400]]
+              for s in ("train", "valid", "test")}
+    _serve_openke_fb13(root, splits)
+    data_dir = tmp_path / "data"
+    written = download_fb13(data_dir, timeout=5, sources=Sources.under(base))
+    folder = data_dir / "fb13"
+    assert [p.name for p in written] == ["train.txt", "valid.txt", "test.txt", "entity_names.tsv",
+                                         "relation_names.tsv"]
+    for split, rows in splits.items():
+        assert (folder / f"{split}.txt").read_text() == "".join("\t".join(r) + "\n" for r in rows)
+    shared_names = dict(line.split("\t") for line in (shared / "entity_names.tsv").read_text().splitlines())
+    for line in (folder / "entity_names.tsv").read_text().splitlines():
+        slug, name = line.split("\t")
+        assert shared_names[slug] == name
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in written)  # no partial files
+    assert "profession" in load_dataset("fb13", data_dir=data_dir).relation_to_id
+
+
+def test_fb13_download_names_the_bad_line(tmp_path: Path, server) -> None:
+    from kgbias_core.data.download import download_fb13
+
+    base, root = server
+    _serve_openke_fb13(root, {"train": [("a", "gender", "male")], "valid": [], "test": []})
+    (root / "FB13" / "train2id.txt").write_text("2\n0\t1\t0\n0\t1\n")
+    with pytest.raises(DataError) as info:
+        download_fb13(tmp_path, timeout=5, sources=Sources.under(base))
+    assert str(info.value).startswith(f"{base}FB13/train2id.txt, line 3: expected 3 columns, found 2")
+    assert not (tmp_path / "fb13" / "train.txt").exists()

@@ -5,9 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
-from kgbias_core.data.datasets import load_dataset, resolve_data_dir
-from kgbias_core.data.graph import display_name, load_fb15k237, load_user_graph, read_triples
+from kgbias_core.data.datasets import available_datasets, load_dataset, resolve_data_dir
+from kgbias_core.data.graph import (
+    AMBIGUOUS_GENDER,
+    Gender,
+    display_name,
+    gender_of,
+    load_user_graph,
+    read_triples,
+)
 from kgbias_core.data.schema import Schema, load_schema
 from kgbias_core.errors import DataError, SchemaError
 
@@ -30,7 +38,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_fb15k237_loads_with_one_id_mapping_and_names() -> None:
-    graph = load_fb15k237(data_dir())
+    graph = load_dataset("fb15k237", data_dir=data_dir())
     assert graph.training.num_triples == 272_115
     assert graph.validation.num_triples == 17_535
     assert graph.testing.num_triples == 20_466
@@ -81,8 +89,10 @@ def test_malformed_files_name_file_and_line(tmp_path: Path, text: str, message: 
 
 
 def test_missing_data_dir_says_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="KGBIAS_DATA_DIR or --data-dir"):
-        load_fb15k237(tmp_path)
+    for dataset, title in (("fb15k237", "FB15k-237"), ("fb13", "FB13")):
+        expected = f"no {title}.* data in {tmp_path}: expected {tmp_path}/{dataset}/train.txt"
+        with pytest.raises(DataError, match=expected):
+            load_dataset(dataset, data_dir=tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -123,3 +133,36 @@ def test_data_dir_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_display_name_strips_gb_suffix() -> None:
     assert display_name("Actor-GB") == "Actor"
     assert display_name("Gary Rydstrom") == "Gary Rydstrom"
+
+
+def test_fb13_is_a_named_data_set_with_its_ambiguous_persons_reported() -> None:
+    """Counts from PROVENANCE.md: 29 persons carry two gender triples; they are neither men nor women."""
+    graph = load_dataset("fb13", data_dir=data_dir())
+    assert (graph.training.num_triples, graph.validation.num_triples, graph.testing.num_triples) == (
+        316_232, 5_908, 23_733,
+    )
+    assert graph.training.num_entities == 75_043 and graph.schema.occupation_relation == "profession"
+    assert graph.entity_name("roman_catholic_church") == "Roman Catholic Church"
+    report = graph.gender_report()
+    assert report.other_values == {AMBIGUOUS_GENDER: 29}
+    mapped, ids = graph.training.mapped_triples, graph.entity_to_id
+    codes = gender_of(mapped, gender_relation=graph.relation_to_id["gender"], male=ids["male"],
+                      female=ids["female"], n_entities=graph.training.num_entities)
+    with_profession = codes[torch.unique(mapped[mapped[:, 1] == graph.relation_to_id["profession"], 0])]
+    counts = {g.name: int((with_profession == g).sum()) for g in Gender}
+    assert counts == {"UNKNOWN": 4_763, "MALE": 25_581, "FEMALE": 2_948, "OTHER": 14}
+    assert report.n_male == int((codes == Gender.MALE).sum()) and report.n_female == int((codes == Gender.FEMALE).sum())
+
+
+def test_gender_of_flags_several_values_and_non_binary_values() -> None:
+    """Brute force over a hand-made graph: entity 0 male, 1 female, 2 both, 3 non-binary, 4 none, 5 male twice."""
+    male, female, nonbinary, gender = 10, 11, 12, 0
+    triples = torch.tensor([[0, gender, male], [1, gender, female], [2, gender, male], [2, gender, female],
+                            [3, gender, nonbinary], [5, gender, male], [5, gender, male], [4, 1, 0]])
+    codes = gender_of(triples, gender_relation=gender, male=male, female=female, n_entities=13).tolist()
+    assert codes[:6] == [Gender.MALE, Gender.FEMALE, Gender.OTHER, Gender.OTHER, Gender.UNKNOWN, Gender.MALE]
+
+
+def test_named_data_sets_are_offered_only_when_present(tmp_path: Path) -> None:
+    assert available_datasets(tmp_path) == ["synthetic"]
+    assert available_datasets(data_dir()) == ["synthetic", "fb15k237", "fb13"]

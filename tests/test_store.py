@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,7 +14,14 @@ import pytest
 import torch
 
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
-from kgbias_core.embeddings.store import MODEL_FILES, list_models, load_model, read_config, save_model
+from kgbias_core.embeddings.store import (
+    MODEL_FILES,
+    check_output,
+    list_models,
+    load_model,
+    read_config,
+    save_model,
+)
 from kgbias_core.errors import ModelStoreError
 
 
@@ -94,3 +104,95 @@ def test_model_files_are_the_documented_ones(tiny_model, tmp_path: Path) -> None
     for key in ("dataset", "data_hash", "schema", "model", "dim", "epochs", "batch_size", "lr", "margin",
                 "damping", "l2", "influence_scale", "seed", "versions", "final_loss", "train_seconds"):
         assert key in config, key
+
+
+# --- nothing destroys data ------------------------------------------------------------------------
+def test_a_directory_that_is_not_a_model_is_never_replaced(tiny_model, tmp_path: Path) -> None:
+    precious = tmp_path / tiny_model.name
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    with pytest.raises(ModelStoreError, match="is not a kgbias model directory: refusing to replace it"):
+        save_model(tiny_model, tmp_path, overwrite=True)
+    assert (precious / "thesis.tex").read_text() == "years of work"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [tiny_model.name]
+
+
+def test_an_existing_model_is_replaced_only_when_asked(tiny_model, tmp_path: Path) -> None:
+    save_model(tiny_model, tmp_path)
+    with pytest.raises(ModelStoreError, match="already holds a model: pass --force"):
+        save_model(replace(tiny_model, influence_scale=0.5), tmp_path, overwrite=False)
+    assert load_model(tmp_path / tiny_model.name).influence_scale == tiny_model.influence_scale
+
+
+@pytest.mark.parametrize("name", ["..", ".", "../escape", "a/b", "", ".hidden", "x\ny"])
+def test_model_names_never_leave_the_store(tiny_model, tmp_path: Path, name: str) -> None:
+    store = tmp_path / "store"
+    with pytest.raises(ModelStoreError, match="is not a model name"):
+        save_model(replace(tiny_model, name=name), store)
+    assert not (tmp_path / "escape").exists() and not store.exists()
+
+
+def test_the_model_being_read_is_never_the_output(tiny_model, tmp_path: Path) -> None:
+    path = save_model(tiny_model, tmp_path)
+    with pytest.raises(ModelStoreError, match="is the model being read"):
+        check_output(tmp_path / "." / tiny_model.name, overwrite=True, reading=path)
+
+
+def test_orphans_of_dead_writers_are_cleaned_live_ones_kept(tiny_model, tmp_path: Path) -> None:
+    save_model(tiny_model, tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = tmp_path / f".tmp-{tiny_model.name}-{int(dead.stdout)}-{'0' * 32}"
+    live = tmp_path / f".old-{tiny_model.name}-{os.getpid()}-{'1' * 32}"
+    orphan.mkdir(), live.mkdir()
+    assert list_models(tmp_path) == [tiny_model.name]
+    assert not orphan.exists() and live.exists()
+
+
+def test_every_model_file_is_world_readable(tiny_model, tmp_path: Path) -> None:
+    path = save_model(tiny_model, tmp_path)
+    assert {oct(p.stat().st_mode & 0o777) for p in path.iterdir()} == {oct(0o644)}
+
+
+def test_non_finite_weights_are_refused_naming_the_tensor(tiny_model, tmp_path: Path) -> None:
+    entities = tiny_model.entity_embeddings.clone()
+    entities[3, 1] = float("nan")
+    entities[5, 0] = float("inf")
+    weights = {**tiny_model.weights, "entity_embeddings": entities}
+    path = save_model(replace(tiny_model, weights=weights), tmp_path)
+    with pytest.raises(ModelStoreError, match="tensor 'entity_embeddings' holds 2 NaN or infinite values"):
+        load_model(path)
+
+
+def test_an_unknown_model_kind_in_the_config_is_one_clear_error(tiny_model, tmp_path: Path) -> None:
+    path = save_model(tiny_model, tmp_path)
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, "model": "transformer"}))
+    with pytest.raises(ModelStoreError, match="unknown model 'transformer': choose one of transe, distmult"):
+        load_model(path)
+
+
+def test_a_full_disk_is_one_error_and_keeps_the_old_model(tiny_model, tmp_path: Path) -> None:
+    """A real write failure: the writer's file-size limit makes the OS refuse the weights (EFBIG)."""
+    save_model(tiny_model, tmp_path)
+    script = f"""
+import resource, signal, sys
+from dataclasses import replace
+import torch
+from kgbias_core.embeddings.store import load_model, save_model
+from kgbias_core.errors import ModelStoreError
+model = load_model({str(tmp_path / tiny_model.name)!r})
+big = replace(model, weights={{**model.weights, "entity_embeddings": torch.zeros(200_000, 16)}})
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.RLIM_INFINITY))
+try:
+    save_model(big, {str(tmp_path)!r}, overwrite=True)
+except ModelStoreError as error:
+    print(error)
+    sys.exit(2)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    assert "could not write the model" in result.stdout and "previous model is intact" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+    assert torch.equal(load_model(tmp_path / tiny_model.name).entity_embeddings, tiny_model.entity_embeddings)
+    assert list_models(tmp_path) == [tiny_model.name]

@@ -6,6 +6,9 @@ Layout written under ``data_dir`` (the one the rest of kgbias reads)::
     fb15k237/entity_names.tsv                  KG-BERT's entity2text.txt   (MID<TAB>name)
     fb15k237/relation_names.tsv                KG-BERT's relation2text.txt (relation<TAB>text)
     census/occupation_gender_ipums.csv         Garg et al. (2018), occupation_percentages_gender_occ1950.csv
+    fb13/train.txt, valid.txt, test.txt        OpenKE's benchmarks/FB13 ({train,valid,test}2id.txt), ids mapped
+                                               back to slugs through entity2id.txt / relation2id.txt
+    fb13/entity_names.tsv, relation_names.tsv  display names derived from the slugs
 
 Every file is downloaded to a temporary file in its target directory and moved into place with
 ``os.replace``, so an interrupted download never leaves a half-written file under the real name.
@@ -13,7 +16,6 @@ Every file is downloaded to a temporary file in its target directory and moved i
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import os
 import shutil
@@ -26,7 +28,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from kgbias_core.errors import DOWNLOAD_BAD_ARCHIVE, DOWNLOAD_CENSUS_FAILED, DOWNLOAD_FAILED, DataError
+from kgbias_core.errors import (
+    DOWNLOAD_BAD_ARCHIVE,
+    DOWNLOAD_BAD_OPENKE,
+    DOWNLOAD_CENSUS_FAILED,
+    DOWNLOAD_FAILED,
+    DataError,
+)
 
 #: The official Microsoft release, the same URL as PyKEEN's ``pykeen.datasets.FB15k237``.
 FB15K237_URL = "https://download.microsoft.com/download/8/7/0/8700516A-AB3D-4850-B4BB-805C515AECE1/FB15K-237.2.zip"
@@ -37,6 +45,8 @@ CENSUS_URL = (
     "https://raw.githubusercontent.com/nikhgarg/EmbeddingDynamicStereotypes/HEAD/data/"
     "occupation_percentages_gender_occ1950.csv"
 )
+#: OpenKE's copy of FB13 (Socher et al. 2013): id files with a count line (PROVENANCE.md).
+OPENKE_FB13_URL = "https://raw.githubusercontent.com/thunlp/OpenKE/HEAD/benchmarks/FB13/"
 SPLITS = ("train", "valid", "test")
 _CHUNK = 1 << 16
 
@@ -49,6 +59,7 @@ class Sources:
     entity_names: str = KG_BERT_URL + "entity2text.txt"  # MID<TAB>name
     relation_names: str = KG_BERT_URL + "relation2text.txt"  # relation<TAB>text
     census: str = CENSUS_URL  # Census year,Occupation,Total Weight,Female,Male
+    fb13: str = OPENKE_FB13_URL  # folder with entity2id.txt, relation2id.txt, {train,valid,test}2id.txt
 
     @classmethod
     def under(cls, base_url: str) -> Sources:
@@ -59,6 +70,7 @@ class Sources:
             entity_names=base + "entity2text.txt",
             relation_names=base + "relation2text.txt",
             census=base + "occupation_percentages_gender_occ1950.csv",
+            fb13=base + "FB13/",
         )
 
 
@@ -162,17 +174,81 @@ def download_fb15k237(
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``download --data-dir DIR [--timeout S] [--no-census]``: for a ``python -m`` entry point."""
-    parser = argparse.ArgumentParser(prog="kgbias_core download", description=download_fb15k237.__doc__)
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--timeout", type=float, default=30.0)
-    parser.add_argument("--no-census", action="store_true")
-    args = parser.parse_args(argv)
-    try:
-        paths = download_fb15k237(args.data_dir, timeout=args.timeout, census=not args.no_census)
-    except DataError as exc:
-        parser.exit(1, f"error: {exc}\n")
-    for path in paths:
-        print(path)
-    return 0
+def slug_display_name(slug: str) -> str:
+    """``thomas_harrison_1740`` -> ``Thomas Harrison (1740)``: words capitalised, a trailing year in brackets."""
+    words = [w for w in slug.split("_") if w]
+    year = ""
+    if len(words) > 1 and len(words[-1]) == 4 and words[-1].isdigit():
+        year = f" ({words.pop()})"
+    return " ".join(w[:1].upper() + w[1:] for w in words) + year
+
+
+def _openke_rows(text: str, *, url: str, columns: int, data_dir: Path) -> list[list[str]]:
+    """The rows of an OpenKE file after its count line; the count and the width are checked."""
+    lines = [line for line in text.splitlines() if line.strip()]
+
+    def bad(line: int, problem: str) -> DataError:
+        return DataError(DOWNLOAD_BAD_OPENKE.format(url=url, line=line, problem=problem, path=data_dir))
+
+    if not lines or not lines[0].strip().isdigit():
+        raise bad(1, "the first line is not a count")
+    rows = [line.split() for line in lines[1:]]
+    for number, row in enumerate(rows, start=2):
+        if len(row) != columns:
+            raise bad(number, f"expected {columns} columns, found {len(row)}")
+    if len(rows) != int(lines[0]):
+        raise bad(1, f"the count says {int(lines[0])} rows, the file has {len(rows)}")
+    return rows
+
+
+def _write_text(target: Path, text: str) -> Path:
+    with _atomic_target(target) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+    return target
+
+
+def download_fb13(data_dir: Path, *, timeout: float = 30, sources: Sources | None = None) -> list[Path]:
+    """Download OpenKE's FB13 into ``data_dir/fb13`` as head<TAB>relation<TAB>tail slugs, with names.
+
+    OpenKE stores ids (``h t r`` per line after a count line) and the slug of each id in
+    ``entity2id.txt`` / ``relation2id.txt``; they are mapped back to slugs so that the files are the
+    same layout as FB15k-237's. Every file is checked (count line, width, ids in range) and written
+    atomically. Returns the paths written.
+    """
+    data_dir, sources = Path(data_dir), sources or Sources()
+    folder = data_dir / "fb13"
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def fetch(name: str) -> tuple[str, str]:
+        url = sources.fb13 + name
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
+        os.close(handle)
+        try:
+            _download(url, Path(temporary), timeout=timeout, message=DOWNLOAD_FAILED, data_dir=data_dir)
+            return url, Path(temporary).read_text(encoding="utf-8")
+        finally:
+            Path(temporary).unlink(missing_ok=True)
+
+    labels = {}
+    for kind in ("entity", "relation"):
+        url, text = fetch(f"{kind}2id.txt")
+        rows = _openke_rows(text, url=url, columns=2, data_dir=data_dir)
+        labels[kind] = {int(i): slug for slug, i in rows}
+    written = []
+    for split in SPLITS:
+        url, text = fetch(f"{split}2id.txt")
+        lines = []
+        for number, (head, tail, relation) in enumerate(_openke_rows(text, url=url, columns=3, data_dir=data_dir), 2):
+            try:
+                lines.append(f"{labels['entity'][int(head)]}\t{labels['relation'][int(relation)]}\t"
+                             f"{labels['entity'][int(tail)]}\n")
+            except (KeyError, ValueError) as exc:
+                problem = f"id {exc.args[0]} is not in entity2id.txt / relation2id.txt"
+                raise DataError(DOWNLOAD_BAD_OPENKE.format(url=url, line=number, problem=problem,
+                                                           path=data_dir)) from exc
+        written.append(_write_text(folder / f"{split}.txt", "".join(lines)))
+    names = "".join(f"{slug}\t{slug_display_name(slug)}\n" for slug in labels["entity"].values())
+    relations = "".join(f"{slug}\t{slug.replace('_', ' ')}\n" for slug in labels["relation"].values())
+    written.append(_write_text(folder / "entity_names.tsv", names))
+    written.append(_write_text(folder / "relation_names.tsv", relations))
+    return written

@@ -18,14 +18,13 @@ import numpy as np
 import torch
 from pykeen.triples import TriplesFactory
 
-from kgbias_core.data.schema import FB15K237_SCHEMA, Schema
+from kgbias_core.data.schema import Schema
 from kgbias_core.errors import (
     EMPTY_FIELD,
     EMPTY_FILE,
     MALFORMED_LINE,
     MALFORMED_NAME_LINE,
     MISSING_FILE,
-    NO_DATA_DIR,
     NO_GENDER_FACTS,
     UNKNOWN_SCHEMA_ENTITY,
     UNKNOWN_SCHEMA_RELATION,
@@ -247,25 +246,6 @@ def check_schema(graph: KnowledgeGraph) -> None:
                 female=schema.female,
             )
         )
-
-
-def load_fb15k237(data_dir: Path | str) -> KnowledgeGraph:
-    """FB15k-237 with readable names from ``data_dir/fb15k237/`` (layout of PROVENANCE.md)."""
-    root = Path(data_dir) / "fb15k237"
-    if not (root / "train.txt").is_file():
-        raise DataError(NO_DATA_DIR.format(path=Path(data_dir)))
-    files = [root / f"{split}.txt" for split in ("train", "valid", "test")]
-    names_file = root / "entity_names.tsv"
-    names = read_names(names_file) if names_file.is_file() else {}
-    return from_labeled_triples(
-        name="fb15k237",
-        train=read_triples(files[0]),
-        valid=read_triples(files[1]),
-        test=read_triples(files[2]),
-        schema=FB15K237_SCHEMA,
-        entity_names=names,
-        data_hash=hash_files(files),
-    )
 
 
 def load_user_graph(

@@ -118,6 +118,18 @@ FB15K237_SCHEMA = Schema(
     ),
 )
 
+FB13_SCHEMA = Schema(
+    gender_relation="gender",
+    male="male",
+    female="female",
+    occupation_relation="profession",
+    attributes=(
+        AttributeRelation("nationality", "nationality"),
+        AttributeRelation("religion", "religion"),
+        AttributeRelation("ethnicity", "ethnicity"),
+    ),
+)
+
 SYNTHETIC_SCHEMA = Schema(
     gender_relation="gender",
     male="male",

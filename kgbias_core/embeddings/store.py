@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import uuid
 from dataclasses import dataclass, field, replace
@@ -35,12 +36,19 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from kgbias_core.data.schema import Schema
-from kgbias_core.embeddings.config import TrainConfig
+from kgbias_core.embeddings.config import MODELS, TrainConfig
 from kgbias_core.errors import (
     MODEL_CORRUPT,
     MODEL_INCOMPLETE,
     MODEL_NOT_FOUND,
+    MODEL_WRITE_FAILED,
+    NON_FINITE_WEIGHTS,
+    OUT_BAD_NAME,
+    OUT_EXISTS,
+    OUT_IS_INPUT,
+    OUT_NOT_A_MODEL,
     UNKNOWN_ENTITY,
+    UNKNOWN_MODEL,
     UNKNOWN_RELATION,
     MeasureError,
     ModelStoreError,
@@ -49,6 +57,10 @@ from kgbias_core.types import FloatTensor, LongTensor
 
 MODEL_FILES = ("config.json", "model.safetensors", "training.safetensors", "entities.tsv", "relations.tsv")
 STORE_ENV = "KGBIAS_MODEL_DIR"
+#: A model name is one path component: nothing a user types (or a page passes) can leave the store.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+#: Files are world-readable like the rest of a checkout (safetensors writes 0600 on its own).
+_FILE_MODE = 0o644
 
 
 def default_store() -> Path:
@@ -133,53 +145,135 @@ def library_versions() -> dict[str, str]:
     return {"python": platform.python_version(), "torch": torch.__version__, "pykeen": version("pykeen")}
 
 
-def save_model(model: StoredModel, store: Path | str | None = None) -> Path:
-    """Write ``model`` to ``store/model.name`` atomically; an existing model of that name is replaced."""
-    store = Path(store) if store is not None else default_store()
-    store.mkdir(parents=True, exist_ok=True)
-    target = store / model.name
-    tmp = store / f".tmp-{model.name}-{uuid.uuid4().hex}"
-    tmp.mkdir()
+def check_model_name(name: str) -> str:
+    """``name`` if it is a safe model name (one path component), else :class:`ModelStoreError`."""
+    if not _NAME.fullmatch(name):
+        raise ModelStoreError(OUT_BAD_NAME.format(name=name))
+    return name
+
+
+def is_model_dir(path: Path | str) -> bool:
+    """True for a complete model directory written by :func:`save_model`."""
+    path = Path(path)
+    return path.is_dir() and all((path / f).is_file() for f in MODEL_FILES)
+
+
+def check_output(target: Path | str, *, overwrite: bool, reading: Path | str | None = None) -> Path:
+    """Refuse an output directory whose replacement would lose data; returns ``target``.
+
+    Nothing that is not a kgbias model directory is ever replaced; an existing model only with
+    ``overwrite`` (the CLI's ``--force``); the model being read (``reading``) never.
+    """
+    target = Path(target)
+    check_model_name(target.name)
+    if reading is not None and target.resolve() == Path(reading).resolve():
+        raise ModelStoreError(OUT_IS_INPUT.format(path=target))
+    if target.exists() or target.is_symlink():
+        if target.is_symlink() or not is_model_dir(target):
+            raise ModelStoreError(OUT_NOT_A_MODEL.format(path=target))
+        if not overwrite:
+            raise ModelStoreError(OUT_EXISTS.format(path=target))
+    return target
+
+
+def _scratch(store: Path, kind: str, name: str) -> Path:
+    """A hidden sibling for an atomic write; the pid lets :func:`clean_orphans` spot dead writers."""
+    return store / f".{kind}-{name}-{os.getpid()}-{uuid.uuid4().hex}"
+
+
+def _alive(pid: int) -> bool:
     try:
-        save_file({k: v.detach().cpu().contiguous() for k, v in model.weights.items()}, tmp / "model.safetensors")
-        training = {"triples": model.triples.cpu().contiguous()}
-        for key in ("negatives", "valid_triples", "test_triples"):
-            value = getattr(model, key)
-            if value is not None:
-                training[key] = value.cpu().contiguous()
-        save_file(training, tmp / "training.safetensors")
-        with (tmp / "entities.tsv").open("w", encoding="utf-8") as handle:
-            handle.write("id\tlabel\tname\n")
-            for i, (label, name) in enumerate(zip(model.entity_labels, model.entity_names, strict=True)):
-                handle.write(f"{i}\t{label}\t{_clean(name)}\n")
-        with (tmp / "relations.tsv").open("w", encoding="utf-8") as handle:
-            handle.write("id\tlabel\n")
-            for i, label in enumerate(model.relation_labels):
-                handle.write(f"{i}\t{label}\n")
-        config = {
-            "name": model.name,
-            "dataset": model.dataset,
-            "data_hash": model.data_hash,
-            "schema": model.schema.to_dict(),
-            **model.config.to_dict(),
-            "damping": model.damping,
-            "influence_scale": model.influence_scale,
-            "edit": model.edit,
-            **model.info,
-        }
-        # config.json last: a directory holding it was written completely.
-        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True), encoding="utf-8")
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # somebody else's live process
+        return True
+    return True
+
+
+def clean_orphans(store: Path | str | None = None) -> list[str]:
+    """Remove the scratch directories of writes whose process died (kill -9); returns their names.
+
+    A scratch directory of a live process (this one included) is left alone: its write may be
+    under way.
+    """
+    store = Path(store) if store is not None else default_store()
+    removed = []
+    if not store.is_dir():
+        return removed
+    for entry in store.iterdir():
+        if not entry.name.startswith((".tmp-", ".old-")) or not entry.is_dir():
+            continue
+        parts = entry.name.rsplit("-", 2)
+        if len(parts) != 3 or not parts[1].isdigit() or _alive(int(parts[1])):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    return removed
+
+
+def save_model(model: StoredModel, store: Path | str | None = None, *, overwrite: bool = True) -> Path:
+    """Write ``model`` to ``store/model.name`` atomically and return that path.
+
+    An existing *model* of that name is replaced only with ``overwrite``; anything else at that
+    path is never touched (:func:`check_output`). A failed write (full disk, I/O error) leaves the
+    previous model as it was and raises :class:`ModelStoreError` with the reason.
+    """
+    store = Path(store) if store is not None else default_store()
+    target = check_output(store / check_model_name(model.name), overwrite=overwrite)
+    store.mkdir(parents=True, exist_ok=True)
+    tmp = _scratch(store, "tmp", model.name)
+    try:
+        tmp.mkdir()
+        _write_model_files(model, tmp)
         old = None
         if target.exists():
-            old = store / f".old-{model.name}-{uuid.uuid4().hex}"
+            old = _scratch(store, "old", model.name)
             os.replace(target, old)
         os.replace(tmp, target)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+    except (OSError, SafetensorError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ModelStoreError(MODEL_WRITE_FAILED.format(path=target, reason=exc)) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def _write_model_files(model: StoredModel, folder: Path) -> None:
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.weights.items()}, folder / "model.safetensors")
+    training = {"triples": model.triples.cpu().contiguous()}
+    for key in ("negatives", "valid_triples", "test_triples"):
+        value = getattr(model, key)
+        if value is not None:
+            training[key] = value.cpu().contiguous()
+    save_file(training, folder / "training.safetensors")
+    with (folder / "entities.tsv").open("w", encoding="utf-8") as handle:
+        handle.write("id\tlabel\tname\n")
+        for i, (label, name) in enumerate(zip(model.entity_labels, model.entity_names, strict=True)):
+            handle.write(f"{i}\t{label}\t{_clean(name)}\n")
+    with (folder / "relations.tsv").open("w", encoding="utf-8") as handle:
+        handle.write("id\tlabel\n")
+        for i, label in enumerate(model.relation_labels):
+            handle.write(f"{i}\t{label}\n")
+    config = {
+        "name": model.name,
+        "dataset": model.dataset,
+        "data_hash": model.data_hash,
+        "schema": model.schema.to_dict(),
+        **model.config.to_dict(),
+        "damping": model.damping,
+        "influence_scale": model.influence_scale,
+        "edit": model.edit,
+        **model.info,
+    }
+    for file in folder.iterdir():
+        file.chmod(_FILE_MODE)
+    # config.json last: a directory holding it was written completely.
+    (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True), encoding="utf-8")
+    (folder / "config.json").chmod(_FILE_MODE)
 
 
 def _clean(text: str) -> str:
@@ -218,6 +312,14 @@ def load_model(path: Path | str) -> StoredModel:
     entities = _read_tsv(path / "entities.tsv", 3)
     relations = _read_tsv(path / "relations.tsv", 2)
     train_config = TrainConfig.from_dict(config)
+    if train_config.model not in MODELS:
+        problem = UNKNOWN_MODEL.format(model=train_config.model, known=", ".join(MODELS))
+        raise ModelStoreError(MODEL_CORRUPT.format(path=path / "config.json", problem=problem))
+    for key, tensor in weights.items():
+        if tensor.is_floating_point() or tensor.is_complex():
+            bad = int((~torch.isfinite(tensor)).sum())
+            if bad:
+                raise ModelStoreError(NON_FINITE_WEIGHTS.format(path=path / "model.safetensors", tensor=key, count=bad))
     if train_config.model == "transe":
         for key, rows in (("entity_embeddings", entities), ("relation_embeddings", relations)):
             if key not in weights or weights[key].shape[0] != len(rows):
@@ -255,11 +357,8 @@ def list_models(store: Path | str | None = None) -> list[str]:
     store = Path(store) if store is not None else default_store()
     if not store.is_dir():
         return []
-    return sorted(
-        p.name
-        for p in store.iterdir()
-        if p.is_dir() and not p.name.startswith(".") and all((p / f).is_file() for f in MODEL_FILES)
-    )
+    clean_orphans(store)
+    return sorted(p.name for p in store.iterdir() if not p.name.startswith(".") and is_model_dir(p))
 
 
 def read_config(path: Path | str) -> dict[str, Any]:
