@@ -25,6 +25,7 @@ from kgbias_core.embeddings.training import default_device  # noqa: E402
 from kgbias_core.influence.closed_form import all_triple_influences, influence_context, triple_influence  # noqa: E402
 from kgbias_core.influence.iterative import group_bias_rhs, influence_from_solution, lissa_solve  # noqa: E402
 from kgbias_core.influence.retraining_check import removal_set  # noqa: E402
+from kgbias_core.tables import entity_name  # noqa: E402
 
 OCCUPATIONS = ("/m/02hrh1q", "/m/0d1pc", "/m/0dxtg")  # Actor, Model, Screenwriter
 
@@ -60,10 +61,11 @@ def main() -> None:
     analysis = ModelAnalysis(model)
     closed_ms = {}
     for label in OCCUPATIONS:
-        index = analysis.occupation_index(label)
+        index = analysis.groups.index(label)
         seconds, _ = timed(lambda i=index: triple_influence(context, i), 7)
         closed_ms[label] = seconds * 1000
-        print(f"closed form, one occupation, {analysis.name(model.entity_id(label)):12s}: {seconds * 1000:7.1f} ms"
+        name = entity_name(analysis, model.entity_id(label))
+        print(f"closed form, one occupation, {name:12s}: {seconds * 1000:7.1f} ms"
               f"  (target <= 50 ms: {'ok' if seconds <= 0.05 else 'MISSED'})")
     seconds, (rows, _) = timed(lambda: all_triple_influences(context), 3)
     print(f"closed form, all {rows.shape[0]} occupations with both genders: {seconds:.2f} s"
@@ -72,14 +74,14 @@ def main() -> None:
     damping = args.lissa_damping or 3 * model.damping
     accuracy = pd.read_csv(args.accuracy) if Path(args.accuracy).is_file() else None
     for label in OCCUPATIONS[:1] if accuracy is None else OCCUPATIONS:
-        index = analysis.occupation_index(label)
+        index = analysis.groups.index(label)
         rhs = group_bias_rhs(context, index)
         lissa_seconds, solution = timed(
             lambda r=rhs: lissa_solve(model, r, damping=damping, depth=args.lissa_depth,
                                       batch_size=args.lissa_batch, repeats=args.lissa_repeats), 1)
         lissa = influence_from_solution(context, model, solution)
         closed = triple_influence(context, index)
-        name = analysis.name(model.entity_id(label))
+        name = entity_name(analysis, model.entity_id(label))
         print(f"LiSSA (depth {args.lissa_depth}, batch {args.lissa_batch}, {args.lissa_repeats} repeats, "
               f"lambda {damping:.1f}), {name}: {lissa_seconds:.1f} s; ratio LiSSA / closed form = "
               f"{lissa_seconds * 1000 / closed_ms[label]:.0f}x")

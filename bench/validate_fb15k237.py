@@ -20,6 +20,7 @@ import pandas as pd
 from kgbias_core.analysis import ModelAnalysis  # noqa: E402
 from kgbias_core.embeddings.store import load_model, save_model  # noqa: E402
 from kgbias_core.influence.retraining_check import influence_accuracy, masked_retrain_bias, summarize_accuracy  # noqa: E402
+from kgbias_core.tables import entity_name  # noqa: E402
 
 # Actor, Model, Screenwriter: the occupations of the feasibility study (METHODS §2).
 DEFAULT_OCCUPATIONS = ("/m/02hrh1q", "/m/0d1pc", "/m/0dxtg")
@@ -39,14 +40,13 @@ def main() -> None:
     print(f"model {args.model}: {model.config}", flush=True)
     start = time.perf_counter()
     base = masked_retrain_bias(model, removed=None, groups=analysis.groups)
-    stored = analysis.measures.set_index("occupation")["group_bias"]
-    drift = max(abs(float(base[analysis.occupation_index(o)]) - stored[o]) for o in args.occupations)
+    drift = max(abs(float(base[analysis.groups.index(o)] - analysis.group_bias(o))) for o in args.occupations)
     print(f"unedited retrain: {time.perf_counter() - start:.0f}s, max |B_gr - stored| = {drift:.2e}", flush=True)
 
     tables, summaries = [], []
     for occupation in args.occupations:
-        index = analysis.occupation_index(occupation)
-        name = analysis.name(model.entity_id(occupation))
+        index = analysis.groups.index(occupation)
+        name = entity_name(analysis, model.entity_id(occupation))
         runs = influence_accuracy(
             model, influence=analysis.influence(occupation), occupation_index=index, groups=analysis.groups,
             ks=args.ks, base_bias=float(base[index]),

@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from kgbias_core import tables
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.compare import model_fairness
 from kgbias_core.embeddings.store import load_model, read_config
@@ -54,17 +55,17 @@ def model_config(path: str, version: int) -> dict:
 
 @st.cache_data(max_entries=8, show_spinner="Computing every measure per occupation…")
 def measures(path: str, version: int) -> pd.DataFrame:
-    return analysis(path, version).measures
+    return tables.measures_table(analysis(path, version))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def summary(path: str, version: int) -> dict[str, int]:
-    return analysis(path, version).summary()
+    return tables.summary(analysis(path, version))
 
 
 @st.cache_data(max_entries=1024, show_spinner=False)
 def individuals(path: str, version: int, occupation: str) -> pd.DataFrame:
-    return analysis(path, version).individuals(occupation)
+    return tables.persons_table(analysis(path, version), occupation)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -80,22 +81,22 @@ def individuals_of(path: str, version: int, occupations: tuple[str, ...]) -> pd.
 
 @st.cache_data(max_entries=256, show_spinner="Computing the influence of every training triple…")
 def influence_extremes(path: str, version: int, occupation: str, k: int) -> pd.DataFrame:
-    return analysis(path, version).influence_extremes(occupation, k=k)
+    return tables.influence_extremes(analysis(path, version), occupation, k=k)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def influence_table(path: str, version: int, occupation: str, top: int) -> pd.DataFrame:
-    return analysis(path, version).influence_table(occupation, top=top)
+    return tables.influence_table(analysis(path, version), occupation, top=top)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def occupation_relation_share(path: str, version: int, occupation: str) -> dict[str, object]:
-    return analysis(path, version).occupation_relation_share(occupation)
+    return tables.occupation_relation_share(analysis(path, version), occupation)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def triples_frame(path: str, version: int, indices: tuple[int, ...]) -> pd.DataFrame:
-    return analysis(path, version).triples_frame(torch.tensor(indices, dtype=torch.long))
+    return tables.triples_frame(analysis(path, version), torch.tensor(indices, dtype=torch.long))
 
 
 def predicted_removal(path: str, version: int, occupation: str, indices: tuple[int, ...]) -> float:
@@ -105,15 +106,15 @@ def predicted_removal(path: str, version: int, occupation: str, indices: tuple[i
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def attribute_values(path: str, version: int, relation: str) -> pd.DataFrame:
-    return analysis(path, version).attribute_values(relation)
+    return tables.attribute_values(analysis(path, version), relation)
 
 
 @st.cache_data(max_entries=128, show_spinner="Computing Fisher's b_p for every profession…")
 def fisher_table(
     path: str, version: int, relation: str, value_a: str, value_b: str | None, min_count: int
 ) -> pd.DataFrame:
-    return analysis(path, version).fisher_table(
-        relation=relation, value_a=value_a, value_b=value_b, min_count=min_count
+    return tables.fisher_table(
+        analysis(path, version), relation=relation, value_a=value_a, value_b=value_b, min_count=min_count
     )
 
 

@@ -123,8 +123,8 @@ def influence_accuracy_job(
     def run(progress: Progress) -> pd.DataFrame:
         model = load_model(store / model_name)
         _check_ks(ks, n_triples=model.triples.shape[0], model=model_name)
-        analysis = ModelAnalysis(model, n_resamples=10)
-        index = analysis.occupation_index(occupation)
+        analysis = ModelAnalysis(model)
+        index = analysis.groups.index(occupation)
         influence = analysis.influence(occupation)
         total = len(kinds) * len(ks)
         progress.update(stage="retraining", step=0, total=total, message="retraining the unedited graph (masked)")

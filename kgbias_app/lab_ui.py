@@ -23,6 +23,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models
 from kgbias_core.influence.retraining_check import removal_set
 from kgbias_core.jobs import JobState, JobStatus, Progress, default_registry
+from kgbias_core.tables import entity_name
 from kgbias_core.tasks import if_remove_edit
 from kgbias_core.whatif.edits import Edit, add_edit, remove_edit
 
@@ -121,7 +122,7 @@ def build_edit(analysis: ModelAnalysis, *, model_name: str, occupation: str, str
                k: int, c: float, cap: int) -> Edit | None:
     """The chosen edit (warnings for capped k or an empty basket); MeasureError for impossible ones."""
     model = analysis.model
-    name = analysis.measures.set_index("occupation").loc[occupation, "name"]
+    name = entity_name(analysis, model.entity_id(occupation))
     if strategy == "add":
         return add_edit(model, occupation, c=c, cap=cap)
     if strategy == "if":

@@ -69,24 +69,30 @@ def _write(frame, out: str) -> None:
 
 
 def _measures(args: argparse.Namespace) -> None:
-    from kgbias_core.analysis import MEASURE_COLUMNS
+    from kgbias_core.tables import MEASURE_COLUMNS, measures_table
 
-    frame = _analysis(args.model).measures
+    frame = measures_table(_analysis(args.model))
     _write(frame[[*MEASURE_COLUMNS, "note"]], args.out)
 
 
 def _individuals(args: argparse.Namespace) -> None:
-    _write(_analysis(args.model).individuals(args.occupation), args.out)
+    from kgbias_core.tables import persons_table
+
+    _write(persons_table(_analysis(args.model), args.occupation), args.out)
 
 
 def _influence(args: argparse.Namespace) -> None:
-    frame = _analysis(args.model).influence_table(args.occupation, top=args.top)
+    from kgbias_core.tables import influence_table
+
+    frame = influence_table(_analysis(args.model), args.occupation, top=args.top)
     _write(frame[["head", "relation", "tail", "head_name", "tail_name", "influence"]], args.out)
 
 
 def _fisher(args: argparse.Namespace) -> None:
-    frame = _analysis(args.model).fisher_table(
-        relation=args.relation, value_a=args.a, value_b=args.b, min_count=args.min_count
+    from kgbias_core.tables import fisher_table
+
+    frame = fisher_table(
+        _analysis(args.model), relation=args.relation, value_a=args.a, value_b=args.b, min_count=args.min_count
     )
     _write(frame, args.out)
 
@@ -155,7 +161,7 @@ def _debias(args: argparse.Namespace) -> None:
     from kgbias_core.whatif.edits import add_edit, remove_edit, retrain
     from kgbias_core.whatif.runs import bias_change
 
-    analysis = ModelAnalysis(load_model(args.model), n_resamples=10)  # only B_gr is reported: skip the bootstrap
+    analysis = ModelAnalysis(load_model(args.model))
     model, occupation = analysis.model, args.occupation
     if args.add:
         edit = add_edit(model, occupation, c=args.c, cap=args.cap)
@@ -184,7 +190,7 @@ def _debias(args: argparse.Namespace) -> None:
 
     what_if = retrain(model, edit, name=out.name, mode=args.mode, on_epoch=report)
     path = save_model(what_if, out.parent)
-    change = bias_change(analysis, ModelAnalysis(what_if, n_resamples=10)).set_index("occupation").loc[occupation]
+    change = bias_change(analysis, ModelAnalysis(what_if)).set_index("occupation").loc[occupation]
     scale = ("uncalibrated: ranking only" if model.influence_scale is None
              else f"calibrated x{model.influence_scale:.3g}")
     print(f"saved {path} ({edit.strategy}, {args.mode})")
@@ -209,7 +215,7 @@ def _validate_influence(args: argparse.Namespace) -> None:
     def report(kind: str, k: int, predicted: float, actual: float) -> None:
         print(f"{kind} k={k}: predicted {predicted:+.5f}  actual {actual:+.5f}", file=sys.stderr)
 
-    runs = influence_accuracy(model, influence=influence, occupation_index=analysis.occupation_index(args.occupation),
+    runs = influence_accuracy(model, influence=influence, occupation_index=analysis.groups.index(args.occupation),
                               groups=analysis.groups, ks=args.ks, kinds=args.kinds, on_run=report)
     summary = summarize_accuracy(runs)
     _write(runs, args.out)
@@ -218,16 +224,17 @@ def _validate_influence(args: argparse.Namespace) -> None:
 
 
 def _validate_census(args: argparse.Namespace) -> None:
+    from kgbias_core.data.census import census_validation
     from kgbias_core.data.datasets import resolve_data_dir
     from kgbias_core.errors import CENSUS_FILE_MISSING, CENSUS_NOT_PAIRED, DataError, MeasureError
-    from kgbias_core.influence.retraining_check import census_validation
+    from kgbias_core.tables import measures_table
 
     data_dir = resolve_data_dir(args.data_dir)
     census = data_dir / "census" / "occupation_gender_ipums.csv"
     if not census.is_file():
         raise DataError(CENSUS_FILE_MISSING.format(path=census, data_dir=data_dir))
     analysis = _analysis(args.model)
-    correlations, joined = census_validation(analysis.measures, census_path=census, year=args.year,
+    correlations, joined = census_validation(measures_table(analysis), census_path=census, year=args.year,
                                              min_per_gender=args.min_per_gender)
     if joined.empty:
         raise MeasureError(CENSUS_NOT_PAIRED.format(model=analysis.model.name, dataset=analysis.model.dataset))

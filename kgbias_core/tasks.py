@@ -45,9 +45,9 @@ def removal_curve_job(
 
     def run(progress: Progress) -> pd.DataFrame:
         model = load_model(store / base)
-        analysis = ModelAnalysis(model, n_resamples=10)
-        index = analysis.occupation_index(occupation)
-        before = float(analysis.measures["group_bias"].iloc[index])
+        analysis = ModelAnalysis(model)
+        index = analysis.groups.index(occupation)
+        before = float(analysis.group_bias(occupation))
         influence = analysis.influence(occupation)
         scale = model.influence_scale or 1.0
         rows = [{"strategy": s, "k": 0, "predicted": before, "group_bias": before}
@@ -72,7 +72,6 @@ def removal_curve_job(
 
 def if_remove_edit(analysis: ModelAnalysis, occupation: str, *, k: int) -> Edit:
     """The IF-REMOVE edit for ``occupation``: the k triples that move its B_gr most towards 0."""
-    index = analysis.occupation_index(occupation)
-    bias = float(analysis.measures["group_bias"].iloc[index])
+    bias = float(analysis.group_bias(occupation))
     removed = debiasing_removal(analysis.influence(occupation), bias=bias, k=k)
     return remove_edit(analysis.model, occupation, removed, strategy=f"if-remove k={k}")

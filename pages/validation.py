@@ -3,10 +3,11 @@
 import streamlit as st
 
 from kgbias_app import cache, lab_jobs, lab_ui, sidebar, ui
+from kgbias_core.data.census import CENSUS_MEASURES, census_validation
 from kgbias_core.data.datasets import resolve_data_dir
 from kgbias_core.embeddings.store import default_store
 from kgbias_core.errors import CENSUS_NOT_PAIRED
-from kgbias_core.influence.retraining_check import CENSUS_MEASURES, census_validation, summarize_accuracy
+from kgbias_core.influence.retraining_check import summarize_accuracy
 
 st.title("Validation")
 model = sidebar.render()

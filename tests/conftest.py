@@ -1,23 +1,28 @@
-"""Shared fixtures: a tiny seeded people graph and a TransE model trained on it (session-wide)."""
+"""Shared fixtures: a tiny seeded people graph and a TransE model trained on it (session-wide), the
+same with one person holding two gender values, and the naive oracle of the occupation groups."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
-from kgbias_core.data.graph import KnowledgeGraph
+from kgbias_core.data.graph import KnowledgeGraph, from_labeled_triples
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import StoredModel, save_model
 from kgbias_core.embeddings.training import train_model
+from kgbias_core.influence.closed_form import InfluenceContext
 
 REPO = Path(__file__).resolve().parents[1]
 #: Small enough to train in about a second on one CPU core, big enough for every group to exist.
 TINY_GRAPH = SyntheticConfig(n_persons=600, seed=7, other_gender_share=0.02)
 TINY_TRAINING = TrainConfig(dim=16, epochs=25, batch_size=256, lr=1e-2, l2=10.0, seed=3)
+#: The person of the two-gender graph that holds both the male and the female value.
+TWO_GENDER_PERSON = "person_00000"
 
 
 def data_dir() -> Path:
@@ -46,3 +51,87 @@ def tiny_store(tmp_path_factory: pytest.TempPathFactory, tiny_model: StoredModel
     store = tmp_path_factory.mktemp("store")
     save_model(tiny_model, store)
     return store
+
+
+@pytest.fixture(scope="session")
+def two_gender_graph() -> KnowledgeGraph:
+    """A small people graph in which :data:`TWO_GENDER_PERSON`, a woman with occupations, also has the
+    male value (as 29 persons of FB13 have both)."""
+    graph = generate_people_graph(SyntheticConfig(n_persons=200, seed=11))
+    labels = {i: e for e, i in graph.entity_to_id.items()}
+    relations = {i: r for r, i in graph.relation_to_id.items()}
+    train = [(labels[h], relations[r], labels[t]) for h, r, t in graph.training.mapped_triples.tolist()]
+    s = graph.schema
+    facts = {(r, t) for h, r, t in train if h == TWO_GENDER_PERSON}
+    assert (s.gender_relation, s.female) in facts and any(r == s.occupation_relation for r, _ in facts)
+    train.append((TWO_GENDER_PERSON, s.gender_relation, s.male))
+    return from_labeled_triples(name="two-genders", train=np.asarray(train, dtype=str), schema=s,
+                                entity_names=graph.entity_names)
+
+
+@pytest.fixture(scope="session")
+def two_gender_model(two_gender_graph: KnowledgeGraph) -> StoredModel:
+    config = TrainConfig(dim=8, epochs=3, batch_size=256, lr=1e-2, l2=10.0, seed=3)
+    return train_model(two_gender_graph, config, name="two-genders", device=torch.device("cpu"))
+
+
+def naive_groups(model: StoredModel) -> tuple[dict[str, tuple[set[str], set[str]]], dict[str, int]]:
+    """(occupation -> (men, women)) and degrees, by plain loops over the labelled triples.
+
+    A man or woman has exactly that one gender value; anyone else is in neither set.
+    """
+    s = model.schema
+    labels, rels = model.entity_labels, model.relation_labels
+    triples = [(labels[h], rels[r], labels[t]) for h, r, t in model.triples.tolist()]
+    groups: dict[str, tuple[set[str], set[str]]] = {}
+    genders = naive_genders(model)
+    for h, r, t in triples:
+        if r == s.occupation_relation:
+            men, women = groups.setdefault(t, (set(), set()))
+            if genders.get(h) == {s.male}:
+                men.add(h)
+            elif genders.get(h) == {s.female}:
+                women.add(h)
+    degree: dict[str, int] = {}
+    for h, _, t in triples:
+        degree[h] = degree.get(h, 0) + 1
+        degree[t] = degree.get(t, 0) + 1
+    return groups, degree
+
+
+def naive_genders(model: StoredModel) -> dict[str, set[str]]:
+    """Person label -> the set of its gender values' labels, by a plain loop over the triples."""
+    labels, rels = model.entity_labels, model.relation_labels
+    genders: dict[str, set[str]] = {}
+    for h, r, t in model.triples.tolist():
+        if rels[r] == model.schema.gender_relation:
+            genders.setdefault(labels[h], set()).add(labels[t])
+    return genders
+
+
+def occupation_with_both(context: InfluenceContext, minimum: int = 5) -> int:
+    """Index of the occupation with the most women among those with ``minimum`` of each gender."""
+    groups = context.groups
+    ok = ((groups.n_male >= minimum) & (groups.n_female >= minimum)).nonzero().squeeze(-1)
+    return int(ok[torch.argmax(groups.n_female[ok])])
+
+
+def double_vectors(model: StoredModel) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(E, R, m, f, r_p): the model's embeddings in float64, and the male, female and occupation vectors."""
+    E, R = model.entity_embeddings.double(), model.relation_embeddings.double()
+    s = model.schema
+    return E, R, E[model.entity_id(s.male)], E[model.entity_id(s.female)], R[model.relation_id(s.occupation_relation)]
+
+
+def naive_group_bias(model: StoredModel, occupation: str) -> float:
+    """B_gr of one occupation by plain loops: mean psi over its women minus over its men (NaN if one is empty)."""
+    men, women = naive_groups(model)[0][occupation]
+    if not (men and women):
+        return float("nan")
+    E, _, _, _, r_p = double_vectors(model)
+    o = E[model.entity_id(occupation)]
+
+    def psi(person: str) -> float:
+        return float(((E[model.entity_id(person)] + r_p - o) ** 2).sum())
+
+    return sum(map(psi, women)) / len(women) - sum(map(psi, men)) / len(men)

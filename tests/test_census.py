@@ -12,7 +12,9 @@ import pytest
 from scipy import stats
 
 from kgbias_core.data.census import (
+    CENSUS_MEASURES,
     census_correlations,
+    census_validation,
     load_census,
     load_pairing,
     paired_shares,
@@ -210,3 +212,22 @@ def test_correlations_on_real_shares(census_2015: pd.DataFrame) -> None:
     table = census_correlations(measures, shares)
     assert table.loc[0, "r"] == pytest.approx(1.0)
     assert table.loc[0, "n"] == shares["log_prop"].notna().sum()
+
+
+def test_census_validation_correlates_each_measure_over_the_paired_occupations(census_2015: pd.DataFrame) -> None:
+    shares = paired_shares(census_2015, load_pairing())
+    finite = shares[np.isfinite(shares["log_prop"])]
+    paired = finite.drop_duplicates("log_prop").index[:8].tolist()  # eight distinct census shares
+    rng = np.random.default_rng(0)
+    measures = pd.DataFrame({"occupation": [*paired, "/m/not-paired"], "n_male": [3] * 9, "n_female": [2] * 9})
+    for measure in CENSUS_MEASURES:
+        measures[measure] = rng.normal(size=9)
+    measures.loc[0, "n_female"] = 0  # left out below min_per_gender = 1
+    correlations, joined = census_validation(measures, census_path=CENSUS)
+    assert list(correlations["measure"]) == list(CENSUS_MEASURES)
+    assert sorted(joined["occupation"]) == sorted(paired[1:])  # the unpaired one has no census share
+    lp = shares.loc[paired[1:], "log_prop"].tolist()
+    for row in correlations.itertuples():
+        values = measures.set_index("occupation").loc[paired[1:], row.measure].tolist()
+        assert row.n == 7 and row.r == pytest.approx(_pearson_by_hand(values, lp))
+    assert joined.set_index("occupation").loc[paired[1], "p_male"] == shares.loc[paired[1], "p_male"]

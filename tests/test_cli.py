@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kgbias_core.analysis import MEASURE_COLUMNS
 from kgbias_core.cli import main
+from kgbias_core.tables import MEASURE_COLUMNS
 
 from .conftest import REPO
 

@@ -9,19 +9,19 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.errors import MeasureError
 from kgbias_core.influence.closed_form import debiasing_removal
+from kgbias_core.tables import measures_table
 from kgbias_core.whatif.edits import add_edit, remove_edit, retrain
 
 
 def pick_occupation(model) -> str:
-    table = ModelAnalysis(model, n_resamples=50).measures
+    table = measures_table(ModelAnalysis(model), n_resamples=50)
     table = table[(table.n_male >= 5) & (table.n_female >= 5)]
     return table.loc[table.group_bias.abs().idxmax(), "occupation"]
 
 
 def test_add_edit_adds_exactly_the_dummies(tiny_model) -> None:
     occupation = pick_occupation(tiny_model)
-    analysis = ModelAnalysis(tiny_model, n_resamples=50)
-    row = analysis.measures.set_index("occupation").loc[occupation]
+    row = measures_table(ModelAnalysis(tiny_model), n_resamples=50).set_index("occupation").loc[occupation]
     edit = add_edit(tiny_model, occupation, c=0.5)
     expected = round(0.5 * abs(row.n_male - row.n_female))
     assert len(edit.added_entities) == expected and len(edit.added_triples) == 2 * expected
@@ -36,7 +36,7 @@ def test_add_edit_adds_exactly_the_dummies(tiny_model) -> None:
     assert torch.equal(what_if.triples[: tiny_model.triples.shape[0]], tiny_model.triples)
     assert what_if.n_entities == tiny_model.n_entities + expected
     # The dummies now count as persons of the occupation.
-    after = ModelAnalysis(what_if, n_resamples=50).measures.set_index("occupation").loc[occupation]
+    after = measures_table(ModelAnalysis(what_if), n_resamples=50).set_index("occupation").loc[occupation]
     assert after.n_male + after.n_female == row.n_male + row.n_female + expected
 
 
@@ -68,8 +68,8 @@ def test_bad_edits_have_clear_messages(tiny_model) -> None:
 @pytest.mark.slow
 def test_if_remove_moves_bias_towards_zero_more_than_random(tiny_model) -> None:
     occupation = pick_occupation(tiny_model)
-    analysis = ModelAnalysis(tiny_model, n_resamples=50)
-    before = float(analysis.measures.set_index("occupation").loc[occupation, "group_bias"])
+    analysis = ModelAnalysis(tiny_model)
+    before = float(analysis.group_bias(occupation))
     k = 20
     chosen = debiasing_removal(analysis.influence(occupation), bias=before, k=k)
     random = torch.randperm(tiny_model.triples.shape[0], generator=torch.Generator().manual_seed(0))[:k]
@@ -77,8 +77,7 @@ def test_if_remove_moves_bias_towards_zero_more_than_random(tiny_model) -> None:
     for strategy, removed in (("if-remove", chosen), ("random-remove", random)):
         what_if = retrain(tiny_model, remove_edit(tiny_model, occupation, removed, strategy=strategy),
                           name=strategy, mode="scratch")
-        results[strategy] = float(ModelAnalysis(what_if, n_resamples=50).measures.set_index("occupation")
-                                  .loc[occupation, "group_bias"])
+        results[strategy] = float(ModelAnalysis(what_if).group_bias(occupation))
     assert abs(results["if-remove"]) < abs(before) - 0.02
     assert abs(results["if-remove"]) < abs(results["random-remove"])
 
@@ -96,7 +95,7 @@ def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) 
     assert (band["spread"].dropna() >= 0).all() and band["spread"].max() > 0
     assert load_result(path, "noise_band", params={"seeds": [11]}) is not None
     assert load_result(path, "noise_band", params={"seeds": [12]}) is None  # other params: recompute
-    analysis = ModelAnalysis(tiny_model, n_resamples=50)
+    analysis = ModelAnalysis(tiny_model)
     same = bias_change(analysis, analysis)
     assert (same["change"].dropna() == 0).all()
 
@@ -112,7 +111,7 @@ def test_lab_jobs_run_through_the_registry_are_cancellable_and_reload(tiny_store
     shutil.copytree(tiny_store, store, dirs_exist_ok=True)
     base = load_model(store / "tiny-transe")
     occupation = pick_occupation(base)
-    edit = if_remove_edit(ModelAnalysis(base, n_resamples=10), occupation, k=5)
+    edit = if_remove_edit(ModelAnalysis(base), occupation, k=5)
     registry = JobRegistry()
     try:
         done = registry.submit("what-if", whatif_job(store=store, base="tiny-transe", edit=edit, mode="warm",

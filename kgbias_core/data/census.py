@@ -44,6 +44,11 @@ CENSUS_COLUMNS = ("Census year", "Occupation", "Total Weight", "Female", "Male")
 PAIRING_COLUMNS = ("kg_occupation", "kg_name", "census_occupation", "note")
 #: The pairing shipped with the package.
 PAIRING_RESOURCE = "census_pairing.csv"
+#: The measures correlated with the census (Du Table 2, plus B_wo and Fisher's b_p).
+CENSUS_MEASURES = (
+    "group_bias", "individual_bias_vanilla", "individual_bias_weighted", "fisher_individual_vanilla",
+    "fisher_individual_weighted", "projection_bias", "fisher_bp",
+)
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
@@ -228,3 +233,21 @@ def census_correlations(measures: pd.DataFrame, shares: pd.DataFrame, *, key: st
             r, p_value = float(result.statistic), float(result.pvalue)
         rows.append({"measure": str(measure), "r": r, "p_value": p_value, "n": n})
     return pd.DataFrame(rows, columns=["measure", "r", "p_value", "n"])
+
+
+def census_validation(
+    measures: pd.DataFrame, *, census_path: Path | str, year: int | None = None, min_per_gender: int = 1
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Pearson r of each measure against census log(p/(1-p)), p = share of men (Du §4.1, METHODS §10).
+
+    ``measures`` is :func:`kgbias_core.tables.measures_table`; occupations with fewer than
+    ``min_per_gender`` persons of either gender are left out. -> (correlations: measure, r,
+    p_value, n over :data:`CENSUS_MEASURES`; the joined per-occupation table behind them, for
+    scatter plots).
+    """
+    shares = paired_shares(load_census(Path(census_path), year=year), load_pairing())
+    kept = measures[(measures["n_male"] >= min_per_gender) & (measures["n_female"] >= min_per_gender)]
+    table = kept.set_index("occupation")[list(CENSUS_MEASURES)]
+    correlations = census_correlations(table, shares)
+    joined = kept.set_index("occupation").join(shares[["p_male", "log_prop", "census_classes"]], how="inner")
+    return correlations, joined.reset_index()

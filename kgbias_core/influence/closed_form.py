@@ -68,11 +68,16 @@ class InfluenceContext:
         return self.entity_embeddings.device
 
 
-def influence_context(model: StoredModel, *, damping: float | None = None) -> InfluenceContext:
-    """Precompute margins and residuals of ``model`` (TransE with frozen negatives)."""
+def influence_context(
+    model: StoredModel, *, damping: float | None = None, groups: OccupationGroups | None = None
+) -> InfluenceContext:
+    """Precompute margins and residuals of ``model`` (TransE with frozen negatives).
+
+    ``groups``: the model's :func:`occupation_groups` where the caller has them already.
+    """
     if model.negatives is None:
         raise MeasureError(NO_NEGATIVES.format(model=model.name))
-    groups = occupation_groups(model)
+    groups = occupation_groups(model) if groups is None else groups
     entities, relations = model.entity_embeddings, model.relation_embeddings
     triples, negatives = model.triples, model.negatives
     u = entities[triples[:, 0]] + relations[triples[:, 1]] - entities[triples[:, 2]]
@@ -110,10 +115,8 @@ def _gradient_rows(context: InfluenceContext, occupation_index: int) -> tuple[Lo
     n_male = int(groups.n_male[occupation_index])
     n_female = int(groups.n_female[occupation_index])
     if n_male == 0 or n_female == 0:
-        label = int(groups.occupations[occupation_index])
-        raise MeasureError(
-            EMPTY_GROUP.format(occupation=label, n_male=n_male, n_female=n_female, measure="influence on B_gr")
-        )
+        raise MeasureError(EMPTY_GROUP.format(occupation=groups.labels[occupation_index], n_male=n_male,
+                                              n_female=n_female, measure="influence on B_gr"))
     mine = (groups.pair_occupation == occupation_index).nonzero().squeeze(-1)
     persons = groups.pair_person[mine]
     occupation = groups.occupations[occupation_index]

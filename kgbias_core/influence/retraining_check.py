@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -118,32 +117,6 @@ def summarize_accuracy(runs: pd.DataFrame) -> AccuracySummary:
     return AccuracySummary(r=float(r), p_value=float(p), noise=noise, scale=scale, sign_agreement=signs)
 
 
-#: The measures correlated with the census (Du Table 2, plus B_wo and Fisher's b_p).
-CENSUS_MEASURES = (
-    "group_bias", "individual_bias_vanilla", "individual_bias_weighted", "fisher_individual_vanilla",
-    "fisher_individual_weighted", "projection_bias", "fisher_bp",
-)
-
-
-def census_validation(
-    measures: pd.DataFrame, *, census_path: Path | str, year: int | None = None, min_per_gender: int = 1
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Pearson r of each measure against census log(p/(1-p)), p = share of men (Du §4.1, METHODS §10).
-
-    ``measures`` is :attr:`ModelAnalysis.measures`; occupations with fewer than ``min_per_gender``
-    persons of either gender are left out. -> (correlations: measure, r, p_value, n; the joined
-    per-occupation table behind them, for scatter plots).
-    """
-    from kgbias_core.data.census import census_correlations, load_census, load_pairing, paired_shares
-
-    shares = paired_shares(load_census(Path(census_path), year=year), load_pairing())
-    kept = measures[(measures["n_male"] >= min_per_gender) & (measures["n_female"] >= min_per_gender)]
-    table = kept.set_index("occupation")[list(CENSUS_MEASURES)]
-    correlations = census_correlations(table, shares)
-    joined = kept.set_index("occupation").join(shares[["p_male", "log_prop", "census_classes"]], how="inner")
-    return correlations, joined.reset_index()
-
-
 def calibrate_influence_scale(
     model: StoredModel,
     *,
@@ -160,15 +133,14 @@ def calibrate_influence_scale(
     """
     from kgbias_core.analysis import ModelAnalysis
 
-    analysis = ModelAnalysis(model, n_resamples=10)
+    analysis = ModelAnalysis(model)
     groups = analysis.groups
     smaller = torch.minimum(groups.n_male, groups.n_female)
     chosen = torch.argsort(smaller, descending=True)[:n_occupations].tolist()
     base = masked_retrain_bias(model, removed=None, groups=groups, device=device)
     runs = []
     for index in chosen:
-        label = model.entity_labels[int(groups.occupations[index])]
-        influence = analysis.influence(label)
+        influence = analysis.influence(groups.labels[index])
         size = k or max(5, int(0.01 * int((influence != 0).sum())))
         runs.append(influence_accuracy(model, influence=influence, occupation_index=index, groups=groups,
                                        ks=[size], kinds=("top", "bottom"), base_bias=float(base[index]),

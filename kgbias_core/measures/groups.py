@@ -9,13 +9,14 @@ as ``n_unknown``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import torch
 
 from kgbias_core.data.graph import Gender, gender_of
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.errors import NOT_AN_OCCUPATION, MeasureError
+from kgbias_core.errors import NOT_AN_OCCUPATION, UNKNOWN_ENTITY, MeasureError
 from kgbias_core.types import BoolTensor, LongTensor
 
 
@@ -37,17 +38,22 @@ class OccupationGroups:
     gender_relation: int  # r_g
     male: int  # entity id m
     female: int  # entity id f
+    labels: tuple[str, ...]  # [O] entity label of each occupation, the key every page and command uses
+    occupation_relation_label: str  # r_p's label, to name it in messages
+    # The model's label -> entity id map (shared, not copied): tells an unknown label from a non-occupation.
+    entity_ids: Mapping[str, int] = field(repr=False, compare=False)
 
     @property
     def n_occupations(self) -> int:
         return int(self.occupations.shape[0])
 
-    def index(self, occupation: int) -> int:
-        """Position of occupation entity id ``occupation`` in ``occupations``."""
-        hits = (self.occupations == occupation).nonzero()
-        if hits.numel() == 0:
-            raise MeasureError(NOT_AN_OCCUPATION.format(entity=occupation, relation=self.occupation_relation))
-        return int(hits[0, 0])
+    def index(self, label: str) -> int:
+        """Position in ``occupations`` of the occupation with entity label ``label``: the one label -> index."""
+        if label in self.labels:
+            return self.labels.index(label)
+        if label not in self.entity_ids:
+            raise MeasureError(UNKNOWN_ENTITY.format(entity=label))
+        raise MeasureError(NOT_AN_OCCUPATION.format(entity=label, relation=self.occupation_relation_label))
 
     def members(self, occupation_index: int) -> tuple[LongTensor, LongTensor]:
         """(M_o, F_o) as entity-id tensors for the occupation at ``occupation_index``."""
@@ -101,4 +107,7 @@ def occupation_groups(model: StoredModel) -> OccupationGroups:
         gender_relation=r_g,
         male=male,
         female=female,
+        labels=tuple(model.entity_labels[o] for o in occupations.tolist()),
+        occupation_relation_label=schema.occupation_relation,
+        entity_ids=model.entity_to_id,
     )

@@ -20,7 +20,6 @@ from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, train_transe
 from kgbias_core.errors import (
     ADD_NOTHING,
-    NOT_AN_OCCUPATION,
     REMOVE_NOTHING,
     REMOVE_OUT_OF_RANGE,
     UNKNOWN_MODE,
@@ -62,10 +61,7 @@ class Edit:
 def add_edit(model: StoredModel, occupation: str, *, c: float = 0.5, cap: int = MAX_DUMMIES) -> Edit:
     """Du's Add: c·(|M_o| − |F_o|) dummies d with (d, r_g, f) and (d, r_p, o); mirrored if women dominate."""
     groups = occupation_groups(model)
-    hits = (groups.occupations == model.entity_id(occupation)).nonzero()
-    if hits.numel() == 0:
-        raise MeasureError(NOT_AN_OCCUPATION.format(entity=occupation, relation=model.schema.occupation_relation))
-    index = int(hits[0, 0])
+    index = groups.index(occupation)
     n_male, n_female = int(groups.n_male[index]), int(groups.n_female[index])
     count = min(int(round(c * abs(n_male - n_female))), cap)
     if count <= 0:

@@ -21,6 +21,7 @@ from kgbias_core.embeddings.training import EpochCallback, train_transe
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.measures.prediction_fairness import filtered_ranks, rank_metrics
+from kgbias_core.tables import occupations_frame
 
 
 def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_size: int = 256) -> dict[str, float]:
@@ -37,8 +38,8 @@ def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_
 
 def bias_change(base: ModelAnalysis, what_if: ModelAnalysis) -> pd.DataFrame:
     """B_gr of every occupation before and after, and the change (the collateral effect of an edit)."""
-    before = base.measures.set_index("occupation")[["name", "n_male", "n_female", "group_bias"]]
-    after = what_if.measures.set_index("occupation")["group_bias"].rename("group_bias_after")
+    before = occupations_frame(base).assign(group_bias=base.group_bias().tolist()).set_index("occupation")
+    after = pd.Series(what_if.group_bias().tolist(), index=list(what_if.groups.labels), name="group_bias_after")
     frame = before.join(after, how="left").rename(columns={"group_bias": "group_bias_before"})
     frame["change"] = frame["group_bias_after"] - frame["group_bias_before"]
     return frame.reset_index()
@@ -75,7 +76,7 @@ def noise_band(
         columns[f"seed_{seed}"] = group_bias(entity_embeddings=result.entity_embeddings,
                                              relation_embeddings=result.relation_embeddings, groups=groups)
     frame = pd.DataFrame({k: v.tolist() for k, v in columns.items()})
-    frame.insert(0, "occupation", [model.entity_labels[o] for o in groups.occupations.tolist()])
+    frame.insert(0, "occupation", list(groups.labels))
     values = frame[list(columns)]
     frame["spread"] = values.max(axis=1) - values.min(axis=1)
     if model_dir is not None:

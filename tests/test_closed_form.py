@@ -1,14 +1,14 @@
-"""Influence of training triples on B_gr: against autograd, and against actual retraining."""
+"""Closed-form influence of training triples on B_gr (kgbias_core.influence.closed_form): against autograd
+and against actual retraining."""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
 from kgbias_core.embeddings.training import train_transe
+from kgbias_core.errors import EMPTY_GROUP, MeasureError
 from kgbias_core.influence.closed_form import (
     all_triple_influences,
     debiasing_removal,
@@ -19,11 +19,7 @@ from kgbias_core.influence.closed_form import (
 )
 from kgbias_core.measures.group_bias import group_bias
 
-
-def occupation_with_both(context, minimum: int = 5) -> int:
-    groups = context.groups
-    ok = ((groups.n_male >= minimum) & (groups.n_female >= minimum)).nonzero().squeeze(-1)
-    return int(ok[torch.argmax(groups.n_female[ok])])
+from .conftest import occupation_with_both
 
 
 def test_group_bias_gradient_equals_autograd(tiny_model) -> None:
@@ -64,6 +60,17 @@ def test_all_occupations_table_equals_one_by_one(tiny_model) -> None:
     dense = table.to_dense()
     for row, index in enumerate(rows.tolist()):
         assert torch.allclose(dense[row], triple_influence(context, index))
+
+
+def test_influence_on_an_occupation_with_an_empty_group_names_it(tiny_model) -> None:
+    context = influence_context(tiny_model)
+    groups = context.groups
+    index = int(((groups.n_female == 0) | (groups.n_male == 0)).nonzero()[0, 0])
+    expected = EMPTY_GROUP.format(occupation=groups.labels[index], n_male=int(groups.n_male[index]),
+                                  n_female=int(groups.n_female[index]), measure="influence on B_gr")
+    with pytest.raises(MeasureError) as error:
+        triple_influence(context, index)
+    assert str(error.value) == expected
 
 
 def test_debiasing_removal_moves_towards_zero() -> None:
@@ -109,75 +116,3 @@ def test_influence_tracks_masked_retraining(tiny_model) -> None:
     assert r > 0.9, (r, predicted, actual)
     targeted = np.abs(predicted) > 1e-3
     assert (np.sign(predicted[targeted]) == np.sign(actual[targeted])).all()
-
-
-def test_hessian_vector_product_equals_finite_differences(tiny_model) -> None:
-    from kgbias_core.influence.iterative import objective_hvp
-
-    E, R = tiny_model.entity_embeddings.double(), tiny_model.relation_embeddings.double()
-    model = replace(tiny_model, weights={"entity_embeddings": E, "relation_embeddings": R})
-    generator = torch.Generator().manual_seed(0)
-    v = (torch.randn(E.shape, generator=generator, dtype=torch.float64),
-         torch.randn(R.shape, generator=generator, dtype=torch.float64))
-
-    def gradient(shift: float):
-        e = (E + shift * v[0]).requires_grad_(True)
-        r = (R + shift * v[1]).requires_grad_(True)
-        t, n = model.triples, model.negatives
-        psi = ((e[t[:, 0]] + r[t[:, 1]] - e[t[:, 2]]) ** 2).sum(-1)
-        psi_n = ((e[n[:, 0]] + r[n[:, 1]] - e[n[:, 2]]) ** 2).sum(-1)
-        loss = torch.relu(model.config.margin + psi - psi_n).sum()
-        loss = loss + model.config.l2 / 2 * ((e ** 2).sum() + (r ** 2).sum())
-        return torch.autograd.grad(loss, (e, r))
-
-    eps = 1e-8  # small enough that no margin crosses its kink
-    plus, minus = gradient(eps), gradient(-eps)
-    h = objective_hvp(model)(v)
-    for exact, p, m in zip(h, plus, minus, strict=True):
-        assert torch.allclose(exact, (p - m) / (2 * eps), rtol=1e-5, atol=1e-5)
-
-
-def test_cg_solves_the_damped_system_lissa_approximates_it_and_both_predict_retraining(tiny_model) -> None:
-    from kgbias_core.influence.iterative import (
-        conjugate_gradient_solve,
-        group_bias_rhs,
-        influence_from_solution,
-        lissa_solve,
-        objective_hvp,
-    )
-    from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
-
-    context = influence_context(tiny_model)
-    index = occupation_with_both(context)
-    rhs = group_bias_rhs(context, index)
-    damping = 10 * tiny_model.damping  # the full Hessian is indefinite: it needs more damping
-    cg = conjugate_gradient_solve(tiny_model, rhs, damping=damping, iterations=300)
-    applied = objective_hvp(tiny_model)(cg)
-    residual = sum(float((a + damping * x - b).norm() ** 2) for a, x, b in zip(applied, cg, rhs, strict=True))
-    assert residual ** 0.5 < 1e-3 * sum(float(b.norm() ** 2) for b in rhs) ** 0.5
-    lissa = lissa_solve(tiny_model, rhs, damping=damping, depth=150, batch_size=4096, repeats=2)
-    cosine = sum(float((a * b).sum()) for a, b in zip(cg, lissa, strict=True)) / (
-        sum(float(a.norm() ** 2) for a in cg) ** 0.5 * sum(float(b.norm() ** 2) for b in lissa) ** 0.5
-    )
-    assert cosine > 0.95, cosine
-    influence = influence_from_solution(context, tiny_model, cg)
-    base = float(masked_retrain_bias(tiny_model, removed=None, groups=context.groups)[index])
-    for kind in ("top", "bottom"):
-        removed = removal_set(influence, kind=kind, k=10)
-        actual = float(masked_retrain_bias(tiny_model, removed=removed, groups=context.groups)[index]) - base
-        assert np.sign(actual) == np.sign(float(influence[removed].sum())), (kind, actual)
-
-
-def test_calibrated_scale_matches_a_held_out_removal(tiny_model) -> None:
-    from kgbias_core.influence.retraining_check import calibrate_influence_scale, masked_retrain_bias
-
-    scale = calibrate_influence_scale(tiny_model, n_occupations=1)
-    assert 0 < scale < 2
-    context = influence_context(tiny_model)
-    index = occupation_with_both(context)
-    influence = triple_influence(context, index)
-    removed = torch.topk(influence, 8).indices  # a set the calibration did not use (k differs)
-    base = float(masked_retrain_bias(tiny_model, removed=None, groups=context.groups)[index])
-    actual = float(masked_retrain_bias(tiny_model, removed=removed, groups=context.groups)[index]) - base
-    predicted = scale * float(influence[removed].sum())
-    assert abs(predicted - actual) < 0.5 * abs(actual)

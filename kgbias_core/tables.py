@@ -1,0 +1,281 @@
+"""Readable tables built from a :class:`ModelAnalysis`: every measure per occupation, per person, per triple.
+
+Plain functions that turn the analysis's memoised tensors into DataFrames with labels and names;
+the CLI writes them as CSV and the dashboard caches them. Gender comes from ``groups.gender``
+(the one reader, :func:`kgbias_core.data.graph.gender_of`), so that no two tables can disagree
+on a person, e.g. one with two gender values.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import torch
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.data.graph import Gender
+from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.measures.fisher import fisher_profession_table
+from kgbias_core.measures.group_bias import group_bias_interval, projection_bias
+from kgbias_core.measures.individual_bias import aggregate_individual
+from kgbias_core.types import LongTensor
+
+#: Below this many persons of either gender an occupation's figures carry a warning.
+MIN_GROUP_SIZE = 5
+
+MEASURE_COLUMNS = (
+    "occupation", "name", "n_male", "n_female", "group_bias", "group_bias_low", "group_bias_high",
+    "projection_bias", "individual_bias_vanilla", "individual_bias_weighted",
+    "fisher_individual_vanilla", "fisher_individual_weighted", "fisher_bp",
+)
+
+#: How a gender code reads in a table; persons without a gender fact (UNKNOWN) read as "".
+GENDER_WORDS = {Gender.MALE: "male", Gender.FEMALE: "female", Gender.OTHER: "other"}
+
+
+def entity_name(analysis: ModelAnalysis, entity: int) -> str:
+    """The readable name of entity id ``entity``, or its label where it has none."""
+    return analysis.model.entity_names[entity] or analysis.model.entity_labels[entity]
+
+
+def occupations_frame(analysis: ModelAnalysis) -> pd.DataFrame:
+    """``occupation`` (label), ``name``, ``n_male``, ``n_female`` of every occupation, in the groups' order."""
+    groups = analysis.groups
+    return pd.DataFrame(
+        {
+            "occupation": list(groups.labels),
+            "name": [entity_name(analysis, o) for o in groups.occupations.tolist()],
+            "n_male": groups.n_male.tolist(),
+            "n_female": groups.n_female.tolist(),
+        }
+    )
+
+
+def measures_table(analysis: ModelAnalysis, *, n_resamples: int = 1000) -> pd.DataFrame:
+    """Every measure per occupation: columns :data:`MEASURE_COLUMNS`, then ``n_other_gender``,
+    ``n_unknown_gender`` and ``note`` (why a figure is undefined or noisy).
+
+    ``n_resamples`` is the bootstrap's size for the 95% interval of B_gr.
+    """
+    model, groups = analysis.model, analysis.groups
+    e, r = model.entity_embeddings, model.relation_embeddings
+    low, high = group_bias_interval(entity_embeddings=e, relation_embeddings=r, groups=groups, n_resamples=n_resamples)
+    b_in, b_fisher = analysis.pair_biases
+    in_vanilla, in_weighted = aggregate_individual(b_in, groups)
+    fi_vanilla, fi_weighted = aggregate_individual(b_fisher, groups)
+    frame = occupations_frame(analysis).assign(
+        group_bias=analysis.group_bias().tolist(),
+        group_bias_low=low.tolist(),
+        group_bias_high=high.tolist(),
+        projection_bias=projection_bias(entity_embeddings=e, groups=groups).tolist(),
+        individual_bias_vanilla=in_vanilla.tolist(),
+        individual_bias_weighted=in_weighted.tolist(),
+        fisher_individual_vanilla=fi_vanilla.tolist(),
+        fisher_individual_weighted=fi_weighted.tolist(),
+        fisher_bp=analysis.fisher_bp.tolist(),
+        n_other_gender=groups.n_other.tolist(),
+        n_unknown_gender=groups.n_unknown.tolist(),
+    )
+    frame["note"] = [_group_note(m, f) for m, f in zip(frame["n_male"], frame["n_female"], strict=True)]
+    return frame
+
+
+def _group_note(n_male: int, n_female: int) -> str:
+    if n_male == 0 and n_female == 0:
+        return "no persons with binary gender: no bias measure defined"
+    if n_female == 0:
+        return "no women: B_gr and weighted measures undefined"
+    if n_male == 0:
+        return "no men: B_gr and weighted measures undefined"
+    if min(n_male, n_female) < MIN_GROUP_SIZE:
+        return f"small group (fewer than {MIN_GROUP_SIZE} of one gender): figures are noisy"
+    return ""
+
+
+def persons_table(analysis: ModelAnalysis, occupation: str) -> pd.DataFrame:
+    """Persons with a binary gender of one occupation, with B_in and B'_in (METHODS §5).
+
+    Columns: ``person`` (label), ``name``, ``gender``, ``degree``, ``individual_bias``, ``fisher_individual``.
+    """
+    groups = analysis.groups
+    mine = (groups.pair_occupation == groups.index(occupation)).nonzero().squeeze(-1)
+    persons = groups.pair_person[mine].tolist()
+    b_in, b_fisher = analysis.pair_biases
+    return pd.DataFrame(
+        {
+            "person": [analysis.model.entity_labels[p] for p in persons],
+            "name": [entity_name(analysis, p) for p in persons],
+            "gender": ["female" if f else "male" for f in groups.pair_female[mine].tolist()],
+            "degree": groups.degree[persons].tolist(),
+            "individual_bias": b_in[mine].tolist(),
+            "fisher_individual": b_fisher[mine].tolist(),
+        }
+    )
+
+
+def triples_frame(analysis: ModelAnalysis, indices: LongTensor) -> pd.DataFrame:
+    """Readable rows for training triples by index: labels, names, relation, the person's gender and degree.
+
+    The person is the head if it has a gender fact, else the tail; ``person_gender`` is "" when
+    neither has one.
+    """
+    model, groups = analysis.model, analysis.groups
+    triples = model.triples[indices]
+    heads, tails = triples[:, 0], triples[:, 2]
+    person = torch.where(groups.gender[heads] != Gender.UNKNOWN, heads, tails)
+    labels, relations = model.entity_labels, model.relation_labels
+    return pd.DataFrame(
+        {
+            "triple": indices.tolist(),
+            "head": [labels[h] for h in heads.tolist()],
+            "relation": [relations[r] for r in triples[:, 1].tolist()],
+            "tail": [labels[t] for t in tails.tolist()],
+            "head_name": [entity_name(analysis, h) for h in heads.tolist()],
+            "tail_name": [entity_name(analysis, t) for t in tails.tolist()],
+            "person_gender": [GENDER_WORDS.get(code, "") for code in groups.gender[person].tolist()],
+            "person_degree": groups.degree[person].tolist(),
+        }
+    )
+
+
+def influence_table(
+    analysis: ModelAnalysis, occupation: str, *, top: int = 20, direction: str = "both"
+) -> pd.DataFrame:
+    """The ``top`` training triples by delta_z B_gr with names (METHODS §4): :func:`triples_frame` + ``influence``.
+
+    ``direction``: "both" ranks by |delta_z|; "raises" takes the most positive (removing them
+    makes the embedding more male-leaning), "lowers" the most negative.
+    """
+    influence = analysis.influence(occupation)
+    signed = {"both": influence.abs(), "raises": influence, "lowers": -influence}[direction]
+    k = min(top, int((signed > 0).sum()))
+    indices = torch.topk(signed, k).indices
+    frame = triples_frame(analysis, indices)
+    frame["influence"] = influence[indices].tolist()
+    return frame
+
+
+def influence_extremes(analysis: ModelAnalysis, occupation: str, *, k: int = 20) -> pd.DataFrame:
+    """The ``k`` triples with the largest positive and the ``k`` with the most negative delta_z B_gr.
+
+    Column ``direction``: "raises" (removing the triple would raise B_gr, i.e. make the
+    occupation more male-leaning) or "lowers"; zero influences are never listed.
+    """
+    parts = []
+    for direction in ("raises", "lowers"):
+        frame = influence_table(analysis, occupation, top=k, direction=direction)
+        frame.insert(0, "direction", direction)
+        parts.append(frame)
+    return pd.concat(parts, ignore_index=True)
+
+
+def occupation_relation_share(analysis: ModelAnalysis, occupation: str, *, fraction: float = 0.01) -> dict[str, object]:
+    """Share of occupation-like relations among the top ``fraction`` of triples by |delta_z B_gr|.
+
+    Du et al. report ~74% of occupation and inverse-occupation triples in the top 1%. Counted
+    here: the schema's occupation relation and every relation whose label has the word
+    "profession" or "occupation". Keys: ``share``, ``n_top``, ``n_occupation``, ``relations``.
+    """
+    model = analysis.model
+    influence = analysis.influence(occupation)
+    n_top = min(max(1, math.ceil(fraction * influence.shape[0])), int((influence != 0).sum()))
+    top = torch.topk(influence.abs(), n_top).indices
+    labels = model.relation_labels
+    occupation_like = [  # whole words only: "professional_sports_team" is no occupation relation
+        i for i, label in enumerate(labels)
+        if label == model.schema.occupation_relation
+        or {"profession", "occupation"} & set(re.split(r"[^a-z]+", label.lower()))
+    ]
+    hits = int(torch.isin(model.triples[top, 1], torch.tensor(occupation_like)).sum())
+    return {
+        "share": hits / n_top if n_top else math.nan,
+        "n_top": n_top,
+        "n_occupation": hits,
+        "relations": tuple(str(labels[i]) for i in occupation_like),
+    }
+
+
+def fisher_table(
+    analysis: ModelAnalysis, *, relation: str, value_a: str, value_b: str | None = None, min_count: int = 0
+) -> pd.DataFrame:
+    """Fisher's b_p per profession (METHODS §6) for attribute ``relation``, values a vs b (or a vs the rest).
+
+    The columns of :func:`kgbias_core.measures.fisher.fisher_profession_table`, with the
+    profession's ``label`` and ``name`` inserted after ``profession``.
+    """
+    model, groups = analysis.model, analysis.groups
+    attribute = model.schema.attribute(relation)
+    r_s = model.relation_id(attribute.relation)
+    a = model.entity_id(value_a)
+    b = None if value_b is None else model.entity_id(value_b)
+    triples = model.triples
+    facts = triples[triples[:, 1] == r_s]
+    person_col, value_col = (0, 2) if attribute.person_is_head else (2, 0)
+    values = torch.unique(facts[:, value_col])
+    other = values[(values != a)] if b is None else None
+    persons = torch.unique(facts[:, person_col])
+    occ_facts = triples[triples[:, 1] == groups.occupation_relation]
+    table = fisher_profession_table(
+        pykeen_model(model),
+        persons=persons,
+        attribute_relation=r_s,
+        value_a=a,
+        value_b=b,
+        other_values=other,
+        occupation_relation=groups.occupation_relation,
+        professions=groups.occupations,
+        person_professions=occ_facts[:, [0, 2]].cpu().numpy(),
+        person_values=facts[:, [person_col, value_col]].cpu().numpy(),
+        min_count=min_count,
+        attribute_person_is_head=attribute.person_is_head,
+    )
+    table.insert(1, "label", [model.entity_labels[p] for p in table["profession"]])
+    table.insert(2, "name", [entity_name(analysis, p) for p in table["profession"]])
+    return table
+
+
+def attribute_values(analysis: ModelAnalysis, relation: str) -> pd.DataFrame:
+    """Values of an attribute relation (schema name or relation label) with their person counts.
+
+    Columns: ``label``, ``name``, ``n_persons`` (distinct persons holding the value), most common first.
+    """
+    model = analysis.model
+    attribute = model.schema.attribute(relation)
+    r_s = model.relation_id(attribute.relation)
+    facts = model.triples[model.triples[:, 1] == r_s]
+    person_col, value_col = (0, 2) if attribute.person_is_head else (2, 0)
+    pairs = torch.unique(facts[:, [person_col, value_col]], dim=0)  # [k, 2] distinct (person, value)
+    values, counts = torch.unique(pairs[:, 1], return_counts=True)
+    frame = pd.DataFrame(
+        {
+            "label": [model.entity_labels[v] for v in values.tolist()],
+            "name": [entity_name(analysis, v) for v in values.tolist()],
+            "n_persons": counts.tolist(),
+        }
+    )
+    return frame.sort_values(["n_persons", "label"], ascending=[False, True]).reset_index(drop=True)
+
+
+def summary(analysis: ModelAnalysis) -> dict[str, int]:
+    """The graph at a glance: triples, entities, relations, persons by gender, occupations.
+
+    A person is an entity with a gender fact; ``n_other_gender`` counts non-binary and
+    several-valued ones alike (:class:`~kgbias_core.data.graph.Gender`).
+    """
+    model, groups = analysis.model, analysis.groups
+    triples = model.triples
+    codes = torch.bincount(groups.gender, minlength=len(Gender))  # [4] entities per Gender code
+    occupation_facts = triples[triples[:, 1] == groups.occupation_relation]
+    return {
+        "n_triples": int(triples.shape[0]),
+        "n_entities": model.n_entities,
+        "n_relations": model.n_relations,
+        "n_persons": int(codes[Gender.MALE] + codes[Gender.FEMALE] + codes[Gender.OTHER]),
+        "n_male": int(codes[Gender.MALE]),
+        "n_female": int(codes[Gender.FEMALE]),
+        "n_other_gender": int(codes[Gender.OTHER]),
+        "n_occupations": groups.n_occupations,
+        "n_persons_with_occupation": int(torch.unique(occupation_facts[:, 0]).numel()),
+    }

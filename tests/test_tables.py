@@ -1,0 +1,198 @@
+"""Readable tables (kgbias_core.tables) against naive loops over the labelled triples, and one gender
+reader on every path: a person with two gender values reads the same in every table."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+import torch
+
+from kgbias_core import tables
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.data.graph import AMBIGUOUS_GENDER
+from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.measures.fisher import fisher_bias
+
+from .conftest import TWO_GENDER_PERSON, naive_genders, naive_groups
+
+
+@pytest.fixture(scope="module")
+def analysis(tiny_model) -> ModelAnalysis:
+    return ModelAnalysis(tiny_model)
+
+
+@pytest.fixture(scope="module")
+def measures(analysis) -> object:
+    return tables.measures_table(analysis, n_resamples=100)
+
+
+def both_genders(measures, minimum: int = 4) -> str:
+    return measures[(measures.n_male >= minimum) & (measures.n_female >= minimum)].occupation.iloc[0]
+
+
+def naive_gender_word(model, label: str) -> str:
+    values = naive_genders(model).get(label)
+    if not values:
+        return ""
+    if len(values) > 1:
+        return "other"
+    (value,) = values
+    return {model.schema.male: "male", model.schema.female: "female"}.get(value, "other")
+
+
+def test_measures_table_counts_and_group_bias_match_naive_loops(tiny_model, analysis, measures) -> None:
+    assert list(measures.columns) == [*tables.MEASURE_COLUMNS, "n_other_gender", "n_unknown_gender", "note"]
+    naive, _ = naive_groups(tiny_model)
+    genders = naive_genders(tiny_model)
+    occupations = [tiny_model.entity_labels[t] for _, r, t in tiny_model.triples.tolist()
+                   if tiny_model.relation_labels[r] == tiny_model.schema.occupation_relation]
+    assert sorted(measures.occupation) == sorted(set(occupations))
+    for row in measures.itertuples():
+        men, women = naive[row.occupation]
+        holders = {tiny_model.entity_labels[h] for h, r, t in tiny_model.triples.tolist()
+                   if tiny_model.relation_labels[r] == tiny_model.schema.occupation_relation
+                   and tiny_model.entity_labels[t] == row.occupation}
+        assert (row.n_male, row.n_female) == (len(men), len(women))
+        assert row.n_unknown_gender == sum(1 for p in holders if p not in genders)
+        assert row.n_other_gender == len(holders) - len(men) - len(women) - row.n_unknown_gender
+        assert row.name == tiny_model.entity_names[tiny_model.entity_id(row.occupation)]
+        b_gr = float(analysis.group_bias(row.occupation))
+        assert row.group_bias == b_gr or (math.isnan(b_gr) and math.isnan(row.group_bias))
+
+
+def test_measures_table_reports_empty_groups_in_words(measures) -> None:
+    empty = measures[(measures.n_male == 0) | (measures.n_female == 0)]
+    assert (empty.note.str.contains("no women|no men")).all()
+    full = measures[(measures.n_male > 0) & (measures.n_female > 0)]
+    assert full.group_bias.notna().all() and full.fisher_bp.notna().all()
+
+
+def test_persons_table_lists_the_men_and_women_of_the_occupation(tiny_model, analysis, measures) -> None:
+    occupation = both_genders(measures)
+    persons = tables.persons_table(analysis, occupation)
+    assert list(persons.columns) == ["person", "name", "gender", "degree", "individual_bias", "fisher_individual"]
+    naive, degree = naive_groups(tiny_model)
+    men, women = naive[occupation]
+    assert sorted(persons.person) == sorted(men | women)
+    for row in persons.itertuples():
+        assert row.gender == ("male" if row.person in men else "female")
+        assert row.degree == degree[row.person]
+
+
+def test_triples_frame_reads_labels_and_the_persons_gender_and_degree(tiny_model, analysis) -> None:
+    indices = torch.arange(0, tiny_model.triples.shape[0], 37)
+    frame = tables.triples_frame(analysis, indices)
+    _, degree = naive_groups(tiny_model)
+    labels, relations = tiny_model.entity_labels, tiny_model.relation_labels
+    for row, (h, r, t) in zip(frame.itertuples(), tiny_model.triples[indices].tolist(), strict=True):
+        assert (row.head, row.relation, row.tail) == (labels[h], relations[r], labels[t])
+        person = labels[h] if naive_gender_word(tiny_model, labels[h]) else labels[t]
+        assert row.person_gender == naive_gender_word(tiny_model, person)
+        assert row.person_degree == degree[person]
+
+
+def test_influence_table_directions(analysis, measures) -> None:
+    occupation = both_genders(measures)
+    raises = tables.influence_table(analysis, occupation, top=5, direction="raises")
+    lowers = tables.influence_table(analysis, occupation, top=5, direction="lowers")
+    both = tables.influence_table(analysis, occupation, top=10)
+    assert (raises.influence > 0).all() and raises.influence.is_monotonic_decreasing
+    assert (lowers.influence < 0).all() and lowers.influence.is_monotonic_increasing
+    assert both.influence.abs().is_monotonic_decreasing
+    assert max(raises.influence.max(), -lowers.influence.min()) == both.influence.abs().max()
+
+
+def test_influence_extremes_are_the_k_largest_each_way(analysis, measures) -> None:
+    occupation = both_genders(measures)
+    influence = analysis.influence(occupation).tolist()
+    extremes = tables.influence_extremes(analysis, occupation, k=4)
+    order = sorted(range(len(influence)), key=lambda i: influence[i])
+    expected_lowers = [i for i in order if influence[i] < 0][:4]
+    expected_raises = [i for i in reversed(order) if influence[i] > 0][:4]
+    assert extremes[extremes.direction == "raises"].triple.tolist() == expected_raises
+    assert extremes[extremes.direction == "lowers"].triple.tolist() == expected_lowers
+
+
+def test_occupation_relation_share_counts_the_top_triples(tiny_model, analysis, measures) -> None:
+    occupation = both_genders(measures)
+    influence = analysis.influence(occupation).tolist()
+    share = tables.occupation_relation_share(analysis, occupation, fraction=0.05)
+    n_top = min(math.ceil(0.05 * len(influence)), sum(1 for v in influence if v != 0))
+    top = sorted(range(len(influence)), key=lambda i: -abs(influence[i]))[:n_top]
+    hits = sum(1 for i in top if tiny_model.relation_labels[int(tiny_model.triples[i, 1])] == "occupation")
+    assert share["relations"] == ("occupation",)
+    assert (share["n_top"], share["n_occupation"]) == (n_top, hits)
+    assert share["share"] == pytest.approx(hits / n_top)
+
+
+def test_attribute_values_count_distinct_persons(tiny_model, analysis) -> None:
+    values = tables.attribute_values(analysis, "nationality")
+    labels, relations = tiny_model.entity_labels, tiny_model.relation_labels
+    pairs = {(labels[h], labels[t]) for h, r, t in tiny_model.triples.tolist() if relations[r] == "nationality"}
+    counts = Counter(value for _, value in pairs)
+    assert dict(zip(values.label, values.n_persons, strict=True)) == counts
+    assert values.n_persons.is_monotonic_decreasing
+
+
+def test_fisher_table_names_each_profession(tiny_model, analysis) -> None:
+    s = tiny_model.schema
+    table = tables.fisher_table(analysis, relation="gender", value_a=s.male, value_b=s.female)
+    assert list(table.columns[:3]) == ["profession", "label", "name"]
+    assert sorted(table.label) == sorted(analysis.groups.labels)
+    for row in table.itertuples():
+        assert row.label == tiny_model.entity_labels[row.profession]
+        assert row.name == tiny_model.entity_names[row.profession]
+
+
+def test_summary_counts_match_naive_loops(tiny_model, tiny_graph, analysis) -> None:
+    summary = tables.summary(analysis)
+    genders = naive_genders(tiny_model)
+    words = Counter(naive_gender_word(tiny_model, person) for person in genders)
+    assert summary["n_persons"] == len(genders)
+    assert (summary["n_male"], summary["n_female"], summary["n_other_gender"]) == (
+        words["male"], words["female"], words["other"])
+    assert summary["n_triples"] == tiny_model.triples.shape[0]
+    report = tiny_graph.gender_report()
+    assert (summary["n_male"], summary["n_female"]) == (report.n_male, report.n_female)
+
+
+def test_a_person_with_two_gender_values_reads_as_other_on_every_path(two_gender_model, two_gender_graph) -> None:
+    """One reader of gender facts: the measures, the persons, the triples, the summary, Fisher's b_p and the
+    graph's gender report all see :data:`TWO_GENDER_PERSON` (male and female facts) as neither man nor woman."""
+    model = two_gender_model
+    analysis = ModelAnalysis(model)
+    person = model.entity_id(TWO_GENDER_PERSON)
+    labels, relations = model.entity_labels, model.relation_labels
+    own = [(i, relations[r], labels[t]) for i, (h, r, t) in enumerate(model.triples.tolist()) if h == person]
+    occupations = [t for _, r, t in own if r == model.schema.occupation_relation]
+    assert occupations and naive_genders(model)[TWO_GENDER_PERSON] == {"male", "female"}
+
+    measures = tables.measures_table(analysis, n_resamples=10).set_index("occupation")
+    naive, _ = naive_groups(model)
+    for occupation in occupations:
+        men, women = naive[occupation]
+        row = measures.loc[occupation]
+        assert (row.n_male, row.n_female) == (len(men), len(women))
+        assert row.n_other_gender >= 1
+        assert TWO_GENDER_PERSON not in set(tables.persons_table(analysis, occupation).person)
+
+    frame = tables.triples_frame(analysis, torch.tensor([i for i, _, _ in own]))
+    assert set(frame.person_gender) == {"other"}
+
+    genders = naive_genders(model)
+    single = {p for p, values in genders.items() if len(values) == 1}
+    binary = sorted(model.entity_id(p) for p in single if genders[p] <= {model.schema.male, model.schema.female})
+    groups = analysis.groups
+    expected_bp = fisher_bias(pykeen_model(model), persons=torch.tensor(binary),
+                              attribute_relation=groups.gender_relation, value_a=groups.male, value_b=groups.female,
+                              occupation_relation=groups.occupation_relation, professions=groups.occupations)
+    assert measures.loc[list(groups.labels), "fisher_bp"].tolist() == pytest.approx(expected_bp.tolist(), abs=1e-6)
+
+    summary = tables.summary(analysis)
+    report = two_gender_graph.gender_report()
+    assert report.other_values.get(AMBIGUOUS_GENDER) == 1
+    assert (summary["n_male"], summary["n_female"]) == (report.n_male, report.n_female)
+    assert summary["n_other_gender"] == sum(report.other_values.values())
+    assert summary["n_persons"] == len(genders) == report.n_male + report.n_female + summary["n_other_gender"]
