@@ -9,7 +9,6 @@ count table (:mod:`kgbias_core.measures.parity`); the top-1 tails and the filter
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -107,9 +106,9 @@ def _select_classes(y_true: np.ndarray, min_count: int) -> np.ndarray:
 
 
 def _nanmean(values: np.ndarray) -> float:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slice -> NaN, on purpose
-        return float(np.nanmean(values))
+    """np.nanmean, NaN for all-NaN input without its RuntimeWarning (catch_warnings is not thread-safe)."""
+    defined = ~np.isnan(values)
+    return float(np.nansum(values) / defined.sum()) if defined.any() else np.nan
 
 
 def _by_class_group(counts: ParityCounts, groups: tuple[str, str]) -> pd.DataFrame:
@@ -243,8 +242,8 @@ def fairness_report(
     predicted; recall of a class absent from a group's truth; everything of an empty group.
     Bootstrap: ``n_bootstrap`` resamples of the facts (with replacement, numpy Generator seeded
     by ``seed``), classes fixed; percentile intervals of the level (i) and (ii) numbers over the
-    replicates where they are defined (each replicate reweights the same count table: a
-    MetricFrame per replicate would be ~1000x slower).
+    replicates where they are defined (each replicate recounts the same facts, weighted by how
+    often they were drawn: a MetricFrame per replicate would be ~1000x slower).
     Sign: gaps are unsigned; ``selection_deviation`` is signed.
     """
     if len(groups) != 2 or groups[0] == groups[1]:
