@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from kgbias_core.compare import model_fairness, occupation_test_facts  # noqa: E402
-from kgbias_core.embeddings.store import load_model  # noqa: E402
-from kgbias_core.whatif.runs import link_prediction  # noqa: E402
+from kgbias_core.embeddings.store import load_model
+from kgbias_core.evaluation.link_prediction import link_prediction
+from kgbias_core.measures.prediction_fairness import model_fairness, occupation_test_facts
 
 
 def main() -> None:

@@ -20,9 +20,8 @@ import torch
 
 from kgbias_core import tables
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.compare import model_fairness
 from kgbias_core.embeddings.store import load_model, read_config
-from kgbias_core.measures.prediction_fairness import FairnessReport
+from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
 
 
 def model_version(path: Path | str) -> int:

@@ -13,10 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from kgbias_app import training_jobs
-from kgbias_core import compare
 from kgbias_core.embeddings.store import save_model
 from kgbias_core.embeddings.training import train_model
+from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.jobs import Progress
+from kgbias_core.measures.relation_audit import cached_value_audit
 
 
 def model_name(dataset: str, model: str) -> str:
@@ -45,11 +46,11 @@ def training_job(dataset: str, model: str, *, store: Path, data_dir: Path) -> Ca
 
 
 def link_prediction_job(model_dir: str) -> Callable[[Progress], None]:
-    """Filtered MRR and Hits@k of a stored model, cached beside it (:func:`compare.cached_link_prediction`)."""
+    """Filtered MRR and Hits@k of a stored model, cached beside it (:func:`cached_link_prediction`)."""
 
     def run(progress: Progress) -> None:
         progress.update(stage="ranking test triples", message=f"filtered tail ranks of {Path(model_dir).name}")
-        compare.cached_link_prediction(model_dir)
+        cached_link_prediction(model_dir)
 
     return run
 
@@ -62,6 +63,6 @@ def audit_job(model_dir: str, params: dict[str, object]) -> Callable[[Progress],
             progress.update(stage="auditing relations", step=done, total=total, message=f"relation {relation}")
 
         progress.update(stage="classifying occupations", message=f"{params['kind']} on {Path(model_dir).name}")
-        compare.cached_value_audit(model_dir, **params, on_step=on_step, should_stop=progress.should_stop)
+        cached_value_audit(model_dir, **params, on_step=on_step, should_stop=progress.should_stop)
 
     return run

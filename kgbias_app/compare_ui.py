@@ -21,13 +21,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from kgbias_app import cache, compare_jobs, sidebar, ui
-from kgbias_core import compare
 from kgbias_core.data.datasets import has_fb15k237, resolve_data_dir
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store, list_models
 from kgbias_core.errors import KGBiasError
+from kgbias_core.evaluation.link_prediction import load_link_prediction
 from kgbias_core.jobs import FINISHED_STATES, JobState, Progress, default_registry
 from kgbias_core.measures.prediction_fairness import GAPS, METRICS, OTHER, FairnessReport
+from kgbias_core.measures.relation_audit import audit_from_values, audit_params, load_value_audit
 
 MEASURES = ("DPD", "PPD", "TLB")
 GAP_NAMES = tuple(GAPS.values())  # DPG, PPG, EOG
@@ -173,7 +174,7 @@ def link_predictions(models: list[ComparedModel], pending: list[str]) -> dict[st
     for m in models:
         frame = stored_or_job(
             f"link_prediction|{m.path}|{m.version}", f"Link prediction of {m.name}",
-            load=lambda m=m: compare.load_link_prediction(m.path), job=compare_jobs.link_prediction_job(m.path),
+            load=lambda m=m: load_link_prediction(m.path), job=compare_jobs.link_prediction_job(m.path),
             pending=pending,
         )
         if frame is not None:
@@ -187,7 +188,7 @@ def relation_audits(models: list[ComparedModel], params: dict[str, Any], pending
     for m in models:
         frame = stored_or_job(
             f"audit|{m.path}|{m.version}|{json.dumps(params, sort_keys=True)}", f"Relation audit of {m.name}",
-            load=lambda m=m: compare.load_value_audit(m.path, **params), job=compare_jobs.audit_job(m.path, params),
+            load=lambda m=m: load_value_audit(m.path, **params), job=compare_jobs.audit_job(m.path, params),
             pending=pending,
         )
         if frame is not None:
@@ -257,12 +258,12 @@ def audit_controls(n_triples: int) -> dict[str, Any]:
     default = 10 if n_triples >= LARGE_GRAPH else 5
     min_persons = right.number_input("Skip tail values with fewer persons than", 1, 1000, default,
                                      key="audit_min_persons")
-    return compare.audit_params(k=k, kind=kind, min_persons=int(min_persons))
+    return audit_params(k=k, kind=kind, min_persons=int(min_persons))
 
 
 def audit_wide(values: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Relations × (measure · model): bias_agg per relation (one row), sortable by any column."""
-    parts = [compare.audit_from_values(frame).assign(model=name) for name, frame in values.items()]
+    parts = [audit_from_values(frame).assign(model=name) for name, frame in values.items()]
     long = pd.concat(parts, ignore_index=True)
     long["column"] = long["measure"] + " · " + long["model"]
     order = list(dict.fromkeys(r for frame in values.values() for r in frame["relation"]))
@@ -272,7 +273,7 @@ def audit_wide(values: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def audit_long(values: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat([compare.audit_from_values(f).assign(model=n) for n, f in values.items()], ignore_index=True)
+    return pd.concat([audit_from_values(f).assign(model=n) for n, f in values.items()], ignore_index=True)
 
 
 def classifier_table(values: dict[str, pd.DataFrame]) -> pd.DataFrame:

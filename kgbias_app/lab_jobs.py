@@ -21,9 +21,9 @@ from pathlib import Path
 import pandas as pd
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.compare import cached_link_prediction
 from kgbias_core.embeddings.store import load_model, load_result, save_model, save_result
 from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
+from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.retraining_check import REMOVAL_KINDS, influence_accuracy
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import removal_curve_job, whatif_job

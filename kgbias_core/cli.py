@@ -98,8 +98,8 @@ def _fisher(args: argparse.Namespace) -> None:
 
 
 def _audit(args: argparse.Namespace) -> None:
-    from kgbias_core.compare import audit_table
     from kgbias_core.embeddings.store import load_model
+    from kgbias_core.measures.relation_audit import audit_table
 
     models = [load_model(path) for path in args.models]
     table = audit_table(models, k=args.k, kind=args.classifier, min_persons=args.min_persons)
@@ -109,8 +109,8 @@ def _audit(args: argparse.Namespace) -> None:
 def _fairness(args: argparse.Namespace) -> None:
     import pandas as pd
 
-    from kgbias_core.compare import model_fairness
     from kgbias_core.embeddings.store import load_model
+    from kgbias_core.measures.prediction_fairness import model_fairness
 
     frames = []
     for path in args.models:

@@ -119,6 +119,7 @@ AUDIT_TOO_FEW_PERSONS = (
 )
 AUDIT_SHAPE_MISMATCH = "{what}: expected {expected} entries, got {found}"
 AUDIT_BAD_K = "the number of occupation classes k must be at least 1, got {k}"
+AUDIT_CANCELLED = "relation audit of {model} cancelled by the user after {done} of {total} relations"
 FAIRNESS_BAD_GROUPS = "gender groups must be two different labels, got {groups!r}"
 FAIRNESS_NO_FACTS = (
     "no test fact has a person whose gender is one of {groups!r}: no fairness metric can be "

@@ -84,7 +84,8 @@ def test_if_remove_moves_bias_towards_zero_more_than_random(tiny_model) -> None:
 
 def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) -> None:
     from kgbias_core.embeddings.store import load_result
-    from kgbias_core.whatif.runs import bias_change, link_prediction, noise_band
+    from kgbias_core.evaluation.link_prediction import link_prediction
+    from kgbias_core.whatif.runs import bias_change, noise_band
 
     path = save_model(tiny_model, tmp_path)
     metrics = link_prediction(tiny_model)

@@ -1,114 +1,38 @@
-"""Keidar et al.'s relation audit (kgbias_core.measures.relation_audit) against hand computations."""
+"""Keidar et al.'s relation audit (kgbias_core.measures.relation_audit) against direct calls, and per stored model."""
+
+from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from pykeen.models import TransE
 from pykeen.triples import TriplesFactory
 
 from kgbias_core import errors
+from kgbias_core.cli import main
+from kgbias_core.embeddings.config import TrainConfig
+from kgbias_core.embeddings.store import save_model
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.measures.fisher import fisher_bias
+from kgbias_core.measures.occupation_classifier import entity_feature_matrix
+from kgbias_core.measures.parity import demographic_parity_distance, parity_counts
 from kgbias_core.measures.relation_audit import (
-    OTHER,
+    audit_from_values,
     audit_relations,
-    cross_validated_predictions,
-    demographic_parity_distance,
-    entity_feature_matrix,
-    occupation_classes,
-    person_occupation_labels,
-    predictive_parity_distance,
+    audit_table,
+    cached_value_audit,
+    load_value_audit,
+    model_audit,
+    model_value_audit,
     relation_value_biases,
-    train_occupation_classifier,
+    sensitive_relations,
     translational_likelihood_bias,
 )
 
 torch.set_num_threads(1)
-
-# 8 persons, first four s = 1. Class 2 is never predicted; class 5 never occurs at all.
-Y_PRED = np.array([0, 0, 1, OTHER, 0, 1, 1, 1])
-Y_TRUE = np.array([0, 1, 1, OTHER, 0, 1, 0, 2])
-S = np.array([True, True, True, True, False, False, False, False])
-CLASSES = np.array([0, 1, 2, OTHER, 5])
-
-
-def test_demographic_parity_distance_by_hand() -> None:
-    result = demographic_parity_distance(y_pred=Y_PRED, sensitive=S, classes=CLASSES)
-    # s=1: P(0)=2/4 P(1)=1/4 P(2)=0 P(OTHER)=1/4 P(5)=0; s=0: 1/4, 3/4, 0, 0, 0
-    assert result.value == pytest.approx(0.25 + 0.5 + 0 + 0.25 + 0)
-    assert result.defined and result.n_undefined_classes == 0 and result.reason is None
-    per_class = result.per_class.set_index("class")
-    assert per_class.loc[2, "distance"] == 0  # never predicted: defined, contributes 0
-    assert per_class.loc[1, "p_s0"] == pytest.approx(0.75)
-
-
-def test_demographic_parity_distance_empty_group_is_undefined() -> None:
-    result = demographic_parity_distance(y_pred=Y_PRED, sensitive=np.ones(8, bool), classes=CLASSES)
-    assert result.value is None and not result.defined
-    assert result.n_undefined_classes == len(CLASSES)
-    assert "has no person" in result.reason
-    assert result.per_class["distance"].isna().all() and not result.per_class["defined"].any()
-
-
-def test_predictive_parity_distance_by_hand() -> None:
-    result = predictive_parity_distance(y_true=Y_TRUE, y_pred=Y_PRED, sensitive=S, classes=CLASSES)
-    # class 0: s=1 {0: hit} = 1, s=0 {4: hit, 6: miss} = 1/2 -> 1/2
-    # class 1: s=1 {1: miss, 2: hit} = 1/2, s=0 {5: hit} = 1 -> 1/2
-    # class 2: no y=2 in s=1 -> undefined; OTHER: no y=OTHER in s=0 -> undefined; 5: undefined
-    assert result.value == pytest.approx(1.0)
-    assert result.defined and result.n_undefined_classes == 3
-    per_class = result.per_class.set_index("class")
-    assert per_class.loc[0, "p_s1"] == 1.0 and per_class.loc[0, "p_s0"] == 0.5
-    assert np.isnan(per_class.loc[2, "p_s1"]) and per_class.loc[2, "p_s0"] == 0.0
-    assert list(per_class["defined"]) == [True, True, False, False, False]
-    assert "y = a" in result.reason
-
-
-def test_predictive_parity_distance_all_undefined() -> None:
-    result = predictive_parity_distance(y_true=Y_TRUE, y_pred=Y_PRED, sensitive=np.zeros(8, bool), classes=CLASSES)
-    assert result.value is None and not result.defined
-
-
-def test_labels_and_classes() -> None:
-    pairs = np.array([[1, 10], [1, 11], [2, 11], [3, 10], [3, 11], [3, 11], [4, 12], [6, 14], [6, 15]])
-    persons, labels = person_occupation_labels(pairs)
-    # frequency (distinct pairs): 10: 2, 11: 3, 12: 1, 14: 1, 15: 1 -> most frequent, ties to smaller id
-    assert persons.tolist() == [1, 2, 3, 4, 6]
-    assert labels.tolist() == [11, 11, 11, 12, 14]
-    classes = occupation_classes(np.array([7, 7, 7, 3, 3, 9, 4, 4]), 2)
-    # 3 and 4 tie with two persons each: the smaller id wins
-    assert classes.tolist() == [7, 7, 7, 3, 3, OTHER, OTHER, OTHER]
-    with pytest.raises(errors.MeasureError, match="at least 1, got 0"):
-        occupation_classes(np.array([1]), 0)
-
-
-def _blobs(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    centres = np.array([[5.0, 0, 0], [0, 5.0, 0], [0, 0, 5.0]])
-    y = np.repeat([3, 8, OTHER], 20)
-    X = centres[np.repeat([0, 1, 2], 20)] + rng.normal(scale=0.5, size=(60, 3))
-    return X, y
-
-
-@pytest.mark.parametrize("kind", ["random_forest", "mlp"])
-def test_classifier_separable_toy(kind: str) -> None:
-    X, y = _blobs()
-    estimator, accuracy, balanced = train_occupation_classifier(X, y, kind=kind, seed=0)
-    assert accuracy == 1.0 and balanced == 1.0
-    assert set(estimator.predict(X)) <= {3, 8, OTHER}
-    predicted = cross_validated_predictions(X, y, kind=kind, seed=0, n_folds=3)
-    assert predicted.shape == y.shape and (predicted == y).mean() == 1.0
-    # seeded: the same predictions again
-    again = cross_validated_predictions(X, y, kind=kind, seed=0, n_folds=3)
-    assert (predicted == again).all()
-
-
-def test_classifier_errors() -> None:
-    X, y = _blobs()
-    with pytest.raises(errors.MeasureError, match="unknown occupation classifier 'svm'"):
-        train_occupation_classifier(X, y, kind="svm")
-    with pytest.raises(errors.MeasureError, match="at least two occupation classes"):
-        train_occupation_classifier(X[:3], np.array([1, 1, 1]))
-
 
 def _synthetic_graph() -> tuple[TriplesFactory, np.ndarray]:
     rng = np.random.default_rng(0)
@@ -195,7 +119,9 @@ def test_one_vs_rest_and_tlb_agree_with_direct_calls() -> None:
     # persons without a nationality are left out; s = 1 for those having `value`
     having = np.isin(persons, nationality[:, 0])
     sensitive = np.isin(persons[having], nationality[nationality[:, 1] == value, 0])
-    expected = demographic_parity_distance(y_pred=y_pred[having], sensitive=sensitive, classes=np.arange(3)).value
+    counts = parity_counts(y_true=y_true[having], y_pred=y_pred[having], group=np.where(sensitive, 0, 1),
+                           classes=np.arange(3))
+    expected = demographic_parity_distance(counts).value
     row = per_value[(per_value["value"] == value) & (per_value["measure"] == "DPD")].iloc[0]
     assert row["bias"] == pytest.approx(expected)
     assert row["n_persons"] == sensitive.sum() and row["n_rest"] == (~sensitive).sum()
@@ -224,3 +150,51 @@ def test_one_vs_rest_and_tlb_agree_with_direct_calls() -> None:
         min_persons=100,
     )
     assert skipped["skipped"].all() and skipped["tlb"].isna().all()
+
+
+@pytest.fixture(scope="module")
+def distmult(tiny_graph):
+    config = TrainConfig(model="distmult", dim=16, epochs=3, batch_size=256, lr=1e-2, seed=1)
+    return train_model(tiny_graph, config, name="tiny-distmult")
+
+
+def test_sensitive_relations_come_from_the_schema(tiny_model) -> None:
+    assert list(sensitive_relations(tiny_model)) == ["gender", "nationality", "birthplace"]
+    bare = replace(tiny_model, schema=replace(tiny_model.schema, attributes=()))
+    found = sensitive_relations(bare)
+    assert "nationality" in found and "born_in" in found  # person-headed, few values
+    assert "created" not in found  # thousands of tail values: not an attribute
+
+
+def test_audit_table_covers_relations_measures_models(tiny_model, distmult) -> None:
+    table = audit_table([tiny_model, distmult], min_persons=5)
+    assert set(table.model) == {"tiny-transe", "tiny-distmult"}
+    assert set(table.measure) == {"DPD", "PPD", "TLB"}
+    assert table.groupby("model").relation.nunique().eq(3).all()
+    assert np.isfinite(table.bias).all() and (table.bias >= 0).all()
+    assert table.classifier_accuracy.between(0, 1).all()
+
+
+def test_audit_command(tiny_model, distmult, tmp_path) -> None:
+    paths = [str(save_model(m, tmp_path)) for m in (tiny_model, distmult)]
+    assert main(["audit", "--models", *paths, "--min-persons", "5", "--out", str(tmp_path / "a.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "a.csv").model) == {"tiny-transe", "tiny-distmult"}
+
+
+def test_value_audit_averages_to_the_relation_audit_and_is_cached(tiny_model, tmp_path) -> None:
+    path = save_model(tiny_model, tmp_path)
+    assert load_value_audit(path, k=5, kind="random_forest", min_persons=5) is None
+    values = cached_value_audit(path, min_persons=5)
+    assert {"value", "value_name", "n_persons", "accuracy", "balanced_accuracy"} <= set(values.columns)
+    pd.testing.assert_frame_equal(audit_from_values(values), model_audit(tiny_model, min_persons=5),
+                                  check_dtype=False)
+    cached = load_value_audit(path, k=5, kind="random_forest", min_persons=5)
+    pd.testing.assert_frame_equal(cached, values, check_dtype=False)
+
+
+def test_value_audit_reports_progress_and_stops_between_relations(tiny_model) -> None:
+    steps: list[tuple[int, int, str]] = []
+    with pytest.raises(errors.CancelledError, match="tiny-transe cancelled by the user after 1 of 3 relations"):
+        model_value_audit(tiny_model, min_persons=5, on_step=lambda *step: steps.append(step),
+                          should_stop=lambda: len(steps) == 1)
+    assert steps == [(0, 3, "gender")]

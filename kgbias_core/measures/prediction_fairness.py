@@ -2,40 +2,53 @@
 
 Schwertmann, Kraft & Usbeck (2023), "Model-agnostic bias measurement in link prediction",
 §3.2 (top-1 tail = predicted class), §3.3 (Eq. 1-3: DPG, PPG, EOG), §3.4 (Eq. 4-5: three levels
-of detail), §4.3 (filtered MRR / Hits@k) and Table 5 (selection rate minus data share).
-The model is only asked for scores: any PyKEEN model with ``score_t`` works.
+of detail) and Table 5 (selection rate minus data share). The rates and gaps are lookups in one
+count table (:mod:`kgbias_core.measures.parity`); the top-1 tails and the filtered MRR / Hits@k
+(§4.3) come from :mod:`kgbias_core.evaluation.link_prediction`.
 """
 
-import warnings
+from __future__ import annotations
+
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
-from fairlearn.metrics import MetricFrame
-from pykeen.models import Model
-from pykeen.nn.modules import TransEInteraction
 
+from kgbias_core.data.graph import Gender, gender_of
+from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import (
     FAIRNESS_BAD_CONFIDENCE,
     FAIRNESS_BAD_GROUPS,
     FAIRNESS_NO_FACTS,
     FAIRNESS_SHAPE_MISMATCH,
-    RANKS_EMPTY,
-    TRIPLES_BAD_SHAPE,
     MeasureError,
 )
-from kgbias_core.types import FloatTensor, LongTensor
+from kgbias_core.evaluation.link_prediction import known_triples, predict_top1_tails
+from kgbias_core.measures.parity import (
+    ParityCounts,
+    data_share,
+    demographic_parity_gap,
+    equal_opportunity_gap,
+    parity_counts,
+    precision,
+    predictive_parity_gap,
+    recall,
+    selection_rate,
+)
+from kgbias_core.types import LongTensor
 
 __all__ = [
     "FairnessReport",
+    "GAPS",
+    "METRICS",
     "NOT_OCCUPATION",
     "OTHER",
     "fairness_report",
-    "filtered_ranks",
-    "predict_top1_tails",
-    "rank_metrics",
+    "model_fairness",
+    "occupation_test_facts",
 ]
 
 #: Class of every occupation below the minimum count (Schwertmann §3.5).
@@ -43,103 +56,12 @@ OTHER = -1
 #: Predicted label of a top-1 tail that is not an occupation at all; never a true class.
 NOT_OCCUPATION = -2
 
-METRICS = ("selection_rate", "precision", "recall")
+_RATES = {"selection_rate": selection_rate, "precision": precision, "recall": recall}
+METRICS = tuple(_RATES)
 GAPS = {"selection_rate": "DPG", "precision": "PPG", "recall": "EOG"}
-
-
-def _check_triples(triples: LongTensor, what: str) -> None:
-    if triples.ndim != 2 or triples.shape[1] != 3:
-        raise MeasureError(TRIPLES_BAD_SHAPE.format(what=what, shape=tuple(triples.shape)))
-
-
-def tail_scores(model: Model, hr: LongTensor) -> FloatTensor:
-    """Scores of (h, r, t) for every entity t. Shapes: hr [b, 2] -> [b, E].
-
-    For TransE with squared L2 (power_norm, p = 2), ||h + r - t||^2 = ||q||^2 - 2 q.t + ||t||^2 with
-    q = h + r turns the [b, E, d] broadcast of ``score_t`` into one [b, d] x [d, E] matmul — the
-    difference between minutes and seconds on a CPU. Every other model uses its own ``score_t``.
-    """
-    interaction = getattr(model, "interaction", None)
-    if (
-        isinstance(interaction, TransEInteraction)
-        and interaction.p == 2
-        and interaction.power_norm
-        and len(model.entity_representations) == 1
-        and len(model.relation_representations) == 1
-    ):
-        entities = model.entity_representations[0](indices=None)  # [E, d]
-        q = entities[hr[:, 0]] + model.relation_representations[0](indices=hr[:, 1])  # [b, d]
-        return -(q.pow(2).sum(-1, keepdim=True) - 2 * q @ entities.T + entities.pow(2).sum(-1))
-    return model.score_t(hr)
-
-
-def predict_top1_tails(model: Model, *, heads: LongTensor, relation: int, batch_size: int = 64) -> LongTensor:
-    """The top-1 tail of (h, relation, ?) over ALL entities: the predicted label (Schwertmann §3.2).
-
-    Shapes: heads [n] -> [n] entity ids (on the model's device). Ties go to the smaller entity
-    id (``argmax`` returns the first maximum). Scored in batches of ``batch_size`` heads
-    ([batch_size, E] scores at a time; small on purpose: PyKEEN's TransE materialises
-    [batch_size, E, d], which is slower, not faster, in large batches on CPU).
-    """
-    heads = torch.as_tensor(heads, dtype=torch.long, device=model.device).reshape(-1)
-    out = torch.empty_like(heads)
-    with torch.no_grad():
-        for start in range(0, heads.numel(), batch_size):
-            chunk = heads[start : start + batch_size]
-            hr = torch.stack([chunk, torch.full_like(chunk, relation)], dim=1)  # [b, 2]
-            out[start : start + batch_size] = tail_scores(model, hr).argmax(dim=1)  # [b, E]
-    return out
-
-
-def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batch_size: int = 64) -> FloatTensor:
-    """Filtered rank of each true tail among all entities (Bordes et al. 2013; Schwertmann §4.3).
-
-    For (h, r, t): every other tail t' with (h, r, t') in ``known`` is removed before ranking
-    (pass train + valid + test as ``known``; t itself may be in it). Realistic rank for ties,
-    as PyKEEN's default: rank = 1 + #{score > s_t} + #{score == s_t, other entity} / 2.
-    Shapes: triples [n, 3], known [m, 3] -> [n] float ranks >= 1 (1 = best). Tail side only.
-    """
-    triples = torch.as_tensor(triples, dtype=torch.long, device=model.device)
-    known = torch.as_tensor(known, dtype=torch.long, device=model.device)
-    _check_triples(triples, "triples")
-    _check_triples(known, "known")
-    n_relations = max(model.num_relations, int(known[:, 1].max()) + 1 if known.numel() else 0)
-    # Sorted (h, r) keys let each batch find its known tails by binary search, without a
-    # Python dict over all known triples.
-    known_keys = known[:, 0] * n_relations + known[:, 1]
-    order = torch.argsort(known_keys)
-    sorted_keys, sorted_tails = known_keys[order], known[order, 2]
-    ranks = torch.empty(triples.shape[0], dtype=torch.float64, device=model.device)
-    with torch.no_grad():
-        for start in range(0, triples.shape[0], batch_size):
-            batch = triples[start : start + batch_size]  # [b, 3]
-            scores = tail_scores(model, batch[:, :2]).to(torch.float64)  # [b, E]
-            rows = torch.arange(batch.shape[0], device=model.device)
-            true_scores = scores[rows, batch[:, 2]].unsqueeze(1)  # [b, 1]
-            keys = batch[:, 0] * n_relations + batch[:, 1]
-            left = torch.searchsorted(sorted_keys, keys, right=False)
-            counts = torch.searchsorted(sorted_keys, keys, right=True) - left  # [b]
-            hit_rows = torch.repeat_interleave(rows, counts)  # [k]
-            starts = torch.repeat_interleave(left - (torch.cumsum(counts, 0) - counts), counts)
-            hit_tails = sorted_tails[starts + torch.arange(hit_rows.numel(), device=model.device)]
-            other = hit_tails != batch[hit_rows, 2]
-            # NaN compares False with everything: filtered entities are neither better nor tied
-            scores[hit_rows[other], hit_tails[other]] = float("nan")
-            better = (scores > true_scores).sum(dim=1)
-            tied = (scores == true_scores).sum(dim=1) - 1  # minus the true tail itself
-            ranks[start : start + batch.shape[0]] = 1.0 + better + 0.5 * tied
-    return ranks.to(torch.float32)
-
-
-def rank_metrics(ranks: FloatTensor | np.ndarray | Sequence[float]) -> dict[str, float]:
-    """MR, MRR and Hits@1/3/10 of (filtered) ranks [n]; keys ``n``, ``mr``, ``mrr``, ``hits@k``."""
-    ranks = np.asarray(torch.as_tensor(ranks).detach().cpu(), dtype=np.float64).reshape(-1)
-    if ranks.size == 0:
-        raise MeasureError(RANKS_EMPTY)
-    metrics = {"n": float(ranks.size), "mr": float(ranks.mean()), "mrr": float((1.0 / ranks).mean())}
-    for k in (1, 3, 10):
-        metrics[f"hits@{k}"] = float((ranks <= k).mean())
-    return metrics
+_GAP_FUNCTIONS = {"DPG": demographic_parity_gap, "PPG": predictive_parity_gap, "EOG": equal_opportunity_gap}
+#: Gender label of a test fact's person; a person with several gender values is "other", as everywhere.
+GENDER_LABELS = {Gender.MALE: "male", Gender.FEMALE: "female", Gender.OTHER: "other"}
 
 
 @dataclass(frozen=True)
@@ -183,92 +105,107 @@ def _select_classes(y_true: np.ndarray, min_count: int) -> np.ndarray:
     return np.concatenate([values[kept][order], [OTHER]]).astype(np.int64)
 
 
-def _class_indices(
-    *, true_class: np.ndarray, pred_class: np.ndarray, classes: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Column index of each fact's true and predicted class; -1 for NOT_OCCUPATION predictions."""
-    order = np.argsort(classes)
-    true_index = order[np.searchsorted(classes[order], true_class)]
-    position = np.searchsorted(classes[order], pred_class).clip(max=len(classes) - 1)
-    pred_index = np.where(classes[order][position] == pred_class, order[position], -1)
-    return true_index.astype(np.int64), pred_index.astype(np.int64)
+def _nanmean(values: np.ndarray) -> float:
+    """np.nanmean, NaN for all-NaN input without its RuntimeWarning (catch_warnings is not thread-safe)."""
+    defined = ~np.isnan(values)
+    return float(np.nansum(values) / defined.sum()) if defined.any() else np.nan
 
 
-def _counts(
-    *,
-    true_index: np.ndarray,
-    pred_index: np.ndarray,
-    group: np.ndarray,
-    n_classes: int,
-    weights: np.ndarray | None,
-) -> dict[str, np.ndarray]:
-    """(Weighted) counts [2, C] per group and class: predicted, true, true positives; facts [2]."""
-    is_pred = pred_index >= 0  # NOT_OCCUPATION is no class
-
-    def count(mask: np.ndarray, index: np.ndarray) -> np.ndarray:
-        codes = group[mask] * n_classes + index[mask]
-        w = None if weights is None else weights[mask]
-        return np.bincount(codes, weights=w, minlength=2 * n_classes).reshape(2, n_classes)
-
-    return {
-        "facts": np.bincount(group, weights=weights, minlength=2).astype(np.float64),
-        "predicted": count(is_pred, pred_index),
-        "true": count(np.ones_like(is_pred), true_index),
-        "tp": count(is_pred & (pred_index == true_index), true_index),
-    }
-
-
-def _metrics_from_counts(counts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Selection rate, precision, recall, data share [2, C]; NaN where the denominator is 0."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        facts = counts["facts"][:, None]
-        return {
-            "selection_rate": np.where(facts > 0, counts["predicted"] / facts, np.nan),
-            "precision": np.where(counts["predicted"] > 0, counts["tp"] / counts["predicted"], np.nan),
-            "recall": np.where(counts["true"] > 0, counts["tp"] / counts["true"], np.nan),
-            "data_share": np.where(facts > 0, counts["true"] / facts, np.nan),
+def _by_class_group(counts: ParityCounts, groups: tuple[str, str]) -> pd.DataFrame:
+    """Level (iii): each metric, its definedness, counts and Table 5's deviation per (class, group)."""
+    rates = {m: rate(counts) for m, rate in _RATES.items()}  # each [2, C]
+    share = data_share(counts)  # [2, C]
+    n_classes = len(counts.classes)
+    frame = pd.DataFrame(
+        {
+            "class": np.tile(counts.classes, len(groups)),  # group-major: every class of groups[0] first
+            "group": np.repeat(np.asarray(groups, dtype=object), n_classes),
+            **{m: rates[m].ravel() for m in METRICS},
+            **{f"{m}_defined": ~np.isnan(rates[m].ravel()) for m in METRICS},
+            "n_true": counts.true.ravel().astype(np.int64),
+            "n_predicted": counts.predicted.ravel().astype(np.int64),
+            "data_share": share.ravel(),
+            "selection_deviation": (rates["selection_rate"] - share).ravel(),
         }
+    )
+    return frame.set_index(["class", "group"])
 
 
-def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slice -> NaN, on purpose
-        return np.nanmean(values, axis=axis)
+def _by_group(counts: ParityCounts, groups: tuple[str, str]) -> pd.DataFrame:
+    """Level (ii): macro mean over classes of each metric per group, and of Table 5's deviation."""
+    deviation = selection_rate(counts) - data_share(counts)  # [2, C]
+    rows = {}
+    for g, group in enumerate(groups):
+        row: dict[str, float] = {}
+        for metric, rate in _RATES.items():
+            values = rate(counts)[g]  # [C]
+            row[metric] = _nanmean(values)
+            row[f"n_classes_{metric}"] = int((~np.isnan(values)).sum())
+        row["selection_deviation"] = _nanmean(deviation[g])
+        row["abs_selection_deviation"] = _nanmean(np.abs(deviation[g]))
+        rows[group] = row
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "group"
+    return frame
 
 
-def _summaries(metrics: dict[str, np.ndarray]) -> dict[tuple[str, str], float]:
-    """Level (i) gaps and level (ii) macro means of one set of [2, C] metrics."""
-    out: dict[tuple[str, str], float] = {}
-    for metric, gap in GAPS.items():
-        out[("model", gap)] = float(_nanmean(np.abs(metrics[metric][0] - metrics[metric][1]), axis=0))
+def _by_class(counts: ParityCounts) -> pd.DataFrame:
+    """Per-class gaps DPG, PPG, EOG (Eq. 1-3) and whether each is defined."""
+    frame = pd.DataFrame(index=pd.Index(counts.classes, name="class"))
+    for gap, distance in _GAP_FUNCTIONS.items():
+        frame[gap] = distance(counts)
+        frame[f"{gap}_defined"] = ~np.isnan(frame[gap].to_numpy())
+    return frame
+
+
+def _by_model(by_class: pd.DataFrame) -> pd.Series:
+    """Level (i): macro mean of each gap over the classes where it is defined (Eq. 5)."""
+    row: dict[str, float] = {}
+    for gap in _GAP_FUNCTIONS:
+        row[gap] = _nanmean(by_class[gap].to_numpy())
+        row[f"n_classes_{gap}"] = int(by_class[f"{gap}_defined"].sum())
+    return pd.Series(row, name="model")
+
+
+def _summary(counts: ParityCounts, groups: tuple[str, str]) -> dict[tuple[str, str], float]:
+    """The level (i) gaps and level (ii) metric means of one table: what the bootstrap resamples."""
+    out = {("model", gap): _nanmean(distance(counts)) for gap, distance in _GAP_FUNCTIONS.items()}
+    for g, group in enumerate(groups):
+        out |= {(group, metric): _nanmean(rate(counts)[g]) for metric, rate in _RATES.items()}
     return out
 
 
-def _metric_frame(*, y_true: np.ndarray, y_pred: np.ndarray, gender: np.ndarray, classes: np.ndarray) -> pd.DataFrame:
-    """Per group x class selection rate, precision, recall via fairlearn's MetricFrame."""
+def _bootstrap_intervals(
+    *,
+    facts: dict[str, np.ndarray],
+    groups: tuple[str, str],
+    n_bootstrap: int,
+    confidence: float,
+    seed: int,
+) -> pd.DataFrame:
+    """Percentile intervals of :func:`_summary` over resamples of the facts (with replacement).
 
-    def selection_rate(c: int):
-        return lambda t, p: float(np.mean(np.asarray(p) == c)) if len(p) else np.nan
-
-    def precision(c: int):
-        def metric(t: np.ndarray, p: np.ndarray) -> float:
-            # sklearn's precision_score would give 0 where nothing is predicted: undefined is NaN
-            predicted = np.asarray(p) == c
-            return float(np.mean(np.asarray(t)[predicted] == c)) if predicted.any() else np.nan
-
-        return metric
-
-    def recall(c: int):
-        def metric(t: np.ndarray, p: np.ndarray) -> float:
-            actual = np.asarray(t) == c
-            return float(np.mean(np.asarray(p)[actual] == c)) if actual.any() else np.nan
-
-        return metric
-
-    makers = {"selection_rate": selection_rate, "precision": precision, "recall": recall}
-    metrics = {f"{name}|{c}": maker(c) for name, maker in makers.items() for c in classes.tolist()}
-    frame = MetricFrame(metrics=metrics, y_true=y_true, y_pred=y_pred, sensitive_features=gender)
-    return frame.by_group
+    ``facts``: the :func:`parity_counts` arguments (y_true, y_pred, group, classes); a resample
+    is the same table with each fact weighted by how often it was drawn.
+    -> index (level, measure); estimate, low, high, n_valid (replicates where it is defined).
+    """
+    estimates = _summary(parity_counts(**facts), groups)
+    replicates = {key: np.full(n_bootstrap, np.nan) for key in estimates}
+    rng = np.random.default_rng(seed)
+    n = len(facts["y_true"])
+    for b in range(n_bootstrap):
+        weights = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64)
+        for key, value in _summary(parity_counts(**facts, weights=weights), groups).items():
+            replicates[key][b] = value
+    alpha = (1 - confidence) / 2
+    rows = []
+    for key, estimate in estimates.items():
+        valid = replicates[key][~np.isnan(replicates[key])]
+        low, high = np.quantile(valid, [alpha, 1 - alpha]) if valid.size else (np.nan, np.nan)
+        rows.append((*key, estimate, float(low), float(high), int(valid.size)))
+    return pd.DataFrame(rows, columns=["level", "measure", "estimate", "low", "high", "n_valid"]).set_index(
+        ["level", "measure"]
+    )
 
 
 def fairness_report(
@@ -285,7 +222,7 @@ def fairness_report(
 ) -> FairnessReport:
     """Fairness of top-1 occupation predictions by gender (Schwertmann §3.3-3.4, Eq. 1-5; METHODS §8).
 
-    Per class t and group s (level iii, ``by_class_group``, computed with fairlearn's MetricFrame):
+    Per class t and group s (level iii, ``by_class_group``, from one :class:`ParityCounts` table):
       SelR(s, t) = P(ŷ = t | s),  Prec(s, t) = P(y = t | ŷ = t, s),  Rec(s, t) = P(ŷ = t | y = t, s);
       data_share(s, t) = P(y = t | s);  selection_deviation = SelR - data_share (Table 5:
       positive = t predicted for more persons of s than the data holds).
@@ -305,8 +242,8 @@ def fairness_report(
     predicted; recall of a class absent from a group's truth; everything of an empty group.
     Bootstrap: ``n_bootstrap`` resamples of the facts (with replacement, numpy Generator seeded
     by ``seed``), classes fixed; percentile intervals of the level (i) and (ii) numbers over the
-    replicates where they are defined (the bootstrap uses counts, equal to the MetricFrame values
-    on the original sample, because a MetricFrame per replicate is ~1000x slower).
+    replicates where they are defined (each replicate recounts the same facts, weighted by how
+    often they were drawn: a MetricFrame per replicate would be ~1000x slower).
     Sign: gaps are unsigned; ``selection_deviation`` is signed.
     """
     if len(groups) != 2 or groups[0] == groups[1]:
@@ -326,99 +263,68 @@ def fairness_report(
     true_class = _class_labels(y_true[used], classes=classes, occupations=occupations, mark_not_occupation=False)
     pred_class = _class_labels(y_pred[used], classes=classes, occupations=occupations, mark_not_occupation=True)
     gender_used = gender[used]
-    group_index = np.where(gender_used == groups[0], 0, 1)
-
-    by_group_raw = _metric_frame(y_true=true_class, y_pred=pred_class, gender=gender_used, classes=classes)
-    by_group_raw = by_group_raw.reindex(list(groups))  # an empty group becomes a row of NaN
-    true_index, pred_index = _class_indices(true_class=true_class, pred_class=pred_class, classes=classes)
-    count_args = {"true_index": true_index, "pred_index": pred_index, "group": group_index}
-    counts = _counts(**count_args, n_classes=len(classes), weights=None)
-    share = _metrics_from_counts(counts)["data_share"]  # [2, C]
-
-    rows = []
-    for g, group in enumerate(groups):
-        for c, class_id in enumerate(classes.tolist()):
-            values = {m: float(by_group_raw.loc[group, f"{m}|{class_id}"]) for m in METRICS}
-            rows.append(
-                {
-                    "class": class_id,
-                    "group": group,
-                    **values,
-                    **{f"{m}_defined": not np.isnan(values[m]) for m in METRICS},
-                    "n_true": int(counts["true"][g, c]),
-                    "n_predicted": int(counts["predicted"][g, c]),
-                    "data_share": float(share[g, c]),
-                    "selection_deviation": values["selection_rate"] - float(share[g, c]),
-                }
-            )
-    by_class_group = pd.DataFrame(rows).set_index(["class", "group"])
-    metric_array = {
-        m: np.stack([by_class_group.xs(group, level="group")[m].to_numpy() for group in groups]) for m in METRICS
-    }  # each [2, C]
-
-    by_class = pd.DataFrame(index=pd.Index(classes, name="class"))
-    for metric, gap in GAPS.items():
-        by_class[gap] = np.abs(metric_array[metric][0] - metric_array[metric][1])
-        by_class[f"{gap}_defined"] = ~np.isnan(by_class[gap].to_numpy())
-
-    group_rows = {}
-    for g, group in enumerate(groups):
-        row: dict[str, float] = {}
-        for metric in METRICS:
-            row[metric] = float(_nanmean(metric_array[metric][g], axis=0))
-            row[f"n_classes_{metric}"] = int((~np.isnan(metric_array[metric][g])).sum())
-        deviation = metric_array["selection_rate"][g] - share[g]
-        row["selection_deviation"] = float(_nanmean(deviation, axis=0))
-        row["abs_selection_deviation"] = float(_nanmean(np.abs(deviation), axis=0))
-        group_rows[group] = row
-    by_group = pd.DataFrame.from_dict(group_rows, orient="index")
-    by_group.index.name = "group"
-
-    model_level: dict[str, float] = {}
-    for gap in GAPS.values():
-        model_level[gap] = float(_nanmean(by_class[gap].to_numpy(), axis=0))
-        model_level[f"n_classes_{gap}"] = int(by_class[f"{gap}_defined"].sum())
-    by_model = pd.Series(model_level, name="model")
-
-    estimates = {("model", gap): model_level[gap] for gap in GAPS.values()}
-    estimates |= {(group, m): group_rows[group][m] for group in groups for m in METRICS}
-    replicates = {key: np.full(n_bootstrap, np.nan) for key in estimates}
-    rng = np.random.default_rng(seed)
-    n = len(true_class)
-    for b in range(n_bootstrap):
-        weights = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64)
-        sample = _metrics_from_counts(_counts(**count_args, n_classes=len(classes), weights=weights))
-        for key, value in _summaries(sample).items():
-            replicates[key][b] = value
-        for g, group in enumerate(groups):
-            for m in METRICS:
-                replicates[(group, m)][b] = _nanmean(sample[m][g], axis=0)
-    alpha = (1 - confidence) / 2
-    ci_rows = []
-    for key, estimate in estimates.items():
-        valid = replicates[key][~np.isnan(replicates[key])]
-        low, high = np.quantile(valid, [alpha, 1 - alpha]) if valid.size else (np.nan, np.nan)
-        ci_rows.append((*key, estimate, float(low), float(high), int(valid.size)))
-    confidence_intervals = pd.DataFrame(
-        ci_rows, columns=["level", "measure", "estimate", "low", "high", "n_valid"]
-    ).set_index(["level", "measure"])
-
+    groups = tuple(groups)
+    facts = {"y_true": true_class, "y_pred": pred_class, "group": np.where(gender_used == groups[0], 0, 1),
+             "classes": classes}
+    counts = parity_counts(**facts)
+    by_class = _by_class(counts)
+    not_occupation = pred_class == NOT_OCCUPATION
     return FairnessReport(
         classes=tuple(int(c) for c in classes),
-        groups=tuple(groups),
+        groups=groups,
         n_facts=int(used.sum()),
         n_facts_by_group={group: int((gender_used == group).sum()) for group in groups},
         n_dropped_gender=int((~used).sum()),
-        n_not_occupation=int((pred_class == NOT_OCCUPATION).sum()),
-        n_not_occupation_by_group={
-            group: int(((pred_class == NOT_OCCUPATION) & (gender_used == group)).sum()) for group in groups
-        },
-        by_class_group=by_class_group,
+        n_not_occupation=int(not_occupation.sum()),
+        n_not_occupation_by_group={group: int((not_occupation & (gender_used == group)).sum()) for group in groups},
+        by_class_group=_by_class_group(counts, groups),
         by_class=by_class,
-        by_group=by_group,
-        by_model=by_model,
-        confidence_intervals=confidence_intervals,
+        by_group=_by_group(counts, groups),
+        by_model=_by_model(by_class),
+        confidence_intervals=_bootstrap_intervals(
+            facts=facts, groups=groups, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed
+        ),
         n_bootstrap=n_bootstrap,
         confidence=confidence,
         seed=seed,
+    )
+
+
+def occupation_test_facts(model: StoredModel) -> tuple[LongTensor, np.ndarray]:
+    """Test facts (person, occupation, ?) whose person has a gender fact anywhere in the data (METHODS §8).
+
+    Gender is read by the one reader :func:`kgbias_core.data.graph.gender_of` over train + valid +
+    test (the paper's "anywhere in the data"): a person with several gender values, e.g. both male
+    and female, is 'other' here as in :class:`kgbias_core.measures.groups.OccupationGroups`.
+    -> (facts [n, 3], gender label per fact: 'male', 'female' or 'other').
+    """
+    schema = model.schema
+    gender = gender_of(
+        known_triples(model), gender_relation=model.relation_id(schema.gender_relation),
+        male=model.entity_id(schema.male), female=model.entity_id(schema.female), n_entities=model.n_entities,
+    )  # [E] Gender codes
+    test = model.test_triples.cpu() if model.test_triples is not None else torch.zeros(0, 3, dtype=torch.long)
+    test = test[test[:, 1] == model.relation_id(schema.occupation_relation)]
+    test = test[gender[test[:, 0]] != Gender.UNKNOWN]
+    labels = np.array([GENDER_LABELS[Gender(code)] for code in gender[test[:, 0]].tolist()], dtype=object)
+    return test, labels
+
+
+def model_fairness(
+    model: StoredModel, *, min_count: int = 100, n_bootstrap: int = 1000, seed: int = 0
+) -> FairnessReport:
+    """Schwertmann et al.'s DPG / PPG / EOG of the model's top-1 occupation predictions (METHODS §8).
+
+    :func:`fairness_report` of :func:`occupation_test_facts` and their top-1 tails
+    (:func:`kgbias_core.evaluation.link_prediction.predict_top1_tails`); occupations are the tails of
+    occupation facts anywhere in the data.
+    """
+    test, gender = occupation_test_facts(model)
+    occupation = model.relation_id(model.schema.occupation_relation)
+    predicted = predict_top1_tails(pykeen_model(model), heads=test[:, 0], relation=occupation)
+    every = known_triples(model)
+    occupations = torch.unique(every[every[:, 1] == occupation, 2])
+    return fairness_report(
+        y_true=test[:, 2].numpy(), y_pred=predicted.cpu().numpy(), gender=gender,
+        occupation_ids=occupations.numpy(), min_count=min_count, n_bootstrap=n_bootstrap, seed=seed,
     )

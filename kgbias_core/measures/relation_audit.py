@@ -4,6 +4,9 @@ Keidar, Zhong, Zhang & Zhang (2021), "Towards automatic bias detection in knowle
 §3.1 (DPD Eq. 1-2, PPD Eq. 3-4, TLB Eq. 5) and §3.2 (bias_agg, Eq. 6). A classifier predicts each
 person's occupation (k most common + OTHER) from the entity embedding; every tail value of every
 sensitive relation is taken one-vs-rest and the per-value biases are averaged per relation.
+The classifier lives in :mod:`kgbias_core.measures.occupation_classifier`, DPD and PPD in
+:mod:`kgbias_core.measures.parity` (one count table per value); TLB is Fisher's b_p
+(:mod:`kgbias_core.measures.fisher`). The second half of this module runs the audit on stored models.
 
 Choices, stated once (the UI repeats them):
 - one-vs-rest per value v: persons having v (s = 1) vs persons having any other value of the same
@@ -18,263 +21,41 @@ Choices, stated once (the UI repeats them):
   each b_p tells the direction, the audit only ranks relations by how much they move scores).
 """
 
-import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 from pykeen.models import ERModel
-from sklearn.base import ClassifierMixin
-from sklearn.ensemble import RandomForestClassifier
-from sklearn.metrics import accuracy_score, balanced_accuracy_score
-from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict, train_test_split
-from sklearn.neural_network import MLPClassifier
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
-from kgbias_core.errors import (
-    AUDIT_BAD_CLASSIFIER,
-    AUDIT_BAD_K,
-    AUDIT_SHAPE_MISMATCH,
-    AUDIT_TOO_FEW_PERSONS,
-    MeasureError,
-)
+from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.embeddings.store import StoredModel, load_model, load_result, save_result
+from kgbias_core.errors import AUDIT_CANCELLED, AUDIT_SHAPE_MISMATCH, CancelledError, MeasureError
 from kgbias_core.measures.fisher import fisher_bias
+from kgbias_core.measures.occupation_classifier import ClassifierKind, classify_occupations, entity_feature_matrix
+from kgbias_core.measures.parity import demographic_parity_distance, parity_counts, predictive_parity_distance
 
 __all__ = [
-    "OTHER",
-    "ParityDistance",
+    "AUDIT_RESULT",
     "aggregate_relation_biases",
+    "audit_from_values",
+    "audit_params",
     "audit_relations",
-    "cross_validated_predictions",
-    "demographic_parity_distance",
-    "entity_feature_matrix",
-    "occupation_classes",
-    "person_occupation_labels",
-    "predictive_parity_distance",
+    "audit_table",
+    "cached_value_audit",
+    "load_value_audit",
+    "model_audit",
+    "model_value_audit",
     "relation_value_biases",
-    "train_occupation_classifier",
+    "sensitive_relations",
     "translational_likelihood_bias",
 ]
 
-#: Class label of every occupation outside the k most common ones.
-OTHER = -1
-
-ClassifierKind = Literal["random_forest", "mlp"]
-
-
-def entity_feature_matrix(model: ERModel) -> np.ndarray:
-    """All entity embeddings as classifier features, float64 [E, d] (complex: [E, 2d] = Re | Im)."""
-    with torch.no_grad():
-        embeddings = model.entity_representations[0](indices=None).detach().cpu()
-    if embeddings.is_complex():
-        embeddings = torch.cat([embeddings.real, embeddings.imag], dim=-1)
-    return embeddings.to(torch.float64).numpy()
-
-
-def person_occupation_labels(person_occupations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One occupation label per person from (person, occupation) pairs [n, 2].
-
-    Rule for persons with several occupations: the one that is most frequent in the whole of
-    ``person_occupations`` (so that a politician-lawyer counts where the classes are best
-    populated); ties go to the smaller occupation id. Returns (persons [J], labels [J]), persons
-    sorted ascending.
-    """
-    pairs = np.unique(np.asarray(person_occupations, dtype=np.int64).reshape(-1, 2), axis=0)
-    occupations, counts = np.unique(pairs[:, 1], return_counts=True)
-    frequency = dict(zip(occupations.tolist(), counts.tolist(), strict=True))
-    pair_frequency = np.asarray([frequency[o] for o in pairs[:, 1].tolist()], dtype=np.int64)
-    # lexsort: last key is primary -> person asc, frequency desc, occupation id asc
-    order = np.lexsort((pairs[:, 1], -pair_frequency, pairs[:, 0]))
-    ordered = pairs[order]
-    first = np.ones(len(ordered), dtype=bool)
-    first[1:] = ordered[1:, 0] != ordered[:-1, 0]
-    return ordered[first, 0], ordered[first, 1]
-
-
-def occupation_classes(labels: np.ndarray, k: int) -> np.ndarray:
-    """Map labels to the k most common occupations, every other label to OTHER (-1).
-
-    Ties in frequency go to the smaller occupation id. Shape [J] -> [J].
-    """
-    if k < 1:
-        raise MeasureError(AUDIT_BAD_K.format(k=k))
-    labels = np.asarray(labels, dtype=np.int64)
-    values, counts = np.unique(labels, return_counts=True)
-    top = values[np.lexsort((values, -counts))][:k]
-    return np.where(np.isin(labels, top), labels, OTHER)
-
-
-def _classifier(kind: ClassifierKind, seed: int) -> ClassifierMixin:
-    if kind == "random_forest":
-        return RandomForestClassifier(n_estimators=100, random_state=seed, n_jobs=1)
-    if kind == "mlp":
-        # embeddings of different models live on different scales: standardise for the MLP
-        return make_pipeline(
-            StandardScaler(), MLPClassifier(hidden_layer_sizes=(100,), max_iter=500, random_state=seed)
-        )
-    raise MeasureError(AUDIT_BAD_CLASSIFIER.format(kind=kind))
-
-
-def _check_xy(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.int64)
-    if len(X) != len(y):
-        raise MeasureError(AUDIT_SHAPE_MISMATCH.format(what="labels y", expected=len(X), found=len(y)))
-    _, counts = np.unique(y, return_counts=True)
-    if len(counts) < 2 or np.sort(counts)[-2] < 2:
-        raise MeasureError(AUDIT_TOO_FEW_PERSONS.format(n_persons=len(y), n_classes=len(counts)))
-    return X, y
-
-
-def train_occupation_classifier(
-    X: np.ndarray,
-    y: np.ndarray,
-    *,
-    kind: ClassifierKind = "random_forest",
-    seed: int = 0,
-    test_size: float = 0.25,
-) -> tuple[ClassifierMixin, float, float]:
-    """Fit the occupation classifier on a seeded split; report held-out accuracy (Keidar §4).
-
-    X [J, d] person embeddings, y [J] occupation classes. The split is stratified by class when
-    every class has at least two persons, else plain (seeded either way). Returns
-    (estimator fitted on the training part, accuracy, balanced accuracy on the test part).
-    DPD/PPD do not use this estimator's predictions: see :func:`cross_validated_predictions`.
-    """
-    X, y = _check_xy(X, y)
-    _, counts = np.unique(y, return_counts=True)
-    stratify = y if counts.min() >= 2 else None
-    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed, stratify=stratify)
-    estimator = _classifier(kind, seed).fit(X_train, y_train)
-    predicted = estimator.predict(X_test)
-    with warnings.catch_warnings():
-        # a class predicted but absent from the small test part is not an error here
-        warnings.simplefilter("ignore", UserWarning)
-        balanced = balanced_accuracy_score(y_test, predicted)
-    return estimator, float(accuracy_score(y_test, predicted)), float(balanced)
-
-
-def cross_validated_predictions(
-    X: np.ndarray,
-    y: np.ndarray,
-    *,
-    kind: ClassifierKind = "random_forest",
-    seed: int = 0,
-    n_folds: int = 5,
-) -> np.ndarray:
-    """Occupation prediction for every person from a model that did not train on them.
-
-    ``sklearn.model_selection.cross_val_predict`` with seeded, shuffled (stratified when the
-    classes allow it) folds: DPD and PPD are then measured on held-out predictions, not on
-    training fits that a random forest reproduces almost perfectly. Shapes: X [J, d], y [J]
-    -> [J].
-    """
-    X, y = _check_xy(X, y)
-    _, counts = np.unique(y, return_counts=True)
-    n_splits = max(2, min(n_folds, len(y)))
-    if counts.max() >= n_splits:
-        folds: KFold | StratifiedKFold = StratifiedKFold(n_splits, shuffle=True, random_state=seed)
-    else:
-        folds = KFold(n_splits, shuffle=True, random_state=seed)
-    with warnings.catch_warnings():
-        # "the least populated class has only n members": rare classes are expected (OTHER absorbs most)
-        warnings.simplefilter("ignore", UserWarning)
-        return cross_val_predict(_classifier(kind, seed), X, y, cv=folds).astype(np.int64)
-
-
-@dataclass(frozen=True)
-class ParityDistance:
-    """A DPD or PPD value with its per-class terms.
-
-    value: the sum of the per-class distances over the classes where both probabilities are
-    defined; None when no class is defined (then ``defined`` is False and ``reason`` says why).
-    per_class: columns ``class``, ``p_s1``, ``p_s0``, ``distance``, ``defined``; probabilities
-    and distance are NaN exactly where ``defined`` is False.
-    """
-
-    value: float | None  # the distance, or None when undefined
-    defined: bool  # False: no class had both probabilities defined
-    per_class: pd.DataFrame  # one row per class
-    n_undefined_classes: int  # classes left out of the sum
-    reason: str | None  # why undefined classes are undefined (None when all are defined)
-
-
-def _parity(
-    *, hits: np.ndarray, conditions: np.ndarray, sensitive: np.ndarray, classes: np.ndarray, reason: str
-) -> ParityDistance:
-    # hits[c, i]: person i counts as a "hit" for class c; conditions[c, i]: i is in the
-    # conditioning population of class c. p_s = mean of hits over conditions & s.
-    rows = []
-    for c, class_id in enumerate(classes.tolist()):
-        probabilities = []
-        for group in (sensitive, ~sensitive):
-            population = conditions[c] & group
-            n = int(population.sum())
-            probabilities.append(float(hits[c][population].mean()) if n else np.nan)
-        defined = not np.isnan(probabilities).any()
-        distance = abs(probabilities[0] - probabilities[1]) if defined else np.nan
-        rows.append((class_id, *probabilities, distance, defined))
-    per_class = pd.DataFrame(rows, columns=["class", "p_s1", "p_s0", "distance", "defined"])
-    n_undefined = int((~per_class["defined"]).sum())
-    any_defined = bool(per_class["defined"].any())
-    return ParityDistance(
-        value=float(per_class.loc[per_class["defined"], "distance"].sum()) if any_defined else None,
-        defined=any_defined,
-        per_class=per_class,
-        n_undefined_classes=n_undefined,
-        reason=reason if n_undefined else None,
-    )
-
-
-def demographic_parity_distance(*, y_pred: np.ndarray, sensitive: np.ndarray, classes: np.ndarray) -> ParityDistance:
-    """Demographic parity distance DPD (Keidar §3.1, Eq. 1-2; METHODS §7).
-
-    DPD = sum_a |P(ŷ = a | s = 1) - P(ŷ = a | s = 0)| over the given classes.
-    Shapes: y_pred [J] predicted classes, sensitive [J] bool (s = 1), classes [C]. A class never
-    predicted contributes 0. Undefined (value None) when either group is empty. Not divided by
-    the number of values + 1 (the authors' code does; the paper does not). Range [0, 2];
-    unsigned: 0 = predictions independent of s.
-    """
-    y_pred = np.asarray(y_pred, dtype=np.int64)
-    sensitive = np.asarray(sensitive, dtype=bool)
-    classes = np.asarray(classes, dtype=np.int64)
-    hits = y_pred[None, :] == classes[:, None]  # [C, J]
-    conditions = np.ones_like(hits)
-    return _parity(
-        hits=hits,
-        conditions=conditions,
-        sensitive=sensitive,
-        classes=classes,
-        reason="one of the groups s = 1, s = 0 has no person",
-    )
-
-
-def predictive_parity_distance(
-    *, y_true: np.ndarray, y_pred: np.ndarray, sensitive: np.ndarray, classes: np.ndarray
-) -> ParityDistance:
-    """Keidar's "predictive parity distance" PPD as the paper writes it (Keidar Eq. 3-4; METHODS §7).
-
-    PPD = sum_a |P(ŷ = a | y = a, s = 1) - P(ŷ = a | y = a, s = 0)|.
-    NOTE: this conditions on the TRUE class, so each term is a gap in RECALL (true-positive rate,
-    i.e. an equal-opportunity distance), not in precision as the paper's prose says.
-    Shapes: y_true, y_pred [J], sensitive [J] bool, classes [C]. A class is undefined (left out
-    of the sum, counted in ``n_undefined_classes``) when no person of it is in one of the groups.
-    Unsigned; range [0, C].
-    """
-    y_true = np.asarray(y_true, dtype=np.int64)
-    y_pred = np.asarray(y_pred, dtype=np.int64)
-    sensitive = np.asarray(sensitive, dtype=bool)
-    classes = np.asarray(classes, dtype=np.int64)
-    return _parity(
-        hits=y_pred[None, :] == classes[:, None],
-        conditions=y_true[None, :] == classes[:, None],
-        sensitive=sensitive,
-        classes=classes,
-        reason="the class has no person with y = a in one of the groups s = 1, s = 0",
-    )
+#: Key of :func:`cached_value_audit`'s table in a model's results folder.
+AUDIT_RESULT = "relation_audit"
 
 
 def _value_groups(person_values: np.ndarray, persons: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -382,10 +163,10 @@ def relation_value_biases(
             if n_persons < min_persons:
                 rows += [(relation, value, m, np.nan, n_persons, n_rest, "skipped") for m in ("DPD", "PPD")]
                 continue
-            dpd = demographic_parity_distance(y_pred=y_pred[index], sensitive=has[v], classes=classes)
-            ppd = predictive_parity_distance(
-                y_true=y_true[index], y_pred=y_pred[index], sensitive=has[v], classes=classes
+            counts = parity_counts(  # row 0: s = 1 (has the value), row 1: s = 0
+                y_true=y_true[index], y_pred=y_pred[index], group=np.where(has[v], 0, 1), classes=classes
             )
+            dpd, ppd = demographic_parity_distance(counts), predictive_parity_distance(counts)
             for name, result in (("DPD", dpd), ("PPD", ppd)):
                 status = "ok" if result.defined else "undefined"
                 bias = result.value if result.value is not None else np.nan
@@ -454,11 +235,10 @@ def audit_relations(
 ) -> pd.DataFrame:
     """Keidar et al.'s relation bias table: bias_agg per (relation, measure) (METHODS §7).
 
-    1. Each person with an occupation gets one label (:func:`person_occupation_labels`), mapped to
-       the k most common + OTHER (:func:`occupation_classes`).
-    2. A classifier on their embeddings (embeddings [E, d]; complex models: Re | Im, see
-       :func:`entity_feature_matrix`) is fitted on a seeded split for the reported accuracy, and
-       predicts every person by cross-validation for DPD / PPD.
+    1-2. Each person with an occupation gets one label among the k most common + OTHER, and a
+       classifier on their embeddings (embeddings [E, d]; complex models: Re | Im) predicts every
+       person by cross-validation for DPD / PPD
+       (:func:`kgbias_core.measures.occupation_classifier.classify_occupations`).
     3. Every value of every relation in ``sensitive_facts`` (relation id -> [n, 2] (person, value)
        pairs), one-vs-rest among persons having the relation: DPD, PPD, and with a ``model`` and
        an ``occupation_relation`` TLB over the k class occupations (:func:`relation_value_biases`).
@@ -469,23 +249,19 @@ def audit_relations(
     ``accuracy``, ``balanced_accuracy``, ``n_persons`` and ``classes``. All measures unsigned:
     larger = more bias.
     """
-    persons, labels = person_occupation_labels(person_occupations)
-    embeddings = np.asarray(embeddings, dtype=np.float64)
-    X = embeddings[persons]  # [J, d]
-    y = occupation_classes(labels, k)
-    _, accuracy, balanced = train_occupation_classifier(X, y, kind=kind, seed=seed)
-    y_pred = cross_validated_predictions(X, y, kind=kind, seed=seed, n_folds=n_folds)
-    classes = np.unique(y)
+    predictions = classify_occupations(
+        embeddings=embeddings, person_occupations=person_occupations, k=k, kind=kind, seed=seed, n_folds=n_folds
+    )
     per_value = relation_value_biases(
-        persons=persons,
-        y_true=y,
-        y_pred=y_pred,
-        classes=classes,
+        persons=predictions.persons,
+        y_true=predictions.y_true,
+        y_pred=predictions.y_pred,
+        classes=predictions.classes,
         sensitive_facts=sensitive_facts,
         min_persons=min_persons,
         model=model,
         occupation_relation=occupation_relation,
-        professions=classes[classes != OTHER],
+        professions=predictions.professions,
         attribute_person_is_head=attribute_person_is_head,
         step=step,
         batch_size=batch_size,
@@ -498,9 +274,177 @@ def audit_relations(
     table = table.fillna({"n_values": 0, "n_used": 0, "n_skipped": 0, "n_undefined": 0})
     table = table.astype({c: "int64" for c in ["n_values", "n_used", "n_skipped", "n_undefined"]})
     table.attrs.update(
-        accuracy=accuracy,
-        balanced_accuracy=balanced,
-        n_persons=len(persons),
-        classes=classes.tolist(),
+        accuracy=predictions.accuracy,
+        balanced_accuracy=predictions.balanced_accuracy,
+        n_persons=len(predictions.persons),
+        classes=predictions.classes.tolist(),
     )
     return table
+
+
+# --- per stored model -----------------------------------------------------------------------------
+
+
+def sensitive_relations(model: StoredModel) -> dict[str, tuple[int, bool]]:
+    """Candidate sensitive relations: name -> (relation id, person is head). Gender first.
+
+    The schema's attributes where the graph has them; for a graph without declared attributes, every
+    relation whose heads are mostly persons (persons = heads of occupation facts) with few tail values.
+    """
+    schema = model.schema
+    relations: dict[str, tuple[int, bool]] = {"gender": (model.relation_id(schema.gender_relation), True)}
+    for attribute in schema.attributes:
+        if attribute.relation in model.relation_to_id:
+            relations[attribute.name] = (model.relation_id(attribute.relation), attribute.person_is_head)
+    if len(relations) > 1:
+        return relations
+    triples = model.triples.cpu()
+    occupation = model.relation_id(schema.occupation_relation)
+    persons = torch.zeros(model.n_entities, dtype=torch.bool)
+    persons[triples[triples[:, 1] == occupation, 0]] = True
+    for relation in torch.unique(triples[:, 1]).tolist():
+        if relation in (occupation, relations["gender"][0]):
+            continue
+        facts = triples[triples[:, 1] == relation]
+        if persons[facts[:, 0]].float().mean() > 0.9 and torch.unique(facts[:, 2]).numel() <= 200:
+            relations[model.relation_labels[relation]] = (relation, True)
+    return relations
+
+
+def _person_value_pairs(triples: torch.Tensor, relation: int, person_is_head: bool) -> np.ndarray:
+    """[n, 2] (person, value) pairs of one relation, person first whatever the direction."""
+    rows = triples[triples[:, 1] == relation]
+    return (rows[:, [0, 2]] if person_is_head else rows[:, [2, 0]]).numpy()
+
+
+def model_audit(
+    model: StoredModel, *, k: int = 5, kind: ClassifierKind = "random_forest", min_persons: int = 10, seed: int = 0
+) -> pd.DataFrame:
+    """Keidar et al.'s DPD / PPD / TLB per sensitive relation for one model (METHODS §7).
+
+    :func:`audit_relations` on the model's training triples; long frame: relation (name), measure,
+    bias, n_values, n_used, n_skipped, n_undefined; ``attrs`` carries the classifier's accuracy and
+    balanced accuracy.
+    """
+    module = pykeen_model(model, device="cpu")
+    triples = model.triples.cpu()
+    occupation = model.relation_id(model.schema.occupation_relation)
+    relations = sensitive_relations(model)
+    table = audit_relations(
+        embeddings=entity_feature_matrix(module),
+        person_occupations=_person_value_pairs(triples, occupation, True),
+        sensitive_facts={r: _person_value_pairs(triples, r, head) for r, head in relations.values()},
+        k=k, kind=kind, seed=seed, min_persons=min_persons, model=module, occupation_relation=occupation,
+        attribute_person_is_head=dict(relations.values()),
+    )
+    names = {relation: name for name, (relation, _) in relations.items()}
+    table["relation"] = table["relation"].map(names)
+    return table
+
+
+def audit_table(models: Sequence[StoredModel], **kwargs: object) -> pd.DataFrame:
+    """Relations × measures × models: one long frame with a ``model`` column, plus classifier accuracy."""
+    frames = []
+    for model in models:
+        table = model_audit(model, **kwargs)
+        table.insert(0, "model", model.name)
+        table["classifier_accuracy"] = table.attrs["accuracy"]
+        table["classifier_balanced_accuracy"] = table.attrs["balanced_accuracy"]
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True)
+
+
+def model_value_audit(
+    model: StoredModel,
+    *,
+    k: int = 5,
+    kind: ClassifierKind = "random_forest",
+    min_persons: int = 10,
+    seed: int = 0,
+    on_step: Callable[[int, int, str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> pd.DataFrame:
+    """Keidar et al.'s DPD / PPD / TLB per sensitive relation *and tail value* for one model (METHODS §7).
+
+    The rows that :func:`model_audit` averages: the same classifier, cross-validated predictions
+    and one-vs-rest groups as :func:`audit_relations`, but run one relation at a time so that a job
+    can report progress (``on_step(done, total, relation)``) and stop between relations
+    (``should_stop``; raises :class:`CancelledError`). bias_agg(s) is :func:`audit_from_values` of
+    this frame.
+    Long frame, one row per (relation, value, measure): ``relation`` (name), ``value`` (label),
+    ``value_name``, ``measure`` (DPD | PPD | TLB), ``bias`` (NaN when skipped or undefined),
+    ``n_persons`` (have the value), ``n_rest`` (have another value only), ``status``
+    (ok | skipped | undefined); constant columns ``classifier``, ``k``, ``accuracy``,
+    ``balanced_accuracy`` (held-out split), ``n_classified`` (persons with an occupation).
+    All measures unsigned: larger = more bias.
+    """
+    module = pykeen_model(model, device="cpu")
+    triples = model.triples.cpu()
+    occupation = model.relation_id(model.schema.occupation_relation)
+    predictions = classify_occupations(
+        embeddings=entity_feature_matrix(module), person_occupations=_person_value_pairs(triples, occupation, True),
+        k=k, kind=kind, seed=seed,
+    )
+    relations = sensitive_relations(model)
+    parts = []
+    for done, (name, (relation, person_is_head)) in enumerate(relations.items()):
+        if should_stop is not None and should_stop():
+            raise CancelledError(AUDIT_CANCELLED.format(model=model.name, done=done, total=len(relations)))
+        if on_step is not None:
+            on_step(done, len(relations), name)
+        part = relation_value_biases(
+            persons=predictions.persons, y_true=predictions.y_true, y_pred=predictions.y_pred,
+            classes=predictions.classes,
+            sensitive_facts={relation: _person_value_pairs(triples, relation, person_is_head)},
+            min_persons=min_persons, model=module, occupation_relation=occupation,
+            professions=predictions.professions, attribute_person_is_head={relation: person_is_head},
+        )
+        parts.append(part.assign(relation=name))
+    frame = pd.concat(parts, ignore_index=True)
+    values = frame["value"].astype(int)
+    frame["value"] = [model.entity_labels[v] for v in values]
+    frame.insert(2, "value_name", [model.entity_names[v] for v in values])
+    return frame.assign(classifier=kind, k=k, accuracy=predictions.accuracy,
+                        balanced_accuracy=predictions.balanced_accuracy, n_classified=len(predictions.persons))
+
+
+def audit_from_values(values: pd.DataFrame) -> pd.DataFrame:
+    """bias_agg(s) = mean over the tail values of s (Keidar Eq. 6) of a :func:`model_value_audit` frame.
+
+    No division by the number of values (+ 1) as in the authors' code: the paper's normalisation.
+    Columns as :func:`aggregate_relation_biases`, relations in the order they first appear.
+    """
+    table = aggregate_relation_biases(values)
+    order = {name: i for i, name in enumerate(values["relation"].drop_duplicates())}
+    return table.sort_values(["relation", "measure"], key=lambda s: s.map(order) if s.name == "relation" else s,
+                             ignore_index=True)
+
+
+def audit_params(*, k: int, kind: str, min_persons: int, seed: int = 0) -> dict[str, object]:
+    """The parameters a cached relation audit is keyed on."""
+    return {"k": int(k), "kind": kind, "min_persons": int(min_persons), "seed": int(seed)}
+
+
+def cached_value_audit(
+    model_dir: Path | str,
+    *,
+    k: int = 5,
+    kind: ClassifierKind = "random_forest",
+    min_persons: int = 10,
+    seed: int = 0,
+    on_step: Callable[[int, int, str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> pd.DataFrame:
+    """:func:`model_value_audit` of a stored model, computed once per parameters and cached beside it."""
+    params = audit_params(k=k, kind=kind, min_persons=min_persons, seed=seed)
+    cached = load_result(model_dir, AUDIT_RESULT, params=params)
+    if cached is not None:
+        return cached
+    frame = model_value_audit(load_model(model_dir), **params, on_step=on_step, should_stop=should_stop)
+    save_result(model_dir, AUDIT_RESULT, frame, params=params)
+    return frame
+
+
+def load_value_audit(model_dir: Path | str, **params: object) -> pd.DataFrame | None:
+    """The cached :func:`cached_value_audit` table for these parameters, or None if not computed yet."""
+    return load_result(model_dir, AUDIT_RESULT, params=audit_params(**params))

@@ -1,4 +1,4 @@
-"""Judging a what-if against its base model: bias of every occupation, link prediction, noise band.
+"""Judging a what-if against its base model: bias of every occupation and the noise band.
 
 A from-scratch retrain can move B_gr by more than an edit itself (METHODS §9; on FB15k-237 a removed
 triple changes every later batch unless the retrain is masked). So every comparison comes with the
@@ -15,25 +15,11 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.embeddings.store import StoredModel, load_result, save_result
 from kgbias_core.embeddings.training import EpochCallback, train_transe
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
-from kgbias_core.measures.prediction_fairness import filtered_ranks, rank_metrics
 from kgbias_core.tables import occupations_frame
-
-
-def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_size: int = 256) -> dict[str, float]:
-    """Filtered tail-prediction MRR, Hits@1/3/10 on the model's test split (occupation queries only if asked)."""
-    test = model.test_triples
-    if test is None or not len(test):
-        return {}
-    if occupation_only:
-        test = test[test[:, 1] == model.relation_id(model.schema.occupation_relation)]
-    known = torch.cat([t for t in (model.triples, model.valid_triples, model.test_triples) if t is not None])
-    ranks = filtered_ranks(pykeen_model(model), triples=test, known=known, batch_size=batch_size)
-    return rank_metrics(ranks)
 
 
 def bias_change(base: ModelAnalysis, what_if: ModelAnalysis) -> pd.DataFrame:

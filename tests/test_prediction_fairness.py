@@ -1,92 +1,29 @@
-"""Schwertmann et al.'s link-prediction fairness (kgbias_core.measures.prediction_fairness) by hand and brute force."""
+"""Schwertmann et al.'s prediction fairness (kgbias_core.measures.prediction_fairness) by hand, against
+Fairlearn's MetricFrame, and on stored models."""
+
+from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
-from pykeen.models import DistMult, RotatE, TransE
-from pykeen.triples import TriplesFactory
 
 from kgbias_core import errors
+from kgbias_core.cli import main
+from kgbias_core.data.graph import Gender
+from kgbias_core.embeddings.store import save_model
+from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.measures.prediction_fairness import (
     NOT_OCCUPATION,
     OTHER,
-    _class_indices,
-    _counts,
-    _metrics_from_counts,
     fairness_report,
-    filtered_ranks,
-    predict_top1_tails,
-    rank_metrics,
+    model_fairness,
+    occupation_test_facts,
 )
 
-torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def factory() -> TriplesFactory:
-    rows = [[f"p{i}", "job", f"job{i % 3}"] for i in range(10)]
-    rows += [[f"p{i}", "gender", "male" if i % 2 else "female"] for i in range(10)]
-    rows += [["p0", "job", "job1"], ["p1", "job", "job2"]]
-    return TriplesFactory.from_labeled_triples(np.asarray(rows))
-
-
-def test_top1_equals_brute_force_argmax(factory: TriplesFactory) -> None:
-    model = TransE(triples_factory=factory, embedding_dim=5, random_seed=3)
-    heads = torch.arange(factory.num_entities)
-    relation = factory.relation_to_id["job"]
-    fast = predict_top1_tails(model, heads=heads, relation=relation, batch_size=3)
-    for h, predicted in zip(heads.tolist(), fast.tolist(), strict=True):
-        hrt = torch.tensor([[h, relation, t] for t in range(factory.num_entities)])
-        assert predicted == int(model.score_hrt(hrt).reshape(-1).argmax())
-
-
-def _brute_force_rank(model, triple: list[int], known: set[tuple[int, int, int]], n_entities: int) -> float:
-    h, r, t = triple
-    scores = model.score_hrt(torch.tensor([[h, r, e] for e in range(n_entities)])).reshape(-1)
-    better = tied = 0
-    for e in range(n_entities):
-        if e == t or (h, r, e) in known:
-            continue
-        better += int(scores[e] > scores[t])
-        tied += int(scores[e] == scores[t])
-    return 1 + better + tied / 2
-
-
-@pytest.mark.parametrize("cls", [TransE, RotatE])
-def test_filtered_ranks_equal_brute_force(factory: TriplesFactory, cls: type) -> None:
-    model = cls(triples_factory=factory, embedding_dim=5, random_seed=4)
-    known = factory.mapped_triples
-    test = known[torch.tensor([0, 3, 10, 11, 15])]
-    fast = filtered_ranks(model, triples=test, known=known, batch_size=2)
-    known_set = {tuple(row) for row in known.tolist()}
-    slow = [_brute_force_rank(model, row, known_set, factory.num_entities) for row in test.tolist()]
-    torch.testing.assert_close(fast, torch.tensor(slow, dtype=torch.float32))
-    # a triple not in `known` is ranked against everything except the known tails of its (h, r)
-    extra = torch.tensor([[0, factory.relation_to_id["job"], 5]])
-    fast_extra = filtered_ranks(model, triples=extra, known=known)
-    assert float(fast_extra[0]) == _brute_force_rank(model, extra[0].tolist(), known_set, factory.num_entities)
-
-
-def test_filtered_ranks_realistic_ties(factory: TriplesFactory) -> None:
-    model = DistMult(triples_factory=factory, embedding_dim=4, random_seed=0)
-    with torch.no_grad():
-        model.relation_representations[0]._embeddings.weight.zero_()  # every score is 0: all tied
-    job = factory.relation_to_id["job"]
-    p0 = factory.entity_to_id["p0"]
-    known = factory.mapped_triples
-    ranks = filtered_ranks(model, triples=torch.tensor([[p0, job, factory.entity_to_id["job0"]]]), known=known)
-    # p0 also has job1 (filtered): the other E - 2 entities tie with the true tail
-    assert float(ranks[0]) == 1 + (factory.num_entities - 2) / 2
-
-
-def test_rank_metrics() -> None:
-    metrics = rank_metrics(torch.tensor([1.0, 2.0, 4.0, 20.0]))
-    assert metrics["mrr"] == pytest.approx((1 + 0.5 + 0.25 + 0.05) / 4)
-    assert metrics["mr"] == pytest.approx(27 / 4)
-    assert (metrics["hits@1"], metrics["hits@3"], metrics["hits@10"]) == (0.25, 0.5, 0.75)
-    with pytest.raises(errors.MeasureError, match="no ranks given"):
-        rank_metrics([])
-
+from .test_parity import metric_frame_rates
 
 # Hand example. Occupations 10..15, entity 99 is not an occupation. min_count = 2 gives classes
 # 10 (5 facts), 11 (3), 14 (2), 15 (2) and OTHER (12, 13).
@@ -206,8 +143,8 @@ def test_bootstrap_ci_contains_estimate_and_is_seeded() -> None:
     assert again.confidence_intervals.equals(ci)
 
 
-def test_bootstrap_counts_match_metric_frame() -> None:
-    """The count path used for bootstrap replicates equals MetricFrame on the original sample."""
+def test_report_equals_metric_frame() -> None:
+    """Fairlearn's MetricFrame is the oracle of level (iii); levels (i) and (ii) are its macro means."""
     y_true, y_pred, gender = _random_facts(300, seed=2)
     report = fairness_report(
         y_true=y_true, y_pred=y_pred, gender=gender, occupation_ids={1, 2, 3, 4}, min_count=30, n_bootstrap=1
@@ -216,19 +153,16 @@ def test_bootstrap_counts_match_metric_frame() -> None:
     true_class = np.where(np.isin(y_true, classes), y_true, OTHER)
     pred_class = np.where(np.isin(y_pred, classes), y_pred, OTHER)
     pred_class = np.where(np.isin(y_pred, [1, 2, 3, 4]), pred_class, NOT_OCCUPATION)
-    true_index, pred_index = _class_indices(true_class=true_class, pred_class=pred_class, classes=classes)
-    counts = _counts(
-        true_index=true_index,
-        pred_index=pred_index,
-        group=np.where(gender == "male", 0, 1),
-        n_classes=len(classes),
-        weights=None,
+    oracle = metric_frame_rates(
+        y_true=true_class, y_pred=pred_class, sensitive=gender, groups=("male", "female"), classes=classes
     )
-    metrics = _metrics_from_counts(counts)
     for g, group in enumerate(("male", "female")):
         frame = report.by_class_group.xs(group, level="group")
         for name in ("selection_rate", "precision", "recall"):
-            np.testing.assert_allclose(metrics[name][g], frame[name].to_numpy(), equal_nan=True)
+            np.testing.assert_array_equal(frame[name].to_numpy(), oracle[name][g], err_msg=f"{group} {name}")
+            assert report.by_group.loc[group, name] == pytest.approx(np.nanmean(oracle[name][g]))
+    for gap, name in (("DPG", "selection_rate"), ("PPG", "precision"), ("EOG", "recall")):
+        np.testing.assert_array_equal(report.by_class[gap].to_numpy(), np.abs(oracle[name][0] - oracle[name][1]))
 
 
 def test_fairness_errors() -> None:
@@ -238,3 +172,41 @@ def test_fairness_errors() -> None:
         fairness_report(y_true=[1], y_pred=[1], gender=["x"], occupation_ids={1})
     with pytest.raises(errors.MeasureError, match="two different labels"):
         fairness_report(y_true=[1], y_pred=[1], gender=["x"], occupation_ids={1}, groups=("x", "x"))
+
+
+def test_fairness_uses_test_occupation_facts_of_persons_with_gender(tiny_model) -> None:
+    facts, gender = occupation_test_facts(tiny_model)
+    assert len(facts) == len(gender) > 0
+    occupation = tiny_model.relation_id(tiny_model.schema.occupation_relation)
+    assert (facts[:, 1] == occupation).all()
+    report = model_fairness(tiny_model, min_count=5, n_bootstrap=50)
+    assert report.n_facts + report.n_dropped_gender == len(facts)
+    assert set(report.by_group.index) == {"male", "female"}
+
+
+def test_person_with_male_and_female_facts_is_other_as_in_occupation_groups(tiny_model) -> None:
+    """One gender reader: a person with both values is 'other' in the fairness input, OTHER in the groups."""
+    facts, gender = occupation_test_facts(tiny_model)
+    male_in_training = occupation_groups(tiny_model).gender[facts[:, 0]] == Gender.MALE
+    person = int(facts[male_in_training.nonzero()[0, 0], 0])
+    schema = tiny_model.schema
+    r_g, female = tiny_model.relation_id(schema.gender_relation), tiny_model.entity_id(schema.female)
+    extra = torch.tensor([[person, r_g, female]], device=tiny_model.triples.device)
+    both = replace(tiny_model, triples=torch.cat([tiny_model.triples, extra]))
+    assert int(occupation_groups(both).gender[person]) == Gender.OTHER
+    facts_both, gender_both = occupation_test_facts(both)
+    torch.testing.assert_close(facts_both, facts)  # still a person with a gender fact
+    mine = (facts_both[:, 0] == person).numpy()
+    assert set(gender_both[mine]) == {"other"}
+    assert (gender_both[~mine] == gender[~mine]).all()
+    report = model_fairness(both, min_count=5, n_bootstrap=5)
+    assert report.n_dropped_gender == int((gender_both == "other").sum())
+
+
+def test_fairness_command(tiny_model, tmp_path) -> None:
+    path = str(save_model(tiny_model, tmp_path))
+    assert main(["fairness", "--models", path, "--min-count", "5", "--bootstrap", "20",
+                 "--out", str(tmp_path / "f.csv")]) == 0
+    frame = pd.read_csv(tmp_path / "f.csv")
+    assert {"model", "class", "group", "class_name"} <= set(frame.columns)
+    assert set(frame.model) == {"tiny-transe"}

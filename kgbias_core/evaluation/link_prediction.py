@@ -1,0 +1,177 @@
+"""Link prediction: tail scores, top-1 tails, filtered ranks, MRR / Hits@k, cached per model.
+
+The one home of link prediction. Schwertmann et al.'s fairness (:mod:`kgbias_core.measures.prediction_fairness`)
+reads its top-1 tails from here; the comparison and debiasing pages read the cached MRR / Hits@k table.
+Filtered ranks follow Bordes et al. (2013) as Schwertmann, Kraft & Usbeck (2023) §4.3 report them.
+The model is only asked for scores: any PyKEEN model with ``score_t`` works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from pykeen.models import Model
+from pykeen.nn.modules import TransEInteraction
+
+from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.embeddings.store import StoredModel, load_model, load_result, save_result
+from kgbias_core.errors import RANKS_EMPTY, TRIPLES_BAD_SHAPE, MeasureError
+from kgbias_core.types import FloatTensor, LongTensor
+
+__all__ = [
+    "LINK_PREDICTION_PARAMS",
+    "LINK_PREDICTION_RESULT",
+    "cached_link_prediction",
+    "filtered_ranks",
+    "known_triples",
+    "link_prediction",
+    "load_link_prediction",
+    "predict_top1_tails",
+    "rank_metrics",
+    "tail_scores",
+]
+
+#: Key of :func:`cached_link_prediction`'s table in a model's results folder.
+LINK_PREDICTION_RESULT = "link_prediction"
+#: What :func:`cached_link_prediction` evaluates: filtered tail ranks on the test split.
+LINK_PREDICTION_PARAMS = {"split": "test", "side": "tail", "filtered": True}
+
+
+def _check_triples(triples: LongTensor, what: str) -> None:
+    if triples.ndim != 2 or triples.shape[1] != 3:
+        raise MeasureError(TRIPLES_BAD_SHAPE.format(what=what, shape=tuple(triples.shape)))
+
+
+def known_triples(model: StoredModel) -> LongTensor:
+    """Train + valid + test triples of a stored model, on the CPU: [n, 3] (what filtered ranking removes)."""
+    return torch.cat([t.cpu() for t in (model.triples, model.valid_triples, model.test_triples) if t is not None])
+
+
+def tail_scores(model: Model, hr: LongTensor) -> FloatTensor:
+    """Scores of (h, r, t) for every entity t. Shapes: hr [b, 2] -> [b, E].
+
+    For TransE with squared L2 (power_norm, p = 2), ||h + r - t||^2 = ||q||^2 - 2 q.t + ||t||^2 with
+    q = h + r turns the [b, E, d] broadcast of ``score_t`` into one [b, d] x [d, E] matmul — the
+    difference between minutes and seconds on a CPU. Every other model uses its own ``score_t``.
+    """
+    interaction = getattr(model, "interaction", None)
+    if (
+        isinstance(interaction, TransEInteraction)
+        and interaction.p == 2
+        and interaction.power_norm
+        and len(model.entity_representations) == 1
+        and len(model.relation_representations) == 1
+    ):
+        entities = model.entity_representations[0](indices=None)  # [E, d]
+        q = entities[hr[:, 0]] + model.relation_representations[0](indices=hr[:, 1])  # [b, d]
+        return -(q.pow(2).sum(-1, keepdim=True) - 2 * q @ entities.T + entities.pow(2).sum(-1))
+    return model.score_t(hr)
+
+
+def predict_top1_tails(model: Model, *, heads: LongTensor, relation: int, batch_size: int = 64) -> LongTensor:
+    """The top-1 tail of (h, relation, ?) over ALL entities: the predicted label (Schwertmann §3.2).
+
+    Shapes: heads [n] -> [n] entity ids (on the model's device). Ties go to the smaller entity
+    id (``argmax`` returns the first maximum). Scored in batches of ``batch_size`` heads
+    ([batch_size, E] scores at a time; small on purpose: PyKEEN's TransE materialises
+    [batch_size, E, d], which is slower, not faster, in large batches on CPU).
+    """
+    heads = torch.as_tensor(heads, dtype=torch.long, device=model.device).reshape(-1)
+    out = torch.empty_like(heads)
+    with torch.no_grad():
+        for start in range(0, heads.numel(), batch_size):
+            chunk = heads[start : start + batch_size]
+            hr = torch.stack([chunk, torch.full_like(chunk, relation)], dim=1)  # [b, 2]
+            out[start : start + batch_size] = tail_scores(model, hr).argmax(dim=1)  # [b, E]
+    return out
+
+
+def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batch_size: int = 64) -> FloatTensor:
+    """Filtered rank of each true tail among all entities (Bordes et al. 2013; Schwertmann §4.3).
+
+    For (h, r, t): every other tail t' with (h, r, t') in ``known`` is removed before ranking
+    (pass train + valid + test as ``known``; t itself may be in it). Realistic rank for ties,
+    as PyKEEN's default: rank = 1 + #{score > s_t} + #{score == s_t, other entity} / 2.
+    Shapes: triples [n, 3], known [m, 3] -> [n] float ranks >= 1 (1 = best). Tail side only.
+    """
+    triples = torch.as_tensor(triples, dtype=torch.long, device=model.device)
+    known = torch.as_tensor(known, dtype=torch.long, device=model.device)
+    _check_triples(triples, "triples")
+    _check_triples(known, "known")
+    n_relations = max(model.num_relations, int(known[:, 1].max()) + 1 if known.numel() else 0)
+    # Sorted (h, r) keys let each batch find its known tails by binary search, without a
+    # Python dict over all known triples.
+    known_keys = known[:, 0] * n_relations + known[:, 1]
+    order = torch.argsort(known_keys)
+    sorted_keys, sorted_tails = known_keys[order], known[order, 2]
+    ranks = torch.empty(triples.shape[0], dtype=torch.float64, device=model.device)
+    with torch.no_grad():
+        for start in range(0, triples.shape[0], batch_size):
+            batch = triples[start : start + batch_size]  # [b, 3]
+            scores = tail_scores(model, batch[:, :2]).to(torch.float64)  # [b, E]
+            rows = torch.arange(batch.shape[0], device=model.device)
+            true_scores = scores[rows, batch[:, 2]].unsqueeze(1)  # [b, 1]
+            keys = batch[:, 0] * n_relations + batch[:, 1]
+            left = torch.searchsorted(sorted_keys, keys, right=False)
+            counts = torch.searchsorted(sorted_keys, keys, right=True) - left  # [b]
+            hit_rows = torch.repeat_interleave(rows, counts)  # [k]
+            starts = torch.repeat_interleave(left - (torch.cumsum(counts, 0) - counts), counts)
+            hit_tails = sorted_tails[starts + torch.arange(hit_rows.numel(), device=model.device)]
+            other = hit_tails != batch[hit_rows, 2]
+            # NaN compares False with everything: filtered entities are neither better nor tied
+            scores[hit_rows[other], hit_tails[other]] = float("nan")
+            better = (scores > true_scores).sum(dim=1)
+            tied = (scores == true_scores).sum(dim=1) - 1  # minus the true tail itself
+            ranks[start : start + batch.shape[0]] = 1.0 + better + 0.5 * tied
+    return ranks.to(torch.float32)
+
+
+def rank_metrics(ranks: FloatTensor | np.ndarray | Sequence[float]) -> dict[str, float]:
+    """MR, MRR and Hits@1/3/10 of (filtered) ranks [n]; keys ``n``, ``mr``, ``mrr``, ``hits@k``."""
+    ranks = np.asarray(torch.as_tensor(ranks).detach().cpu(), dtype=np.float64).reshape(-1)
+    if ranks.size == 0:
+        raise MeasureError(RANKS_EMPTY)
+    metrics = {"n": float(ranks.size), "mr": float(ranks.mean()), "mrr": float((1.0 / ranks).mean())}
+    for k in (1, 3, 10):
+        metrics[f"hits@{k}"] = float((ranks <= k).mean())
+    return metrics
+
+
+def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_size: int = 256) -> dict[str, float]:
+    """Filtered tail-prediction MRR, Hits@1/3/10 on the model's test split (occupation queries only if asked).
+
+    -> :func:`rank_metrics` of the test triples' filtered ranks; {} when the model has no test split.
+    """
+    test = model.test_triples
+    if test is None or not len(test):
+        return {}
+    if occupation_only:
+        test = test[test[:, 1] == model.relation_id(model.schema.occupation_relation)]
+    ranks = filtered_ranks(pykeen_model(model), triples=test, known=known_triples(model), batch_size=batch_size)
+    return rank_metrics(ranks)
+
+
+def cached_link_prediction(model_dir: Path | str) -> pd.DataFrame:
+    """Filtered MRR and Hits@1/3/10 (tails) on the test split, all queries and occupation queries.
+
+    Computed once per model and cached beside it (:func:`kgbias_core.embeddings.store.save_result`);
+    -> one row per query set: ``queries, n, mr, mrr, hits@1, hits@3, hits@10``.
+    """
+    cached = load_link_prediction(model_dir)
+    if cached is not None:
+        return cached
+    model = load_model(model_dir)
+    rows = [{"queries": "all", **link_prediction(model)},
+            {"queries": "occupation", **link_prediction(model, occupation_only=True)}]
+    frame = pd.DataFrame(rows)
+    save_result(model_dir, LINK_PREDICTION_RESULT, frame, params=LINK_PREDICTION_PARAMS)
+    return frame
+
+
+def load_link_prediction(model_dir: Path | str) -> pd.DataFrame | None:
+    """The cached :func:`cached_link_prediction` table, or None if not computed yet."""
+    return load_result(model_dir, LINK_PREDICTION_RESULT, params=LINK_PREDICTION_PARAMS)
