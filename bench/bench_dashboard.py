@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from kgbias_core.data.datasets import has_fb15k237, resolve_data_dir  # noqa: E402
+from kgbias_core.data.datasets import has_dataset, resolve_data_dir  # noqa: E402
 from kgbias_core.embeddings.store import default_store, list_models, load_model, save_model  # noqa: E402
 
 PAGE = str(REPO / "pages" / "occupation_explorer.py")
@@ -97,7 +97,7 @@ def main() -> None:
     os.environ.setdefault("KGBIAS_DATA_DIR", str(resolve_data_dir()))
     bench(synthetic_store(args.store), "synthetic-transe", "synthetic", args.occupations)
     fb_store = REPO / "cached_models"
-    if has_fb15k237(resolve_data_dir()) and "fb15k237-transe" in list_models(fb_store):
+    if has_dataset("fb15k237", resolve_data_dir()) and "fb15k237-transe" in list_models(fb_store):
         bench(fb_store, "fb15k237-transe", "fb15k237", args.occupations)
     else:
         print("\n(no FB15k-237 benchmark: needs $KGBIAS_DATA_DIR/fb15k237 and cached_models/fb15k237-transe)")

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from kgbias_app import cache, compare_jobs, sidebar, ui
-from kgbias_core.data.datasets import has_fb15k237, resolve_data_dir
+from kgbias_core.data.datasets import has_dataset, resolve_data_dir
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store, list_models
 from kgbias_core.errors import KGBiasError
@@ -81,7 +81,7 @@ def graph_models(dataset: str) -> list[ComparedModel]:
 
 def can_train(dataset: str) -> bool:
     """Only the built-in graphs can be loaded again to train another model on them."""
-    return dataset == "synthetic" or (dataset == "fb15k237" and has_fb15k237(resolve_data_dir()))
+    return has_dataset(dataset, resolve_data_dir())
 
 
 def training_panel(dataset: str, models: list[ComparedModel], pending: list[str]) -> None:

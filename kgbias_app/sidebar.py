@@ -17,13 +17,12 @@ import torch
 
 from kgbias_app import cache
 from kgbias_app.training_jobs import DEFAULT_MODEL_NAMES, training_job
-from kgbias_core.data.datasets import has_fb15k237, resolve_data_dir
+from kgbias_core.data.datasets import available_datasets, dataset_title, resolve_data_dir
 from kgbias_core.embeddings.store import default_store, list_models
 from kgbias_core.embeddings.training import default_device
 from kgbias_core.errors import KGBiasError
 from kgbias_core.jobs import JobState, default_registry
 
-GRAPH_TITLES = {"synthetic": "Synthetic people graph (built in)", "fb15k237": "FB15k-237"}
 #: Config fields shown in the sidebar, in this order.
 CONFIG_FIELDS = (
     "model", "dim", "epochs", "batch_size", "lr", "margin", "l2", "seed", "damping", "influence_scale",
@@ -69,13 +68,13 @@ def render() -> ModelRef | None:
     """Draw the sidebar; return the selected model, or None (with a message) while there is none."""
     store, data_dir = default_store(), resolve_data_dir()
     configs = _cached_models(store)
-    graphs = ["synthetic"] + (["fb15k237"] if has_fb15k237(data_dir) else [])
+    graphs = available_datasets(data_dir)
     graphs += sorted({c.get("dataset", "") for c in configs.values()} - set(graphs) - {""})
     device = default_device()
     with st.sidebar:
         graph = st.selectbox(
             "Knowledge graph", graphs, index=_default_graph(graphs, configs), key="graph",
-            format_func=lambda g: GRAPH_TITLES.get(g, g), persist_state="session",
+            format_func=lambda g: dataset_title(g), persist_state="session",
         )
         names = [n for n, c in configs.items() if c.get("dataset") == graph]
         default_name = DEFAULT_MODEL_NAMES.get(graph)
@@ -97,7 +96,7 @@ def render() -> ModelRef | None:
             st.info("Training a first model in the background: the dashboard opens when it is ready.")
             _progress(job_id)
         else:
-            st.info(f"No cached model for {GRAPH_TITLES.get(graph, graph)} yet: train one in the sidebar.")
+            st.info(f"No cached model for {dataset_title(graph)} yet: train one in the sidebar.")
         return None
     with st.sidebar:
         config = configs[name]

@@ -14,7 +14,7 @@ from kgbias_core.embeddings.training import train_model
 from kgbias_core.jobs import Progress
 
 #: Name in the model store of each built-in graph's default model.
-DEFAULT_MODEL_NAMES = {"synthetic": "synthetic-transe", "fb15k237": "fb15k237-transe"}
+DEFAULT_MODEL_NAMES = {"synthetic": "synthetic-transe", "fb15k237": "fb15k237-transe", "fb13": "fb13-transe"}
 
 
 def load_graph(dataset: str, data_dir: Path) -> KnowledgeGraph:

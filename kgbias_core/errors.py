@@ -69,7 +69,9 @@ OUT_NOT_A_MODEL = (
 )
 OUT_EXISTS = "{path} already holds a model: pass --force to replace it (nothing was written)"
 OUT_IS_INPUT = "{path} is the model being read (--model): a what-if is written under another name"
-OUT_BAD_NAME = "{name!r} is not a model name: use letters, digits, '.', '_' and '-' (no path separators, not '.' or '..')"
+OUT_BAD_NAME = (
+    "{name!r} is not a model name: use letters, digits, '.', '_' and '-' (no path separators, not '.' or '..')"
+)
 MODEL_WRITE_FAILED = "{path}: could not write the model ({reason}); nothing was replaced, the previous model is intact"
 NON_FINITE_WEIGHTS = "{path}: tensor {tensor!r} holds {count} NaN or infinite values; retrain the model"
 
@@ -78,6 +80,9 @@ UNKNOWN_ENTITY = "unknown entity {entity!r}: it does not occur in the model's gr
 UNKNOWN_RELATION = "unknown relation {relation!r}: it does not occur in the model's graph"
 NOT_AN_OCCUPATION = (
     "{entity!r} is not an occupation: no training triple links a person to it by {relation!r}"
+)
+AMBIGUOUS_OCCUPATION = (
+    "{name!r} names {count} occupations: {candidates}; give the id (the first column) instead"
 )
 EMPTY_GROUP = (
     "occupation {occupation!r} has {n_male} male and {n_female} female persons: "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kgbias_core.data.graph import Gender
@@ -55,3 +57,18 @@ def test_a_person_with_two_gender_values_is_in_neither_group(two_gender_model) -
     for position, label in enumerate(groups.labels):
         men, women = naive[label]
         assert (int(groups.n_male[position]), int(groups.n_female[position])) == (len(men), len(women))
+
+
+def test_an_occupation_is_found_by_label_or_by_readable_name(tiny_model) -> None:
+    groups = occupation_groups(tiny_model)
+    label = groups.labels[3]
+    name = groups.names[3]
+    assert groups.index(label) == 3
+    assert groups.index(name.upper()) == 3 and groups.index(f"  {name.lower()} ") == 3
+
+
+def test_a_name_shared_by_two_occupations_is_refused_with_the_candidates(tiny_model) -> None:
+    groups = occupation_groups(tiny_model)
+    twins = replace(groups, names=(groups.names[1], *groups.names[1:]))
+    with pytest.raises(MeasureError, match=rf"names 2 occupations: {groups.labels[0]} \(.*\), {groups.labels[1]}"):
+        twins.index(groups.names[1])

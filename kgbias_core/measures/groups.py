@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kgbias_core.data.graph import Gender, gender_of
+from kgbias_core.data.graph import Gender, display_name, gender_of
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.errors import NOT_AN_OCCUPATION, UNKNOWN_ENTITY, MeasureError
+from kgbias_core.errors import AMBIGUOUS_OCCUPATION, NOT_AN_OCCUPATION, UNKNOWN_ENTITY, MeasureError
 from kgbias_core.types import BoolTensor, LongTensor
 
 
@@ -39,6 +39,7 @@ class OccupationGroups:
     male: int  # entity id m
     female: int  # entity id f
     labels: tuple[str, ...]  # [O] entity label of each occupation, the key every page and command uses
+    names: tuple[str, ...]  # [O] readable name of each occupation: users may type it instead of the label
     occupation_relation_label: str  # r_p's label, to name it in messages
     # The model's label -> entity id map (shared, not copied): tells an unknown label from a non-occupation.
     entity_ids: Mapping[str, int] = field(repr=False, compare=False)
@@ -48,9 +49,21 @@ class OccupationGroups:
         return int(self.occupations.shape[0])
 
     def index(self, label: str) -> int:
-        """Position in ``occupations`` of the occupation with entity label ``label``: the one label -> index."""
+        """Position in ``occupations`` of an occupation given by label or name: the one label -> index.
+
+        The entity label (a Freebase MID, a Wikidata Q-id, a slug) wins; otherwise a readable name
+        matches case-insensitively (``actor`` finds Q33999 through the names file). A name shared
+        by several occupations is refused with the candidates, never resolved at random.
+        """
         if label in self.labels:
             return self.labels.index(label)
+        wanted = label.strip().casefold()
+        hits = [i for i, name in enumerate(self.names) if name.casefold() == wanted]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            candidates = ", ".join(f"{self.labels[i]} ({self.names[i]})" for i in hits)
+            raise MeasureError(AMBIGUOUS_OCCUPATION.format(name=label, count=len(hits), candidates=candidates))
         if label not in self.entity_ids:
             raise MeasureError(UNKNOWN_ENTITY.format(entity=label))
         raise MeasureError(NOT_AN_OCCUPATION.format(entity=label, relation=self.occupation_relation_label))
@@ -108,6 +121,7 @@ def occupation_groups(model: StoredModel) -> OccupationGroups:
         male=male,
         female=female,
         labels=tuple(model.entity_labels[o] for o in occupations.tolist()),
+        names=tuple(display_name(model.entity_names[o]) for o in occupations.tolist()),
         occupation_relation_label=schema.occupation_relation,
         entity_ids=model.entity_to_id,
     )
