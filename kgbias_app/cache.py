@@ -1,8 +1,8 @@
 """The one module that owns Streamlit caching.
 
 - ``st.cache_resource``: one :class:`ModelAnalysis` per model directory and version, shared by
-  every session and read-only (it memoises its tensors under its own lock); the shared table of
-  running training jobs.
+  every session and read-only (it memoises its tensors under its own lock). Jobs are shared through
+  the job registry's keys, not here.
 - ``st.cache_data``: DataFrames and small results derived from it; every caller gets a copy, so a
   page may sort or annotate what it gets without touching the cache.
 
@@ -39,12 +39,6 @@ def analysis(path: str, version: int) -> ModelAnalysis:
     shared = ModelAnalysis(load_model(path))
     shared.warm_up()
     return shared
-
-
-@st.cache_resource
-def running_jobs() -> dict[str, str]:
-    """Model name -> id of the job training it, shared by all sessions (no model is trained twice)."""
-    return {}
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -118,13 +112,6 @@ def fisher_table(
 
 
 # --- model comparison ---------------------------------------------------------------------------
-@st.cache_resource
-def comparison_jobs() -> dict[str, str]:
-    """Task key (what, model directory and version, parameters) -> job id, shared by all sessions
-    (no audit or evaluation of the same model and parameters runs twice)."""
-    return {}
-
-
 @st.cache_data(max_entries=32, show_spinner="Predicting occupations and bootstrapping the fairness gaps…")
 def fairness_report(path: str, version: int, min_count: int, n_bootstrap: int) -> FairnessReport:
     """Schwertmann et al.'s fairness of the model's top-1 occupation predictions (a copy per caller)."""

@@ -9,7 +9,6 @@ and is computed on the script thread through :func:`kgbias_app.cache.fairness_re
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,13 +19,14 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from kgbias_app import cache, compare_jobs, sidebar, ui
+from kgbias_app import cache, sidebar, ui
+from kgbias_core import tasks
 from kgbias_core.data.datasets import has_dataset, resolve_data_dir
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store, list_models
 from kgbias_core.errors import KGBiasError
 from kgbias_core.evaluation.link_prediction import load_link_prediction
-from kgbias_core.jobs import FINISHED_STATES, JobState, Progress, default_registry
+from kgbias_core.jobs import FINISHED_STATES, JobState, default_registry
 from kgbias_core.measures.prediction_fairness import GAPS, METRICS, OTHER, FairnessReport
 from kgbias_core.measures.relation_audit import audit_from_values, audit_params, load_value_audit
 
@@ -86,22 +86,23 @@ def can_train(dataset: str) -> bool:
 
 def training_panel(dataset: str, models: list[ComparedModel], pending: list[str]) -> None:
     """Which of the four models exist; train the missing ones as background jobs (appended to ``pending``)."""
-    jobs, registry = cache.running_jobs(), default_registry()
+    registry, store, data_dir = default_registry(), default_store(), resolve_data_dir()
     present = {m.name for m in models}
-    rows, missing = [], []
+    rows, missing, trainings = [], [], {}
     for kind in MODELS:
-        name = compare_jobs.model_name(dataset, kind)
-        job_id = jobs.get(name)
-        state = registry.status(job_id).state if job_id else None
+        name = tasks.model_name(dataset, kind)
+        trainings[kind] = tasks.train_task(dataset, out=store / name, data_dir=data_dir, overrides={"model": kind})
+        status = registry.latest(trainings[kind].key)  # any session's: one training per model
+        state = status.state if status else None
         if name in present:
             rows.append((kind, name, "cached"))
         elif state is not None and state not in FINISHED_STATES:
             rows.append((kind, name, f"training ({state})"))
-            pending.append(job_id)
+            pending.append(status.job_id)
         else:
             rows.append((kind, name, "not trained" if state is None else f"not trained (last job {state})"))
             missing.append(kind)
-    others = [m.name for m in models if m.name not in {compare_jobs.model_name(dataset, k) for k in MODELS}]
+    others = [m.name for m in models if m.name not in {tasks.model_name(dataset, k) for k in MODELS}]
     st.dataframe(pd.DataFrame(rows, columns=["model", "name in the store", "status"]), hide_index=True)
     if others:
         st.caption(f"Also in the store for this graph: {', '.join(others)}.")
@@ -114,14 +115,10 @@ def training_panel(dataset: str, models: list[ComparedModel], pending: list[str]
     if st.button("Train in the background", disabled=not chosen, key="train_models",
                  help="Same graph, split and training config as the default model; only the model differs. "
                  "FB15k-237 takes minutes per model."):
-        store, data_dir = default_store(), resolve_data_dir()
         for kind in chosen:
-            name = compare_jobs.model_name(dataset, kind)
-            jobs[name] = registry.submit(
-                name, compare_jobs.training_job(dataset, kind, store=store, data_dir=data_dir),
-                owner=sidebar.session_owner(),
-            )
-            pending.append(jobs[name])
+            # again: the model is missing, so a finished training of it is out of date.
+            pending.append(registry.submit(tasks.model_name(dataset, kind), trainings[kind].run,
+                                           owner=sidebar.session_owner(), key=trainings[kind].key, again=True))
 
 
 def model_picker(models: list[ComparedModel], *, current: str) -> list[ComparedModel]:
@@ -140,31 +137,27 @@ def model_picker(models: list[ComparedModel], *, current: str) -> list[ComparedM
 
 # --- jobs whose result is stored beside a model ---------------------------------------------------
 def stored_or_job(
-    key: str, title: str, *, load: Callable[[], pd.DataFrame | None], job: Callable[[Progress], Any],
-    pending: list[str],
+    title: str, *, load: Callable[[], pd.DataFrame | None], task: tasks.Task[Any], pending: list[str]
 ) -> pd.DataFrame | None:
-    """The stored result, or None while the job computing it runs (submitted here once; id appended to ``pending``).
+    """The stored result, or None while the task computing it runs (one job per task key; id appended to ``pending``).
 
     A failed or cancelled job is shown with ``st.error`` and a button to run it again.
     """
     result = load()
     if result is not None:
         return result
-    jobs, registry = cache.comparison_jobs(), default_registry()
-    job_id = jobs.get(key)
-    status = registry.status(job_id) if job_id else None
+    registry = default_registry()
+    status = registry.latest(task.key)
     if status is not None and status.state in (JobState.FAILED, JobState.CANCELLED):
         st.error(f"{title} stopped: {status.error}")
-        if st.button("Run it again", key=f"retry:{key}"):
-            jobs.pop(key, None)
+        if st.button("Run it again", key=f"retry:{task.key}"):
+            registry.submit(title, task.run, owner=sidebar.session_owner(), key=task.key)
             st.rerun()
         return None
     if status is not None and status.state is JobState.DONE:
         st.error(f"{title} finished but its result is not in the model store (was the model replaced?).")
         return None
-    if status is None:
-        jobs[key] = job_id = registry.submit(title, job, owner=sidebar.session_owner())
-    pending.append(job_id)
+    pending.append(registry.submit(title, task.run, owner=sidebar.session_owner(), key=task.key))
     return None
 
 
@@ -173,9 +166,8 @@ def link_predictions(models: list[ComparedModel], pending: list[str]) -> dict[st
     ready = {}
     for m in models:
         frame = stored_or_job(
-            f"link_prediction|{m.path}|{m.version}", f"Link prediction of {m.name}",
-            load=lambda m=m: load_link_prediction(m.path), job=compare_jobs.link_prediction_job(m.path),
-            pending=pending,
+            f"Link prediction of {m.name}", load=lambda m=m: load_link_prediction(m.path),
+            task=tasks.link_prediction_task([m.path]), pending=pending,
         )
         if frame is not None:
             ready[m.name] = frame
@@ -187,9 +179,8 @@ def relation_audits(models: list[ComparedModel], params: dict[str, Any], pending
     ready = {}
     for m in models:
         frame = stored_or_job(
-            f"audit|{m.path}|{m.version}|{json.dumps(params, sort_keys=True)}", f"Relation audit of {m.name}",
-            load=lambda m=m: load_value_audit(m.path, **params), job=compare_jobs.audit_job(m.path, params),
-            pending=pending,
+            f"Relation audit of {m.name}", load=lambda m=m: load_value_audit(m.path, **params),
+            task=tasks.relation_audit_task(m.path, params), pending=pending,
         )
         if frame is not None:
             ready[m.name] = frame
@@ -202,8 +193,6 @@ def job_progress(job_ids: list[str]) -> None:
     registry = default_registry()
     statuses = [registry.status(job_id) for job_id in dict.fromkeys(job_ids)]
     if all(s.state in FINISHED_STATES for s in statuses):
-        for name in [s.name for s in statuses if s.state is JobState.DONE]:
-            cache.running_jobs().pop(name, None)  # a trained model is in the store now
         st.rerun()
     for status in statuses:
         progress = status.progress

@@ -7,7 +7,6 @@ for live in ``st.session_state[JOBS_KEY]``, so a rerun or a page switch finds th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +15,13 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 from kgbias_app import cache, sidebar, ui
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models
-from kgbias_core.influence.retraining_check import removal_set
-from kgbias_core.jobs import JobState, JobStatus, Progress, default_registry
-from kgbias_core.tables import entity_name
-from kgbias_core.tasks import if_remove_edit
-from kgbias_core.whatif.edits import Edit, add_edit, remove_edit
+from kgbias_core.jobs import JobState, JobStatus, default_registry
+from kgbias_core.tasks import Task
+from kgbias_core.whatif.edits import Edit, make_edit
 
 JOBS_KEY = "lab_jobs"
 MODES = {
@@ -65,8 +61,9 @@ def session_jobs() -> dict[str, dict[str, Any]]:
     return st.session_state.setdefault(JOBS_KEY, {})
 
 
-def submit(kind: str, title: str, fn: Callable[[Progress], Any], **meta: Any) -> str:
-    job_id = default_registry().submit(title, fn, owner=sidebar.session_owner())
+def submit(kind: str, title: str, task: Task[Any], **meta: Any) -> str:
+    """Submit ``task`` for this session; the same task already queued or running elsewhere is shared."""
+    job_id = default_registry().submit(title, task.run, owner=sidebar.session_owner(), key=task.key)
     session_jobs()[job_id] = {"kind": kind, "title": title, **meta}
     return job_id
 
@@ -121,26 +118,18 @@ def job_panel(kinds: tuple[str, ...]) -> None:
 def build_edit(analysis: ModelAnalysis, *, model_name: str, occupation: str, strategy: str,
                k: int, c: float, cap: int) -> Edit | None:
     """The chosen edit (warnings for capped k or an empty basket); MeasureError for impossible ones."""
-    model = analysis.model
-    name = entity_name(analysis, model.entity_id(occupation))
-    if strategy == "add":
-        return add_edit(model, occupation, c=c, cap=cap)
-    if strategy == "if":
-        edit = if_remove_edit(analysis, occupation, k=k)
-        if len(edit.removed) < k:
-            st.warning(IF_REMOVE_FEWER.format(n=len(edit.removed), name=name, k=k))
-        return edit
-    if strategy == "random":
-        n = model.triples.shape[0]
-        if k > n:
-            st.warning(RANDOM_CAPPED.format(k=k, n=n))
-        removed = removal_set(analysis.influence(occupation), kind="random", k=min(k, n))
-        return remove_edit(model, occupation, removed, strategy=f"random-remove k={min(k, n)}")
-    chosen = ui.basket(model_name)
-    if not chosen:
+    n = analysis.model.triples.shape[0]
+    chosen = ui.basket(model_name) if strategy == "basket" else []
+    if strategy == "basket" and not chosen:
         st.info(EMPTY_BASKET.format(model=model_name))
         return None
-    return remove_edit(model, occupation, torch.tensor(chosen, dtype=torch.long), strategy=f"basket k={len(chosen)}")
+    edit = make_edit(analysis, occupation, strategy=strategy, k=min(k, n), c=c, cap=cap, indices=chosen)
+    if strategy == "if" and len(edit.removed) < k:
+        name = analysis.groups.names[analysis.groups.index(occupation)]
+        st.warning(IF_REMOVE_FEWER.format(n=len(edit.removed), name=name, k=k))
+    if strategy == "random" and k > n:
+        st.warning(RANDOM_CAPPED.format(k=k, n=n))
+    return edit
 
 
 def runs_of(store: Path, base: str) -> dict[str, dict]:

@@ -16,12 +16,12 @@ import streamlit as st
 import torch
 
 from kgbias_app import cache
-from kgbias_app.training_jobs import DEFAULT_MODEL_NAMES, training_job
 from kgbias_core.data.datasets import available_datasets, dataset_title, resolve_data_dir
 from kgbias_core.embeddings.store import default_store, list_models
 from kgbias_core.embeddings.training import default_device
 from kgbias_core.errors import KGBiasError
 from kgbias_core.jobs import JobState, default_registry
+from kgbias_core.tasks import DEFAULT_MODEL_NAMES, Task, train_task
 
 #: Config fields shown in the sidebar, in this order.
 CONFIG_FIELDS = (
@@ -86,15 +86,15 @@ def render() -> ModelRef | None:
             )
         gpu = f"GPU ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "CPU"
         st.caption(f"Device: **{gpu}** · model store: `{store}`")
-        job_id = _training_controls(graph, names, store=store, data_dir=data_dir)
-        if job_id is not None and name is not None:
-            _progress(job_id)
+        job = _training_controls(graph, names, store=store, data_dir=data_dir)
+        if job is not None and name is not None:
+            _progress(*job)
         if name is None:
             st.caption("No cached model for this graph yet.")
     if name is None:
-        if job_id is not None:
+        if job is not None:
             st.info("Training a first model in the background: the dashboard opens when it is ready.")
-            _progress(job_id)
+            _progress(*job)
         else:
             st.info(f"No cached model for {dataset_title(graph)} yet: train one in the sidebar.")
         return None
@@ -110,39 +110,39 @@ def render() -> ModelRef | None:
     return ModelRef(name=name, path=str(path), version=cache.model_version(path), dataset=graph)
 
 
-def _training_controls(graph: str, names: list[str], *, store: Path, data_dir: Path) -> str | None:
+def _training_controls(
+    graph: str, names: list[str], *, store: Path, data_dir: Path
+) -> tuple[str, Task[str]] | None:
     """Start (synthetic: automatically) or offer (FB15k-237) the default model; the job to poll, if any."""
     model_name = DEFAULT_MODEL_NAMES.get(graph)
     if model_name is None:
         return None
-    jobs, registry = cache.running_jobs(), default_registry()
-    job_id = jobs.get(model_name)
-    status = registry.status(job_id) if job_id else None
+    task = train_task(graph, out=store / model_name, data_dir=data_dir)
+    status = default_registry().latest(task.key)  # any session's: one training per model
     if status is not None and status.state is JobState.DONE:
-        jobs.pop(model_name, None)  # its model is in the store now
-        if model_name not in names:
+        if model_name in names:
+            return None
+        if (store / model_name / "config.json").is_file():
             st.rerun()  # it was saved after this run listed the store
-        return None
+        status = None  # its model was removed since: it may be trained again
     if status is not None or model_name in names:
-        return job_id
+        return None if status is None else (status.job_id, task)
     if graph == "synthetic" and not names:
         start = True  # a fresh machine opens on the synthetic graph: train it without asking
     else:
         start = st.button(f"Train {model_name}", help="TransE with the default config; FB15k-237 takes minutes")
     if not start:
         return None
-    jobs[model_name] = _submit(graph, store=store, data_dir=data_dir)
-    return jobs[model_name]
+    return _submit(model_name, task), task
 
 
-def _submit(graph: str, *, store: Path, data_dir: Path) -> str:
-    return default_registry().submit(
-        DEFAULT_MODEL_NAMES[graph], training_job(graph, store=store, data_dir=data_dir), owner=session_owner()
-    )
+def _submit(model_name: str, task: Task[str]) -> str:
+    # again: the model is missing, so a finished training of it is out of date.
+    return default_registry().submit(model_name, task.run, owner=session_owner(), key=task.key, again=True)
 
 
 @st.fragment(run_every=1)
-def _progress(job_id: str) -> None:
+def _progress(job_id: str, task: Task[str]) -> None:
     """Poll the training job: epoch, loss and time left; rerun the app once the model is saved."""
     status = default_registry().status(job_id)
     progress = status.progress
@@ -151,7 +151,7 @@ def _progress(job_id: str) -> None:
     if status.state in (JobState.FAILED, JobState.CANCELLED):
         st.error(f"Training {status.name} stopped: {status.error}")
         if st.button("Try again", key=f"retry:{job_id}"):
-            cache.running_jobs().pop(status.name, None)
+            _submit(status.name, task)
             st.rerun()
         return
     if status.state is JobState.QUEUED:

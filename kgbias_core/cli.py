@@ -1,31 +1,42 @@
-"""Command line: ``python -m kgbias_core <command> ...`` for batch users and for checking.
+"""Command line: ``kgbias <command> ...`` (or ``python -m kgbias_core``) for batch users and for checking.
 
-Every command writes a CSV (or a model directory); a user error prints one line naming the
-problem and exits with status 2, never a traceback.
+Each command parses its flags and runs a task of :mod:`kgbias_core.tasks` or builds a table, so the
+command line and the pages compute the same way. Every command writes a CSV (or a model
+directory) and prints progress on stderr; a user error prints one line naming the problem and
+exits with status 2, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from kgbias_core.embeddings.config import MODELS, default_train_config
+from kgbias_core.embeddings.config import MODELS
 from kgbias_core.errors import KGBiasError
+from kgbias_core.jobs import Progress
 
-Handler = Callable[[argparse.Namespace], None]
+
+class _PrintedProgress(Progress):
+    """A task's progress on stderr: every new message, an epoch with its loss and the time left."""
+
+    def update(self, **fields: Any) -> None:
+        super().update(**fields)
+        if "message" not in fields:
+            return
+        now = self.snapshot()
+        if "loss" in fields and now.loss is not None:
+            print(f"{now.message}  loss {now.loss:.5f}  ~{now.seconds_left or 0:.0f}s left", file=sys.stderr)
+        else:
+            print(now.message, file=sys.stderr)
 
 
 def _train(args: argparse.Namespace) -> None:
-    from kgbias_core.data.datasets import load_dataset
-    from kgbias_core.embeddings.store import save_model
-    from kgbias_core.embeddings.training import train_model
+    from kgbias_core.embeddings.store import read_config
+    from kgbias_core.tasks import train_task
 
-    graph = load_dataset(args.dataset, data_dir=args.data_dir, schema=args.schema, names=args.names)
-    config = default_train_config(graph.name)
     overrides = {
         k: v
         for k, v in {
@@ -35,24 +46,10 @@ def _train(args: argparse.Namespace) -> None:
         }.items()
         if v is not None
     }
-    config = replace(config, **overrides)
-    out = Path(args.out)
-    start = time.perf_counter()
-
-    def report(epoch: int, n_epochs: int, loss: float) -> None:
-        elapsed = time.perf_counter() - start
-        left = elapsed / epoch * (n_epochs - epoch)
-        print(f"epoch {epoch}/{n_epochs}  loss {loss:.5f}  ~{left:.0f}s left", file=sys.stderr)
-
-    model = train_model(graph, config, name=out.name, on_epoch=report)
-    if args.calibrate and config.model == "transe":
-        from kgbias_core.influence.retraining_check import calibrate_influence_scale
-
-        print("calibrating the influence scale by masked retraining…", file=sys.stderr)
-        model = replace(model, influence_scale=calibrate_influence_scale(model))
-        print(f"influence scale actual/predicted = {model.influence_scale:.3f}", file=sys.stderr)
-    path = save_model(model, out.parent)
-    print(f"saved {path} ({model.info['train_seconds']:.1f}s)")
+    task = train_task(args.dataset, out=Path(args.out), data_dir=args.data_dir, schema=args.schema,
+                      names=args.names, overrides=overrides, calibrate=args.calibrate)
+    path = task.run(_PrintedProgress())
+    print(f"saved {path} ({read_config(path)['train_seconds']:.1f}s)")
 
 
 def _analysis(path: str):
@@ -133,7 +130,6 @@ def _download(args: argparse.Namespace) -> None:
         print(f"downloaded {path}")
 
 
-
 def _read_indices(path: str) -> list[int]:
     """Training-triple indices from a file: integers separated by white space or commas, # comments."""
     from kgbias_core.errors import LAB_BAD_INDEX_FILE, MISSING_FILE, DataError
@@ -154,43 +150,25 @@ def _debias(args: argparse.Namespace) -> None:
     import torch
 
     from kgbias_core.analysis import ModelAnalysis
-    from kgbias_core.embeddings.store import load_model, save_model
-    from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
-    from kgbias_core.influence.retraining_check import removal_set
-    from kgbias_core.tasks import if_remove_edit
-    from kgbias_core.whatif.edits import add_edit, remove_edit, retrain
+    from kgbias_core.embeddings.store import load_model
+    from kgbias_core.tasks import whatif_task
+    from kgbias_core.whatif.edits import make_edit
     from kgbias_core.whatif.runs import bias_change
 
     analysis = ModelAnalysis(load_model(args.model))
     model, occupation = analysis.model, args.occupation
-    if args.add:
-        edit = add_edit(model, occupation, c=args.c, cap=args.cap)
-    elif args.remove_k is not None:
-        if args.remove_k > model.triples.shape[0]:
-            raise MeasureError(LAB_K_TOO_LARGE.format(k=args.remove_k, n=model.triples.shape[0], model=model.name))
-        if args.strategy == "if":
-            edit = if_remove_edit(analysis, occupation, k=args.remove_k)
-            if len(edit.removed) < args.remove_k:
-                print(f"only {len(edit.removed)} triples move B_gr towards 0: IF-REMOVE removes those", file=sys.stderr)
-        else:
-            removed = removal_set(analysis.influence(occupation), kind="random", k=args.remove_k, seed=args.seed)
-            edit = remove_edit(model, occupation, removed, strategy=f"random-remove k={args.remove_k}")
-    else:
-        edit = remove_edit(model, occupation, torch.tensor(_read_indices(args.remove_indices), dtype=torch.long),
-                           strategy="basket")
+    strategy = "add" if args.add else args.strategy if args.remove_k is not None else "basket"
+    indices = _read_indices(args.remove_indices) if strategy == "basket" else ()
+    edit = make_edit(analysis, occupation, strategy=strategy, k=args.remove_k or 0, c=args.c, cap=args.cap,
+                     seed=args.seed, indices=indices)
+    if strategy == "if" and len(edit.removed) < args.remove_k:
+        print(f"only {len(edit.removed)} triples move B_gr towards 0: IF-REMOVE removes those", file=sys.stderr)
     predicted = None
     if edit.kind == "remove":
         predicted = analysis.predicted_removal(occupation, torch.tensor(edit.removed, dtype=torch.long))
-    out = Path(args.out)
-    start = time.perf_counter()
-
-    def report(epoch: int, n_epochs: int, loss: float) -> None:
-        left = (time.perf_counter() - start) / epoch * (n_epochs - epoch)
-        print(f"epoch {epoch}/{n_epochs}  loss {loss:.5f}  ~{left:.0f}s left", file=sys.stderr)
-
-    what_if = retrain(model, edit, name=out.name, mode=args.mode, on_epoch=report)
-    path = save_model(what_if, out.parent)
-    change = bias_change(analysis, ModelAnalysis(what_if)).set_index("occupation").loc[occupation]
+    path = whatif_task(base=Path(args.model), edit=edit, mode=args.mode, out=Path(args.out)).run(_PrintedProgress())
+    what_if = ModelAnalysis(load_model(path))
+    change = bias_change(analysis, what_if).set_index("occupation").loc[occupation]
     scale = ("uncalibrated: ranking only" if model.influence_scale is None
              else f"calibrated x{model.influence_scale:.3g}")
     print(f"saved {path} ({edit.strategy}, {args.mode})")
@@ -203,20 +181,12 @@ def _debias(args: argparse.Namespace) -> None:
 
 
 def _validate_influence(args: argparse.Namespace) -> None:
-    from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
-    from kgbias_core.influence.retraining_check import influence_accuracy, summarize_accuracy
+    from kgbias_core.influence.retraining_check import summarize_accuracy
+    from kgbias_core.tasks import influence_accuracy_task
 
-    analysis = _analysis(args.model)
-    model = analysis.model
-    if max(args.ks) > model.triples.shape[0]:
-        raise MeasureError(LAB_K_TOO_LARGE.format(k=max(args.ks), n=model.triples.shape[0], model=model.name))
-    influence = analysis.influence(args.occupation)
-
-    def report(kind: str, k: int, predicted: float, actual: float) -> None:
-        print(f"{kind} k={k}: predicted {predicted:+.5f}  actual {actual:+.5f}", file=sys.stderr)
-
-    runs = influence_accuracy(model, influence=influence, occupation_index=analysis.groups.index(args.occupation),
-                              groups=analysis.groups, ks=args.ks, kinds=args.kinds, on_run=report)
+    task = influence_accuracy_task(Path(args.model), occupation=args.occupation, ks=args.ks, kinds=args.kinds,
+                                   keep=False)
+    runs = task.run(_PrintedProgress())
     summary = summarize_accuracy(runs)
     _write(runs, args.out)
     print(f"Pearson r {summary.r:.3f} (p {summary.p_value:.2g}), random-removal noise {summary.noise:.4f}, "
@@ -224,13 +194,13 @@ def _validate_influence(args: argparse.Namespace) -> None:
 
 
 def _validate_census(args: argparse.Namespace) -> None:
-    from kgbias_core.data.census import census_validation
+    from kgbias_core.data.census import census_file, census_validation
     from kgbias_core.data.datasets import resolve_data_dir
     from kgbias_core.errors import CENSUS_FILE_MISSING, CENSUS_NOT_PAIRED, DataError, MeasureError
     from kgbias_core.tables import measures_table
 
     data_dir = resolve_data_dir(args.data_dir)
-    census = data_dir / "census" / "occupation_gender_ipums.csv"
+    census = census_file(data_dir)
     if not census.is_file():
         raise DataError(CENSUS_FILE_MISSING.format(path=census, data_dir=data_dir))
     analysis = _analysis(args.model)
@@ -242,8 +212,9 @@ def _validate_census(args: argparse.Namespace) -> None:
     for row in correlations.itertuples():
         print(f"{row.measure}: r {row.r:+.3f} (p {row.p_value:.2g}, n {row.n})")
 
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m kgbias_core", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="kgbias", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train an embedding and save it as a model directory")

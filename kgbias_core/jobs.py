@@ -5,6 +5,10 @@ A page submits ``fn(progress)`` to a :class:`JobRegistry` and polls :meth:`JobRe
 checks :meth:`Progress.should_stop` between epochs. One worker thread runs the jobs one after
 another (FIFO), because they all compete for the same CPU/GPU: running two trainings at once
 would only make both slower.
+
+Work submitted under a key is shared: while a job of that key is queued or running, or done with
+its result still held, submitting the same key again returns that job, so two sessions asking for
+the same training get one job, which both see.
 """
 
 from __future__ import annotations
@@ -200,7 +204,8 @@ class JobStatus:
 
     job_id: str
     name: str
-    owner: str  # the browser session that submitted it
+    owners: tuple[str, ...]  # the browser sessions that submitted it (several for shared work)
+    key: str | None  # what the job computes, when submitted under a key
     state: JobState
     queue_position: int | None  # 1 = runs next; None unless queued
     progress: ProgressSnapshot
@@ -215,7 +220,8 @@ class _Job(Generic[T]):
 
     job_id: str
     name: str
-    owner: str
+    owners: list[str]
+    key: str | None
     fn: Callable[[Progress], T]
     progress: Progress
     submitted: float
@@ -234,7 +240,7 @@ def _error_message(exc: Exception) -> str:
 
 
 class JobRegistry:
-    """FIFO queue of jobs run by one daemon worker thread, visible per owner.
+    """FIFO queue of jobs run by one daemon worker thread, visible per owner, shared per key.
 
     Memory is bounded: only the results of the ``max_results`` most recently finished jobs are
     kept (a result can be a whole trained model); older results are dropped, their status stays.
@@ -247,20 +253,37 @@ class JobRegistry:
         self._jobs: dict[str, _Job[Any]] = {}
         self._queue: deque[str] = deque()
         self._with_result: deque[str] = deque()  # done jobs holding a result, oldest first
+        self._by_key: dict[str, str] = {}  # key -> id of the latest job submitted under it
         self._cond = threading.Condition()
         self._closed = False
         self._worker: threading.Thread | None = None
 
     # --- submitting and cancelling -----------------------------------------------------------
-    def submit(self, name: str, fn: Callable[[Progress], T], *, owner: str) -> str:
-        """Queue ``fn(progress)`` and return its job id (random: ids cannot be guessed across sessions)."""
+    def submit(
+        self, name: str, fn: Callable[[Progress], T], *, owner: str, key: str | None = None, again: bool = False
+    ) -> str:
+        """Queue ``fn(progress)`` and return its job id (random: ids cannot be guessed across sessions).
+
+        With a ``key``, the check and the submission are one step under the registry's lock: while
+        the latest job of that key is queued or running (and not being cancelled), or done with its
+        result still held, its id is returned, ``owner`` joins its owners, and ``fn`` is dropped.
+        ``again`` runs the work anew even after such a done job (its output was removed since).
+        """
         with self._cond:
             if self._closed:
                 raise JobError(JOB_REGISTRY_CLOSED.format(name=name))
+            shared = self._jobs[self._by_key[key]] if key in self._by_key else None
+            if shared is not None and self._shares(shared, again=again):
+                if owner not in shared.owners:
+                    shared.owners.append(owner)
+                return shared.job_id
             job_id = uuid.uuid4().hex
             self._jobs[job_id] = _Job(
-                job_id=job_id, name=name, owner=owner, fn=fn, progress=Progress(), submitted=time.monotonic()
+                job_id=job_id, name=name, owners=[owner], key=key, fn=fn, progress=Progress(),
+                submitted=time.monotonic(),
             )
+            if key is not None:
+                self._by_key[key] = job_id
             self._queue.append(job_id)
             if self._worker is None:
                 # Started lazily so that importing the module or building a registry costs nothing.
@@ -268,6 +291,13 @@ class JobRegistry:
                 self._worker.start()
             self._cond.notify_all()
             return job_id
+
+    @staticmethod
+    def _shares(job: _Job[Any], *, again: bool) -> bool:
+        """Does a new submission of ``job``'s key get ``job`` itself?"""
+        if job.state is JobState.QUEUED or (job.state is JobState.RUNNING and not job.progress.cancelled):
+            return True
+        return job.state is JobState.DONE and job.has_result and not again
 
     def cancel(self, job_id: str) -> JobState:
         """Cancel a job: a queued one leaves the queue, a running one is asked to stop.
@@ -296,7 +326,12 @@ class JobRegistry:
     def jobs(self, *, owner: str) -> list[JobStatus]:
         """Status of ``owner``'s jobs in submission order; other sessions' jobs stay invisible."""
         with self._cond:
-            return [self._status(job) for job in self._jobs.values() if job.owner == owner]
+            return [self._status(job) for job in self._jobs.values() if owner in job.owners]
+
+    def latest(self, key: str) -> JobStatus | None:
+        """Status of the latest job submitted under ``key``, whatever its state and owners; None if none was."""
+        with self._cond:
+            return self._status(self._jobs[self._by_key[key]]) if key in self._by_key else None
 
     def result(self, job_id: str) -> Any:
         """The return value of a finished job; :class:`JobError` if there is none (yet)."""
@@ -341,7 +376,8 @@ class JobRegistry:
         return JobStatus(
             job_id=job.job_id,
             name=job.name,
-            owner=job.owner,
+            owners=tuple(job.owners),
+            key=job.key,
             state=job.state,
             queue_position=position,
             progress=job.progress.snapshot(),

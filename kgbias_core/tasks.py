@@ -1,50 +1,255 @@
-"""Jobs of the debiasing lab: what-if retrains and removal curves, run through a JobRegistry.
+"""Every long job of kgbias as a :class:`Task`: ``run(progress)`` plus the key naming the work.
 
-Each function here returns a callable ``fn(progress)`` for :meth:`JobRegistry.submit`. The base
-model is only read; a finished what-if is saved as a new model directory (atomically, so a failed
-or cancelled job leaves nothing behind under a model's name).
+The command line runs a task directly, printing its progress; the pages submit it to the
+process-wide :class:`kgbias_core.jobs.JobRegistry` under its key, so two sessions asking for the
+same work share one job. A task reports through its :class:`Progress` and stops when asked to,
+between epochs or retrains. Base models are only read; a trained model or what-if is saved
+atomically at the end, so a failed or cancelled task leaves nothing under a model's name. Results
+that a page shows later are cached beside the model (:func:`kgbias_core.embeddings.store.save_result`),
+each read back by the ``saved_*`` function next to the task that writes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+import json
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 import pandas as pd
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.embeddings.store import load_model, save_model
+from kgbias_core.data.datasets import load_dataset
+from kgbias_core.data.graph import KnowledgeGraph
+from kgbias_core.embeddings.config import TrainConfig, default_train_config
+from kgbias_core.embeddings.store import (
+    StoredModel,
+    load_model,
+    load_result,
+    model_version,
+    save_model,
+    save_result,
+)
+from kgbias_core.embeddings.training import train_model
+from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
+from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.closed_form import debiasing_removal
-from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
+from kgbias_core.influence.retraining_check import (
+    REMOVAL_KINDS,
+    calibrate_influence_scale,
+    influence_accuracy,
+    masked_retrain_bias,
+    removal_set,
+)
 from kgbias_core.jobs import Progress
-from kgbias_core.whatif.edits import Edit, Mode, remove_edit, retrain
+from kgbias_core.measures.relation_audit import cached_value_audit
+from kgbias_core.whatif.edits import Edit, Mode, retrain
+from kgbias_core.whatif.runs import noise_band
+
+T = TypeVar("T")
+
+#: The kind of a built-in graph's default model (the one influence needs).
+DEFAULT_MODEL_KIND = "transe"
+#: Seeds of the noise band's retrains of the unedited graph.
+NOISE_SEEDS = (1, 2, 3)
 
 
-def whatif_job(*, store: Path, base: str, edit: Edit, mode: Mode, name: str) -> Callable[[Progress], str]:
-    """Retrain ``base`` with ``edit`` and save the run as ``name`` in ``store``; the job returns ``name``."""
+@dataclass(frozen=True)
+class Task(Generic[T]):
+    """A long piece of work, ready to run or to submit to a JobRegistry."""
+
+    key: str  # names the work (kind, models with their versions, parameters): equal keys = one job
+    run: Callable[[Progress], T]  # does the work, reporting through the Progress it is given
+
+
+def _key(task: str, *model_dirs: Path | str, **params: Any) -> str:
+    """The key of ``task`` over ``model_dirs`` (each at its current version) with ``params``."""
+    models = [f"{Path(d)}@{_version(d)}" for d in model_dirs]
+    return json.dumps({"task": task, "models": models, "params": params}, sort_keys=True, default=str)
+
+
+def _version(model_dir: Path | str) -> int | None:
+    try:
+        return model_version(model_dir)
+    except OSError:
+        return None  # no model there: running the task says so, in the store's words
+
+
+def slug(text: str) -> str:
+    """Lower-case letters, digits and dashes only (for model directory names)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def _check_ks(ks: Sequence[int], *, model: StoredModel) -> None:
+    if not ks:
+        raise MeasureError(LAB_NO_KS)
+    n_triples = model.triples.shape[0]
+    if max(ks) > n_triples:
+        raise MeasureError(LAB_K_TOO_LARGE.format(k=max(ks), n=n_triples, model=model.name))
+
+
+# --- training ------------------------------------------------------------------------------------
+def model_name(dataset: str, kind: str = DEFAULT_MODEL_KIND) -> str:
+    """Store name of ``dataset``'s model of kind ``kind`` ("fb15k237-rotate")."""
+    return f"{dataset}-{kind}"
+
+
+#: Name in the model store of each built-in graph's default model.
+DEFAULT_MODEL_NAMES = {dataset: model_name(dataset) for dataset in ("synthetic", "fb15k237")}
+
+
+def load_graph(
+    dataset: str, data_dir: Path | str | None, *, schema: str | None = None, names: str | None = None
+) -> KnowledgeGraph:
+    """The graph to train on (tests replace this with a tiny graph)."""
+    return load_dataset(dataset, data_dir=data_dir, schema=schema, names=names)
+
+
+def train_config(dataset: str) -> TrainConfig:
+    """The training config of ``dataset``'s default model (tests replace this with a tiny config)."""
+    return default_train_config(dataset)
+
+
+def _calibrated(model: StoredModel, progress: Progress) -> StoredModel:
+    """``model`` with the closed form's scale actual/predicted from a few masked retrains (METHODS §4)."""
+    progress.update(stage="calibrating", message="calibrating the influence scale by masked retraining…")
+    runs = [0]
+
+    def on_run(kind: str, k: int, predicted: float, actual: float) -> None:
+        runs[0] += 1
+        progress.raise_if_cancelled(epoch=runs[0])
+
+    scale = calibrate_influence_scale(model, on_run=on_run)
+    progress.update(message=f"influence scale actual/predicted = {scale:.3f}")
+    return replace(model, influence_scale=scale)
+
+
+def train_task(
+    dataset: str,
+    *,
+    out: Path,
+    data_dir: Path | str | None = None,
+    schema: str | None = None,
+    names: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    calibrate: bool = False,
+) -> Task[str]:
+    """Train a model on ``dataset``'s training split and save it as the model directory ``out``.
+
+    The config is the dataset's default (:func:`train_config`, looked up when the task runs) with
+    ``overrides`` (model kind, dim, epochs, ...), so every kind sees the same data and split.
+    ``calibrate`` (TransE only) stores the influence scale too. The task returns the directory.
+    One job per model directory: the key is ``out``.
+    """
 
     def run(progress: Progress) -> str:
-        model = load_model(store / base)
-        what_if = retrain(model, edit, name=name, mode=mode, on_epoch=progress.as_callback(stage="retraining"),
+        progress.update(stage="loading data", message=f"reading the {dataset} graph")
+        graph = load_graph(dataset, data_dir, schema=schema, names=names)
+        config = replace(train_config(graph.name), **(overrides or {}))
+        # The stage clock starts now, so that the time left is estimated from the epochs alone.
+        progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
+        model = train_model(graph, config, name=out.name, on_epoch=progress.as_callback(),
+                            should_stop=progress.should_stop)
+        if calibrate and config.model == "transe":
+            model = _calibrated(model, progress)
+        progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
+        return str(save_model(model, out.parent))
+
+    return Task(key=_key("train", out=str(out)), run=run)
+
+
+def store_influence_scale(model_dir: Path | str, scale: float) -> Path:
+    """Save the model with ``influence_scale`` (atomic save_model), keeping its cached results."""
+    model_dir = Path(model_dir)
+    model = load_model(model_dir)
+    results = model_dir / "results"
+    kept = model_dir.parent / f".results-{model.name}-{uuid.uuid4().hex}"
+    if results.is_dir():
+        shutil.copytree(results, kept)
+    try:
+        path = save_model(replace(model, influence_scale=float(scale)), model_dir.parent)
+        if kept.is_dir():  # the scale does not change the weights: the cached results stay valid
+            shutil.copytree(kept, path / "results", dirs_exist_ok=True)
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+    return path
+
+
+# --- what-ifs (Du §4.3) --------------------------------------------------------------------------
+def whatif_name(base: str, edit: Edit, *, mode: Mode, occupation_name: str) -> str:
+    """``<base>--<strategy>-<occupation>-<hash>``: the same edit and mode always get the same name."""
+    payload = json.dumps({**edit.describe(), "added": edit.added_triples, "mode": mode}, sort_keys=True)
+    digest = hashlib.sha1(payload.encode("utf-8")).hexdigest()[:8]
+    strategy = slug(edit.strategy.split(" ")[0])
+    return f"{base}--{strategy}-{slug(occupation_name)}-{digest}"
+
+
+def whatif_task(*, base: Path | str, edit: Edit, mode: Mode, out: Path, evaluate: bool = False) -> Task[str]:
+    """Retrain the model at ``base`` with ``edit`` and save the run as the model directory ``out``.
+
+    ``evaluate`` then caches link prediction of the run and its base (what the lab compares).
+    The task returns the run's directory.
+    """
+
+    def run(progress: Progress) -> str:
+        model = load_model(base)
+        progress.update(stage="retraining", message=f"retraining {model.name}: {edit.strategy}, {mode}")
+        what_if = retrain(model, edit, name=out.name, mode=mode, on_epoch=progress.as_callback(stage="retraining"),
                           should_stop=progress.should_stop)
         progress.update(stage="saving", message="saving the run")
-        save_model(what_if, store)
-        return name
+        path = save_model(what_if, out.parent)
+        if evaluate:
+            progress.update(stage="evaluating", message="link prediction (MRR, Hits@10) of the run and its base")
+            cached_link_prediction(path)
+            cached_link_prediction(base)
+        return str(path)
 
-    return run
+    return Task(key=_key("whatif", base, out=str(out), evaluate=evaluate), run=run)
 
 
-def removal_curve_job(
-    *, store: Path, base: str, occupation: str, ks: Sequence[int], seed: int = 0
-) -> Callable[[Progress], pd.DataFrame]:
+def noise_band_task(model_dir: Path | str, *, seeds: Sequence[int] = NOISE_SEEDS) -> Task[pd.DataFrame]:
+    """Retrain the unedited graph under ``seeds`` and cache B_gr's spread beside the model."""
+
+    def run(progress: Progress) -> pd.DataFrame:
+        model = load_model(model_dir)
+        done = [0]
+
+        def on_epoch(epoch: int, n_epochs: int, loss: float) -> None:
+            progress.update(stage="retraining", step=done[0] * n_epochs + epoch, total=len(seeds) * n_epochs,
+                            loss=loss, message=f"seed {seeds[min(done[0], len(seeds) - 1)]}, epoch {epoch}/{n_epochs}")
+            if epoch == n_epochs:
+                done[0] += 1
+
+        return noise_band(model, model_dir=model_dir, seeds=seeds, on_epoch=on_epoch, should_stop=progress.should_stop)
+
+    return Task(key=_key("noise_band", model_dir, seeds=list(seeds)), run=run)
+
+
+def saved_noise_band(model_dir: Path | str) -> pd.DataFrame | None:
+    return load_result(model_dir, "noise_band", params={"seeds": list(NOISE_SEEDS)})
+
+
+def curve_key(occupation: str) -> str:
+    return f"removal_curve-{slug(occupation)}"
+
+
+def removal_curve_task(
+    model_dir: Path | str, *, occupation: str, ks: Sequence[int], seed: int = 0
+) -> Task[pd.DataFrame]:
     """B_gr of ``occupation`` after IF-REMOVE and Random-REMOVE of k triples, for each k (Du Fig. 4d-f).
 
-    Masked retrains from the base seed (METHODS §2), so k = 0 is the base model itself. The job
-    returns a frame ``strategy, k, predicted, group_bias``.
+    Masked retrains from the base seed (METHODS §2), so k = 0 is the base model itself. The task
+    returns, and caches beside the model, a frame ``strategy, k, predicted, group_bias``.
     """
 
     def run(progress: Progress) -> pd.DataFrame:
-        model = load_model(store / base)
+        model = load_model(model_dir)
+        _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)
         index = analysis.groups.index(occupation)
         before = float(analysis.group_bias(occupation))
@@ -65,13 +270,86 @@ def removal_curve_job(
                          "predicted": before + scale * float(influence[removed].sum()),
                          "group_bias": float(after[index])})
         progress.update(step=len(plan), total=len(plan), message="done")
-        return pd.DataFrame(rows)
+        frame = pd.DataFrame(rows)
+        save_result(model_dir, curve_key(occupation), frame, params={"occupation": occupation})
+        return frame
 
-    return run
+    return Task(key=_key("removal_curve", model_dir, occupation=occupation, ks=list(ks), seed=seed), run=run)
 
 
-def if_remove_edit(analysis: ModelAnalysis, occupation: str, *, k: int) -> Edit:
-    """The IF-REMOVE edit for ``occupation``: the k triples that move its B_gr most towards 0."""
-    bias = float(analysis.group_bias(occupation))
-    removed = debiasing_removal(analysis.influence(occupation), bias=bias, k=k)
-    return remove_edit(analysis.model, occupation, removed, strategy=f"if-remove k={k}")
+def saved_curve(model_dir: Path | str, occupation: str) -> pd.DataFrame | None:
+    return load_result(model_dir, curve_key(occupation), params={"occupation": occupation})
+
+
+# --- validation (Du §4.2) ------------------------------------------------------------------------
+def accuracy_key(occupation: str) -> str:
+    return f"influence_accuracy-{slug(occupation)}"
+
+
+def influence_accuracy_task(
+    model_dir: Path | str,
+    *,
+    occupation: str,
+    ks: Sequence[int],
+    kinds: Sequence[str] = REMOVAL_KINDS,
+    keep: bool = True,
+) -> Task[pd.DataFrame]:
+    """Du §4.2: predicted against actual change of B_gr for top/bottom/random-k removals.
+
+    -> one row per (kind, k): ``kind, k, predicted, actual``; ``keep`` caches it beside the model
+    (where the Validation page reads it; the command line writes its own file instead).
+    """
+
+    def run(progress: Progress) -> pd.DataFrame:
+        model = load_model(model_dir)
+        _check_ks(ks, model=model)
+        analysis = ModelAnalysis(model)
+        index = analysis.groups.index(occupation)
+        influence = analysis.influence(occupation)
+        progress.update(stage="retraining", step=0, total=len(kinds) * len(ks),
+                        message="retraining the unedited graph (masked)")
+        done = [0]
+
+        def on_run(kind: str, k: int, predicted: float, actual: float) -> None:
+            done[0] += 1
+            progress.update(step=done[0], message=f"{kind} k={k}: predicted {predicted:+.5f}  actual {actual:+.5f}")
+            progress.raise_if_cancelled(epoch=done[0])
+
+        frame = influence_accuracy(model, influence=influence, occupation_index=index, groups=analysis.groups,
+                                   ks=ks, kinds=kinds, on_run=on_run)
+        if keep:
+            save_result(model_dir, accuracy_key(occupation), frame, params={"occupation": occupation})
+        return frame
+
+    key = _key("influence_accuracy", model_dir, occupation=occupation, ks=list(ks), kinds=list(kinds), keep=keep)
+    return Task(key=key, run=run)
+
+
+def saved_accuracy(model_dir: Path | str, occupation: str) -> pd.DataFrame | None:
+    return load_result(model_dir, accuracy_key(occupation), params={"occupation": occupation})
+
+
+# --- evaluation and the relation audit -----------------------------------------------------------
+def link_prediction_task(model_dirs: Sequence[Path | str]) -> Task[None]:
+    """Cache filtered MRR and Hits@k of each model directory beside it (seconds each on FB15k-237)."""
+
+    def run(progress: Progress) -> None:
+        for step, path in enumerate(model_dirs):
+            progress.update(stage="evaluating", step=step, total=len(model_dirs),
+                            message=f"link prediction of {Path(path).name}")
+            cached_link_prediction(path)
+
+    return Task(key=_key("link_prediction", *model_dirs), run=run)
+
+
+def relation_audit_task(model_dir: Path | str, params: Mapping[str, Any]) -> Task[pd.DataFrame]:
+    """Keidar et al.'s per-value relation audit of a stored model, cached beside it (METHODS §7)."""
+
+    def run(progress: Progress) -> pd.DataFrame:
+        def on_step(done: int, total: int, relation: str) -> None:
+            progress.update(stage="auditing relations", step=done, total=total, message=f"relation {relation}")
+
+        progress.update(stage="classifying occupations", message=f"{params['kind']} on {Path(model_dir).name}")
+        return cached_value_audit(model_dir, **params, on_step=on_step, should_stop=progress.should_stop)
+
+    return Task(key=_key("relation_audit", model_dir, **params), run=run)

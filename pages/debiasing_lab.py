@@ -2,8 +2,10 @@
 
 import streamlit as st
 
-from kgbias_app import cache, lab_jobs, lab_ui, sidebar, ui
+from kgbias_app import cache, lab_ui, sidebar, ui
+from kgbias_core import tasks
 from kgbias_core.embeddings.store import default_store
+from kgbias_core.evaluation.link_prediction import load_link_prediction
 from kgbias_core.whatif.runs import bias_change
 
 st.title("Debiasing lab")
@@ -18,7 +20,7 @@ with ui.errors_shown():
     analysis = cache.analysis(model.path, model.version)
     measures = cache.measures(model.path, model.version)
     occupation, row, _ = ui.occupation_section(measures)
-    noise = lab_jobs.saved_noise_band(model.path)
+    noise = tasks.saved_noise_band(model.path)
 
 st.subheader("Edit and predicted change")
 strategy = st.radio("Edit", list(lab_ui.STRATEGIES), format_func=lab_ui.STRATEGIES.__getitem__, key="lab_strategy")
@@ -49,14 +51,14 @@ with ui.errors_shown():
             if analysis.model.influence_scale is None:
                 st.caption("Uncalibrated — ranking only: trust the sign, not the size (calibrate on the Validation "
                            "page).")
-        name = lab_jobs.whatif_name(model.name, edit, mode=mode, occupation_name=row["name"])
+        name = tasks.whatif_name(model.name, edit, mode=mode, occupation_name=row["name"])
         if (store / name / "config.json").is_file():
             st.info(f"This what-if is already in the store as `{name}`: compare it below.")
         elif lab_ui.active_job("whatif", run=name):
             st.caption(f"`{name}` is being retrained (see the jobs below).")
         elif st.button(f"Retrain ({lab_ui.MODES[mode]})", type="primary"):
-            lab_ui.submit("whatif", name, lab_jobs.whatif_and_evaluate_job(
-                store=store, base=model.name, edit=edit, mode=mode, name=name), model=model.name, run=name)
+            lab_ui.submit("whatif", name, tasks.whatif_task(
+                base=model.path, edit=edit, mode=mode, out=store / name, evaluate=True), model=model.name, run=name)
             st.session_state["lab_last_run"] = name
 
 lab_ui.job_panel(JOB_KINDS)
@@ -66,12 +68,11 @@ spread = lab_ui.noise_spread(noise, occupation)
 if noise is None:
     st.info(lab_ui.NO_NOISE_BAND)
     if not lab_ui.active_job("noise", model=model.name) and st.button("Compute the noise band (3 retrains)"):
-        lab_ui.submit("noise", f"{model.name}: noise band", lab_jobs.noise_band_job(store=store, model_name=model.name),
-                      model=model.name)
+        lab_ui.submit("noise", f"{model.name}: noise band", tasks.noise_band_task(model.path), model=model.name)
         st.rerun()
 else:
     st.caption(f"B_gr of {row['name']} across retrains of the unedited graph under seeds "
-               f"{', '.join(map(str, lab_jobs.NOISE_SEEDS))}: spread {ui.fmt(spread)} (max − min).")
+               f"{', '.join(map(str, tasks.NOISE_SEEDS))}: spread {ui.fmt(spread)} (max − min).")
 
 st.subheader("Runs of this model")
 with ui.errors_shown():
@@ -92,7 +93,7 @@ with ui.errors_shown():
         columns[1].metric("after", ui.fmt(target["group_bias_after"]))
         columns[2].metric("change", ui.fmt(target["change"]))
         st.caption(lab_ui.noise_sentence(target["change"], lab_ui.noise_spread(noise, edit_info["occupation"])))
-        baseline = lab_ui.random_baseline_sentence(lab_jobs.saved_curve(model.path, edit_info["occupation"]),
+        baseline = lab_ui.random_baseline_sentence(tasks.saved_curve(model.path, edit_info["occupation"]),
                                                    k=edit_info["n_removed"])
         if baseline:
             st.caption(baseline)
@@ -104,13 +105,13 @@ with ui.errors_shown():
             "band's spread. Bars beyond their error bars moved by more than retraining noise.",
             file_name=f"{run_name}-bias-change.csv", key="bias_change",
         )
-        base_links, run_links = lab_jobs.saved_link_prediction(model.path), lab_jobs.saved_link_prediction(run_path)
+        base_links, run_links = load_link_prediction(model.path), load_link_prediction(run_path)
         if base_links is not None and run_links is not None:
             st.dataframe(lab_ui.link_table(base_links, run_links), hide_index=True)
             st.caption("Filtered tail prediction on the test split: all queries and occupation queries only.")
         elif not lab_ui.active_job("link", model=run_name) and st.button("Compute link prediction"):
             lab_ui.submit("link", f"{run_name}: link prediction",
-                          lab_jobs.link_prediction_job(model_dirs=[run_path, store / model.name]), model=run_name)
+                          tasks.link_prediction_task([run_path, model.path]), model=run_name)
             st.rerun()
 
 st.subheader("B_gr against k (Du Fig 4d-f)")
@@ -120,10 +121,10 @@ with ui.errors_shown():
     if not lab_ui.active_job("curve", model=model.name, occupation=occupation) and st.button(
         f"Compute the curve ({2 * len(ks)} retrains from scratch)", disabled=not ks
     ):
-        job = lab_jobs.removal_curve_saved_job(store=store, base=model.name, occupation=occupation, ks=sorted(ks))
+        job = tasks.removal_curve_task(model.path, occupation=occupation, ks=sorted(ks))
         lab_ui.submit("curve", f"{model.name}: curve for {row['name']}", job, model=model.name, occupation=occupation)
         st.rerun()
-    curve = lab_jobs.saved_curve(model.path, occupation)
+    curve = tasks.saved_curve(model.path, occupation)
     if curve is not None:
         ui.show_chart(
             lab_ui.removal_curve(curve, spread=spread, run=run_point), curve,

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from kgbias_app import cache, lab_jobs, lab_ui, sidebar, ui
-from kgbias_core.data.census import CENSUS_MEASURES, census_validation
+from kgbias_app import cache, lab_ui, sidebar, ui
+from kgbias_core import tasks
+from kgbias_core.data.census import CENSUS_MEASURES, census_file, census_validation, census_years
 from kgbias_core.data.datasets import resolve_data_dir
-from kgbias_core.embeddings.store import default_store
 from kgbias_core.errors import CENSUS_NOT_PAIRED
 from kgbias_core.influence.retraining_check import summarize_accuracy
 
@@ -13,7 +13,6 @@ st.title("Validation")
 model = sidebar.render()
 if model is None:
     st.stop()
-store = default_store()
 
 st.header("Influence against retraining (Du §4.2)")
 with ui.errors_shown():
@@ -36,8 +35,7 @@ with ui.errors_shown():
         if lab_ui.active_job("accuracy", model=model.name, occupation=occupation):
             st.caption("This check is running (see the jobs below).")
         elif st.button("Run the check", type="primary", disabled=not ks or not kinds):
-            job = lab_jobs.influence_accuracy_job(store=store, model_name=model.name, occupation=occupation, ks=ks,
-                                                  kinds=kinds)
+            job = tasks.influence_accuracy_task(model.path, occupation=occupation, ks=ks, kinds=kinds)
             lab_ui.submit("accuracy", f"{model.name}: influence check for {row['name']}", job, model=model.name,
                           occupation=occupation)
             st.rerun()
@@ -45,7 +43,7 @@ with ui.errors_shown():
 lab_ui.job_panel(("accuracy",))
 
 with ui.errors_shown():
-    runs = lab_jobs.saved_accuracy(model.path, occupation)
+    runs = tasks.saved_accuracy(model.path, occupation)
     if runs is not None:
         summary = summarize_accuracy(runs)
         columns = st.columns(5)
@@ -63,19 +61,19 @@ with ui.errors_shown():
         current = analysis.model.influence_scale
         st.caption(f"Stored scale: {'none (uncalibrated)' if current is None else f'{current:.3g}'}.")
         if st.button(f"Store the scale {summary.scale:.3g} in the model", disabled=not summary.scale > 0):
-            lab_jobs.store_influence_scale(model.path, summary.scale)
+            tasks.store_influence_scale(model.path, summary.scale)
             st.rerun()
 
 st.header("Census (Du §4.1)")
 data_dir = resolve_data_dir()
-census = lab_jobs.census_file(data_dir)
+census = census_file(data_dir)
 if model.dataset != "fb15k237":
     st.info(lab_ui.NO_PAIRING.format(dataset=model.dataset))
 elif not census.is_file():
     st.info(lab_ui.NO_CENSUS.format(path=census, data_dir=data_dir))
 else:
     with ui.errors_shown():
-        year = st.selectbox("Census year", lab_jobs.census_years(census), key="val_year")
+        year = st.selectbox("Census year", census_years(census), key="val_year")
         correlations, joined = census_validation(measures, census_path=census, year=year)
         if joined.empty:
             st.warning(CENSUS_NOT_PAIRED.format(model=model.name, dataset=model.dataset))

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from kgbias_app import training_jobs
+from kgbias_core import tasks
 from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import StoredModel, list_models, save_model
@@ -134,8 +134,8 @@ def test_single_model_and_a_minimum_count_no_class_reaches(one_model: Path) -> N
 def test_training_a_missing_model_from_the_page(
     one_model: Path, monkeypatch: pytest.MonkeyPatch, tiny_graph: KnowledgeGraph
 ) -> None:
-    monkeypatch.setattr(training_jobs, "load_graph", lambda dataset, data_dir: tiny_graph)
-    monkeypatch.setattr(training_jobs, "train_config", lambda dataset: DISTMULT)
+    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks, "train_config", lambda dataset: DISTMULT)
     app = page().run()
     app.multiselect(key="train_kinds").set_value(["distmult"])
     app.button(key="train_models").click()

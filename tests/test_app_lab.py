@@ -10,7 +10,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from kgbias_app import lab_jobs, lab_ui
+from kgbias_app import lab_ui
+from kgbias_core import tasks
 from kgbias_core.embeddings.store import list_models, load_model, save_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.jobs import JobState, default_registry
@@ -134,9 +135,9 @@ def test_lab_noise_band_and_curve_jobs(quick_store: Path) -> None:
     button(app, "Compute the curve").click().run()
     wait_for_jobs(app)
     assert not app.exception
-    assert lab_jobs.saved_noise_band(quick_store / "quick-transe") is not None
+    assert tasks.saved_noise_band(quick_store / "quick-transe") is not None
     assert "spread" in texts(app.caption)
-    curve = lab_jobs.saved_curve(quick_store / "quick-transe", "nurse")
+    curve = tasks.saved_curve(quick_store / "quick-transe", "nurse")
     assert set(curve["strategy"]) == {"IF-REMOVE", "Random-REMOVE"} and set(curve["k"]) == {0, 5}
     assert len(app.get("plotly_chart")) == 1
     # a run next to the noise band and the Random-REMOVE baseline
@@ -186,7 +187,7 @@ def test_validation_influence_check_and_storing_the_scale(quick_store: Path) -> 
     assert scale > 0
     button(app, "Store the scale").click().run()
     assert load_model(quick_store / "quick-transe").influence_scale == pytest.approx(scale, rel=1e-2)
-    assert lab_jobs.saved_accuracy(quick_store / "quick-transe", "nurse") is not None  # results kept
+    assert tasks.saved_accuracy(quick_store / "quick-transe", "nurse") is not None  # results kept
     assert "Stored scale: " + f"{scale:.3g}" in texts(app.caption)
 
 

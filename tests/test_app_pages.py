@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from kgbias_app import training_jobs
+from kgbias_core import tasks
 from tests.conftest import TINY_GRAPH, TINY_TRAINING
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,8 +50,8 @@ def test_overview_without_any_model_trains_one_in_the_background(
     empty = tmp_path / "store"
     monkeypatch.setenv("KGBIAS_MODEL_DIR", str(empty))
     monkeypatch.setenv("KGBIAS_DATA_DIR", str(tmp_path / "no-data"))
-    monkeypatch.setattr(training_jobs, "load_graph", lambda dataset, data_dir: tiny_graph)
-    monkeypatch.setattr(training_jobs, "train_config", lambda dataset: TINY_TRAINING)
+    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks, "train_config", lambda dataset: TINY_TRAINING)
     app = page("overview").run()
     assert not app.exception
     assert "Training a first model" in texts(app.info)

@@ -30,8 +30,10 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
     out = tmp_path / "nurse-if"
     assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "5", "--mode", "warm",
                  "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "B_gr before" in printed and "after" in printed
+    assert "epoch 1/5  loss " in captured.err  # a warm what-if: 5 epochs, progress on stderr
     assert "predicted change -" in printed and "uncalibrated: ranking only" in printed
     what_if = load_model(out)
     assert what_if.edit["kind"] == "remove" and what_if.edit["n_removed"] == 5 and what_if.edit["mode"] == "warm"
@@ -76,6 +78,12 @@ def test_validate_influence_writes_the_runs(tiny_store: Path, tmp_path: Path, ca
     assert list(runs.columns) == ["kind", "k", "predicted", "actual"] and len(runs) == 4
     assert (runs["predicted"] * runs["actual"] > 0).all()  # every targeted removal moves B_gr the predicted way
     assert "Pearson r" in capsys.readouterr().out
+
+
+def test_validate_influence_without_a_model_is_one_line(tmp_path: Path, capsys) -> None:
+    assert main(["validate", "influence", "--model", str(tmp_path / "none"), "--occupation", "nurse", "--ks", "3",
+                 "--out", str(tmp_path / "acc.csv")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: no model at {tmp_path / 'none'}")
 
 
 def test_validate_census_errors(base: Path, tmp_path: Path, capsys) -> None:

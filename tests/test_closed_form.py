@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from kgbias_core.embeddings.objective import transe_objective
 from kgbias_core.embeddings.training import train_transe
 from kgbias_core.errors import EMPTY_GROUP, MeasureError
 from kgbias_core.influence.closed_form import (
@@ -45,10 +46,8 @@ def test_triple_influence_equals_autograd_formula(tiny_model) -> None:
     ])
     for i in picks.tolist():
         E = tiny_model.entity_embeddings.clone().requires_grad_(True)
-        (h, r, t), (h2, _, t2) = tiny_model.triples[i].tolist(), tiny_model.negatives[i].tolist()
-        loss = torch.relu(
-            tiny_model.config.margin + ((E[h] + R[r] - E[t]) ** 2).sum() - ((E[h2] + R[r] - E[t2]) ** 2).sum()
-        )
+        loss = transe_objective(entities=E, relations=R, triples=tiny_model.triples[i : i + 1],
+                                negatives=tiny_model.negatives[i : i + 1], margin=tiny_model.config.margin, l2=0.0)
         (grad_l,) = torch.autograd.grad(loss, E)
         expected = float((grad_b * grad_l / context.alpha[:, None]).sum())
         assert float(influence[i]) == pytest.approx(expected, rel=1e-4, abs=1e-6)

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from kgbias_core.embeddings.objective import transe_objective
 from kgbias_core.influence.closed_form import influence_context
 from kgbias_core.influence.iterative import (
     conjugate_gradient_solve,
@@ -21,7 +22,7 @@ from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_
 from .conftest import occupation_with_both
 
 
-def test_hessian_vector_product_equals_finite_differences(tiny_model) -> None:
+def test_hessian_vector_product_equals_finite_differences_of_the_objective(tiny_model) -> None:
     E, R = tiny_model.entity_embeddings.double(), tiny_model.relation_embeddings.double()
     model = replace(tiny_model, weights={"entity_embeddings": E, "relation_embeddings": R})
     generator = torch.Generator().manual_seed(0)
@@ -31,11 +32,8 @@ def test_hessian_vector_product_equals_finite_differences(tiny_model) -> None:
     def gradient(shift: float):
         e = (E + shift * v[0]).requires_grad_(True)
         r = (R + shift * v[1]).requires_grad_(True)
-        t, n = model.triples, model.negatives
-        psi = ((e[t[:, 0]] + r[t[:, 1]] - e[t[:, 2]]) ** 2).sum(-1)
-        psi_n = ((e[n[:, 0]] + r[n[:, 1]] - e[n[:, 2]]) ** 2).sum(-1)
-        loss = torch.relu(model.config.margin + psi - psi_n).sum()
-        loss = loss + model.config.l2 / 2 * ((e ** 2).sum() + (r ** 2).sum())
+        loss = transe_objective(entities=e, relations=r, triples=model.triples, negatives=model.negatives,
+                                margin=model.config.margin, l2=model.config.l2)
         return torch.autograd.grad(loss, (e, r))
 
     eps = 1e-8  # small enough that no margin crosses its kink
@@ -43,6 +41,15 @@ def test_hessian_vector_product_equals_finite_differences(tiny_model) -> None:
     h = objective_hvp(model)(v)
     for exact, p, m in zip(h, plus, minus, strict=True):
         assert torch.allclose(exact, (p - m) / (2 * eps), rtol=1e-5, atol=1e-5)
+
+
+def test_a_batch_hessian_vector_product_is_the_full_one_when_the_batch_is_everything(tiny_model) -> None:
+    generator = torch.Generator().manual_seed(1)
+    v = (torch.randn(tiny_model.entity_embeddings.shape, generator=generator),
+         torch.randn(tiny_model.relation_embeddings.shape, generator=generator))
+    everything = torch.arange(tiny_model.triples.shape[0])
+    for full, batch in zip(objective_hvp(tiny_model)(v), objective_hvp(tiny_model, batch=everything)(v), strict=True):
+        assert torch.allclose(full, batch, rtol=1e-5, atol=1e-4)
 
 
 def test_cg_solves_the_damped_system_lissa_approximates_it_and_both_predict_retraining(tiny_model) -> None:

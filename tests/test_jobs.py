@@ -131,6 +131,73 @@ def test_results_are_evicted_statuses_kept(registry: JobRegistry) -> None:
     assert str(info.value) == JOB_RESULT_EVICTED.format(job_id=ids[0], name="j0", keep=2)
 
 
+def test_one_key_submitted_by_many_sessions_at_once_is_one_job_run_once(registry: JobRegistry) -> None:
+    runs, ids, release = [], [], threading.Event()
+    barrier, lock = threading.Barrier(8), threading.Lock()
+
+    def train(progress: Progress) -> str:
+        runs.append(progress)
+        release.wait(WAIT)
+        return "model"
+
+    def session(owner: str) -> None:
+        barrier.wait()  # every thread submits at the same moment
+        job_id = registry.submit("train", train, owner=owner, key="train|synthetic-transe")
+        with lock:
+            ids.append(job_id)
+
+    owners = [f"session-{i}" for i in range(8)]
+    threads = [threading.Thread(target=session, args=(owner,)) for owner in owners]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    release.set()
+    assert len(ids) == 8 and len(set(ids)) == 1
+    assert registry.wait(ids[0], timeout=WAIT).state is JobState.DONE
+    assert len(runs) == 1
+    assert sorted(registry.status(ids[0]).owners) == owners
+    for owner in owners:  # the shared job is visible to every session that asked for it
+        assert [s.job_id for s in registry.jobs(owner=owner)] == [ids[0]]
+
+
+def test_a_key_shares_a_held_result_but_not_a_failure_nor_an_evicted_result(registry: JobRegistry) -> None:
+    first = registry.submit("a", lambda p: 1, owner="a", key="k")
+    registry.wait(first, timeout=WAIT)
+    assert registry.submit("a", lambda p: 2, owner="b", key="k") == first  # done, result held
+    assert registry.result(first) == 1
+    again = registry.submit("a", lambda p: 3, owner="b", key="k", again=True)
+    assert again != first and registry.wait(again, timeout=WAIT).state is JobState.DONE
+    assert registry.result(again) == 3 and registry.latest("k").job_id == again
+
+    def bug(progress: Progress) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    failed = registry.submit("f", bug, owner="a", key="f")
+    assert registry.wait(failed, timeout=WAIT).state is JobState.FAILED
+    assert registry.latest("f").error == "failed: ZeroDivisionError: division by zero"
+    retried = registry.submit("f", lambda p: "ok", owner="a", key="f")
+    assert retried != failed and registry.wait(retried, timeout=WAIT).state is JobState.DONE
+
+    for i in range(2):  # max_results=2: the result of "k" is evicted
+        registry.wait(registry.submit(f"other{i}", lambda p: None, owner="a"), timeout=WAIT)
+    assert not registry.status(again).has_result
+    assert registry.submit("a", lambda p: 4, owner="a", key="k") not in (first, again)
+    assert registry.latest("never submitted") is None
+
+
+def test_a_job_being_cancelled_is_not_shared(registry: JobRegistry) -> None:
+    started, release = threading.Event(), threading.Event()
+    running = registry.submit("running", _blocking(started, release), owner="a", key="k")
+    assert started.wait(WAIT)
+    assert registry.submit("running", lambda p: None, owner="b", key="k") == running
+    registry.cancel(running)
+    fresh = registry.submit("running", lambda p: "fresh", owner="b", key="k")
+    assert fresh != running
+    assert registry.wait(running, timeout=WAIT).state is JobState.CANCELLED
+    assert registry.wait(fresh, timeout=WAIT).state is JobState.DONE and registry.result(fresh) == "fresh"
+
+
 def test_unknown_job_and_closed_registry() -> None:
     reg = JobRegistry()
     with pytest.raises(JobError, match="unknown job 'nope'"):

@@ -9,7 +9,13 @@ import torch
 
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.embeddings.config import TrainConfig
-from kgbias_core.embeddings.training import frozen_negatives, initial_embeddings, train_model, transe_module
+from kgbias_core.embeddings.training import (
+    frozen_negatives,
+    initial_embeddings,
+    train_model,
+    train_transe,
+    transe_module,
+)
 from kgbias_core.errors import CancelledError, KGBiasError
 
 SMALL = TrainConfig(dim=8, epochs=3, batch_size=128, lr=1e-2, l2=10.0, seed=5)
@@ -57,6 +63,21 @@ def test_training_is_deterministic_and_reports_progress(small_graph) -> None:
     assert seen[-1][2] < seen[0][2]  # the loss goes down
     assert a.damping == pytest.approx(2 * a.triples.shape[0] / a.n_entities)
     assert torch.equal(a.negatives, frozen_negatives(a.triples, n_entities=a.n_entities, seed=SMALL.seed))
+
+
+def test_an_unedited_masked_retrain_reproduces_the_model_bit_for_bit(small_graph) -> None:
+    model = train_model(small_graph, SMALL, name="a", device=torch.device("cpu"))
+
+    def retrain(weights: torch.Tensor) -> torch.Tensor:
+        return train_transe(triples=model.triples, negatives=model.negatives, n_entities=model.n_entities,
+                            n_relations=model.n_relations, config=SMALL, weights=weights,
+                            device=torch.device("cpu")).entity_embeddings
+
+    n = model.triples.shape[0]
+    assert torch.equal(retrain(torch.ones(n)), model.entity_embeddings)
+    masked = torch.ones(n)
+    masked[:3] = 0
+    assert not torch.equal(retrain(masked), model.entity_embeddings)
 
 
 def test_training_can_be_cancelled_between_epochs(small_graph) -> None:

@@ -49,6 +49,8 @@ CENSUS_MEASURES = (
     "group_bias", "individual_bias_vanilla", "individual_bias_weighted", "fisher_individual_vanilla",
     "fisher_individual_weighted", "projection_bias", "fisher_bp",
 )
+#: Where the census file lies under the data directory.
+CENSUS_FILE = Path("census") / "occupation_gender_ipums.csv"
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
@@ -118,6 +120,16 @@ def load_census(path: Path, *, year: int | None = None) -> pd.DataFrame:
         raise DataError(CENSUS_UNKNOWN_YEAR.format(path=path, year=year, years=", ".join(map(str, years))))
     one_year = table[table["year"] == chosen].sort_values("occupation")
     return one_year.reset_index(drop=True)
+
+
+def census_file(data_dir: Path) -> Path:
+    return data_dir / CENSUS_FILE
+
+
+def census_years(path: Path) -> list[int]:
+    """The census years in the file, newest first."""
+    years = pd.read_csv(path, usecols=["Census year"])["Census year"].dropna().astype(int)
+    return sorted(years.unique().tolist(), reverse=True)
 
 
 def load_pairing(path: Path | None = None) -> pd.DataFrame:

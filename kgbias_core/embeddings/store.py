@@ -370,6 +370,11 @@ def read_config(path: Path | str) -> dict[str, Any]:
         raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=str(exc))) from exc
 
 
+def model_version(path: Path | str) -> int:
+    """Version of a model directory's contents: config.json's modification time (it is written last)."""
+    return (Path(path) / "config.json").stat().st_mtime_ns
+
+
 def _read_safetensors(file: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(file)

@@ -6,8 +6,9 @@ needs (a) one negative per training triple drawn once from a saved seed and froz
 training, (b) masked retraining, where a retrain without a set S keeps the very same batch
 permutation and only weights S's triples 0, and (c) exact reproducibility. PyKEEN's sLCWA loop
 draws fresh negatives every batch and re-permutes the (edited) triples, so it offers none of the
-three. PyKEEN still provides the model (parameters, initialisation-free scoring via
-``score_hrt``), the id maps, and the pipeline for the other models.
+three. The loop minimises :func:`kgbias_core.embeddings.objective.transe_objective`, the objective
+the influence solvers differentiate; PyKEEN still provides the scoring module of a trained TransE
+(:func:`transe_module`), the id maps, and the pipeline for the other models.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pykeen.models import TransE
 
 from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
+from kgbias_core.embeddings.objective import margin_loss, transe_distance
 from kgbias_core.embeddings.store import StoredModel, library_versions
 from kgbias_core.errors import CANCELLED, UNKNOWN_MODEL, CancelledError, KGBiasError
 from kgbias_core.types import FloatTensor, LongTensor
@@ -142,10 +144,13 @@ def train_transe(
             n_entities=n_entities, n_relations=n_relations, dim=config.dim, seed=config.seed,
             n_base_entities=n_base_entities,
         )
-    model = transe_module(entities=init[0], relations=init[1], device=device)
+    entities = torch.nn.Parameter(init[0].to(device, copy=True))  # [n_entities, dim]
+    relations = torch.nn.Parameter(init[1].to(device, copy=True))  # [n_relations, dim]
     n_epochs = config.epochs if epochs is None else epochs
     n_batches = math.ceil(n / config.batch_size)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.l2 / n)
+    # The L2 term (l2/2)||theta||^2 of the objective, on this loop's 1/n scale: Adam adds its gradient
+    # (l2/n) theta itself, once per step, whatever the batch.
+    optimizer = torch.optim.Adam([entities, relations], lr=config.lr, weight_decay=config.l2 / n)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         optimizer, T_max=max(n_epochs * n_batches, 1), eta_min=config.lr_min
     )
@@ -157,9 +162,10 @@ def train_transe(
         total = torch.zeros((), device=device)
         for batch in order.split(config.batch_size):
             both = torch.cat([pos_all[batch], neg_all[batch]])  # [2b, 3]
-            psi = -model.score_hrt(both).squeeze(-1)  # [2b]
+            psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
             psi_pos, psi_neg = psi.split(batch.shape[0])
-            per_triple = w_all[batch] * torch.relu(config.margin + psi_pos - psi_neg)
+            per_triple = margin_loss(distance=psi_pos, negative_distance=psi_neg, margin=config.margin,
+                                     weights=w_all[batch])
             loss = per_triple.sum() / batch.shape[0]
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -172,8 +178,8 @@ def train_transe(
         if should_stop is not None and should_stop():
             raise CancelledError(CANCELLED.format(epoch=epoch))
     return TransEResult(
-        entity_embeddings=model.entity_representations[0]._embeddings.weight.detach().cpu().clone(),
-        relation_embeddings=model.relation_representations[0]._embeddings.weight.detach().cpu().clone(),
+        entity_embeddings=entities.detach().cpu().clone(),
+        relation_embeddings=relations.detach().cpu().clone(),
         losses=losses,
         seconds=time.perf_counter() - start,
     )

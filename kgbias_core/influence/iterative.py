@@ -1,11 +1,9 @@
 """Iterative inverse-Hessian influence: LiSSA (Koh & Liang 2017) and a damped conjugate-gradient solve.
 
 The closed form of :mod:`kgbias_core.influence.closed_form` keeps only the diagonal of the Hessian (Du Lemma 1).
-These two methods use the full Hessian of the trained objective
-
-    J(theta) = sum_z [gamma + psi(z) - psi(z')]_+ + (l2 / 2) ||theta||^2,   theta = (entities, relations)
-
-through autograd Hessian-vector products, and solve s = (H + lambda I)^{-1} grad B_gr. Then
+These two methods use the full Hessian of the trained objective J(theta)
+(:func:`kgbias_core.embeddings.objective.transe_objective`, the one training minimises) through
+autograd Hessian-vector products, and solve s = (H + lambda I)^{-1} grad B_gr. Then
 delta_z = s . grad L(z), computed for all triples at once from the residuals (METHODS §4). The
 Hessian is indefinite (METHODS §4 measured eigenvalues down to about -63 on FB15k-237), so lambda
 must be larger than for the closed form; both are baselines for benchmarks and for calibrating the
@@ -18,6 +16,7 @@ from collections.abc import Callable
 
 import torch
 
+from kgbias_core.embeddings.objective import transe_objective
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.influence.closed_form import InfluenceContext, group_bias_gradient
 from kgbias_core.types import FloatTensor, LongTensor
@@ -30,20 +29,16 @@ def objective_hvp(model: StoredModel, *, batch: LongTensor | None = None) -> Cal
     triples, negatives = model.triples, model.negatives
     n = triples.shape[0]
     rows = torch.arange(n, device=triples.device) if batch is None else batch
-    scale = n / rows.shape[0]
-    l2, margin = model.config.l2, model.config.margin
+    weights = torch.full((rows.shape[0],), n / rows.shape[0], device=triples.device)  # [b]: |G| / b each
 
     def hvp(vector: Vector) -> Vector:
         E = model.entity_embeddings.detach().requires_grad_(True)
         R = model.relation_embeddings.detach().requires_grad_(True)
-        pos, neg = triples[rows], negatives[rows]
-        psi = ((E[pos[:, 0]] + R[pos[:, 1]] - E[pos[:, 2]]) ** 2).sum(-1)
-        psi_neg = ((E[neg[:, 0]] + R[neg[:, 1]] - E[neg[:, 2]]) ** 2).sum(-1)
-        loss = scale * torch.relu(margin + psi - psi_neg).sum()
+        loss = transe_objective(entities=E, relations=R, triples=triples[rows], negatives=negatives[rows],
+                                margin=model.config.margin, l2=model.config.l2, weights=weights.to(E.dtype))
         grads = torch.autograd.grad(loss, (E, R), create_graph=True)
         dot = (grads[0] * vector[0]).sum() + (grads[1] * vector[1]).sum()
-        h_e, h_r = torch.autograd.grad(dot, (E, R))
-        return h_e + l2 * vector[0], h_r + l2 * vector[1]
+        return torch.autograd.grad(dot, (E, R))
 
     return hvp
 

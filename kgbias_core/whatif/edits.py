@@ -1,7 +1,8 @@
 """Debiasing what-ifs (Du §4.3, METHODS §9): edit the training triples, retrain, compare.
 
 Two edits: **add** c·(|M_o| − |F_o|) dummy persons of the under-represented gender linked to the
-occupation, and **remove** a set of training triples (chosen by influence, at random, or by hand).
+occupation, and **remove** a set of training triples (chosen by influence, at random, or by hand);
+:func:`make_edit` builds either from the strategy's name, for the command line and the lab alike.
 Two retraining modes: ``scratch`` retrains from the base model's seed and initialisation (faithful;
 a removal is a masked retrain, METHODS §2, so it differs from the base only by the removed triples),
 and ``warm`` continues from the base weights for a few epochs (fast, approximate).
@@ -10,9 +11,9 @@ The base model is never modified: every what-if is a new :class:`StoredModel`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import torch
 
@@ -20,15 +21,24 @@ from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, train_transe
 from kgbias_core.errors import (
     ADD_NOTHING,
+    LAB_K_TOO_LARGE,
     REMOVE_NOTHING,
     REMOVE_OUT_OF_RANGE,
+    UNKNOWN_EDIT_STRATEGY,
     UNKNOWN_MODE,
     MeasureError,
 )
+from kgbias_core.influence.closed_form import debiasing_removal
+from kgbias_core.influence.retraining_check import removal_set
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.types import LongTensor
 
+if TYPE_CHECKING:
+    from kgbias_core.analysis import ModelAnalysis
+
 Mode = Literal["scratch", "warm"]
+#: How an edit is chosen (Du §4.3): Add dummies, IF-REMOVE, Random-REMOVE, or a hand-picked basket.
+EditStrategy = Literal["add", "if", "random", "basket"]
 #: Du et al.'s cap on the number of dummies for one occupation.
 MAX_DUMMIES = 10_000
 #: The frozen negatives of added rows come from their own stream, so the base rows keep theirs.
@@ -62,6 +72,7 @@ def add_edit(model: StoredModel, occupation: str, *, c: float = 0.5, cap: int = 
     """Du's Add: c·(|M_o| − |F_o|) dummies d with (d, r_g, f) and (d, r_p, o); mirrored if women dominate."""
     groups = occupation_groups(model)
     index = groups.index(occupation)
+    occupation = groups.labels[index]  # the label, also when a readable name was given
     n_male, n_female = int(groups.n_male[index]), int(groups.n_female[index])
     count = min(int(round(c * abs(n_male - n_female))), cap)
     if count <= 0:
@@ -70,7 +81,7 @@ def add_edit(model: StoredModel, occupation: str, *, c: float = 0.5, cap: int = 
     gender_name = "female" if n_male > n_female else "male"
     base = model.n_entities
     labels = tuple(f"kgbias:dummy:{gender_name}:{occupation}:{i}" for i in range(count))
-    occupation_id = model.entity_id(occupation)
+    occupation_id = int(groups.occupations[index])
     triples = []
     for i in range(count):
         triples.append((base + i, groups.gender_relation, gender))
@@ -88,6 +99,45 @@ def remove_edit(model: StoredModel, occupation: str, removed: LongTensor, *, str
     if indices[0] < 0 or indices[-1] >= n:
         raise MeasureError(REMOVE_OUT_OF_RANGE.format(n=n))
     return Edit(kind="remove", occupation=occupation, removed=tuple(indices), strategy=strategy)
+
+
+def make_edit(
+    analysis: ModelAnalysis,
+    occupation: str,
+    *,
+    strategy: EditStrategy,
+    k: int = 0,
+    c: float = 0.5,
+    cap: int = MAX_DUMMIES,
+    seed: int = 0,
+    indices: Sequence[int] = (),
+) -> Edit:
+    """The edit of ``occupation`` that ``strategy`` names (Du §4.3, METHODS §9).
+
+    - ``add``: c·(|M_o| − |F_o|) dummies of the rarer gender, at most ``cap`` (:func:`add_edit`);
+    - ``if``: IF-REMOVE, the k triples whose influence moves B_gr most towards 0 — fewer when
+      fewer move it that way (``len(edit.removed)`` says how many);
+    - ``random``: Random-REMOVE, k random training triples (drawn from ``seed``);
+    - ``basket``: the training triples at ``indices``.
+    A k above the number of training triples is a :class:`MeasureError`.
+    """
+    model = analysis.model
+    if strategy == "add":
+        return add_edit(model, occupation, c=c, cap=cap)
+    if strategy == "basket":
+        edit = remove_edit(model, occupation, torch.tensor(list(indices), dtype=torch.long), strategy="basket")
+        return replace(edit, strategy=f"basket k={len(edit.removed)}")
+    if strategy not in ("if", "random"):
+        raise MeasureError(UNKNOWN_EDIT_STRATEGY.format(strategy=strategy, known=", ".join(get_args(EditStrategy))))
+    n = model.triples.shape[0]
+    if k > n:
+        raise MeasureError(LAB_K_TOO_LARGE.format(k=k, n=n, model=model.name))
+    influence = analysis.influence(occupation)
+    if strategy == "random":
+        return remove_edit(model, occupation, removal_set(influence, kind="random", k=k, seed=seed),
+                           strategy=f"random-remove k={k}")
+    bias = float(analysis.group_bias(occupation))
+    return remove_edit(model, occupation, debiasing_removal(influence, bias=bias, k=k), strategy=f"if-remove k={k}")
 
 
 def retrain(

@@ -1,4 +1,4 @@
-"""Add/remove what-ifs (Du §4.3): exact edits, faithful masked retraining, IF-REMOVE vs random."""
+"""Debiasing edits (Du §4.3): exact Add and Remove edits, make_edit's strategies, faithful retraining."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model, save_model
-from kgbias_core.errors import MeasureError
+from kgbias_core.errors import LAB_K_TOO_LARGE, UNKNOWN_EDIT_STRATEGY, MeasureError
 from kgbias_core.influence.closed_form import debiasing_removal
+from kgbias_core.influence.retraining_check import removal_set
 from kgbias_core.tables import measures_table
-from kgbias_core.whatif.edits import add_edit, remove_edit, retrain
+from kgbias_core.whatif.edits import add_edit, make_edit, remove_edit, retrain
 
 
 def pick_occupation(model) -> str:
@@ -65,6 +66,39 @@ def test_bad_edits_have_clear_messages(tiny_model) -> None:
         add_edit(tiny_model, "male")
 
 
+def test_make_edit_builds_each_strategy_from_its_parts(tiny_model) -> None:
+    occupation = pick_occupation(tiny_model)
+    analysis = ModelAnalysis(tiny_model)
+    influence = analysis.influence(occupation)
+    bias = float(analysis.group_bias(occupation))
+
+    removing = make_edit(analysis, occupation, strategy="if", k=7)
+    assert removing.removed == tuple(sorted(debiasing_removal(influence, bias=bias, k=7).tolist()))
+    assert removing.strategy == "if-remove k=7" and removing.kind == "remove"
+    assert bias * float(influence[list(removing.removed)].sum()) < 0  # every pick moves B_gr towards 0
+
+    random = make_edit(analysis, occupation, strategy="random", k=7, seed=3)
+    assert random.removed == tuple(sorted(removal_set(influence, kind="random", k=7, seed=3).tolist()))
+    assert random.strategy == "random-remove k=7"
+
+    basket = make_edit(analysis, occupation, strategy="basket", indices=[9, 2, 9])
+    assert basket.removed == (2, 9) and basket.strategy == "basket k=2"
+
+    assert make_edit(analysis, occupation, strategy="add", c=0.5, cap=3) == add_edit(tiny_model, occupation, c=0.5,
+                                                                                    cap=3)
+
+
+def test_make_edit_refuses_a_too_large_k_and_an_unknown_strategy(tiny_model) -> None:
+    analysis = ModelAnalysis(tiny_model)
+    n = tiny_model.triples.shape[0]
+    with pytest.raises(MeasureError) as info:
+        make_edit(analysis, "nurse", strategy="random", k=n + 1)
+    assert str(info.value) == LAB_K_TOO_LARGE.format(k=n + 1, n=n, model=tiny_model.name)
+    with pytest.raises(MeasureError) as info:
+        make_edit(analysis, "nurse", strategy="drop", k=1)  # type: ignore[arg-type]
+    assert str(info.value) == UNKNOWN_EDIT_STRATEGY.format(strategy="drop", known="add, if, random, basket")
+
+
 @pytest.mark.slow
 def test_if_remove_moves_bias_towards_zero_more_than_random(tiny_model) -> None:
     occupation = pick_occupation(tiny_model)
@@ -80,55 +114,3 @@ def test_if_remove_moves_bias_towards_zero_more_than_random(tiny_model) -> None:
         results[strategy] = float(ModelAnalysis(what_if).group_bias(occupation))
     assert abs(results["if-remove"]) < abs(before) - 0.02
     assert abs(results["if-remove"]) < abs(results["random-remove"])
-
-
-def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) -> None:
-    from kgbias_core.embeddings.store import load_result
-    from kgbias_core.evaluation.link_prediction import link_prediction
-    from kgbias_core.whatif.runs import bias_change, noise_band
-
-    path = save_model(tiny_model, tmp_path)
-    metrics = link_prediction(tiny_model)
-    occupation_metrics = link_prediction(tiny_model, occupation_only=True)
-    assert 0 < metrics["mrr"] <= 1 and 0 < occupation_metrics["hits@10"] <= 1
-    assert occupation_metrics["n"] < metrics["n"]
-    band = noise_band(tiny_model, model_dir=path, seeds=(11,))
-    assert (band["spread"].dropna() >= 0).all() and band["spread"].max() > 0
-    assert load_result(path, "noise_band", params={"seeds": [11]}) is not None
-    assert load_result(path, "noise_band", params={"seeds": [12]}) is None  # other params: recompute
-    analysis = ModelAnalysis(tiny_model)
-    same = bias_change(analysis, analysis)
-    assert (same["change"].dropna() == 0).all()
-
-
-def test_lab_jobs_run_through_the_registry_are_cancellable_and_reload(tiny_store) -> None:
-    import shutil
-
-    from kgbias_core.embeddings.store import list_models
-    from kgbias_core.jobs import JobRegistry, JobState
-    from kgbias_core.tasks import if_remove_edit, removal_curve_job, whatif_job
-
-    store = tiny_store.parent / "lab-store"
-    shutil.copytree(tiny_store, store, dirs_exist_ok=True)
-    base = load_model(store / "tiny-transe")
-    occupation = pick_occupation(base)
-    edit = if_remove_edit(ModelAnalysis(base), occupation, k=5)
-    registry = JobRegistry()
-    try:
-        done = registry.submit("what-if", whatif_job(store=store, base="tiny-transe", edit=edit, mode="warm",
-                                                      name="run-1"), owner="a")
-        curve = registry.submit("curve", removal_curve_job(store=store, base="tiny-transe", occupation=occupation,
-                                                           ks=[5]), owner="b")
-        cancelled = registry.submit("what-if", whatif_job(store=store, base="tiny-transe", edit=edit,
-                                                           mode="scratch", name="run-2"), owner="a")
-        registry.cancel(cancelled)
-        assert registry.wait(done, timeout=120).state is JobState.DONE
-        assert registry.wait(curve, timeout=120).state is JobState.DONE
-        assert registry.status(cancelled).state is JobState.CANCELLED
-        assert [s.name for s in registry.jobs(owner="b")] == ["curve"]
-        frame = registry.result(curve)
-        assert set(frame.strategy) == {"IF-REMOVE", "Random-REMOVE"} and set(frame.k) == {0, 5}
-        assert list_models(store) == ["run-1", "tiny-transe"]  # the cancelled run left nothing
-        assert load_model(store / "run-1").edit["strategy"] == "if-remove k=5"
-    finally:
-        registry.shutdown()

@@ -1,0 +1,64 @@
+"""The TransE objective that influence functions can trust (METHODS §2-3), stated once.
+
+    J(theta) = sum_z w_z [gamma + psi(z) - psi(z')]_+ + (l2 / 2) ||theta||^2,   theta = (entities, relations)
+
+with psi(h, r, t) = ||h + r - t||_2^2, z' the frozen negative of z, and w_z = 1 (0 masks z in a
+retrain "without S", METHODS §2). Training (:func:`kgbias_core.embeddings.training.train_transe`),
+the Hessian-vector products of the iterative influence solvers
+(:mod:`kgbias_core.influence.iterative`) and the tests all call these functions, so the loss they
+differentiate is the same one.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn import functional
+
+from kgbias_core.types import FloatTensor, LongTensor
+
+
+def transe_distance(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor) -> FloatTensor:
+    """psi(h, r, t) = ||h + r - t||_2^2 (METHODS Notation); lower = more plausible.
+
+    Shapes: entities [E, d], relations [R, d], triples [n, 3] (h, r, t ids) -> [n].
+    The lookups go through ``embedding`` (not indexing) so that the gradient accumulates into the
+    weights as PyKEEN's embeddings do: the hand-written training loop reproduces its numbers bit for bit.
+    """
+    h = functional.embedding(triples[:, 0], entities)  # [n, d]
+    r = functional.embedding(triples[:, 1], relations)  # [n, d]
+    t = functional.embedding(triples[:, 2], entities)  # [n, d]
+    return ((h + r - t) ** 2).sum(-1)
+
+
+def margin_loss(
+    *, distance: FloatTensor, negative_distance: FloatTensor, margin: float, weights: FloatTensor | None = None
+) -> FloatTensor:
+    """w_z [gamma + psi(z) - psi(z')]_+ per training triple (METHODS §2-3).
+
+    Shapes: distance psi(z) [n], negative_distance psi(z') [n], weights [n] (None: all 1) -> [n].
+    Zero where the margin is inactive: such a triple has no gradient and no influence (METHODS §4).
+    """
+    loss = torch.relu(margin + distance - negative_distance)
+    return loss if weights is None else weights * loss
+
+
+def transe_objective(
+    *,
+    entities: FloatTensor,
+    relations: FloatTensor,
+    triples: LongTensor,
+    negatives: LongTensor,
+    margin: float,
+    l2: float,
+    weights: FloatTensor | None = None,
+) -> FloatTensor:
+    """J(theta) on the scale of the summed loss (METHODS §2-3). -> scalar.
+
+    Shapes: entities [E, d], relations [R, d], triples and negatives [n, 3] (row i's frozen
+    negative is negatives[i]), weights [n] (None: all 1). A sample of the triples with weights
+    |G| / n is an unbiased estimate of the margin part over all of G.
+    """
+    distances = transe_distance(entities=entities, relations=relations, triples=torch.cat([triples, negatives]))
+    distance, negative_distance = distances.split(triples.shape[0])  # [n] each
+    margins = margin_loss(distance=distance, negative_distance=negative_distance, margin=margin, weights=weights)
+    return margins.sum() + l2 / 2 * ((entities**2).sum() + (relations**2).sum())

@@ -1,0 +1,121 @@
+"""Long jobs as tasks: run directly or through a registry, cancellable, their results saved and keyed."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kgbias_core import tasks
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.store import list_models, load_model, read_config, save_model
+from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
+from kgbias_core.evaluation.link_prediction import load_link_prediction
+from kgbias_core.jobs import JobRegistry, JobState, Progress
+from kgbias_core.whatif.edits import make_edit
+
+from .conftest import TINY_TRAINING
+from .test_edits import pick_occupation
+
+
+@pytest.fixture
+def store(tiny_store: Path, tmp_path: Path) -> Path:
+    """A writable copy of the tiny store."""
+    copy = tmp_path / "store"
+    shutil.copytree(tiny_store, copy)
+    return copy
+
+
+def test_whatif_and_curve_run_through_the_registry_are_cancellable_and_reload(store: Path) -> None:
+    base = store / "tiny-transe"
+    occupation = pick_occupation(load_model(base))
+    edit = make_edit(ModelAnalysis(load_model(base)), occupation, strategy="if", k=5)
+    registry = JobRegistry()
+    try:
+        run = tasks.whatif_task(base=base, edit=edit, mode="warm", out=store / "run-1", evaluate=True)
+        done = registry.submit("what-if", run.run, owner="a", key=run.key)
+        curve_task = tasks.removal_curve_task(base, occupation=occupation, ks=[5])
+        curve = registry.submit("curve", curve_task.run, owner="b", key=curve_task.key)
+        cancelled = registry.submit("what-if", tasks.whatif_task(base=base, edit=edit, mode="scratch",
+                                                                 out=store / "run-2").run, owner="a")
+        registry.cancel(cancelled)
+        assert registry.wait(done, timeout=120).state is JobState.DONE
+        assert registry.wait(curve, timeout=120).state is JobState.DONE
+        assert registry.status(cancelled).state is JobState.CANCELLED
+        assert [s.name for s in registry.jobs(owner="b")] == ["curve"]
+        frame = registry.result(curve)
+        assert set(frame.strategy) == {"IF-REMOVE", "Random-REMOVE"} and set(frame.k) == {0, 5}
+        assert tasks.saved_curve(base, occupation).equals(frame)
+        assert list_models(store) == ["run-1", "tiny-transe"]  # the cancelled run left nothing
+        assert load_model(store / "run-1").edit["strategy"] == "if-remove k=5"
+        assert load_link_prediction(store / "run-1") is not None  # evaluated after the retrain
+        assert load_link_prediction(base) is not None
+    finally:
+        registry.shutdown()
+
+
+def test_keys_name_the_work_and_the_model_version(store: Path) -> None:
+    base = store / "tiny-transe"
+    key = tasks.removal_curve_task(base, occupation="nurse", ks=[5]).key
+    assert tasks.removal_curve_task(base, occupation="nurse", ks=[5]).key == key
+    assert tasks.removal_curve_task(base, occupation="nurse", ks=[5, 10]).key != key
+    assert tasks.noise_band_task(base).key != key
+    tasks.store_influence_scale(base, 0.5)  # the model changes: its earlier work does not count
+    assert tasks.removal_curve_task(base, occupation="nurse", ks=[5]).key != key
+    assert tasks.train_task("synthetic", out=store / "a").key == tasks.train_task("synthetic", out=store / "a").key
+
+
+def test_train_task_saves_the_model_and_calibrates_it(
+    tmp_path: Path, tiny_graph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=30))
+    progress = Progress()
+    path = tasks.train_task("synthetic", out=tmp_path / "m", overrides={"epochs": 8}, calibrate=True).run(progress)
+    config = read_config(path)
+    assert Path(path) == tmp_path / "m" and config["name"] == "m"
+    assert config["epochs"] == 8 and config["dim"] == TINY_TRAINING.dim  # overrides on top of the default
+    assert config["influence_scale"] > 0
+    assert progress.message == f"writing m to {tmp_path}"
+
+
+def test_influence_accuracy_is_kept_beside_the_model_only_when_asked(store: Path) -> None:
+    base = store / "tiny-transe"
+    runs = tasks.influence_accuracy_task(base, occupation="nurse", ks=[3], kinds=["top"], keep=False).run(Progress())
+    assert list(runs.columns) == ["kind", "k", "predicted", "actual"] and len(runs) == 1
+    assert tasks.saved_accuracy(base, "nurse") is None
+    kept = tasks.influence_accuracy_task(base, occupation="nurse", ks=[3], kinds=["top"]).run(Progress())
+    assert tasks.saved_accuracy(base, "nurse").equals(kept)
+    assert kept.equals(runs)  # masked retraining is deterministic
+
+
+def test_impossible_ks_are_refused_before_any_retraining(store: Path) -> None:
+    base = store / "tiny-transe"
+    with pytest.raises(MeasureError) as info:
+        tasks.removal_curve_task(base, occupation="nurse", ks=[]).run(Progress())
+    assert str(info.value) == LAB_NO_KS
+    n = load_model(base).triples.shape[0]
+    with pytest.raises(MeasureError) as info:
+        tasks.influence_accuracy_task(base, occupation="nurse", ks=[n + 1]).run(Progress())
+    assert str(info.value) == LAB_K_TOO_LARGE.format(k=n + 1, n=n, model="tiny-transe")
+
+
+def test_storing_the_influence_scale_keeps_the_cached_results(store: Path) -> None:
+    base = store / "tiny-transe"
+    tasks.link_prediction_task([base]).run(Progress())
+    before = load_link_prediction(base)
+    tasks.store_influence_scale(base, 0.25)
+    assert load_model(base).influence_scale == 0.25
+    assert load_link_prediction(base).equals(before)
+
+
+def test_whatif_names_are_stable_per_edit_and_mode(tiny_model, tmp_path: Path) -> None:
+    path = save_model(tiny_model, tmp_path)
+    analysis = ModelAnalysis(load_model(path))
+    edit = make_edit(analysis, "nurse", strategy="basket", indices=[1, 2])
+    name = tasks.whatif_name("tiny-transe", edit, mode="warm", occupation_name="Nurse (RN)")
+    assert name.startswith("tiny-transe--basket-nurse-rn-")
+    assert tasks.whatif_name("tiny-transe", edit, mode="warm", occupation_name="Nurse (RN)") == name
+    assert tasks.whatif_name("tiny-transe", edit, mode="scratch", occupation_name="Nurse (RN)") != name
