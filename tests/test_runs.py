@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_result, save_model
-from kgbias_core.whatif.runs import bias_change, link_prediction, noise_band
+from kgbias_core.evaluation.link_prediction import link_prediction
+from kgbias_core.whatif.runs import bias_change, noise_band
 
 
 def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) -> None:
