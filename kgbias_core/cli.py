@@ -205,7 +205,7 @@ def _validate_census(args: argparse.Namespace) -> None:
         raise DataError(CENSUS_FILE_MISSING.format(path=census, data_dir=data_dir))
     analysis = _analysis(args.model)
     correlations, joined = census_validation(measures_table(analysis), census_path=census, year=args.year,
-                                             min_per_gender=args.min_per_gender)
+                                             min_per_gender=args.min_per_gender, dataset=analysis.model.dataset)
     if joined.empty:
         raise MeasureError(CENSUS_NOT_PAIRED.format(model=analysis.model.name, dataset=analysis.model.dataset))
     _write(correlations, args.out)

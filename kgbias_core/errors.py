@@ -189,7 +189,7 @@ CENSUS_FILE_MISSING = (
     "occupation_gender_ipums.csv there by hand"
 )
 CENSUS_NOT_PAIRED = (
-    "no occupation of model {model!r} (graph {dataset!r}) is in the census pairing: the pairing covers "
-    "FB15k-237 professions (Freebase MIDs) only"
+    "no occupation of model {model!r} (graph {dataset!r}) is in a census pairing: kgbias ships pairings for "
+    "FB15k-237 and FB13 only"
 )
 LAB_BAD_INDEX_FILE = "{path}, line {line}: expected training-triple indices (integers), found {found!r}"

@@ -19,7 +19,7 @@ from kgbias_core.data.census import (
     load_pairing,
     paired_shares,
 )
-from kgbias_core.errors import CENSUS_UNKNOWN_YEAR, DataError
+from kgbias_core.errors import CENSUS_UNKNOWN_YEAR, DataError, MeasureError
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = (REPO / os.environ.get("KGBIAS_DATA_DIR", "../shared/data")).resolve()
@@ -231,3 +231,31 @@ def test_census_validation_correlates_each_measure_over_the_paired_occupations(c
         values = measures.set_index("occupation").loc[paired[1:], row.measure].tolist()
         assert row.n == 7 and row.r == pytest.approx(_pearson_by_hand(values, lp))
     assert joined.set_index("occupation").loc[paired[1], "p_male"] == shares.loc[paired[1], "p_male"]
+
+
+def test_fb13_pairing_covers_every_profession_with_five_of_each_gender(census_2015: pd.DataFrame) -> None:
+    """FB13's pairing: real slugs with their display names, every profession with >= 5 women and >= 5 men."""
+    from collections import Counter
+
+    from kgbias_core.data.download import slug_display_name
+
+    pairing = load_pairing(dataset="fb13")
+    train = pd.read_csv(DATA / "fb13" / "train.txt", sep="\t", header=None, names=["h", "r", "t"], dtype=str,
+                        quoting=3, keep_default_na=False)
+    genders = train[train["r"] == "gender"].groupby("h")["t"].agg(set)
+    binary = {person: next(iter(values)) for person, values in genders.items() if len(values) == 1}
+    jobs = train[train["r"] == "profession"].drop_duplicates(["h", "t"])
+    counts = Counter((t, binary[h]) for h, t in zip(jobs["h"], jobs["t"], strict=True) if h in binary)
+    both = {p for (p, _) in counts if counts[(p, "male")] >= 5 and counts[(p, "female")] >= 5}
+    assert len(both) == 72 and set(pairing["kg_occupation"]) == both
+    assert all(slug_display_name(s) == n for s, n in zip(pairing["kg_occupation"], pairing["kg_name"], strict=True))
+    known = set(census_2015["occupation"])
+    exact = {row.kg_occupation for row in pairing.itertuples() if row.kg_occupation == row.census_occupation}
+    assert len(exact) == 18  # PROVENANCE.md: 18 exact name matches with >= 5 of each gender
+    for row in pairing.itertuples():
+        assert row.census_occupation in known or (row.census_occupation == "" and row.note), row
+
+
+def test_a_graph_without_a_pairing_is_one_clear_error() -> None:
+    with pytest.raises(MeasureError, match="kgbias ships pairings for FB15k-237 and FB13 only"):
+        load_pairing(dataset="my-wikidata")

@@ -29,6 +29,7 @@ from kgbias_core.errors import (
     CENSUS_MALFORMED_ROW,
     CENSUS_MISSING_COLUMNS,
     CENSUS_NO_KEY,
+    CENSUS_NOT_PAIRED,
     CENSUS_SEVERAL_YEARS,
     CENSUS_UNKNOWN_YEAR,
     MISSING_FILE,
@@ -36,6 +37,7 @@ from kgbias_core.errors import (
     PAIRING_EMPTY,
     PAIRING_MALFORMED_ROW,
     DataError,
+    MeasureError,
 )
 
 #: Columns of the census CSV, in the file's spelling.
@@ -43,7 +45,8 @@ CENSUS_COLUMNS = ("Census year", "Occupation", "Total Weight", "Female", "Male")
 #: Columns of the pairing CSV.
 PAIRING_COLUMNS = ("kg_occupation", "kg_name", "census_occupation", "note")
 #: The pairing shipped with the package.
-PAIRING_RESOURCE = "census_pairing.csv"
+#: The hand-made pairing shipped for each named graph (``kg_occupation`` is that graph's entity label).
+PAIRING_RESOURCES = {"fb15k237": "census_pairing_fb15k237.csv", "fb13": "census_pairing_fb13.csv"}
 #: The measures correlated with the census (Du Table 2, plus B_wo and Fisher's b_p).
 CENSUS_MEASURES = (
     "group_bias", "individual_bias_vanilla", "individual_bias_weighted", "fisher_individual_vanilla",
@@ -132,15 +135,18 @@ def census_years(path: Path) -> list[int]:
     return sorted(years.unique().tolist(), reverse=True)
 
 
-def load_pairing(path: Path | None = None) -> pd.DataFrame:
-    """The KG-occupation ↔ census-occupation pairing (the shipped one when ``path`` is None).
+def load_pairing(path: Path | None = None, *, dataset: str = "fb15k237") -> pd.DataFrame:
+    """The KG-occupation ↔ census-occupation pairing (the one shipped for ``dataset`` when ``path`` is None).
 
-    Columns ``kg_occupation`` (Freebase MID), ``kg_name``, ``census_occupation`` and ``note``, all
+    Columns ``kg_occupation`` (the graph's entity label: a Freebase MID, an FB13 slug), ``kg_name``,
+    ``census_occupation`` and ``note``, all
     str. An empty ``census_occupation`` marks a profession left unpaired on purpose; its note must
     say why. Raises :class:`DataError` naming the line of a bad row.
     """
     if path is None:
-        with resources.as_file(resources.files("kgbias_core.data") / PAIRING_RESOURCE) as shipped:
+        if dataset not in PAIRING_RESOURCES:
+            raise MeasureError(CENSUS_NOT_PAIRED.format(model=dataset, dataset=dataset))
+        with resources.as_file(resources.files("kgbias_core.data") / PAIRING_RESOURCES[dataset]) as shipped:
             return load_pairing(shipped)
     path = Path(path)
     header, rows = _read_rows(path)
@@ -248,16 +254,22 @@ def census_correlations(measures: pd.DataFrame, shares: pd.DataFrame, *, key: st
 
 
 def census_validation(
-    measures: pd.DataFrame, *, census_path: Path | str, year: int | None = None, min_per_gender: int = 1
+    measures: pd.DataFrame,
+    *,
+    census_path: Path | str,
+    year: int | None = None,
+    min_per_gender: int = 1,
+    dataset: str = "fb15k237",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Pearson r of each measure against census log(p/(1-p)), p = share of men (Du §4.1, METHODS §10).
 
     ``measures`` is :func:`kgbias_core.tables.measures_table`; occupations with fewer than
-    ``min_per_gender`` persons of either gender are left out. -> (correlations: measure, r,
+    ``min_per_gender`` persons of either gender are left out; ``dataset`` picks the shipped pairing.
+    -> (correlations: measure, r,
     p_value, n over :data:`CENSUS_MEASURES`; the joined per-occupation table behind them, for
     scatter plots).
     """
-    shares = paired_shares(load_census(Path(census_path), year=year), load_pairing())
+    shares = paired_shares(load_census(Path(census_path), year=year), load_pairing(dataset=dataset))
     kept = measures[(measures["n_male"] >= min_per_gender) & (measures["n_female"] >= min_per_gender)]
     table = kept.set_index("occupation")[list(CENSUS_MEASURES)]
     correlations = census_correlations(table, shares)
