@@ -115,10 +115,12 @@ def test_batched_bias_equals_naive_loop(factory: TriplesFactory, name: str) -> N
         "professions": jobs,
         "step": 0.05,
     }
-    fast = fisher_bias(model, value_b=e2i["female"], batch_size=4, **common)
+    fast = fisher_bias(model, value_b=e2i["female"], **common)  # every person in one chunk
+    one_by_one = fisher_bias(model, value_b=e2i["female"], chunk_elements=1, **common)  # a chunk per person
     slow = _naive_bias(model, b_values=[e2i["female"]], **common)
     assert fast.shape == (len(jobs),)
     torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(one_by_one, slow, rtol=1e-4, atol=1e-6)
 
     # one-vs-rest = explicit mean over the other values
     others = torch.tensor([e2i["female"], e2i["nonbinary"]])

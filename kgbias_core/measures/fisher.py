@@ -72,6 +72,18 @@ def _id_list(ids: LongTensor | Sequence[int] | np.ndarray | None) -> list[int]:
     return _as_ids(ids, device=torch.device("cpu")).tolist()
 
 
+#: The most elements ([persons, values or professions, d]) one chunk may materialise (4 MiB of
+#: float32). Measured on FB15k-237 (2 threads, a busy 2-core CPU): Keidar's TLB of one nationality
+#: value (one-vs-rest over 99 others, 4,123 persons) took 2.8 s with 2^18 and 0.29 s with 2^20; the
+#: gender b_p of 149 professions 2.8 s with 2^18 and 2.1 s with 2^20. Fewer, larger autograd calls win.
+CHUNK_ELEMENTS = 1 << 20
+
+
+def _chunk(n_per_person: int, dim: int, chunk_elements: int) -> int:
+    """Persons per chunk when each person brings ``n_per_person`` vectors of size ``dim``."""
+    return max(1, chunk_elements // max(1, n_per_person * dim))
+
+
 def _entities(model: ERModel, ids: LongTensor) -> torch.Tensor:
     """Entity representations, shape [n, d] (complex for ComplEx / RotatE)."""
     return model.entity_representations[0](indices=ids)
@@ -162,13 +174,13 @@ def fisher_gradient(
     value_b: int | None = None,
     other_values: LongTensor | None = None,
     attribute_person_is_head: bool = True,
-    batch_size: int = 16,
+    chunk_elements: int = CHUNK_ELEMENTS,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Each person's embedding e_j and the gradient d mm / d e_j (Fisher §3.2, METHODS §6).
 
-    One autograd call per chunk of ``batch_size`` persons (not one per person): persons are
-    independent, so the gradient of sum_j mm(e_j) w.r.t. e_j is the gradient of mm(e_j) alone.
-    Chunks bound the one-vs-rest intermediate [batch_size, V, d]. For complex embeddings the
+    One autograd call per chunk of persons (not one per person): persons are independent, so the
+    gradient of sum_j mm(e_j) w.r.t. e_j is the gradient of mm(e_j) alone. Chunks bound the
+    one-vs-rest intermediate [b, V, d] to ``chunk_elements``. For complex embeddings the
     gradient is PyTorch's, which equals the gradient w.r.t. the real view (Re, Im) — i.e. the
     step a real optimiser would take on the stored parameters.
 
@@ -189,11 +201,13 @@ def fisher_gradient(
     )
     with torch.no_grad():
         embeddings = _entities(model, persons).detach()  # [J, d]
+    n_values = 1 if value_b is not None else len(_id_list(other_values))
+    size = _chunk(n_values, embeddings.shape[-1], chunk_elements)
     gradients = []
-    for start in range(0, persons.numel(), batch_size):
+    for start in range(0, persons.numel(), size):
         with torch.enable_grad():
             # Detached leaf: the model's parameters get no .grad and are never changed.
-            chunk = embeddings[start : start + batch_size].clone().requires_grad_(True)  # [b, d]
+            chunk = embeddings[start : start + size].clone().requires_grad_(True)  # [b, d]
             margin = attribute_margin(
                 model,
                 person_embeddings=chunk,
@@ -220,7 +234,7 @@ def fisher_bias(
     professions: LongTensor,
     step: float = 0.01,
     attribute_person_is_head: bool = True,
-    batch_size: int = 16,
+    chunk_elements: int = CHUNK_ELEMENTS,
 ) -> FloatTensor:
     """Fisher et al.'s bias score b_p of every profession (Fisher §3.2; METHODS §6).
 
@@ -235,9 +249,8 @@ def fisher_bias(
     device). Sign: positive = making persons "more a" raises the plausibility of profession p,
     i.e. p is a-associated; with a = male this is the kgbias convention (positive = male-leaning).
     ``attribute_person_is_head=False`` for relations stored as value -> person. The person is
-    always the head of ``occupation_relation``. Scores are computed in chunks of ``batch_size``
-    persons ([batch_size, P] at a time). The small default is deliberate: PyKEEN's TransE
-    materialises [batch_size, P, d] and on CPU 16 persons a chunk ran 6x faster than 256.
+    always the head of ``occupation_relation``. Scores are computed in chunks of persons whose
+    broadcast [b, P, d] holds at most ``chunk_elements`` (:data:`CHUNK_ELEMENTS`: why that size).
     """
     persons = _as_ids(persons, device=model.device)
     professions = _as_ids(professions, device=model.device)
@@ -260,15 +273,16 @@ def fisher_bias(
         value_b=value_b,
         other_values=other_values,
         attribute_person_is_head=attribute_person_is_head,
-        batch_size=batch_size,
+        chunk_elements=chunk_elements,
     )
     moved = embeddings + step * gradient  # [J, d]
+    size = _chunk(professions.numel(), embeddings.shape[-1], chunk_elements)
     with torch.no_grad():
         relation = _relation(model, occupation_relation).unsqueeze(0)  # [1, 1, d]
         targets = _entities(model, professions).unsqueeze(0)  # [1, P, d]
         total = torch.zeros(professions.numel(), dtype=torch.float64, device=model.device)
-        for start in range(0, persons.numel(), batch_size):
-            chunk = slice(start, start + batch_size)
+        for start in range(0, persons.numel(), size):
+            chunk = slice(start, start + size)
             before = model.interaction(h=embeddings[chunk].unsqueeze(1), r=relation, t=targets)
             after = model.interaction(h=moved[chunk].unsqueeze(1), r=relation, t=targets)
             # float64 accumulation: nabla_p is a small difference of large scores
@@ -328,7 +342,7 @@ def fisher_profession_table(
     min_count: int = 20,
     step: float = 0.01,
     attribute_person_is_head: bool = True,
-    batch_size: int = 16,
+    chunk_elements: int = CHUNK_ELEMENTS,
 ) -> pd.DataFrame:
     """Fisher's b_p for every profession with a- and b-person counts, ranked (METHODS §6).
 
@@ -349,7 +363,7 @@ def fisher_profession_table(
         professions=professions,
         step=step,
         attribute_person_is_head=attribute_person_is_head,
-        batch_size=batch_size,
+        chunk_elements=chunk_elements,
     )
     table = profession_counts(
         professions=_as_ids(professions, device=torch.device("cpu")).numpy(),

@@ -93,7 +93,8 @@ def occupation_classes(labels: np.ndarray, k: int) -> np.ndarray:
 
 def _classifier(kind: ClassifierKind, seed: int) -> ClassifierMixin:
     if kind == "random_forest":
-        return RandomForestClassifier(n_estimators=100, random_state=seed, n_jobs=1)
+        # Trees are fitted in parallel threads; the seeded trees make the forest the same for any n_jobs.
+        return RandomForestClassifier(n_estimators=100, random_state=seed, n_jobs=-1)
     if kind == "mlp":
         # embeddings of different models live on different scales: standardise for the MLP
         return make_pipeline(

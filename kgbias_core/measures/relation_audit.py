@@ -34,7 +34,7 @@ from pykeen.models import ERModel
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.embeddings.store import StoredModel, load_model, load_result, save_result
 from kgbias_core.errors import AUDIT_CANCELLED, AUDIT_SHAPE_MISMATCH, CancelledError, MeasureError
-from kgbias_core.measures.fisher import fisher_bias
+from kgbias_core.measures.fisher import CHUNK_ELEMENTS, fisher_bias
 from kgbias_core.measures.occupation_classifier import ClassifierKind, classify_occupations, entity_feature_matrix
 from kgbias_core.measures.parity import demographic_parity_distance, parity_counts, predictive_parity_distance
 
@@ -80,7 +80,7 @@ def translational_likelihood_bias(
     min_persons: int = 10,
     attribute_person_is_head: bool = True,
     step: float = 0.01,
-    batch_size: int = 16,
+    chunk_elements: int = CHUNK_ELEMENTS,
 ) -> pd.DataFrame:
     """Translational likelihood bias per tail value, one-vs-rest (Keidar Eq. 5; METHODS §6-7).
 
@@ -116,7 +116,7 @@ def translational_likelihood_bias(
             professions=torch.as_tensor(np.asarray(professions, dtype=np.int64)),
             step=step,
             attribute_person_is_head=attribute_person_is_head,
-            batch_size=batch_size,
+            chunk_elements=chunk_elements,
         )
         rows.append((value, n_persons, n_rest, float(bias.abs().mean()), False))
     return pd.DataFrame(rows, columns=["value", "n_persons", "n_rest", "tlb", "skipped"])
@@ -135,7 +135,7 @@ def relation_value_biases(
     professions: np.ndarray | None = None,
     attribute_person_is_head: Mapping[int, bool] | None = None,
     step: float = 0.01,
-    batch_size: int = 16,
+    chunk_elements: int = CHUNK_ELEMENTS,
 ) -> pd.DataFrame:
     """DPD, PPD (and TLB when a model is given) for every tail value of every relation.
 
@@ -182,7 +182,7 @@ def relation_value_biases(
                 min_persons=min_persons,
                 attribute_person_is_head=directions.get(relation, True),
                 step=step,
-                batch_size=batch_size,
+                chunk_elements=chunk_elements,
             )
             for row in tlb.itertuples(index=False):
                 status = "skipped" if row.skipped else "ok"
@@ -231,7 +231,7 @@ def audit_relations(
     occupation_relation: int | None = None,
     attribute_person_is_head: Mapping[int, bool] | None = None,
     step: float = 0.01,
-    batch_size: int = 16,
+    chunk_elements: int = CHUNK_ELEMENTS,
 ) -> pd.DataFrame:
     """Keidar et al.'s relation bias table: bias_agg per (relation, measure) (METHODS §7).
 
@@ -264,7 +264,7 @@ def audit_relations(
         professions=predictions.professions,
         attribute_person_is_head=attribute_person_is_head,
         step=step,
-        batch_size=batch_size,
+        chunk_elements=chunk_elements,
     )
     table = aggregate_relation_biases(per_value)
     measures = ["DPD", "PPD"] + (["TLB"] if model is not None and occupation_relation is not None else [])
