@@ -176,6 +176,17 @@ def quick_store(quick_model: StoredModel, monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 @pytest.fixture
+def store_with_a_run_first(tiny_model: StoredModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The app's store: the tiny model and a what-if of it, ``a-run``, whose name sorts before it."""
+    store = tmp_path / "store"
+    save_model(tiny_model, store)
+    edit = {"kind": "remove", "strategy": "random-remove k=1", "occupation": "nurse", "mode": "warm", "n_removed": 1}
+    save_model(replace(tiny_model, name="a-run", edit=edit, info={**tiny_model.info, "base_model": tiny_model.name}),
+               store)
+    return use_store(store, monkeypatch, tmp_path)
+
+
+@pytest.fixture
 def writable_store(tiny_store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A copy of the tiny store as the app's model store (pages write what-ifs and results into it)."""
     return use_store(Path(shutil.copytree(tiny_store, tmp_path / "store")), monkeypatch, tmp_path)
