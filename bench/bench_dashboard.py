@@ -57,15 +57,13 @@ def timed_run(app: AppTest) -> float:
 
 def bench(store: Path, model: str, graph: str, n_occupations: int) -> None:
     os.environ["KGBIAS_MODEL_DIR"] = str(store)
-    measures_frame = None
     app = AppTest.from_file(PAGE, default_timeout=600)
     app.session_state["graph"] = graph
     app.session_state[f"model:{graph}"] = model
     start_ms = timed_run(app)
     from kgbias_app import cache  # imported after the first run: same module objects as the page
 
-    path = str(store / model)
-    measures_frame = cache.measures(path, cache.model_version(path))
+    measures_frame = cache.measures(cache.catalog()[model])
     largest = measures_frame.assign(n=measures_frame["n_male"] + measures_frame["n_female"])
     occupations = largest.nlargest(n_occupations, "n")["occupation"].tolist()
     rerun_ms = timed_run(app)
@@ -76,7 +74,7 @@ def bench(store: Path, model: str, graph: str, n_occupations: int) -> None:
     for occupation in occupations:
         app.selectbox(key="occupation").set_value(occupation)
         again.append(timed_run(app))
-    stored = load_model(path)
+    stored = load_model(store / model)
     print(f"\n{model} ({stored.dataset}: {stored.n_entities:,} entities, {stored.triples.shape[0]:,} triples)")
     print(f"  first page run (load model, every measure): {start_ms:8.0f} ms")
     print(f"  rerun, nothing changed:                     {rerun_ms:8.0f} ms")

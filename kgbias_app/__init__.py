@@ -1,2 +1,3 @@
-"""The Streamlit dashboard's helpers: caching (cache.py), the sidebar and start-up training (sidebar.py),
-and shared widgets, charts and explanation sentences (ui.py). Pages stay thin."""
+"""The Streamlit dashboard's helpers; pages stay thin: caching and the model listing (cache.py), the
+page header and sidebar (sidebar.py), widgets (widgets.py), figures (charts.py), words (texts.py) and
+background jobs (jobs_ui.py)."""

@@ -1,17 +1,19 @@
-"""The one module that owns Streamlit caching.
+"""The one module that owns Streamlit caching, and the store's listing as the app sees it.
 
-- ``st.cache_resource``: one :class:`ModelAnalysis` per model directory and version, shared by
-  every session and read-only (it memoises its tensors under its own lock). Jobs are shared through
-  the job registry's keys, not here.
-- ``st.cache_data``: DataFrames and small results derived from it; every caller gets a copy, so a
-  page may sort or annotate what it gets without touching the cache.
+- ``st.cache_resource``: one :class:`ModelAnalysis` per model version, shared by every session and
+  read-only (it memoises its tensors under its own lock). Jobs are shared through the job
+  registry's keys, not here.
+- ``st.cache_data``: the core's tables of a model; every caller gets a copy, so a page may sort or
+  annotate what it gets without touching the cache.
 
-Every function takes the model directory ``path`` and its ``version`` (the modification time of
-its config.json): a model retrained under the same name is a new cache entry.
+Every function takes a :class:`ModelRef`, whose ``version`` is the modification time of the
+model's config.json: a model retrained under the same name is a new cache entry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -20,99 +22,146 @@ import torch
 
 from kgbias_core import tables
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.embeddings.store import load_model, read_config
+from kgbias_core.embeddings.config import MODELS
+from kgbias_core.embeddings.store import default_store, list_models, load_model, model_version, read_config
+from kgbias_core.errors import KGBiasError
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
+from kgbias_core.whatif.runs import bias_change as run_bias_change
 
 
-def model_version(path: Path | str) -> int:
-    """Cache key of a model directory's current contents (config.json is written last)."""
-    return (Path(path) / "config.json").stat().st_mtime_ns
+@dataclass(frozen=True)
+class ModelRef:
+    """A stored model as the cache functions are keyed."""
+
+    name: str  # directory name in the store
+    path: str  # model directory
+    version: int  # modification time of its config.json (written last: a new version is complete)
+    dataset: str  # the graph it was trained on
+    kind: str  # transe | distmult | complex | rotate
+    base: str | None  # for a what-if run (its config has an "edit"): the model it edited; None for a base model
+
+    @property
+    def is_whatif(self) -> bool:
+        return self.base is not None
+
+    def beside(self, name: str) -> Path:
+        """The directory of a model called ``name`` in this model's store (where its what-ifs go)."""
+        return Path(self.path).parent / name
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _config(path: str, version: int) -> dict:
+    return read_config(path)
+
+
+def catalog() -> dict[str, ModelRef]:
+    """Every complete model of the store by name, in the store's (alphabetical) order."""
+    store, found = default_store(), {}
+    for name in list_models(store):
+        path = store / name
+        try:
+            version = model_version(path)
+            config = _config(str(path), version)
+        except (KGBiasError, OSError):
+            continue  # a model being replaced right now: it shows up on the next rerun
+        base = str(config.get("base_model", "")) if config.get("edit") else None
+        found[name] = ModelRef(name=name, path=str(path), version=version, dataset=config.get("dataset", ""),
+                               kind=config.get("model", "transe"), base=base)
+    return found
+
+
+def base_models(dataset: str) -> list[ModelRef]:
+    """The store's models of ``dataset`` that are no what-if runs, in TransE, DistMult, ComplEx, RotatE order."""
+    order = {kind: i for i, kind in enumerate(MODELS)}
+    found = [m for m in catalog().values() if m.dataset == dataset and not m.is_whatif]
+    return sorted(found, key=lambda m: (order.get(m.kind, len(order)), m.name))
+
+
+def whatif_runs(base: ModelRef) -> list[ModelRef]:
+    """The store's what-if runs of ``base``."""
+    return [m for m in catalog().values() if m.base == base.name]
+
+
+def config(model: ModelRef) -> dict:
+    """The model's config.json (a copy)."""
+    return _config(model.path, model.version)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
-def analysis(path: str, version: int) -> ModelAnalysis:
+def analysis(model: ModelRef) -> ModelAnalysis:
     """The shared, read-only analysis of one stored model (weights loaded once per process).
 
     The influence context (~0.8 s on FB15k-237) is precomputed in the background, so that the first
     predicted change or influence table of a session does not wait for it.
     """
-    shared = ModelAnalysis(load_model(path))
+    shared = ModelAnalysis(load_model(model.path))
     shared.warm_up()
     return shared
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def model_config(path: str, version: int) -> dict:
-    return read_config(path)
-
-
 @st.cache_data(max_entries=8, show_spinner="Computing every measure per occupation…")
-def measures(path: str, version: int) -> pd.DataFrame:
-    return tables.measures_table(analysis(path, version))
+def measures(model: ModelRef) -> pd.DataFrame:
+    return tables.measures_table(analysis(model))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def summary(path: str, version: int) -> dict[str, int]:
-    return tables.summary(analysis(path, version))
+def summary(model: ModelRef) -> dict[str, int]:
+    return tables.summary(analysis(model))
 
 
 @st.cache_data(max_entries=1024, show_spinner=False)
-def individuals(path: str, version: int, occupation: str) -> pd.DataFrame:
-    return tables.persons_table(analysis(path, version), occupation)
+def persons(model: ModelRef, occupation: str) -> pd.DataFrame:
+    return tables.persons_table(analysis(model), occupation)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def individuals_of(path: str, version: int, occupations: tuple[str, ...]) -> pd.DataFrame:
-    """Persons of several occupations stacked, with the occupation's label and name as columns."""
-    frame = measures(path, version).set_index("occupation")["name"]
-    parts = [
-        individuals(path, version, label).assign(occupation=label, occupation_name=frame[label])
-        for label in occupations
-    ]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+def persons_of(model: ModelRef, occupations: tuple[str, ...]) -> pd.DataFrame:
+    return tables.persons_of_occupations(analysis(model), occupations)
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the influence of every training triple…")
-def influence_extremes(path: str, version: int, occupation: str, k: int) -> pd.DataFrame:
-    return tables.influence_extremes(analysis(path, version), occupation, k=k)
+def influence_extremes(model: ModelRef, occupation: str, k: int) -> pd.DataFrame:
+    return tables.influence_extremes(analysis(model), occupation, k=k)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def influence_table(path: str, version: int, occupation: str, top: int) -> pd.DataFrame:
-    return tables.influence_table(analysis(path, version), occupation, top=top)
+def influence_table(model: ModelRef, occupation: str, top: int) -> pd.DataFrame:
+    return tables.influence_table(analysis(model), occupation, top=top)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def occupation_relation_share(path: str, version: int, occupation: str) -> dict[str, object]:
-    return tables.occupation_relation_share(analysis(path, version), occupation)
+def occupation_relation_share(model: ModelRef, occupation: str) -> dict[str, object]:
+    return tables.occupation_relation_share(analysis(model), occupation)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def triples_frame(path: str, version: int, indices: tuple[int, ...]) -> pd.DataFrame:
-    return tables.triples_frame(analysis(path, version), torch.tensor(indices, dtype=torch.long))
+def triples_frame(model: ModelRef, indices: tuple[int, ...]) -> pd.DataFrame:
+    return tables.triples_frame(analysis(model), torch.tensor(indices, dtype=torch.long))
 
 
-def predicted_removal(path: str, version: int, occupation: str, indices: tuple[int, ...]) -> float:
-    """Predicted change of B_gr for removing ``indices`` (a sum over the cached influence: not cached)."""
-    return analysis(path, version).predicted_removal(occupation, torch.tensor(indices, dtype=torch.long))
+def predicted_removal(model: ModelRef, occupation: str, indices: Sequence[int]) -> float:
+    """Predicted change of B_gr for removing ``indices`` (a sum over the memoised influence: not cached)."""
+    return analysis(model).predicted_removal(occupation, torch.tensor(list(indices), dtype=torch.long))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def attribute_values(path: str, version: int, relation: str) -> pd.DataFrame:
-    return tables.attribute_values(analysis(path, version), relation)
+def attribute_values(model: ModelRef, relation: str) -> pd.DataFrame:
+    return tables.attribute_values(analysis(model), relation)
 
 
 @st.cache_data(max_entries=128, show_spinner="Computing Fisher's b_p for every profession…")
-def fisher_table(
-    path: str, version: int, relation: str, value_a: str, value_b: str | None, min_count: int
-) -> pd.DataFrame:
-    return tables.fisher_table(
-        analysis(path, version), relation=relation, value_a=value_a, value_b=value_b, min_count=min_count
-    )
+def fisher_table(model: ModelRef, relation: str, value_a: str, value_b: str | None, min_count: int) -> pd.DataFrame:
+    return tables.fisher_table(analysis(model), relation=relation, value_a=value_a, value_b=value_b,
+                               min_count=min_count)
 
 
-# --- model comparison ---------------------------------------------------------------------------
+@st.cache_data(max_entries=32, show_spinner=False)
+def bias_change(base: ModelRef, run: ModelRef) -> pd.DataFrame:
+    """B_gr of every occupation in ``base`` and in its what-if ``run``, and the change."""
+    return run_bias_change(analysis(base), analysis(run))
+
+
 @st.cache_data(max_entries=32, show_spinner="Predicting occupations and bootstrapping the fairness gaps…")
-def fairness_report(path: str, version: int, min_count: int, n_bootstrap: int) -> FairnessReport:
+def fairness_report(model: ModelRef, min_count: int) -> FairnessReport:
     """Schwertmann et al.'s fairness of the model's top-1 occupation predictions (a copy per caller)."""
-    return model_fairness(analysis(path, version).model, min_count=min_count, n_bootstrap=n_bootstrap)
+    return model_fairness(analysis(model).model, min_count=min_count)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -115,6 +117,26 @@ def persons_table(analysis: ModelAnalysis, occupation: str) -> pd.DataFrame:
     )
 
 
+def persons_of_occupations(analysis: ModelAnalysis, occupations: Sequence[str]) -> pd.DataFrame:
+    """:func:`persons_table` of several occupations stacked, with ``occupation`` (label) and
+    ``occupation_name`` columns; a person of two of them is a row of each."""
+    groups, parts = analysis.groups, []
+    for label in occupations:
+        name = entity_name(analysis, int(groups.occupations[groups.index(label)]))
+        parts.append(persons_table(analysis, label).assign(occupation=label, occupation_name=name))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def gender_ratio_table(measures: pd.DataFrame) -> pd.DataFrame:
+    """Occupations of a :func:`measures_table` with both genders: B_gr beside log(#men / #women)
+    (natural log, > 0 = more men) and the number of persons (Du et al.'s observation)."""
+    frame = measures[(measures["n_male"] > 0) & (measures["n_female"] > 0)]
+    return frame.assign(
+        log_gender_ratio=np.log(frame["n_male"] / frame["n_female"]),
+        n_persons=frame["n_male"] + frame["n_female"],
+    )[["occupation", "name", "n_male", "n_female", "n_persons", "log_gender_ratio", "group_bias"]]
+
+
 def triples_frame(analysis: ModelAnalysis, indices: LongTensor) -> pd.DataFrame:
     """Readable rows for training triples by index: labels, names, relation, the person's gender and degree.
 
@@ -138,6 +160,23 @@ def triples_frame(analysis: ModelAnalysis, indices: LongTensor) -> pd.DataFrame:
             "person_degree": groups.degree[person].tolist(),
         }
     )
+
+
+def triples_in_words(frame: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`triples_frame` with an ``in words`` column, "head name  —relation→  tail name", and
+    the ``person_gender`` of a triple without a gendered person written "unknown"."""
+    words = frame["head_name"] + "  —" + frame["relation"] + "→  " + frame["tail_name"]
+    return frame.assign(**{"in words": words, "person_gender": frame["person_gender"].replace("", "unknown")})
+
+
+def filter_triples(frame: pd.DataFrame, *, relations: Sequence[str], genders: Sequence[str]) -> pd.DataFrame:
+    """Rows whose relation and person's gender are among the given ones (an empty choice keeps all)."""
+    keep = pd.Series(True, index=frame.index)
+    if relations:
+        keep &= frame["relation"].isin(relations)
+    if genders:
+        keep &= frame["person_gender"].isin(genders)
+    return frame[keep]
 
 
 def influence_table(

@@ -2,65 +2,29 @@
 
 import streamlit as st
 
-from kgbias_app import cache, sidebar, ui
+from kgbias_app import cache, charts, sidebar, texts, widgets
+from kgbias_core.measures.fisher import associated_sides
 
-st.title("Attributes (Fisher et al.)")
-model = sidebar.render()
-if model is None:
-    st.stop()
+model = sidebar.page_header("Attributes (Fisher et al.)")
 
-REST = "__rest__"
-
-with ui.errors_shown():
-    stored = cache.analysis(model.path, model.version).model
-    options = ui.attribute_options(stored.schema, stored.relation_labels)
-    relation = st.selectbox("Attribute relation", list(options), format_func=options.__getitem__, key="attribute")
-    values = cache.attribute_values(model.path, model.version, relation)
-    titles, names = ui.value_titles(values), dict(zip(values["label"], values["name"], strict=True))
-    labels = list(titles)
-    is_gender = relation == "gender"
-    left, middle, right = st.columns(3)
-    value_a = left.selectbox(
-        "Value a", labels, format_func=titles.__getitem__, key=f"value_a:{relation}",
-        index=labels.index(stored.schema.male) if is_gender and stored.schema.male in labels else 0,
-    )
-    others = [REST] + [v for v in labels if v != value_a]
-    value_b = middle.selectbox(
-        "Value b", others, key=f"value_b:{relation}",
-        format_func=lambda v: "all other values (one vs rest)" if v == REST else titles[v],
-        index=others.index(stored.schema.female) if is_gender and stored.schema.female in others else 0,
-    )
-    min_count = right.slider("Minimum a- plus b-persons per profession", 0, 500, 20, key="min_count")
-    a_name, b_name = names[value_a], "the other values" if value_b == REST else names[value_b]
-
-    table = cache.fisher_table(
-        model.path, model.version, relation, value_a, None if value_b == REST else value_b, min_count
-    )
-    st.caption(
-        f"b_p (Fisher §3.2): the mean change of each profession's plausibility when every person's embedding "
-        f"takes a small step towards '{a_name}' and away from '{b_name}'. > 0: associated with {a_name}. "
-        f"Professions with fewer than {min_count} {a_name}- plus {b_name}-persons are left out "
-        f"({len(table)} kept)."
-    )
+with widgets.errors_shown():
+    choice = widgets.attribute_choice(model)
+    a, b = choice.a_name, choice.b_name
+    table = cache.fisher_table(model, choice.relation, choice.value_a, choice.value_b, choice.min_count)
+    st.caption(texts.FISHER_READING.format(a=a, b=b, min_count=choice.min_count, n=len(table)))
     if table.empty:
-        st.warning("No profession has that many persons with these values: lower the minimum count.")
+        st.warning(texts.FISHER_TOO_FEW)
         st.stop()
-    columns = {"name": "profession", "bias": "b_p", "n_a": f"# {a_name}", "n_b": f"# {b_name}"}
-    top_a, top_b, fallback = ui.fisher_sides(table, k=20)
+    columns = {"name": "profession", "bias": "b_p", "n_a": f"# {a}", "n_b": f"# {b}"}
+    top_a, top_b, fallback = associated_sides(table, k=widgets.TOP_PROFESSIONS)
     left, right = st.columns(2)
-    left.subheader(f"Most associated with {a_name}")
+    left.subheader(f"Most associated with {a}")
     left.dataframe(top_a[list(columns)].rename(columns=columns), hide_index=True)
-    right.subheader(f"Least associated with {a_name}" if fallback else f"Most associated with {b_name}")
+    right.subheader(f"Least associated with {a}" if fallback else f"Most associated with {b}")
     if fallback:
-        right.info(f"No profession has b_p < 0: moving persons towards {a_name} raises every profession's "
-                   "plausibility (a shared offset). Listed: the professions it raises least.")
+        right.info(texts.FISHER_SHARED_OFFSET.format(a=a))
     right.dataframe(top_b[list(columns)].rename(columns=columns), hide_index=True)
 
-    ui.show_chart(
-        ui.fisher_bars(top_a, top_b, a_name=a_name, b_name=b_name),
-        table,
-        caption=f"The professions of the two tables: bars to the right lean towards {a_name}, to the left "
-        f"towards {b_name}. The download holds every profession kept by the minimum count.",
-        file_name=f"{model.name}-fisher-{relation}.csv".replace("/", "_"),
-        key="fisher_bars",
-    )
+    widgets.show_chart(charts.fisher_bars(top_a, top_b, a_name=a, b_name=b), table,
+                       caption=texts.FISHER_BARS.format(a=a, b=b),
+                       file_name=widgets.csv_name(model.name, "fisher", choice.relation), key="fisher_bars")

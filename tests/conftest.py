@@ -1,14 +1,18 @@
 """Shared fixtures: a tiny seeded people graph and a TransE model trained on it (session-wide), the
-same with one person holding two gender values, and the naive oracle of the occupation groups."""
+same with one person holding two gender values, the naive oracle of the occupation groups, and the
+stores and helpers of the dashboard's page tests (AppTest)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from streamlit.testing.v1 import AppTest
 
 from kgbias_core.data.graph import KnowledgeGraph, from_labeled_triples
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
@@ -16,6 +20,7 @@ from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import StoredModel, save_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.closed_form import InfluenceContext
+from kgbias_core.jobs import JobState, default_registry
 
 REPO = Path(__file__).resolve().parents[1]
 #: Small enough to train in about a second on one CPU core, big enough for every group to exist.
@@ -135,3 +140,96 @@ def naive_group_bias(model: StoredModel, occupation: str) -> float:
         return float(((E[model.entity_id(person)] + r_p - o) ** 2).sum())
 
     return sum(map(psi, women)) / len(women) - sum(map(psi, men)) / len(men)
+
+
+# --- the dashboard's page tests -----------------------------------------------------------------
+#: Seconds an AppTest run, or a job it waits for, may take.
+PAGE_TIMEOUT = 60
+#: An occupation of the tiny graph without women (all its persons are men).
+NO_WOMEN = "pilot"
+
+
+def use_store(store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Point the app at ``store`` and at a data directory holding no graph (only the synthetic one)."""
+    monkeypatch.setenv("KGBIAS_MODEL_DIR", str(store))
+    monkeypatch.setenv("KGBIAS_DATA_DIR", str(tmp_path / "no-data"))
+    return store
+
+
+@pytest.fixture
+def app_store(tiny_store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The tiny store, read-only, as the app's model store."""
+    return use_store(tiny_store, monkeypatch, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def quick_model(tiny_graph: KnowledgeGraph) -> StoredModel:
+    """The tiny model with fewer epochs, for pages that retrain it several times (noise band, checks)."""
+    return train_model(tiny_graph, replace(TINY_TRAINING, epochs=6), name="quick-transe", device=torch.device("cpu"))
+
+
+@pytest.fixture
+def quick_store(quick_model: StoredModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A fresh store holding only ``quick-transe``, as the app's model store."""
+    save_model(quick_model, tmp_path / "quick")
+    return use_store(tmp_path / "quick", monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def store_with_a_run_first(tiny_model: StoredModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The app's store: the tiny model and a what-if of it, ``a-run``, whose name sorts before it."""
+    store = tmp_path / "store"
+    save_model(tiny_model, store)
+    edit = {"kind": "remove", "strategy": "random-remove k=1", "occupation": "nurse", "mode": "warm", "n_removed": 1}
+    save_model(replace(tiny_model, name="a-run", edit=edit, info={**tiny_model.info, "base_model": tiny_model.name}),
+               store)
+    return use_store(store, monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def writable_store(tiny_store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A copy of the tiny store as the app's model store (pages write what-ifs and results into it)."""
+    return use_store(Path(shutil.copytree(tiny_store, tmp_path / "store")), monkeypatch, tmp_path)
+
+
+def page(name: str) -> AppTest:
+    """The AppTest of ``pages/<name>.py``."""
+    return AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=PAGE_TIMEOUT)
+
+
+def dashboard() -> AppTest:
+    """The AppTest of the router, ``dashboard.py``."""
+    return AppTest.from_file(str(REPO / "dashboard.py"), default_timeout=PAGE_TIMEOUT)
+
+
+def texts(elements) -> str:
+    """The values of AppTest elements (captions, warnings, ...) as one text."""
+    return "\n".join(str(e.value) for e in elements)
+
+
+def metric(app: AppTest, label: str) -> str:
+    """The value of the first metric whose label starts with ``label``."""
+    return next(m.value for m in app.metric if m.label.startswith(label))
+
+
+def button(app: AppTest, label: str):
+    """The first button whose label starts with ``label``."""
+    return next(b for b in app.button if b.label.startswith(label))
+
+
+def settled(app: AppTest, *, rounds: int = 3) -> AppTest:
+    """Run the page and wait for its session's jobs, as the polling panel would, until it submits none.
+
+    A finished job may lead the page to submit another (a trained model's evaluation), hence rounds.
+    """
+    registry = default_registry()
+    app.run()
+    for _ in range(rounds):
+        owner = app.session_state["session_id"] if "session_id" in app.session_state else None
+        running = [s for s in registry.jobs(owner=owner) if s.state is not JobState.DONE] if owner else []
+        if not running:
+            return app
+        for status in running:
+            assert registry.wait(status.job_id, timeout=PAGE_TIMEOUT).state is JobState.DONE, status.name
+        app.run()
+    return app

@@ -1,6 +1,7 @@
 """Fisher's b_p (kgbias_core.measures.fisher): the batched autograd version against naive loops."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from pykeen.models import ComplEx, DistMult, ERModel, RotatE, TransE
@@ -8,9 +9,11 @@ from pykeen.triples import TriplesFactory
 
 from kgbias_core import errors
 from kgbias_core.measures.fisher import (
+    associated_sides,
     fisher_bias,
     fisher_gradient,
     fisher_profession_table,
+    most_moved,
     profession_counts,
     top_associated,
 )
@@ -279,3 +282,26 @@ def test_errors_name_the_problem(factory: TriplesFactory) -> None:
             other_values=torch.tensor([e2i["male"], e2i["female"]]),
             **common,
         )
+
+
+def _table(biases: list[float]) -> pd.DataFrame:
+    """A fisher_profession_table-shaped frame: professions 0..n-1 with the given b_p, largest first."""
+    frame = pd.DataFrame({"profession": range(len(biases)), "bias": biases, "n_a": 1, "n_b": 1})
+    return frame.sort_values("bias", ascending=False, ignore_index=True)
+
+
+def test_associated_sides_split_by_sign() -> None:
+    top_a, top_b, fallback = associated_sides(_table([0.3, 0.1, -0.2, -0.4, 0.2]), k=2)
+    assert not fallback
+    assert top_a["profession"].tolist() == [0, 4] and top_b["profession"].tolist() == [3, 2]
+
+
+def test_associated_sides_fall_back_to_the_least_a_associated_when_no_b_p_is_negative() -> None:
+    top_a, top_b, fallback = associated_sides(_table([0.3, 0.1, 0.2]), k=2)
+    assert fallback
+    assert top_a["profession"].tolist() == [0, 2]
+    assert top_b["profession"].tolist() == [1, 2]  # least first; profession 2 is on both sides
+
+
+def test_most_moved_ranks_by_magnitude() -> None:
+    assert most_moved(_table([0.3, -0.5, 0.1, -0.05]), k=3)["profession"].tolist() == [1, 0, 2]

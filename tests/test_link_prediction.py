@@ -1,6 +1,7 @@
 """Link prediction (kgbias_core.evaluation.link_prediction) against brute-force scoring, and its cache."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from pykeen.models import DistMult, RotatE, TransE
@@ -9,8 +10,10 @@ from pykeen.triples import TriplesFactory
 from kgbias_core import errors
 from kgbias_core.embeddings.store import save_model
 from kgbias_core.evaluation.link_prediction import (
+    before_after,
     cached_link_prediction,
     filtered_ranks,
+    link_prediction_table,
     load_link_prediction,
     predict_top1_tails,
     rank_metrics,
@@ -94,3 +97,17 @@ def test_link_prediction_is_cached_beside_the_model(tiny_model, tmp_path) -> Non
     (path / "results" / "link_prediction.csv").write_text(first.assign(mrr=0.5).to_csv(index=False))
     assert (cached_link_prediction(path).mrr == 0.5).all()  # read from the cache, not recomputed
     assert (load_link_prediction(path).mrr == 0.5).all()
+
+
+def test_comparison_tables_of_link_prediction() -> None:
+    def frame(mrr: float) -> pd.DataFrame:
+        return pd.DataFrame({"queries": ["all", "occupation"], "n": [50, 10], "mr": 4.0, "mrr": [mrr, mrr / 2],
+                             "hits@1": 0.1, "hits@3": 0.2, "hits@10": [0.5, 0.4]})
+
+    table = link_prediction_table({"transe": frame(0.3), "rotate": frame(0.4)})
+    assert list(table["model"]) == ["transe", "transe", "rotate", "rotate"]
+    assert list(table.columns) == ["model", "queries", "n", "mrr", "hits@1", "hits@3", "hits@10", "mr"]
+    change = before_after(frame(0.3), frame(0.2)).set_index("queries")
+    assert change.loc["occupation", "mrr before"] == pytest.approx(0.15)
+    assert change.loc["occupation", "mrr after"] == pytest.approx(0.1)
+    assert list(change.columns) == ["n", "mrr before", "hits@10 before", "mrr after", "hits@10 after"]

@@ -18,7 +18,11 @@ from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.measures.prediction_fairness import (
     NOT_OCCUPATION,
     OTHER,
+    class_group_table,
+    default_min_count,
     fairness_report,
+    gap_table,
+    group_table,
     model_fairness,
     occupation_test_facts,
 )
@@ -210,3 +214,21 @@ def test_fairness_command(tiny_model, tmp_path) -> None:
     frame = pd.read_csv(tmp_path / "f.csv")
     assert {"model", "class", "group", "class_name"} <= set(frame.columns)
     assert set(frame.model) == {"tiny-transe"}
+
+
+def test_comparison_tables_read_the_reports() -> None:
+    report = _hand_report(n_bootstrap=50, seed=1)
+    reports = {"a": report, "b": report}
+    gaps = gap_table(reports)
+    assert list(gaps["model"]) == ["a", "b"] and (gaps["n_classes"] == 4).all()
+    assert gaps.loc[0, "DPG"] == pytest.approx(report.by_model["DPG"])
+    ci = report.confidence_intervals.loc[("model", "PPG")]
+    assert gaps.loc[0, "PPG (95% CI)"] == f"{report.by_model['PPG']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]"
+    groups = group_table({"a": report})
+    assert list(groups["group"]) == ["male", "female"] and list(groups["n_facts"]) == [8, 5]
+    assert groups.loc[1, "precision"] == pytest.approx(0.5)
+    names = {"a": [f"occupation {i}" for i in range(20)]}
+    classes = class_group_table({"a": report}, names)
+    assert len(classes) == 2 * len(report.classes)
+    assert set(classes["class_name"]) == {"occupation 10", "occupation 11", "occupation 14", "occupation 15", "OTHER"}
+    assert default_min_count(272_115) == 100 and default_min_count(3_000) == 5

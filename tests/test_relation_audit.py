@@ -20,16 +20,23 @@ from kgbias_core.measures.fisher import fisher_bias
 from kgbias_core.measures.occupation_classifier import entity_feature_matrix
 from kgbias_core.measures.parity import demographic_parity_distance, parity_counts
 from kgbias_core.measures.relation_audit import (
+    AUDIT_MEASURES,
     audit_from_values,
+    audit_long,
     audit_relations,
     audit_table,
+    audit_wide,
     cached_value_audit,
+    classifier_table,
+    default_min_persons,
     load_value_audit,
     model_audit,
     model_value_audit,
     relation_value_biases,
+    relation_values,
     sensitive_relations,
     translational_likelihood_bias,
+    value_table,
 )
 
 torch.set_num_threads(1)
@@ -198,3 +205,25 @@ def test_value_audit_reports_progress_and_stops_between_relations(tiny_model) ->
         model_value_audit(tiny_model, min_persons=5, on_step=lambda *step: steps.append(step),
                           should_stop=lambda: len(steps) == 1)
     assert steps == [(0, 3, "gender")]
+
+
+def test_comparison_tables_of_two_models_value_audits(tiny_model, tmp_path) -> None:
+    values = cached_value_audit(save_model(tiny_model, tmp_path), min_persons=5)
+    audits = {"one": values, "two": values.assign(bias=values["bias"] * 2)}
+    wide = audit_wide(audits)
+    assert list(wide["relation"]) == ["gender", "nationality", "birthplace"]
+    assert list(wide.columns[1:]) == [f"{m} · {n}" for m in AUDIT_MEASURES for n in ("one", "two")]
+    long = audit_from_values(values).set_index(["relation", "measure"])["bias"]
+    for relation in wide["relation"]:
+        row = wide.set_index("relation").loc[relation]
+        for measure in AUDIT_MEASURES:
+            assert row[f"{measure} · one"] == pytest.approx(long[(relation, measure)], nan_ok=True)
+            assert row[f"{measure} · two"] == pytest.approx(2 * long[(relation, measure)], nan_ok=True)
+    assert len(audit_long(audits)) == 2 * len(long)
+    gender = value_table(audits, "gender")
+    assert set(gender["value"]) == {"male", "female", "nonbinary"}
+    assert gender["n_persons"].is_monotonic_decreasing
+    assert len(relation_values(audits, "gender")) == 2 * len(values[values["relation"] == "gender"])
+    classifiers = classifier_table(audits)
+    assert list(classifiers["model"]) == ["one", "two"] and classifiers["accuracy"].between(0, 1).all()
+    assert default_min_persons(272_115) == 10 and default_min_persons(3_000) == 5

@@ -12,6 +12,7 @@ import torch
 from kgbias_core.influence.closed_form import influence_context, triple_influence
 from kgbias_core.influence.retraining_check import (
     calibrate_influence_scale,
+    default_ks,
     masked_retrain_bias,
     removal_set,
     summarize_accuracy,
@@ -27,6 +28,11 @@ def test_removal_sets_are_the_extremes_or_a_seeded_draw() -> None:
     random = removal_set(influence, kind="random", k=3, seed=4)
     assert torch.equal(random, removal_set(influence, kind="random", k=3, seed=4))
     assert len(set(random.tolist())) == 3 and set(random.tolist()) <= set(range(5))
+
+
+def test_default_ks_are_growing_shares_of_the_moving_triples() -> None:
+    assert default_ks(1000) == [20, 80, 320]
+    assert default_ks(10) == [1, 1, 3]  # at least one triple each
 
 
 def test_accuracy_summary_equals_hand_computation() -> None:

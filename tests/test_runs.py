@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pandas as pd
+import pytest
+
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_result, save_model
 from kgbias_core.evaluation.link_prediction import link_prediction
-from kgbias_core.whatif.runs import bias_change, noise_band
+from kgbias_core.whatif.runs import bias_change, noise_band, noise_spread, random_baseline
 
 
 def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) -> None:
@@ -21,3 +24,15 @@ def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) 
     analysis = ModelAnalysis(tiny_model)
     same = bias_change(analysis, analysis)
     assert (same["change"].dropna() == 0).all()
+
+
+def test_noise_spread_and_random_baseline_read_the_stored_tables() -> None:
+    band = pd.DataFrame({"occupation": ["nurse", "pilot"], "spread": [0.02, float("nan")]})
+    assert noise_spread(band, "nurse") == 0.02
+    assert noise_spread(band, "judge") is None and noise_spread(None, "nurse") is None
+    curve = pd.DataFrame({"strategy": ["IF-REMOVE", "Random-REMOVE", "IF-REMOVE", "Random-REMOVE", "Random-REMOVE"],
+                          "k": [0, 0, 20, 20, 50], "group_bias": [0.3, 0.3, 0.1, 0.29, 0.31]})
+    k, change = random_baseline(curve, k=40)
+    assert k == 50 and change == pytest.approx(0.01)  # the nearest random k
+    assert random_baseline(curve, k=0) is None and random_baseline(None, k=5) is None
+    assert random_baseline(curve[curve["strategy"] == "IF-REMOVE"], k=5) is None

@@ -81,6 +81,37 @@ def test_persons_table_lists_the_men_and_women_of_the_occupation(tiny_model, ana
         assert row.degree == degree[row.person]
 
 
+def test_persons_of_occupations_stack_each_occupations_persons(analysis, measures) -> None:
+    chosen = measures.nlargest(2, "n_female").occupation.tolist()
+    stacked = tables.persons_of_occupations(analysis, chosen)
+    names = measures.set_index("occupation")["name"]
+    for occupation in chosen:
+        part = stacked[stacked.occupation == occupation]
+        assert part.drop(columns=["occupation", "occupation_name"]).reset_index(drop=True).equals(
+            tables.persons_table(analysis, occupation))
+        assert set(part.occupation_name) == {names[occupation]}
+
+
+def test_gender_ratio_table_keeps_occupations_with_both_genders(measures) -> None:
+    ratios = tables.gender_ratio_table(measures)
+    both = measures[(measures.n_male > 0) & (measures.n_female > 0)]
+    assert list(ratios.occupation) == list(both.occupation)
+    for row in ratios.itertuples():
+        assert row.log_gender_ratio == pytest.approx(math.log(row.n_male / row.n_female))
+        assert row.n_persons == row.n_male + row.n_female
+
+
+def test_triples_in_words_and_their_filter(analysis) -> None:
+    frame = tables.triples_in_words(tables.triples_frame(analysis, torch.arange(0, 400)))
+    first = frame.iloc[0]
+    assert first["in words"] == f"{first.head_name}  —{first.relation}→  {first.tail_name}"
+    assert "unknown" in set(frame.person_gender) and "" not in set(frame.person_gender)  # e.g. city located_in
+    women = tables.filter_triples(frame, relations=["occupation"], genders=["female"])
+    assert len(women) == ((frame.relation == "occupation") & (frame.person_gender == "female")).sum() > 0
+    assert set(women.relation) == {"occupation"} and set(women.person_gender) == {"female"}
+    assert tables.filter_triples(frame, relations=[], genders=[]).equals(frame)
+
+
 def test_triples_frame_reads_labels_and_the_persons_gender_and_degree(tiny_model, analysis) -> None:
     indices = torch.arange(0, tiny_model.triples.shape[0], 37)
     frame = tables.triples_frame(analysis, indices)

@@ -8,7 +8,7 @@ The model is only asked for scores: any PyKEEN model with ``score_t`` works.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +25,12 @@ from kgbias_core.types import FloatTensor, LongTensor
 __all__ = [
     "LINK_PREDICTION_PARAMS",
     "LINK_PREDICTION_RESULT",
+    "before_after",
     "cached_link_prediction",
     "filtered_ranks",
     "known_triples",
     "link_prediction",
+    "link_prediction_table",
     "load_link_prediction",
     "predict_top1_tails",
     "rank_metrics",
@@ -175,3 +177,15 @@ def cached_link_prediction(model_dir: Path | str) -> pd.DataFrame:
 def load_link_prediction(model_dir: Path | str) -> pd.DataFrame | None:
     """The cached :func:`cached_link_prediction` table, or None if not computed yet."""
     return load_result(model_dir, LINK_PREDICTION_RESULT, params=LINK_PREDICTION_PARAMS)
+
+
+def link_prediction_table(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Several models' :func:`cached_link_prediction` tables stacked, model name first."""
+    frame = pd.concat([f.assign(model=name) for name, f in frames.items()], ignore_index=True)
+    return frame[["model", "queries", "n", "mrr", "hits@1", "hits@3", "hits@10", "mr"]]
+
+
+def before_after(base: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
+    """MRR and Hits@10 of a base model and a what-if of it, per query set."""
+    columns = ["queries", "n", "mrr", "hits@10"]
+    return base[columns].merge(run[["queries", "mrr", "hits@10"]], on="queries", suffixes=(" before", " after"))

@@ -24,6 +24,13 @@ from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor, LongTensor
 
 REMOVAL_KINDS = ("top", "bottom", "random")
+#: Default removal sizes, in percent of the triples that move B_gr at all: small, medium, large.
+REMOVAL_SHARES = (2, 8, 32)
+
+
+def default_ks(n_moving: int) -> list[int]:
+    """Removal sizes k for an occupation whose B_gr ``n_moving`` training triples move (non-zero influence)."""
+    return [max(1, n_moving * share // 100) for share in REMOVAL_SHARES]
 
 
 def removal_set(influence: FloatTensor, *, kind: str, k: int, seed: int = 0) -> LongTensor:

@@ -29,10 +29,12 @@ from kgbias_core.errors import (
 from kgbias_core.types import FloatTensor, LongTensor
 
 __all__ = [
+    "associated_sides",
     "attribute_margin",
     "fisher_bias",
     "fisher_gradient",
     "fisher_profession_table",
+    "most_moved",
     "profession_counts",
     "top_associated",
 ]
@@ -392,3 +394,23 @@ def top_associated(table: pd.DataFrame, *, k: int, toward: Literal["a", "b"]) ->
     else:
         raise MeasureError(FISHER_BAD_SIDE.format(toward=toward))
     return side.head(k).reset_index(drop=True)
+
+
+def associated_sides(table: pd.DataFrame, *, k: int) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+    """The k most a- and the k most b-associated professions of a :func:`fisher_profession_table`
+    (Fisher's Tables 1-4), and whether the b side is a fallback.
+
+    When no profession has b_p < 0 (a shared offset: moving towards a raises every profession), the
+    b side is the k least a-associated professions instead, least first, and the flag is True; the
+    two sides may then share professions.
+    """
+    top_a, top_b = top_associated(table, k=k, toward="a"), top_associated(table, k=k, toward="b")
+    if top_b.empty and not table.empty:
+        return top_a, table.sort_values("bias").head(k).reset_index(drop=True), True
+    return top_a, top_b, False
+
+
+def most_moved(table: pd.DataFrame, *, k: int) -> pd.DataFrame:
+    """The k professions of a :func:`fisher_profession_table` with the largest |b_p|, largest first
+    (the most biased professions of one attribute value, Keidar et al. Table 3)."""
+    return table.reindex(table["bias"].abs().sort_values(ascending=False).index).head(k).reset_index(drop=True)

@@ -9,14 +9,14 @@ count table (:mod:`kgbias_core.measures.parity`); the top-1 tails and the filter
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
 
-from kgbias_core.data.graph import Gender, gender_of
+from kgbias_core.data.graph import LARGE_GRAPH, Gender, gender_of
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import (
@@ -43,10 +43,15 @@ from kgbias_core.types import LongTensor
 __all__ = [
     "FairnessReport",
     "GAPS",
+    "GAP_NAMES",
     "METRICS",
     "NOT_OCCUPATION",
     "OTHER",
+    "class_group_table",
+    "default_min_count",
     "fairness_report",
+    "gap_table",
+    "group_table",
     "model_fairness",
     "occupation_test_facts",
 ]
@@ -59,6 +64,7 @@ NOT_OCCUPATION = -2
 _RATES = {"selection_rate": selection_rate, "precision": precision, "recall": recall}
 METRICS = tuple(_RATES)
 GAPS = {"selection_rate": "DPG", "precision": "PPG", "recall": "EOG"}
+GAP_NAMES = tuple(GAPS.values())
 _GAP_FUNCTIONS = {"DPG": demographic_parity_gap, "PPG": predictive_parity_gap, "EOG": equal_opportunity_gap}
 #: Gender label of a test fact's person; a person with several gender values is "other", as everywhere.
 GENDER_LABELS = {Gender.MALE: "male", Gender.FEMALE: "female", Gender.OTHER: "other"}
@@ -328,3 +334,64 @@ def model_fairness(
         y_true=test[:, 2].numpy(), y_pred=predicted.cpu().numpy(), gender=gender,
         occupation_ids=occupations.numpy(), min_count=min_count, n_bootstrap=n_bootstrap, seed=seed,
     )
+
+
+# --- several models' reports side by side -----------------------------------------------------
+def default_min_count(n_triples: int) -> int:
+    """Test facts an occupation needs to be a class of its own: the paper's 100 on a large graph
+    (FB15k-237), 5 on a smaller one, whose test split holds few facts per occupation."""
+    return 100 if n_triples >= LARGE_GRAPH else 5
+
+
+def _interval(estimate: float, low: float, high: float) -> str:
+    """"0.123 [0.100, 0.150]"; the estimate alone without an interval; "undefined" for NaN."""
+    if pd.isna(estimate):
+        return "undefined"
+    return f"{estimate:.3f} [{low:.3f}, {high:.3f}]" if not pd.isna(low) else f"{estimate:.3f}"
+
+
+def gap_table(reports: Mapping[str, FairnessReport]) -> pd.DataFrame:
+    """Level (i), one row per model (name -> report): DPG, PPG, EOG with their bootstrap interval
+    (``*_low``, ``*_high`` and a readable ``* (95% CI)``), the classes defining each, the facts counted."""
+    rows = []
+    for name, report in reports.items():
+        row: dict[str, object] = {"model": name}
+        for gap in GAP_NAMES:
+            ci = report.confidence_intervals.loc[("model", gap)]
+            row |= {gap: report.by_model[gap], f"{gap}_low": ci["low"], f"{gap}_high": ci["high"],
+                    f"{gap} (95% CI)": _interval(report.by_model[gap], ci["low"], ci["high"]),
+                    f"n_classes_{gap}": int(report.by_model[f"n_classes_{gap}"])}
+        rows.append(row | {"n_facts": report.n_facts, "n_not_occupation": report.n_not_occupation,
+                           "n_classes": len(report.classes) - 1})
+    return pd.DataFrame(rows)
+
+
+def group_table(reports: Mapping[str, FairnessReport]) -> pd.DataFrame:
+    """Level (ii), one row per model and gender: the macro mean of each metric with its interval, and
+    Table 5's selection-rate deviation."""
+    rows = []
+    for name, report in reports.items():
+        for group, values in report.by_group.iterrows():
+            row: dict[str, object] = {"model": name, "group": group, "n_facts": report.n_facts_by_group[group],
+                                      "n_not_occupation": report.n_not_occupation_by_group[group]}
+            for metric in METRICS:
+                ci = report.confidence_intervals.loc[(group, metric)]
+                row |= {metric: values[metric], f"{metric} (95% CI)": _interval(values[metric], ci["low"], ci["high"])}
+            row |= {"selection_deviation": values["selection_deviation"],
+                    "abs_selection_deviation": values["abs_selection_deviation"]}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def class_group_table(reports: Mapping[str, FairnessReport], names: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """Level (iii), one row per model, occupation class and gender: each metric, the class's gaps and
+    the selection-rate deviation. ``names``: model name -> its entity names (the classes' names)."""
+    parts = []
+    for model, report in reports.items():
+        frame = report.by_class_group.reset_index().merge(report.by_class.reset_index(), on="class")
+        frame.insert(0, "model", model)
+        frame.insert(2, "class_name", ["OTHER" if c == OTHER else names[model][c] for c in frame["class"]])
+        parts.append(frame)
+    columns = ["model", "class", "class_name", "group", *METRICS, "n_true", "n_predicted", "data_share",
+               "selection_deviation", *GAP_NAMES]
+    return pd.concat(parts, ignore_index=True)[columns]

@@ -31,6 +31,7 @@ import pandas as pd
 import torch
 from pykeen.models import ERModel
 
+from kgbias_core.data.graph import LARGE_GRAPH
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.embeddings.store import StoredModel, load_model, load_result, save_result
 from kgbias_core.errors import AUDIT_CANCELLED, AUDIT_SHAPE_MISMATCH, CancelledError, MeasureError
@@ -39,19 +40,26 @@ from kgbias_core.measures.occupation_classifier import ClassifierKind, classify_
 from kgbias_core.measures.parity import demographic_parity_distance, parity_counts, predictive_parity_distance
 
 __all__ = [
+    "AUDIT_MEASURES",
     "AUDIT_RESULT",
     "aggregate_relation_biases",
     "audit_from_values",
+    "audit_long",
     "audit_params",
     "audit_relations",
     "audit_table",
+    "audit_wide",
     "cached_value_audit",
+    "classifier_table",
+    "default_min_persons",
     "load_value_audit",
     "model_audit",
     "model_value_audit",
     "relation_value_biases",
     "sensitive_relations",
+    "relation_values",
     "translational_likelihood_bias",
+    "value_table",
 ]
 
 #: Key of :func:`cached_value_audit`'s table in a model's results folder.
@@ -448,3 +456,54 @@ def cached_value_audit(
 def load_value_audit(model_dir: Path | str, **params: object) -> pd.DataFrame | None:
     """The cached :func:`cached_value_audit` table for these parameters, or None if not computed yet."""
     return load_result(model_dir, AUDIT_RESULT, params=audit_params(**params))
+
+
+# --- several models' value audits side by side ------------------------------------------------
+#: The audit's measures in the order the comparison tables show them.
+AUDIT_MEASURES = ("DPD", "PPD", "TLB")
+
+
+def default_min_persons(n_triples: int) -> int:
+    """Tail values held by fewer persons are skipped: 10 on a large graph (the CLI's default), 5 on a smaller one."""
+    return 10 if n_triples >= LARGE_GRAPH else 5
+
+
+def _by_measure_and_model(long: pd.DataFrame, index: str, models: Sequence[str]) -> pd.DataFrame:
+    """``long``'s bias as ``index`` × "measure · model" columns, measures in :data:`AUDIT_MEASURES` order."""
+    long = long.assign(column=long["measure"] + " · " + long["model"])
+    wide = long.pivot_table(index=index, columns="column", values="bias", aggfunc="first", dropna=False)
+    return wide[[f"{m} · {name}" for m in AUDIT_MEASURES for name in models if f"{m} · {name}" in wide.columns]]
+
+
+def audit_long(values: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """:func:`audit_from_values` of each model's value audit (model name -> frame), with a ``model`` column."""
+    return pd.concat([audit_from_values(frame).assign(model=name) for name, frame in values.items()],
+                     ignore_index=True)
+
+
+def audit_wide(values: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Relations × "measure · model": bias_agg per relation, one row each, relations in first-seen order."""
+    order = list(dict.fromkeys(r for frame in values.values() for r in frame["relation"]))
+    wide = _by_measure_and_model(audit_long(values), "relation", list(values))
+    return wide.reindex(index=order).rename_axis(index="relation", columns=None).reset_index()
+
+
+def relation_values(values: Mapping[str, pd.DataFrame], relation: str) -> pd.DataFrame:
+    """One relation's rows of each model's value audit, with a ``model`` column."""
+    long = pd.concat([frame.assign(model=name) for name, frame in values.items()], ignore_index=True)
+    return long[long["relation"] == relation].reset_index(drop=True)
+
+
+def value_table(values: Mapping[str, pd.DataFrame], relation: str) -> pd.DataFrame:
+    """One relation's tail values × "measure · model", with the persons on each side, most held first."""
+    long = relation_values(values, relation)
+    counts = long.drop_duplicates("value").set_index("value")[["value_name", "n_persons", "n_rest"]]
+    frame = counts.join(_by_measure_and_model(long, "value", list(values)))
+    return frame.sort_values("n_persons", ascending=False).rename_axis("value").reset_index()
+
+
+def classifier_table(values: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The occupation classifier of each model's audit: kind, k and held-out accuracy, one row per model."""
+    rows = [frame.iloc[0][["classifier", "k", "accuracy", "balanced_accuracy", "n_classified"]].rename(name)
+            for name, frame in values.items() if len(frame)]
+    return pd.DataFrame(rows).rename_axis("model").reset_index()

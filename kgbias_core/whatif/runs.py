@@ -68,3 +68,24 @@ def noise_band(
     if model_dir is not None:
         save_result(model_dir, "noise_band", frame, params=params)
     return frame
+
+
+def noise_spread(noise: pd.DataFrame | None, occupation: str) -> float | None:
+    """The spread of ``occupation``'s B_gr in a :func:`noise_band` table; None without a band or a row."""
+    if noise is None:
+        return None
+    hit = noise.loc[noise["occupation"] == occupation, "spread"]
+    return float(hit.iloc[0]) if len(hit) else None
+
+
+def random_baseline(curve: pd.DataFrame | None, *, k: int) -> tuple[int, float] | None:
+    """What Random-REMOVE of about ``k`` triples did in a removal curve (``strategy, k, group_bias``,
+    k = 0 the base): (its k nearest to ``k``, its change of B_gr); None without a curve or a random run."""
+    if curve is None or k <= 0:
+        return None
+    random = curve[(curve["strategy"] == "Random-REMOVE") & (curve["k"] > 0)]
+    if random.empty:
+        return None
+    nearest = random.iloc[(random["k"] - k).abs().argmin()]
+    base = float(curve.loc[curve["k"] == 0, "group_bias"].iloc[0])
+    return int(nearest["k"]), float(nearest["group_bias"]) - base

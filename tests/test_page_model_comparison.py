@@ -1,8 +1,7 @@
-"""AppTest of the "Model comparison" page on the tiny store: audit, fairness, drill-down, jobs, errors."""
+"""AppTest of the Model comparison page on the tiny store: audit, fairness, drill-down, jobs, training."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -14,11 +13,11 @@ from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import StoredModel, list_models, save_model
 from kgbias_core.embeddings.training import train_model
-from kgbias_core.jobs import JobState, default_registry
+from tests.conftest import page, settled, texts
 
-REPO = Path(__file__).resolve().parents[1]
-TIMEOUT = 60
 DISTMULT = TrainConfig(model="distmult", dim=16, epochs=3, batch_size=256, lr=1e-2)
+#: A column that tells each of the page's tables apart (AppTest does not expose a dataframe's key).
+TABLES = {"audit": "relation", "values": "value_name", "gaps": "DPG (95% CI)", "classes": "class_name"}
 
 
 @pytest.fixture(scope="module")
@@ -26,46 +25,16 @@ def tiny_distmult(tiny_graph: KnowledgeGraph) -> StoredModel:
     return train_model(tiny_graph, DISTMULT, name="tiny-distmult")
 
 
-def _use_store(store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("KGBIAS_MODEL_DIR", str(store))
-    monkeypatch.setenv("KGBIAS_DATA_DIR", str(tmp_path / "no-data"))  # only the synthetic graph
-    return store
-
-
 @pytest.fixture
-def one_model(tiny_store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """A copy of the tiny store (the page writes its cached results beside the model)."""
-    return _use_store(Path(shutil.copytree(tiny_store, tmp_path / "store")), monkeypatch, tmp_path)
+def two_models(writable_store: Path, tiny_distmult: StoredModel) -> Path:
+    save_model(tiny_distmult, writable_store)
+    return writable_store
 
 
-@pytest.fixture
-def two_models(one_model: Path, tiny_distmult: StoredModel) -> Path:
-    save_model(tiny_distmult, one_model)
-    return one_model
-
-
-def settled(app: AppTest) -> AppTest:
-    """Run the page and wait for the jobs it submits (as the polling fragment would) until it submits none."""
-    registry = default_registry()
-    app.run()
-    for _ in range(3):  # a trained model submits its own evaluation and audit on the next run
-        running = [s for s in registry.jobs(owner=app.session_state["session_id"]) if s.state != JobState.DONE]
-        if not running:
-            return app
-        for status in running:
-            assert registry.wait(status.job_id, timeout=TIMEOUT).state is JobState.DONE, status.name
-        app.run()
-    return app
-
-
-def page() -> AppTest:
-    app = AppTest.from_file(str(REPO / "pages" / "model_comparison.py"), default_timeout=TIMEOUT)
+def comparison() -> AppTest:
+    app = page("model_comparison")
     app.session_state["audit_min_persons"] = 5
     return app
-
-
-#: A column that tells each of the page's tables apart (AppTest does not expose a dataframe's key).
-TABLES = {"audit": "relation", "values": "value_name", "gaps": "DPG (95% CI)", "classes": "class_name"}
 
 
 def frame(app: AppTest, table: str) -> pd.DataFrame:
@@ -76,12 +45,8 @@ def has_table(app: AppTest, table: str) -> bool:
     return any(TABLES[table] in d.value.columns for d in app.dataframe)
 
 
-def texts(elements) -> str:
-    return "\n".join(str(e.value) for e in elements)
-
-
 def test_two_models_audit_fairness_and_drill_down(two_models: Path) -> None:
-    app = settled(page())
+    app = settled(comparison())
     assert not app.exception, app.exception
     audit = frame(app, "audit")
     assert list(audit["relation"]) == ["gender", "nationality", "birthplace"]
@@ -109,8 +74,8 @@ def test_two_models_audit_fairness_and_drill_down(two_models: Path) -> None:
     assert frame(app, "classes")["class"].nunique() > before["class"].nunique()
 
 
-def test_changing_the_classifier_runs_a_new_audit(one_model: Path) -> None:
-    app = settled(page())
+def test_changing_the_classifier_runs_a_new_audit(writable_store: Path) -> None:
+    app = settled(comparison())
     forest = frame(app, "audit")
     app.selectbox(key="audit_classifier").set_value("mlp")
     settled(app)
@@ -121,8 +86,8 @@ def test_changing_the_classifier_runs_a_new_audit(one_model: Path) -> None:
     assert not mlp["DPD · tiny-transe"].equals(forest["DPD · tiny-transe"])
 
 
-def test_single_model_and_a_minimum_count_no_class_reaches(one_model: Path) -> None:
-    app = settled(page())
+def test_single_model_and_a_minimum_count_no_class_reaches(writable_store: Path) -> None:
+    app = settled(comparison())
     assert not app.exception
     app.slider(key="min_count").set_value(500).run()
     assert not app.exception
@@ -132,14 +97,14 @@ def test_single_model_and_a_minimum_count_no_class_reaches(one_model: Path) -> N
 
 
 def test_training_a_missing_model_from_the_page(
-    one_model: Path, monkeypatch: pytest.MonkeyPatch, tiny_graph: KnowledgeGraph
+    writable_store: Path, monkeypatch: pytest.MonkeyPatch, tiny_graph: KnowledgeGraph
 ) -> None:
     monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
     monkeypatch.setattr(tasks, "train_config", lambda dataset: DISTMULT)
-    app = page().run()
+    app = comparison().run()
     app.multiselect(key="train_kinds").set_value(["distmult"])
     app.button(key="train_models").click()
     settled(app)
     assert not app.exception
-    assert "synthetic-distmult" in list_models(one_model)
+    assert "synthetic-distmult" in list_models(writable_store)
     assert "DPD · synthetic-distmult" in frame(app, "audit")

@@ -1,0 +1,288 @@
+"""Every figure of the dashboard (Plotly), built from the core's tables; no Streamlit here.
+
+Every axis title names its unit or sign convention (positive = male-leaning, METHODS.md). Ranked
+biases share one diverging-bar layout (:func:`diverging_bars`); pages draw a figure with
+:func:`kgbias_app.widgets.show_chart`, which adds how to read it and a download of its data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from kgbias_app.texts import SIGN, UNDEFINED
+from kgbias_core.measures.prediction_fairness import GAP_NAMES
+from kgbias_core.measures.relation_audit import AUDIT_MEASURES
+
+GENDER_COLORS = {"male": "#2c7bb6", "female": "#d7191c", "other": "#7f7f7f", "unknown": "#bdbdbd", "": "#bdbdbd"}
+LEAN_COLORS = {"male-leaning": GENDER_COLORS["male"], "female-leaning": GENDER_COLORS["female"]}
+HIGHLIGHT, MUTED = "#ff7f0e", "#7f7f7f"
+#: Triples drawn in the influence-against-degree scatter (the largest |δ_z B_gr|).
+SCATTER_TRIPLES = 5000
+_MARGIN = {"l": 10, "r": 10, "t": 30, "b": 10}
+
+
+def _lean(values: pd.Series) -> np.ndarray:
+    return np.where(values > 0, "male-leaning", "female-leaning")
+
+
+def lean_colors(values: pd.Series) -> list[str]:
+    """Blue for a positive (male-leaning) value, red otherwise."""
+    return [LEAN_COLORS[lean] for lean in _lean(values)]
+
+
+def bar_titles(names: pd.Series, labels: pd.Series) -> list[str]:
+    """One axis title per bar: its name, with the label where names repeat (Plotly stacks bars of one title)."""
+    repeated = names.duplicated(keep=False)
+    return [f"{name} ({label})" if twice else name for name, label, twice in zip(names, labels, repeated, strict=True)]
+
+
+def diverging_bars(
+    *, x: pd.Series, y: Sequence[str], colors: Sequence[str], xaxis_title: str, yaxis_title: str,
+    hovertemplate: str, customdata: pd.DataFrame | None = None, error_x: dict | None = None,
+) -> go.Figure:
+    """Horizontal bars around 0, one row per bar, a zero line: the layout of every ranked bias."""
+    fig = go.Figure(go.Bar(x=x, y=list(y), orientation="h", marker_color=list(colors), customdata=customdata,
+                           error_x=error_x, hovertemplate=hovertemplate))
+    fig.update_layout(height=max(300, 18 * len(y) + 120), xaxis_title=xaxis_title, yaxis_title=yaxis_title,
+                      margin=_MARGIN)
+    fig.add_vline(x=0, line_color="black", line_width=1)
+    return fig
+
+
+# --- overview -----------------------------------------------------------------------------------
+def group_bias_bars(measures: pd.DataFrame) -> go.Figure:
+    """All occupations with a B_gr, ranked, with their bootstrap 95% intervals."""
+    frame = measures[measures["group_bias"].notna()].sort_values("group_bias")
+    return diverging_bars(
+        x=frame["group_bias"], y=bar_titles(frame["name"], frame["occupation"]),
+        colors=lean_colors(frame["group_bias"]),
+        error_x={"type": "data", "array": frame["group_bias_high"] - frame["group_bias"],
+                 "arrayminus": frame["group_bias"] - frame["group_bias_low"], "thickness": 1},
+        customdata=frame[["n_male", "n_female"]],
+        hovertemplate="%{y}: B_gr %{x:.3f}<br>%{customdata[0]} men, %{customdata[1]} women<extra></extra>",
+        yaxis_title="occupation",
+        xaxis_title=f"B_gr = mean ψ(women) − mean ψ(men), squared TransE distance ({SIGN})",
+    )
+
+
+def ratio_scatter(ratios: pd.DataFrame) -> go.Figure:
+    """B_gr against log(#men / #women), one point per occupation (a :func:`kgbias_core.tables.gender_ratio_table`)."""
+    fig = px.scatter(
+        ratios, x="log_gender_ratio", y="group_bias", size="n_persons", hover_name="name",
+        hover_data={"n_male": True, "n_female": True, "n_persons": False},
+        color=_lean(ratios["group_bias"]), color_discrete_map=LEAN_COLORS,
+        labels={
+            "log_gender_ratio": "log(#men / #women) in the training graph (natural log; > 0 = more men)",
+            "group_bias": f"B_gr ({SIGN})",
+            "color": "B_gr",
+        },
+    )
+    fig.add_hline(y=0, line_color="black", line_width=1)
+    fig.add_vline(x=0, line_color="grey", line_width=1, line_dash="dot")
+    return fig
+
+
+# --- occupation explorer ------------------------------------------------------------------------
+def individual_distribution(persons: pd.DataFrame) -> go.Figure:
+    """B_in per gender: violin with box and every person as a point (hover: name, degree)."""
+    fig = px.violin(
+        persons, x="gender", y="individual_bias", color="gender", box=True, points="all",
+        hover_name="name", hover_data={"degree": True, "fisher_individual": ":.3f", "gender": False},
+        color_discrete_map=GENDER_COLORS, category_orders={"gender": ["male", "female"]},
+        labels={"individual_bias": f"B_in per person (influence-based; {SIGN})", "gender": "gender",
+                "fisher_individual": "B'_in", "degree": "degree"},
+    )
+    fig.add_hline(y=0, line_color="black", line_width=1)
+    return fig
+
+
+def individual_scatter(persons: pd.DataFrame) -> go.Figure:
+    """B_in against B'_in, one point per person (Du Fig 3)."""
+    fig = px.scatter(
+        persons, x="fisher_individual", y="individual_bias", color="gender", hover_name="name",
+        hover_data={"degree": True}, color_discrete_map=GENDER_COLORS,
+        category_orders={"gender": ["male", "female"]},
+        labels={
+            "fisher_individual": f"B'_in (Fisher's one-step update, up to a positive constant; {SIGN})",
+            "individual_bias": f"B_in (influence of a gender flip; {SIGN})",
+        },
+    )
+    fig.add_hline(y=0, line_color="black", line_width=1)
+    fig.add_vline(x=0, line_color="black", line_width=1)
+    return fig
+
+
+def compare_distributions(persons: pd.DataFrame) -> go.Figure:
+    """B_in per gender for several occupations side by side (Du Fig 2)."""
+    fig = px.box(
+        persons, x="occupation_name", y="individual_bias", color="gender", points="all",
+        hover_name="name", hover_data={"degree": True}, color_discrete_map=GENDER_COLORS,
+        category_orders={"gender": ["male", "female"]},
+        labels={"occupation_name": "occupation", "individual_bias": f"B_in per person ({SIGN})"},
+    )
+    fig.add_hline(y=0, line_color="black", line_width=1)
+    return fig
+
+
+# --- influential triples ------------------------------------------------------------------------
+def influence_degree_scatter(table: pd.DataFrame) -> go.Figure:
+    """Influence of each triple against the degree of its person, coloured by gender (Du Fig 1)."""
+    fig = px.scatter(
+        table, x="person_degree", y="influence", color="person_gender", log_x=True,
+        hover_name="head_name", hover_data={"relation": True, "tail_name": True},
+        color_discrete_map=GENDER_COLORS, render_mode="webgl",
+        labels={
+            "person_degree": "degree of the triple's person (training triples it is in; log scale)",
+            "influence": "δ_z B_gr (> 0: removing the triple raises B_gr, more male-leaning)",
+            "person_gender": "person's gender",
+        },
+    )
+    fig.add_hline(y=0, line_color="black", line_width=1)
+    return fig
+
+
+# --- attributes ---------------------------------------------------------------------------------
+def fisher_bars(top_a: pd.DataFrame, top_b: pd.DataFrame, *, a_name: str, b_name: str) -> go.Figure:
+    """b_p of the professions of the two tables, one bar per profession (a to the right).
+
+    The two sides share professions when the b side is a fallback (``associated_sides``): each is
+    drawn once, else Plotly would stack its two bars into one twice as long.
+    """
+    frame = pd.concat([top_a, top_b]).drop_duplicates("profession").sort_values("bias")
+    return diverging_bars(
+        x=frame["bias"], y=bar_titles(frame["name"], frame["label"]),
+        colors=lean_colors(frame["bias"]),
+        customdata=frame[["n_a", "n_b"]],
+        hovertemplate="%{y}: b_p %{x:.4f}<br>%{customdata[0]} " + a_name + ", %{customdata[1]} "
+        + b_name + "<extra></extra>",
+        yaxis_title="profession",
+        xaxis_title=f"Fisher's b_p (change of plausibility; > 0 = associated with {a_name}, < 0 with {b_name})",
+    )
+
+
+# --- model comparison ---------------------------------------------------------------------------
+def link_prediction_chart(table: pd.DataFrame) -> go.Figure:
+    long = table.melt(id_vars=["model", "queries"], value_vars=["mrr", "hits@1", "hits@3", "hits@10"],
+                      var_name="metric", value_name="value")
+    fig = px.bar(long, x="metric", y="value", color="model", barmode="group", facet_col="queries",
+                 labels={"metric": "metric (filtered, test split, tail queries)",
+                         "value": "value (0-1; higher = better link prediction)", "model": "model"})
+    fig.update_yaxes(range=[0, 1])
+    return fig
+
+
+def audit_heatmap(wide: pd.DataFrame) -> go.Figure:
+    """One cell per relation and measure · model; colour relative to the largest of its measure."""
+    values = wide.set_index("relation")
+    measures = [c.split(" · ")[0] for c in values.columns]
+    scale = pd.Series({m: values[[c for c in values.columns if c.startswith(m + " ")]].max().max() for m in measures})
+    relative = values / scale[measures].to_numpy()
+    text = values.map(lambda v: UNDEFINED if pd.isna(v) else f"{v:.3f}")
+    fig = go.Figure(go.Heatmap(
+        z=relative.to_numpy(), x=list(values.columns), y=list(values.index), text=text.to_numpy(),
+        texttemplate="%{text}", colorscale="Reds", zmin=0, zmax=1,
+        colorbar={"title": "share of the measure's<br>largest value"},
+        hovertemplate="%{y}, %{x}: %{text}<extra></extra>",
+    ))
+    fig.update_layout(xaxis_title="measure · model (DPD, PPD, TLB: unsigned, larger = more bias)",
+                      yaxis_title="sensitive relation", height=max(300, 45 * len(values) + 150), margin=_MARGIN)
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def value_chart(values: pd.DataFrame, relation: str) -> go.Figure:
+    """Each tail value's bias per measure and model (a :func:`~kgbias_core.measures.relation_audit.relation_values`)."""
+    fig = px.bar(values, x="value_name", y="bias", color="model", barmode="group", facet_row="measure",
+                 category_orders={"measure": list(AUDIT_MEASURES)}, hover_data={"n_persons": True, "status": True},
+                 labels={"value_name": f"tail value of {relation} (one-vs-rest)",
+                         "bias": "bias (unsigned; larger = more)", "model": "model"})
+    fig.update_yaxes(matches=None)
+    fig.update_layout(height=650)
+    return fig
+
+
+def gap_chart(gaps: pd.DataFrame) -> go.Figure:
+    """DPG, PPG and EOG per model with their bootstrap intervals (a ``gap_table``)."""
+    long = pd.DataFrame([
+        {"model": row["model"], "gap": gap, "value": row[gap], "plus": row[f"{gap}_high"] - row[gap],
+         "minus": row[gap] - row[f"{gap}_low"]}
+        for _, row in gaps.iterrows() for gap in GAP_NAMES
+    ])
+    return px.bar(long, x="gap", y="value", color="model", barmode="group", error_y="plus", error_y_minus="minus",
+                  labels={"gap": "gap between men and women (macro mean over occupation classes)",
+                          "value": "|metric(men) − metric(women)| (0 = fair)", "model": "model"})
+
+
+def deviation_chart(table: pd.DataFrame) -> go.Figure:
+    """Selection rate minus data share per occupation class and gender, one panel per model."""
+    fig = px.bar(table, x="class_name", y="selection_deviation", color="group", barmode="group", facet_col="model",
+                 color_discrete_map=GENDER_COLORS, hover_data={"n_true": True, "n_predicted": True},
+                 labels={"class_name": "occupation class (test facts ≥ min count; the rest OTHER)",
+                         "selection_deviation": "SelR − data share (> 0 = predicted more often than in the data)",
+                         "group": "gender"})
+    fig.add_hline(y=0, line_color="black", line_width=1)
+    return fig
+
+
+# --- debiasing lab ------------------------------------------------------------------------------
+def bias_change_bars(frame: pd.DataFrame, *, occupation: str, noise: pd.DataFrame | None) -> go.Figure:
+    """Change of B_gr of every occupation after an edit (the edited one highlighted); half the noise
+    band's spread as error bars."""
+    data = frame[frame["change"].notna()].sort_values("change")
+    error_x = None
+    if noise is not None:
+        spread = data["occupation"].map(noise.set_index("occupation")["spread"]).fillna(0) / 2
+        error_x = {"type": "data", "array": spread, "thickness": 1}
+    return diverging_bars(
+        x=data["change"], y=bar_titles(data["name"], data["occupation"]),
+        colors=np.where(data["occupation"] == occupation, HIGHLIGHT, MUTED), error_x=error_x,
+        hovertemplate="%{y}: change %{x:+.3f}<extra></extra>",
+        xaxis_title=f"change of B_gr after − before ({SIGN})", yaxis_title="occupation",
+    )
+
+
+def removal_curve(curve: pd.DataFrame, *, spread: float | None, run: tuple[int, float] | None = None) -> go.Figure:
+    """B_gr against k for IF-REMOVE and Random-REMOVE (Du Fig 4d-f), with the noise band around k = 0."""
+    fig = px.line(curve, x="k", y="group_bias", color="strategy", markers=True,
+                  labels={"k": "triples removed k", "group_bias": f"B_gr after retraining ({SIGN})"})
+    base = float(curve.loc[curve["k"] == 0, "group_bias"].iloc[0])
+    if spread is not None:
+        fig.add_hrect(y0=base - spread / 2, y1=base + spread / 2, fillcolor="grey", opacity=0.2, line_width=0,
+                      annotation_text="noise band (other seeds)")
+    if run is not None:
+        fig.add_scatter(x=[run[0]], y=[run[1]], mode="markers", name="selected run",
+                        marker={"symbol": "star", "size": 14, "color": HIGHLIGHT})
+    fig.add_hline(y=0, line_color="black", line_width=1)
+    return fig
+
+
+# --- validation ---------------------------------------------------------------------------------
+def accuracy_scatter(runs: pd.DataFrame, *, scale: float) -> go.Figure:
+    """Predicted (sum of δ_z) against actual change of B_gr, one point per removal set (Du Fig 4a-c)."""
+    fig = px.scatter(runs, x="predicted", y="actual", color="kind", symbol="kind", hover_data={"k": True},
+                     labels={"predicted": "predicted change Σ δ_z B_gr (uncalibrated)",
+                             "actual": "actual change of B_gr after masked retraining", "kind": "removed set"})
+    if np.isfinite(scale):
+        x = np.array([runs["predicted"].min(), runs["predicted"].max()])
+        fig.add_scatter(x=x, y=scale * x, mode="lines", name=f"actual = {scale:.3g} × predicted",
+                        line={"dash": "dash", "color": "black"})
+    fig.add_hline(y=0, line_color="grey", line_width=1)
+    fig.add_vline(x=0, line_color="grey", line_width=1)
+    return fig
+
+
+def census_scatter(joined: pd.DataFrame, *, measure: str) -> go.Figure:
+    """A measure against census log(p/(1−p)), one point per occupation, with its name."""
+    data = joined[np.isfinite(joined[measure]) & np.isfinite(joined["log_prop"])]
+    fig = px.scatter(data, x="log_prop", y=measure, text="name", hover_data={"p_male": ":.2f"},
+                     labels={"log_prop": "census log(p / (1 − p)), p = share of men (> 0 = more men)",
+                             measure: f"{measure} ({SIGN})"})
+    fig.update_traces(textposition="top center")
+    fig.add_hline(y=0, line_color="grey", line_width=1)
+    fig.add_vline(x=0, line_color="grey", line_width=1)
+    return fig

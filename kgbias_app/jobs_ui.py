@@ -1,0 +1,120 @@
+"""Long work from the pages: submit a task under its key, and the one panel that polls its progress.
+
+Jobs run on the process-wide registry (:func:`kgbias_core.jobs.default_registry`), which shares a
+job between every session that submits the same task key. A page remembers its own tasks in
+``st.session_state[TASKS_KEY]`` (so that a rerun or a page switch finds them again) and shows them
+with :func:`progress_panel`, a fragment polled every second that reruns the app when a job ends.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from kgbias_app import texts
+from kgbias_app.cache import ModelRef
+from kgbias_core.jobs import FINISHED_STATES, JobState, JobStatus, default_registry
+from kgbias_core.tasks import Task
+
+#: Session state: task key -> (page group, task) of the tasks this session submitted.
+TASKS_KEY = "jobs"
+#: Session state: ids of the finished jobs this session has already rerun the app for.
+SEEN_KEY = "jobs_seen"
+
+
+def session_owner() -> str:
+    """A per-browser-session id: the owner of this session's jobs in the registry."""
+    return st.session_state.setdefault("session_id", uuid.uuid4().hex)
+
+
+def submit(title: str, task: Task[Any], *, group: str | None = None, again: bool = False) -> str:
+    """Submit ``task`` under its key (the same work queued or running for any session is shared).
+
+    ``group`` files it among this session's tasks of a page (:func:`session_tasks`); ``again`` runs
+    it anew even after a done job of its key (its output was removed since).
+    """
+    job_id = default_registry().submit(title, task.run, owner=session_owner(), key=task.key, again=again)
+    if group is not None:
+        st.session_state.setdefault(TASKS_KEY, {})[task.key] = (group, task)
+    return job_id
+
+
+def session_tasks(group: str) -> list[Task[Any]]:
+    """This session's tasks of ``group``, newest first."""
+    return [task for g, task in reversed(st.session_state.get(TASKS_KEY, {}).values()) if g == group]
+
+
+def is_running(task: Task[Any]) -> bool:
+    """Is a job of ``task``'s key queued or running (for any session)?"""
+    status = default_registry().latest(task.key)
+    return status is not None and status.state not in FINISHED_STATES
+
+
+def stored_per_model(
+    models: Sequence[ModelRef],
+    *,
+    title: str,
+    load: Callable[[ModelRef], pd.DataFrame | None],
+    task: Callable[[ModelRef], Task[Any]],
+    pending: list[Task[Any]],
+) -> dict[str, pd.DataFrame]:
+    """Model name -> its stored result, for the models that have one.
+
+    For each other model, the task computing the result is submitted (``title`` names the job,
+    with ``{name}`` for the model) and appended to ``pending``, unless its last job failed or was
+    cancelled: then it is only appended, and the progress panel offers to try again.
+    """
+    ready, registry = {}, default_registry()
+    for model in models:
+        frame = load(model)
+        if frame is not None:
+            ready[model.name] = frame
+            continue
+        job = task(model)
+        status = registry.latest(job.key)
+        if status is not None and status.state is JobState.DONE:
+            st.error(texts.RESULT_MISSING.format(title=title.format(name=model.name)))
+            continue
+        if status is None or status.state not in (JobState.FAILED, JobState.CANCELLED):
+            submit(title.format(name=model.name), job)
+        pending.append(job)
+    return ready
+
+
+@st.fragment(run_every=1)
+def progress_panel(tasks: Sequence[Task[Any]], *, heading: str | None = None, key: str = "jobs") -> None:
+    """The latest job of each task: progress and Cancel, or how it ended (with Try again).
+
+    Reruns the whole app the first time it sees a job finished, so that the page shows its result.
+    ``key`` tells two panels of one page apart.
+    """
+    registry, seen = default_registry(), st.session_state.setdefault(SEEN_KEY, set())
+    shown = [(task, status) for task in tasks if (status := registry.latest(task.key)) is not None]
+    if shown and heading:
+        st.subheader(heading)
+    finished_now = False
+    for task, status in shown:
+        _job_row(task, status, key=f"{key}:{status.job_id}")
+        if status.state in FINISHED_STATES and status.job_id not in seen:
+            seen.add(status.job_id)
+            finished_now = True
+    if finished_now:
+        st.rerun()  # the whole app: the sidebar lists new models, the pages show new results
+
+
+def _job_row(task: Task[Any], status: JobStatus, *, key: str) -> None:
+    if status.state is JobState.DONE:
+        st.success(texts.JOB_DONE.format(name=status.name))
+    elif status.state in FINISHED_STATES:
+        st.error(texts.JOB_STOPPED.format(name=status.name, state=status.state.value, error=status.error))
+        if st.button("Try again", key=f"retry:{key}"):
+            submit(status.name, task)
+            st.rerun()
+    else:
+        st.progress(status.progress.fraction or 0.0, text=texts.job_progress(status))
+        if st.button("Cancel", key=f"cancel:{key}", disabled=status.progress.cancel_requested):
+            default_registry().cancel(status.job_id)

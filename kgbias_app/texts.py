@@ -1,0 +1,346 @@
+"""What the dashboard says in words: plain-language readings of the measures, captions, UI messages.
+
+Errors of the core are constants in :mod:`kgbias_core.errors`; the messages here are the app's own
+(hints, empty states, how to read a chart). Templates are filled with ``str.format``. Every bias
+reads the same way everywhere: positive = male-leaning (METHODS.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+from kgbias_core.jobs import JobState, JobStatus
+
+#: Axis-title and help suffix of every signed bias.
+SIGN = "> 0 = male-leaning"
+#: How a NaN reads in a table or a metric.
+UNDEFINED = "undefined"
+
+# --- the measures in one sentence each ----------------------------------------------------------
+#: One plain-language sentence per measure and sign: (positive, negative).
+SENTENCES: dict[str, tuple[str, str]] = {
+    "group_bias": (
+        "Persons of this occupation who are women are linked to it with a larger TransE error than "
+        "its men: the embedding leans male.",
+        "Persons of this occupation who are men are linked to it with a larger TransE error than "
+        "its women: the embedding leans female.",
+    ),
+    "projection_bias": (
+        "The occupation's vector points more towards 'male' than towards 'female' "
+        "(word-embedding-style projection): male-leaning.",
+        "The occupation's vector points more towards 'female' than towards 'male' "
+        "(word-embedding-style projection): female-leaning.",
+    ),
+    "fisher_bp": (
+        "Nudging persons' embeddings towards 'male' makes this occupation more plausible for them: "
+        "male-leaning.",
+        "Nudging persons' embeddings towards 'female' makes this occupation more plausible for them: "
+        "female-leaning.",
+    ),
+    "individual_bias_vanilla": (
+        "Averaged over all its persons, a counterfactual gender flip (Du §3.2) says their link to "
+        "this occupation rests on the male direction: male-leaning.",
+        "Averaged over all its persons, a counterfactual gender flip (Du §3.2) says their link to "
+        "this occupation rests on the female direction: female-leaning.",
+    ),
+    "individual_bias_weighted": (
+        "With women and men weighted equally (mean over women + mean over men), the per-person "
+        "bias is male-leaning.",
+        "With women and men weighted equally (mean over women + mean over men), the per-person "
+        "bias is female-leaning.",
+    ),
+}
+UNDEFINED_SENTENCE = "Undefined: this measure needs at least one man and one woman in the occupation."
+ZERO_SENTENCE = "Exactly 0: no lean either way."
+
+
+def is_defined(value: float | None) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A signed number, or "undefined" for None and NaN."""
+    return f"{value:+.{digits}f}" if is_defined(value) else UNDEFINED
+
+
+def sentence(measure: str, value: float | None) -> str:
+    """The plain-language reading of one measure's value."""
+    if not is_defined(value):
+        return UNDEFINED_SENTENCE
+    if value == 0:
+        return ZERO_SENTENCE
+    positive, negative = SENTENCES[measure]
+    return positive if value > 0 else negative
+
+
+def removal_label(influence_scale: float | None) -> str:
+    """The label of a predicted change of B_gr: calibrated, or a ranking only."""
+    if influence_scale is None:
+        return "Predicted change of B_gr (ranking only / uncalibrated)"
+    return f"Predicted change of B_gr (calibrated: × {influence_scale:.3g})"
+
+
+# --- jobs ---------------------------------------------------------------------------------------
+JOB_STOPPED = "{name} {state}: {error}. Nothing was saved under a model's name: the store is unchanged."
+JOB_DONE = "{name}: done."
+JOBS_OF_SESSION = "Jobs of this session"
+RESULT_MISSING = "{title} finished but its result is not in the model store (was the model replaced?)."
+
+
+def job_progress(status: JobStatus) -> str:
+    """One line on a queued or running job: stage, message, steps, loss and the time left."""
+    if status.state is JobState.QUEUED:
+        return f"{status.name}: queued (position {status.queue_position})"
+    progress = status.progress
+    steps = f"step {progress.step}/{progress.total or '?'}"
+    loss = "" if progress.loss is None else f", loss {progress.loss:.4f}"
+    left = "estimating…" if progress.seconds_left is None else f"about {progress.seconds_left:.0f} s left"
+    message = f", {progress.message}" if progress.message else ""
+    return f"{status.name}: {progress.stage}{message} ({steps}{loss}; {left})"
+
+
+# --- sidebar ------------------------------------------------------------------------------------
+FIRST_TRAINING = "Training a first model in the background: the dashboard opens when it is ready."
+NO_MODEL = "No cached model for {graph} yet: train one in the sidebar."
+NO_MODEL_SIDEBAR = "No cached model for this graph yet."
+TRAIN_HELP = "TransE with the default config; FB15k-237 takes minutes"
+
+# --- overview -----------------------------------------------------------------------------------
+OVERVIEW_MODEL = (
+    "Model **{model}** on {dataset}: {n_entities:,} entities, {n_relations} relations, "
+    "{n_persons_with_occupation:,} persons with an occupation. Positive bias means male-leaning everywhere."
+)
+GROUP_BIAS_BARS = (
+    "Each bar is an occupation's B_gr: how much larger the TransE error of its women is than that of its men "
+    "(blue, right: male-leaning; red, left: female-leaning). Whiskers: bootstrap 95% interval over persons. "
+    "{undefined} occupation(s) without men or without women have no B_gr and are left out."
+)
+RATIO_SCATTER = (
+    "One point per occupation (size: number of persons). Du et al. observe that B_gr grows with the share "
+    "of men in the graph but is not determined by it: points far from the trend are occupations whose bias "
+    "the ratio does not explain."
+)
+MEASURES_TABLE = (
+    "B_gr: group bias; projection_bias: B_wo; individual_bias: B_in (Du), fisher_individual: B'_in, each "
+    "averaged vanilla (all persons) or weighted (mean of women + mean of men); fisher_bp: Fisher's b_p for "
+    "male vs female. All: > 0 = male-leaning. Click a header to sort."
+)
+
+# --- occupation explorer ------------------------------------------------------------------------
+GROUP_NOTE = "{name}: {note} ({n_male} men, {n_female} women)."
+OTHER_GENDERS_LEFT_OUT = "{n} more with another or no gender value are left out."
+ALL_BINARY = "Every person of this occupation has a binary gender value."
+PERSONS_DISTRIBUTION = (
+    "Each point is a person of this occupation (hover: name and degree); violin and box show the "
+    "distribution per gender. Points above 0 are persons whose link to the occupation leans male."
+)
+PERSONS_SCATTER = (
+    "Du's influence-based B_in against Fisher's one-step B'_in, one point per person. They agree in sign by "
+    "construction; B_in also divides by the person's Hessian weight, so persons of low degree move further "
+    "from 0."
+)
+PERSONS_TABLE = "individual_bias = B_in, fisher_individual = B'_in (> 0 = male-leaning). Click a header to sort."
+COMPARE_TWO = "Pick at least two occupations to compare."
+COMPARE_DISTRIBUTIONS = (
+    "B_in of each occupation's women and men side by side (box: quartiles; points: persons). Occupations "
+    "whose boxes sit above 0 lean male for most of their persons."
+)
+
+# --- influential triples ------------------------------------------------------------------------
+NEEDS_BOTH_GENDERS = "Influence on B_gr needs at least one man and one woman: pick another occupation."
+INFLUENCE_READING = (
+    "δ_z B_gr is Du et al.'s influence (Eq. 3) of one training triple on this occupation's B_gr: > 0 means "
+    "that retraining without the triple raises B_gr (more male-leaning). Select rows to put them in the "
+    "removal basket."
+)
+DIRECTIONS = {
+    "raises": "Removing these raises B_gr (towards male-leaning)",
+    "lowers": "Removing these lowers B_gr (towards female-leaning)",
+}
+INFLUENCE_DEGREE = (
+    "The {n:,} triples with the largest |δ_z B_gr| (all with non-zero influence, at most {top:,}), against the "
+    "degree of the person in them. Du et al. find the most influential triples at persons of low degree: "
+    "their embeddings rest on few triples."
+)
+OCCUPATION_SHARE = (
+    "{n_occupation} of the {n_top} training triples with the largest |δ_z B_gr| (the top 1%, or all with "
+    "non-zero influence if fewer) use an occupation-like relation. Counted: {relations}: the schema's "
+    "occupation relation and every relation with the word 'profession' or 'occupation' in its label. Du et "
+    "al. report ~74% occupation and inverse-occupation triples on FB5M."
+)
+EMPTY_BASKET_HERE = "The basket is empty: select triples in the tables above and add them."
+BASKET_CHANGE = (
+    "Removing these {n} triple(s) and retraining would move {name}'s B_gr from {before} by about {change} "
+    "({sign})."
+)
+UNCALIBRATED_SIZE = " Uncalibrated: trust the sign and the ranking, not the size."
+
+# --- attributes (Fisher et al.) -----------------------------------------------------------------
+ONE_VS_REST = "all other values (one vs rest)"
+REST_NAME = "the other values"
+FISHER_READING = (
+    "b_p (Fisher §3.2): the mean change of each profession's plausibility when every person's embedding "
+    "takes a small step towards '{a}' and away from '{b}'. > 0: associated with {a}. Professions with fewer "
+    "than {min_count} {a}- plus {b}-persons are left out ({n} kept)."
+)
+FISHER_TOO_FEW = "No profession has that many persons with these values: lower the minimum count."
+FISHER_SHARED_OFFSET = (
+    "No profession has b_p < 0: moving persons towards {a} raises every profession's plausibility (a shared "
+    "offset). Listed: the professions it raises least."
+)
+FISHER_BARS = (
+    "The professions of the two tables, one bar each: bars to the right lean towards {a}, to the left towards "
+    "{b}. The download holds every profession kept by the minimum count."
+)
+
+# --- model comparison ---------------------------------------------------------------------------
+CLASSIFIERS = {"random_forest": "Random forest", "mlp": "MLP (multi-layer perceptron)"}
+ALSO_IN_STORE = "Also in the store for this graph: {names}."
+TRAIN_ONLY_BUILT_IN = "Other models can be trained only on the built-in graphs (synthetic, FB15k-237)."
+TRAIN_MODELS_HELP = (
+    "Same graph, split and training config as the default model; only the model differs. FB15k-237 takes "
+    "minutes per model."
+)
+PICK_A_MODEL = "Pick at least one model to compare."
+IN_THE_BACKGROUND = "Computing in the background: the page fills in as each job finishes."
+LINK_PREDICTION = (
+    "Filtered MRR and Hits@1/3/10 of tail prediction on the test split: over all test triples and over the "
+    "occupation queries (person, occupation, ?) only. Higher = the model predicts facts better; compare the "
+    "fairness below only between models that predict comparably well. Computed once per model and cached "
+    "beside it."
+)
+AUDIT_CAPTION = (
+    "Keidar et al. (METHODS §7): a {classifier} predicts each person's occupation (the {k} most common + "
+    "OTHER) from the entity embedding; every tail value of a relation is one-vs-rest among the persons "
+    "having the relation. DPD = Σ_a |P(ŷ=a | s=1) − P(ŷ=a | s=0)|; PPD = Σ_a |P(ŷ=a | y=a, s=1) − "
+    "P(ŷ=a | y=a, s=0)| as the paper writes it: it conditions on the true class, like a recall (an "
+    "equal-opportunity gap), not on the prediction like a precision; TLB = mean |Fisher b_p| over the "
+    "{k} professions. Each relation's number is the plain mean over its tail values (Keidar Eq. 6): no "
+    "division by the number of values (+1) as in the authors' code. Values held by fewer than "
+    "{min_persons} persons are skipped. All unsigned: larger = more bias; 'undefined' = no usable value."
+)
+CLASSIFIER_HEADING = "**Occupation classifier** (accuracy on a held-out quarter of the persons)"
+AUDIT_HEATMAP = (
+    "Each cell: one relation's bias under one measure and model (the number). The colour is the value "
+    "relative to the largest of the same measure, because DPD, PPD and TLB have different scales: compare "
+    "colours along a row within one measure, i.e. across models."
+)
+VALUE_TABLE = (
+    "One row per tail value of {relation}, one-vs-rest: n_persons have the value, n_rest have another value "
+    "of the relation only; 'undefined' = skipped (too few persons) or no class defined for both sides. The "
+    "relation's number above is the mean of its defined rows."
+)
+VALUE_CHART = (
+    "The rows of the table as bars, one panel per measure (each with its own scale): the values that drive "
+    "the relation's bias stand out."
+)
+TOP_PROFESSIONS = (
+    "The professions whose plausibility moves most when persons are nudged towards '{value}' and away from "
+    "the other values (Fisher's b_p, > 0 = associated with the value; n_a / n_b: persons of the profession "
+    "with / without it). Over every profession and every person with the relation, unlike TLB, which "
+    "averages over the k classified ones."
+)
+MIN_COUNT_DEFAULT = (
+    "Default {default}: the paper's 100 on graphs with at least {large:,} training triples (FB15k-237), "
+    "{small} on smaller graphs, whose test splits hold few facts per occupation. Occupations below the "
+    "minimum are pooled as OTHER."
+)
+NO_CLASS_REACHES = (
+    "No occupation has {min_count} or more test facts: every fact falls in OTHER and there is nothing to "
+    "compare. Lower the minimum count."
+)
+GAP_CHART = (
+    "Level (i), per model: DPG (selection rate), PPG (precision) and EOG (recall), each the gap |men − women| "
+    "averaged over the occupation classes where it is defined; whiskers: bootstrap 95% interval over the "
+    "test facts ({n_bootstrap} resamples). Lower = fairer. n_not_occupation: top-1 predictions that are not "
+    "an occupation at all (counted as wrong)."
+)
+GROUP_METRICS = (
+    "Macro means over the classes of each metric per gender, with 95% intervals; selection_deviation: mean "
+    "of SelR − data share (abs_: of its magnitude). 'undefined': no class defined it (e.g. precision when "
+    "the group was never predicted any class)."
+)
+DEVIATION_CHART = (
+    "Selection-rate deviation per class: how much more (> 0) or less (< 0) often the model predicts the "
+    "occupation for men / women than the test data holds it. 'undefined' in the table: precision of a class "
+    "never predicted for the group, recall of a class absent from its truth."
+)
+
+# --- debiasing lab ------------------------------------------------------------------------------
+MODES = {
+    "scratch": "from scratch (faithful: same seed and initialisation)",
+    "warm": "warm start (fast: a few epochs from the base model)",
+}
+STRATEGIES = {
+    "if": "Remove k triples by influence (IF-REMOVE)",
+    "random": "Remove k random triples (Random-REMOVE)",
+    "basket": "Remove the removal basket",
+    "add": "Add dummies of the under-represented gender (Add)",
+}
+ADD_NOT_PREDICTED = "Influence predicts the effect of removing triples only: for Add, retrain to see the change."
+ADD_EDIT = "Edit: {strategy}, {n} new triples."
+IF_REMOVE_FEWER = "Only {n} training triples move B_gr of {name} towards 0: IF-REMOVE removes those {n}, not {k}."
+RANDOM_CAPPED = "k = {k} exceeds the {n} training triples: Random-REMOVE removes all {n}."
+EMPTY_BASKET = "The removal basket of {model} is empty: add triples on the Influential triples page."
+PREDICTED_HELP = "Sum of δ_z B_gr over the {n} removed triples (METHODS §4)."
+UNCALIBRATED = "Uncalibrated — ranking only: trust the sign, not the size (calibrate on the Validation page)."
+RUN_IN_STORE = "This what-if is already in the store as `{name}`: compare it below."
+RUN_RETRAINING = "`{name}` is being retrained (see the jobs below)."
+NO_NOISE_BAND = "No noise band yet: it takes 3 retrains of the unedited graph, once per model."
+NOISE_BAND = "B_gr of {name} across retrains of the unedited graph under seeds {seeds}: spread {spread} (max − min)."
+NO_RUNS = "No what-if of this model yet: choose an edit above and retrain."
+RUN_EDIT = "Edit: {strategy} on {occupation}, retrained {mode}."
+BIAS_CHANGE = (
+    "Change of B_gr of every occupation (the edited one in orange); error bars: half the noise band's "
+    "spread. Bars beyond their error bars moved by more than retraining noise."
+)
+LINK_BEFORE_AFTER = "Filtered tail prediction on the test split: all queries and occupation queries only."
+REMOVAL_CURVE = (
+    "B_gr after masked retraining without k triples: IF-REMOVE (by influence, towards 0) against "
+    "Random-REMOVE (the baseline). The grey band is the noise of retraining under other seeds."
+)
+
+
+def noise_sentence(change: float | None, spread: float | None) -> str:
+    """Is |change| above the spread of B_gr across retrains of the unedited graph?"""
+    if spread is None or not is_defined(change):
+        return NO_NOISE_BAND
+    verdict = "larger than" if abs(change) > spread else "within"
+    return (f"Retrains of the unedited graph under 3 other seeds spread B_gr over {spread:.3f} (max − min): "
+            f"this change ({fmt(change)}) is {verdict} that noise.")
+
+
+def random_baseline_sentence(k: int, change: float) -> str:
+    """What Random-REMOVE of about as many triples did (:func:`kgbias_core.whatif.runs.random_baseline`)."""
+    return f"Random-REMOVE baseline: removing {k} random triples moved B_gr by {fmt(change)} (from the curve below)."
+
+
+# --- validation ---------------------------------------------------------------------------------
+VALIDATION_RUNS = (
+    "{n_runs} masked retrains from the model's seed ({epochs} epochs each): the top-k, bottom-k and random-k "
+    "triples removed, plus the unedited graph."
+)
+KS_HELP = "{n:,} training triples have a non-zero influence on {name}."
+CHECK_RUNNING = "This check is running (see the jobs below)."
+ACCURACY_SCATTER = (
+    "Each point removes one set of triples and retrains masked from the same seed. Points on a line through 0 "
+    "mean the influence ranks removals correctly; read r against the random sets' noise."
+)
+STORED_SCALE = "Stored scale: {scale}."
+NO_CENSUS = (
+    "No census file at `{path}`. Get it with `python -m kgbias_core download --data-dir {data_dir}` "
+    "(or copy data/occupation_percentages_gender_occ1950.csv of github.com/nikhgarg/EmbeddingDynamicStereotypes "
+    "there), then reload."
+)
+CENSUS_TOO_FEW = (
+    "Only {n} paired occupations have census shares in {year}: a correlation needs at least 3. Pick another year."
+)
+NO_PAIRING = (
+    "No census pairing exists for the {dataset} graph: the pairing covers FB15k-237 professions (Freebase "
+    "MIDs) only. Pick an FB15k-237 model in the sidebar."
+)
+CENSUS_TABLE = (
+    "Pearson r and p of each measure against log(p/(1−p)), p = census share of men, across the {n} paired "
+    "occupations. Du et al. (FB5M, 2018 census): B_gr r = 0.668."
+)
+CENSUS_SCATTER = "One point per paired occupation: a measure that tracks the census rises to the right."

@@ -1,0 +1,472 @@
+"""The dashboard's widgets, each in one version: error display, downloads, pickers, the occupation
+section, the removal basket and the controls of the lab, the comparison and the validation.
+
+Values that several pages share (the occupation, the removal basket) live in the session; the
+defaults of the controls (k, minimum counts) are stated here, next to the widget that offers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from kgbias_app import cache, charts, jobs_ui, texts
+from kgbias_app.cache import ModelRef
+from kgbias_core import tasks
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.data.datasets import has_dataset, resolve_data_dir
+from kgbias_core.data.graph import LARGE_GRAPH
+from kgbias_core.data.schema import Schema
+from kgbias_core.embeddings.config import MODELS
+from kgbias_core.embeddings.store import StoredModel, default_store
+from kgbias_core.errors import KGBiasError
+from kgbias_core.evaluation.link_prediction import before_after, load_link_prediction
+from kgbias_core.influence.retraining_check import default_ks
+from kgbias_core.jobs import FINISHED_STATES, default_registry
+from kgbias_core.measures.fisher import most_moved
+from kgbias_core.measures.prediction_fairness import default_min_count
+from kgbias_core.measures.relation_audit import (
+    audit_params,
+    default_min_persons,
+    relation_values,
+    value_table,
+)
+from kgbias_core.tables import filter_triples, triples_in_words
+from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
+
+
+@contextmanager
+def errors_shown() -> Iterator[None]:
+    """Show a :class:`KGBiasError` as ``st.error`` (its message names the problem), never a traceback."""
+    try:
+        yield
+    except KGBiasError as exc:
+        st.error(str(exc))
+
+
+# --- tables, charts and their downloads ---------------------------------------------------------
+def styled(frame: pd.DataFrame, digits: int = 3) -> Any:
+    """Numbers with ``digits`` decimals and NaN written "undefined"; sorting still uses the numbers."""
+    floats = [c for c in frame.select_dtypes("number").columns if frame[c].dtype.kind == "f"]
+    return frame.style.format({c: f"{{:.{digits}f}}" for c in floats}, na_rep=texts.UNDEFINED)
+
+
+def csv_name(*parts: str) -> str:
+    """A download's file name from its parts: "a-b-c.csv", no slashes or spaces (labels may hold both)."""
+    return "-".join(parts).replace("/", "_").replace(" ", "_") + ".csv"
+
+
+def download(frame: pd.DataFrame, file_name: str, *, key: str, label: str = "Download the data (CSV)") -> None:
+    st.download_button(label, frame.to_csv(index=False).encode("utf-8"), file_name=file_name, mime="text/csv",
+                       key=key)
+
+
+def show_chart(fig: go.Figure, data: pd.DataFrame, *, caption: str, file_name: str, key: str) -> None:
+    """A chart, the caption saying how to read it, and a download of the data behind it."""
+    st.plotly_chart(fig, key=key, config={"displaylogo": False})
+    st.caption(caption)
+    download(data, file_name, key=f"{key}:csv")
+
+
+# --- occupations --------------------------------------------------------------------------------
+def occupation_titles(measures: pd.DataFrame) -> dict[str, str]:
+    """Occupation label -> "Name (label)" ("Name" where it is its label), ordered by name."""
+    ordered = measures.sort_values("name", key=lambda s: s.str.lower())
+    return {label: name if name == label else f"{name} ({label})"
+            for label, name in zip(ordered["occupation"], ordered["name"], strict=True)}
+
+
+def _largest(measures: pd.DataFrame, n: int) -> list[str]:
+    """The ``n`` occupations with the most persons of binary gender."""
+    return measures.assign(size=measures["n_male"] + measures["n_female"]).nlargest(n, "size")["occupation"].tolist()
+
+
+def occupation_picker(measures: pd.DataFrame, *, key: str = "occupation") -> str:
+    """Searchable occupation by name or label, kept for the session (the pages share it); -> its label.
+
+    It starts on the occupation with the most persons.
+    """
+    titles = occupation_titles(measures)
+    options = list(titles)
+    current = st.session_state.get(key)
+    default = options.index(current if current in options else _largest(measures, 1)[0])
+    return st.selectbox("Occupation", options, index=default, format_func=titles.__getitem__, key=key,
+                        persist_state="session", help="Type to search by name or label.")
+
+
+def occupations_to_compare(measures: pd.DataFrame, *, current: str, key: str = "compare") -> list[str]:
+    """2-6 occupations; by default the current one and the largest ones (four in all)."""
+    titles = occupation_titles(measures)
+    default = list(dict.fromkeys([current, *_largest(measures, 4)]))[:4]
+    return st.multiselect("Occupations to compare (2 to 6)", list(titles), default=default,
+                          format_func=titles.__getitem__, max_selections=6, key=key)
+
+
+def occupation_section(measures: pd.DataFrame, *, header: bool = True) -> tuple[str, pd.Series, bool]:
+    """The top of an occupation page: picker, heading, the note on a small or one-gender group.
+
+    -> (occupation label, its row of measures, whether B_gr is defined: both genders present).
+    """
+    occupation = occupation_picker(measures)
+    row = measures.set_index("occupation").loc[occupation].rename(occupation)
+    if header:
+        st.header(row["name"])
+    if row["note"]:
+        st.warning(texts.GROUP_NOTE.format(name=row["name"], note=row["note"], n_male=row["n_male"],
+                                           n_female=row["n_female"]))
+    return occupation, row, bool(row["n_male"] > 0 and row["n_female"] > 0)
+
+
+def headline(row: pd.Series) -> None:
+    """The occupation's headline figures, each with its plain-language sentence."""
+    half_width = (row["group_bias_high"] - row["group_bias_low"]) / 2
+    b_gr = texts.fmt(row["group_bias"]) + (f" ± {half_width:.3f}" if texts.is_defined(half_width) else "")
+    figures = [
+        ("B_gr (group bias, 95% CI)", b_gr, "group_bias"),
+        ("B_wo (projection)", texts.fmt(row["projection_bias"]), "projection_bias"),
+        ("Fisher b_p", texts.fmt(row["fisher_bp"], 4), "fisher_bp"),
+        ("B_in vanilla", texts.fmt(row["individual_bias_vanilla"]), "individual_bias_vanilla"),
+        ("B_in weighted", texts.fmt(row["individual_bias_weighted"]), "individual_bias_weighted"),
+    ]
+    columns = st.columns(3)
+    with columns[0]:
+        st.metric("Persons (men / women)", f"{row['n_male']} / {row['n_female']}")
+        extra = int(row["n_other_gender"]) + int(row["n_unknown_gender"])
+        st.caption(texts.OTHER_GENDERS_LEFT_OUT.format(n=extra) if extra else texts.ALL_BINARY)
+    for i, (label, value, measure) in enumerate(figures, start=1):
+        with columns[i % 3]:
+            st.metric(label, value, help=texts.SIGN)
+            st.caption(texts.sentence(measure, row[measure]))
+
+
+# --- influential triples and the removal basket -------------------------------------------------
+#: Session state: training-triple indices to remove, per model name.
+BASKET_KEY = "removal_basket"
+#: Default number of triples listed per direction.
+TOP_TRIPLES = 20
+GENDERS = ["male", "female", "other", "unknown"]
+
+
+def triple_filters(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a triples table whose relation and person's gender are picked (none picked = all)."""
+    left, right = st.columns(2)
+    relations = left.multiselect("Relations (none = all)", sorted(frame["relation"].unique()), key="relations")
+    genders = right.multiselect("Person's gender (none = all)", GENDERS, key="genders")
+    return filter_triples(frame, relations=relations, genders=genders)
+
+
+def selected_triples(extremes: pd.DataFrame, columns: list[str]) -> list[int]:
+    """Each direction's triples as a table with selectable rows; -> the selected triples' indices."""
+    selected: list[int] = []
+    for direction, title in texts.DIRECTIONS.items():
+        st.subheader(title)
+        part = extremes[extremes["direction"] == direction]
+        event = st.dataframe(part[columns], hide_index=True, on_select="rerun", selection_mode="multi-row",
+                             key=f"triples:{direction}")
+        selected += part["triple"].iloc[event.selection.rows].tolist()
+    return selected
+
+
+def basket(model_name: str) -> list[int]:
+    return list(st.session_state.get(BASKET_KEY, {}).get(model_name, []))
+
+
+def add_to_basket(model_name: str, indices: list[int]) -> None:
+    baskets = st.session_state.setdefault(BASKET_KEY, {})
+    baskets[model_name] = sorted(set(baskets.get(model_name, [])) | {int(i) for i in indices})
+
+
+def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
+    """The basket's triples in words, its predicted change of the occupation's B_gr, download and Empty."""
+    chosen = basket(model.name)
+    if not chosen:
+        st.info(texts.EMPTY_BASKET_HERE)
+        return
+    frame = triples_in_words(cache.triples_frame(model, tuple(chosen)))
+    st.dataframe(frame[["in words", "person_gender", "person_degree", "triple"]], hide_index=True)
+    change = cache.predicted_removal(model, occupation, chosen)
+    scale = cache.analysis(model).model.influence_scale
+    st.metric(texts.removal_label(scale), texts.fmt(change), help="Sum of δ_z B_gr over the basket (METHODS §4).")
+    st.caption(texts.BASKET_CHANGE.format(n=len(chosen), name=row["name"], before=texts.fmt(row["group_bias"]),
+                                          change=texts.fmt(change), sign=texts.SIGN)
+               + (texts.UNCALIBRATED_SIZE if scale is None else ""))
+    download(frame, csv_name(model.name, "basket"), key="basket:csv", label="Download the basket (CSV)")
+    if st.button("Empty the basket"):
+        st.session_state.setdefault(BASKET_KEY, {}).pop(model.name, None)
+        st.rerun()
+
+
+# --- attributes (Fisher et al.) -----------------------------------------------------------------
+#: The "value b" that stands for every other value of the relation (one vs rest).
+REST = "__rest__"
+#: Default minimum of a- plus b-persons per profession.
+MIN_PERSONS = 20
+#: Professions listed on each side.
+TOP_PROFESSIONS = 20
+
+
+def attribute_options(schema: Schema, relation_labels: tuple[str, ...]) -> dict[str, str]:
+    """Attribute relations to offer: gender, the schema's attributes, then every other relation."""
+    options = {"gender": f"gender ({schema.gender_relation})"}
+    options |= {a.name: f"{a.name} ({a.relation})" for a in schema.attributes}
+    named = {schema.gender_relation, schema.occupation_relation} | {a.relation for a in schema.attributes}
+    options |= {r: f"relation {r}" for r in relation_labels if r not in named}
+    return options
+
+
+def value_titles(values: pd.DataFrame) -> dict[str, str]:
+    """Attribute value label -> "name (n persons)" (a frame of :func:`kgbias_core.tables.attribute_values`)."""
+    return {label: f"{name} ({n:,} persons)"
+            for label, name, n in zip(values["label"], values["name"], values["n_persons"], strict=True)}
+
+
+@dataclass(frozen=True)
+class AttributeChoice:
+    """What the Attributes page compares."""
+
+    relation: str  # schema attribute name or relation label
+    value_a: str  # label of value a
+    value_b: str | None  # label of value b; None = every other value (one vs rest)
+    a_name: str  # readable names, for captions and headings
+    b_name: str
+    min_count: int  # minimum a- plus b-persons per profession
+
+
+def attribute_choice(model: ModelRef) -> AttributeChoice:
+    """Relation, values a and b (gender: male vs female by default, else the commonest vs the rest), minimum count."""
+    stored: StoredModel = cache.analysis(model).model
+    options = attribute_options(stored.schema, stored.relation_labels)
+    relation = st.selectbox("Attribute relation", list(options), format_func=options.__getitem__, key="attribute")
+    values = cache.attribute_values(model, relation)
+    titles, names = value_titles(values), dict(zip(values["label"], values["name"], strict=True))
+    labels, gender = list(titles), relation == "gender"
+    left, middle, right = st.columns(3)
+    value_a = left.selectbox(
+        "Value a", labels, format_func=titles.__getitem__, key=f"value_a:{relation}",
+        index=labels.index(stored.schema.male) if gender and stored.schema.male in labels else 0,
+    )
+    others = [REST] + [v for v in labels if v != value_a]
+    value_b = middle.selectbox(
+        "Value b", others, key=f"value_b:{relation}",
+        format_func=lambda v: texts.ONE_VS_REST if v == REST else titles[v],
+        index=others.index(stored.schema.female) if gender and stored.schema.female in others else 0,
+    )
+    min_count = right.slider("Minimum a- plus b-persons per profession", 0, 500, MIN_PERSONS, key="min_count")
+    return AttributeChoice(relation=relation, value_a=value_a, value_b=None if value_b == REST else value_b,
+                           a_name=names[value_a], b_name=texts.REST_NAME if value_b == REST else names[value_b],
+                           min_count=min_count)
+
+
+# --- debiasing lab ------------------------------------------------------------------------------
+#: The lab's defaults: k triples to remove, c dummies per missing person.
+LAB_K, LAB_C = 20, 0.5
+#: k values offered for the removal curve, and the default ones.
+CURVE_KS, CURVE_DEFAULT = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], [5, 20, 50]
+
+
+@dataclass(frozen=True)
+class EditChoice:
+    """The edit the lab's controls describe (before it is built on a model)."""
+
+    strategy: str  # a key of texts.STRATEGIES
+    k: int  # triples to remove (if, random)
+    c: float  # dummies per missing person (add)
+    cap: int  # at most this many dummies (add)
+    mode: str  # a key of texts.MODES
+
+
+def edit_choice() -> EditChoice:
+    strategy = st.radio("Edit", list(texts.STRATEGIES), format_func=texts.STRATEGIES.__getitem__, key="lab_strategy")
+    left, right = st.columns(2)
+    k, c, cap = 0, LAB_C, MAX_DUMMIES
+    if strategy == "add":
+        c = left.slider("c: dummies per missing person, c·(|M| − |F|)", 0.0, 2.0, LAB_C, 0.1, key="lab_c")
+        cap = int(right.number_input("At most this many dummies", 1, 1_000_000, MAX_DUMMIES, key="lab_cap"))
+    elif strategy != "basket":
+        k = int(left.number_input("k: triples to remove", min_value=1, value=LAB_K, key="lab_k"))
+    mode = st.radio("Retraining", list(texts.MODES), format_func=texts.MODES.__getitem__, key="lab_mode")
+    return EditChoice(strategy=strategy, k=k, c=c, cap=cap, mode=mode)
+
+
+def build_edit(analysis: ModelAnalysis, choice: EditChoice, *, occupation: str) -> Edit | None:
+    """The chosen edit, with a warning where k was capped; None (and a hint) for an empty basket.
+
+    An impossible edit raises :class:`~kgbias_core.errors.MeasureError` (shown by :func:`errors_shown`).
+    """
+    model_name, n = analysis.model.name, analysis.model.triples.shape[0]
+    chosen = basket(model_name) if choice.strategy == "basket" else []
+    if choice.strategy == "basket" and not chosen:
+        st.info(texts.EMPTY_BASKET.format(model=model_name))
+        return None
+    edit = make_edit(analysis, occupation, strategy=choice.strategy, k=min(choice.k, n), c=choice.c, cap=choice.cap,
+                     indices=chosen)
+    if choice.strategy == "if" and len(edit.removed) < choice.k:
+        name = analysis.groups.names[analysis.groups.index(occupation)]
+        st.warning(texts.IF_REMOVE_FEWER.format(n=len(edit.removed), name=name, k=choice.k))
+    if choice.strategy == "random" and choice.k > n:
+        st.warning(texts.RANDOM_CAPPED.format(k=choice.k, n=n))
+    return edit
+
+
+def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
+    """B_gr now, the edit's predicted change and B_gr after (removals only: influence predicts no Add)."""
+    if edit.kind == "add":
+        st.info(texts.ADD_NOT_PREDICTED)
+        st.caption(texts.ADD_EDIT.format(strategy=edit.strategy, n=len(edit.added_triples)))
+        return
+    before, scale = row["group_bias"], cache.analysis(model).model.influence_scale
+    change = cache.predicted_removal(model, edit.occupation, edit.removed)
+    columns = st.columns(3)
+    columns[0].metric("B_gr now", texts.fmt(before), help=texts.SIGN)
+    columns[1].metric(texts.removal_label(scale), texts.fmt(change),
+                      help=texts.PREDICTED_HELP.format(n=len(edit.removed)))
+    columns[2].metric("Predicted B_gr after", texts.fmt(before + change))
+    if scale is None:
+        st.caption(texts.UNCALIBRATED)
+
+
+def run_figures(target: pd.Series, *, spread: float | None, baseline: tuple[int, float] | None) -> None:
+    """The edited occupation's B_gr before and after a what-if (a row of ``bias_change``), read against
+    the noise band's ``spread`` and the Random-REMOVE ``baseline`` (``random_baseline``)."""
+    columns = st.columns(3)
+    columns[0].metric(f"B_gr of {target['name']} before", texts.fmt(target["group_bias_before"]), help=texts.SIGN)
+    columns[1].metric("after", texts.fmt(target["group_bias_after"]))
+    columns[2].metric("change", texts.fmt(target["change"]))
+    st.caption(texts.noise_sentence(target["change"], spread))
+    if baseline is not None:
+        st.caption(texts.random_baseline_sentence(*baseline))
+
+
+def link_prediction_before_after(base: ModelRef, run: ModelRef) -> None:
+    """MRR and Hits@10 of a base model and its what-if, or a button computing them as a lab job."""
+    base_links, run_links = load_link_prediction(base.path), load_link_prediction(run.path)
+    links = tasks.link_prediction_task([run.path, base.path])
+    if base_links is not None and run_links is not None:
+        st.dataframe(before_after(base_links, run_links), hide_index=True)
+        st.caption(texts.LINK_BEFORE_AFTER)
+    elif not jobs_ui.is_running(links) and st.button("Compute link prediction"):
+        jobs_ui.submit(f"{run.name}: link prediction", links, group="lab")
+        st.rerun()
+
+
+def run_picker(runs: list[ModelRef]) -> ModelRef:
+    """One of a model's what-if runs; the one retrained last in this session, else the last one."""
+    names = [run.name for run in runs]
+    last = st.session_state.get("lab_last_run")
+    name = st.selectbox("Run", names, index=names.index(last) if last in names else len(names) - 1)
+    return runs[names.index(name)]
+
+
+# --- model comparison ---------------------------------------------------------------------------
+def models_to_compare(models: list[ModelRef], *, current: str) -> list[ModelRef]:
+    """Models to compare: all of the graph's by default (the sidebar's one first if there are many).
+
+    A model trained meanwhile joins the comparison by itself.
+    """
+    names = [m.name for m in models]
+    state, seen = st.session_state, st.session_state.get("compare_seen")
+    if "compare_models" in state and seen is not None:
+        kept = [n for n in state["compare_models"] if n in names]
+        state["compare_models"] = kept + [n for n in names if n not in seen]
+    elif "compare_models" not in state:
+        state["compare_models"] = list(dict.fromkeys([current, *names]))[:6] if current in names else names[:6]
+    state["compare_seen"] = names
+    chosen = st.multiselect("Models to compare", names, key="compare_models")
+    return [m for m in models if m.name in chosen]
+
+
+def training_panel(dataset: str, models: list[ModelRef], pending: list[tasks.Task[Any]]) -> None:
+    """Which of the four model kinds the graph has; train the missing ones (their tasks appended to ``pending``)."""
+    registry, store, data_dir = default_registry(), default_store(), resolve_data_dir()
+    present = {m.name for m in models}
+    rows, missing, trainings = [], [], {}
+    for kind in MODELS:
+        name = tasks.model_name(dataset, kind)
+        trainings[kind] = tasks.train_task(dataset, out=store / name, data_dir=data_dir, overrides={"model": kind})
+        status = registry.latest(trainings[kind].key)  # any session's: one training per model
+        state = status.state if status else None
+        if name in present:
+            rows.append((kind, name, "cached"))
+        elif state is not None and state not in FINISHED_STATES:
+            rows.append((kind, name, f"training ({state})"))
+            pending.append(trainings[kind])
+        else:
+            rows.append((kind, name, "not trained" if state is None else f"not trained (last job {state})"))
+            missing.append(kind)
+    others = [m.name for m in models if m.name not in {tasks.model_name(dataset, k) for k in MODELS}]
+    st.dataframe(pd.DataFrame(rows, columns=["model", "name in the store", "status"]), hide_index=True)
+    if others:
+        st.caption(texts.ALSO_IN_STORE.format(names=", ".join(others)))
+    if not missing:
+        return
+    if not has_dataset(dataset, data_dir):  # only a built-in graph can be loaded again to train on
+        st.caption(texts.TRAIN_ONLY_BUILT_IN)
+        return
+    chosen = st.multiselect("Models to train", missing, default=missing, key="train_kinds")
+    if st.button("Train in the background", disabled=not chosen, key="train_models", help=texts.TRAIN_MODELS_HELP):
+        for kind in chosen:
+            # again: the model is missing, so a finished training of it is out of date.
+            jobs_ui.submit(tasks.model_name(dataset, kind), trainings[kind], again=True)
+            pending.append(trainings[kind])
+
+
+#: Professions listed per model for one tail value.
+TOP_MOVED = 5
+
+
+def audit_controls(n_triples: int) -> dict[str, Any]:
+    """Classifier, k and minimum persons of Keidar et al.'s audit -> its cache parameters."""
+    left, middle, right = st.columns(3)
+    kind = left.selectbox("Occupation classifier", list(texts.CLASSIFIERS), format_func=texts.CLASSIFIERS.__getitem__,
+                          key="audit_classifier")
+    k = middle.slider("k most common professions (+ OTHER)", 2, 20, 5, key="audit_k")
+    min_persons = right.number_input("Skip tail values with fewer persons than", 1, 1000,
+                                     default_min_persons(n_triples), key="audit_min_persons")
+    return audit_params(k=k, kind=kind, min_persons=int(min_persons))
+
+
+def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef], *, relations: list[str],
+                        dataset: str) -> None:
+    """One relation's tail values in each model's audit (table and chart), and the professions that
+    one value moves most in each model (Keidar Table 3)."""
+    relation = st.selectbox("Relation", relations, key="audit_relation")
+    values = value_table(audits, relation)
+    st.dataframe(styled(values), hide_index=True)
+    st.caption(texts.VALUE_TABLE.format(relation=relation))
+    rows = relation_values(audits, relation)
+    show_chart(charts.value_chart(rows, relation), rows, caption=texts.VALUE_CHART,
+               file_name=csv_name(dataset, relation, "values"), key="value_chart")
+    labels = dict(zip(values["value"], values["value_name"], strict=True))
+    value = st.selectbox("Most biased professions for the value (TLB, Keidar Table 3)", list(labels),
+                         format_func=labels.__getitem__, key="audit_value")
+    for column, model in zip(st.columns(len(models)), models, strict=True):
+        top = most_moved(cache.fisher_table(model, relation, value, None, 0), k=TOP_MOVED)
+        column.markdown(f"**{model.name}**")
+        top = top[["name", "bias", "n_a", "n_b"]].rename(columns={"name": "profession", "bias": "b_p"})
+        column.dataframe(styled(top, 4), hide_index=True)
+    st.caption(texts.TOP_PROFESSIONS.format(value=labels[value]))
+
+
+def fairness_min_count(n_triples: int) -> int:
+    """Test facts an occupation needs to be a class of its own (the default depends on the graph's size)."""
+    default = default_min_count(n_triples)
+    min_count = st.slider("Minimum test facts for an occupation to be a class of its own", 1, 500, default,
+                          key="min_count")
+    st.caption(texts.MIN_COUNT_DEFAULT.format(default=default, large=LARGE_GRAPH, small=default_min_count(0)))
+    return min_count
+
+
+# --- validation ---------------------------------------------------------------------------------
+def removal_ks(analysis: ModelAnalysis, *, occupation: str, name: str) -> list[int]:
+    """Removal sizes k for the influence check, typed comma-separated (anything else is ignored); by
+    default a small, a medium and a large share of the triples that move the occupation's B_gr at all."""
+    n_moving = int((analysis.influence(occupation) != 0).sum())
+    text = st.text_input("k values (comma-separated)", ", ".join(map(str, default_ks(n_moving))),
+                         key=f"val_ks:{occupation}", help=texts.KS_HELP.format(n=n_moving, name=name))
+    return sorted({int(v) for v in text.replace(",", " ").split() if v.isdigit() and int(v) > 0})

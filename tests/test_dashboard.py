@@ -1,0 +1,26 @@
+"""AppTest of the router: every page is reachable from dashboard.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import dashboard
+
+PAGES = {
+    "pages/overview.py": "Overview",
+    "pages/occupation_explorer.py": "Occupation explorer",
+    "pages/influential_triples.py": "Influential triples",
+    "pages/attributes.py": "Attributes (Fisher et al.)",
+    "pages/debiasing_lab.py": "Debiasing lab",
+    "pages/validation.py": "Validation",
+}
+
+
+def test_dashboard_routes_to_every_page(writable_store: Path) -> None:
+    app = dashboard().run()
+    assert not app.exception
+    assert app.title[0].value == "Overview"
+    for script, title in PAGES.items():
+        app.switch_page(script).run()
+        assert not app.exception, script
+        assert app.title[0].value == title

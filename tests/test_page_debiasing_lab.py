@@ -1,0 +1,104 @@
+"""AppTest of the Debiasing lab on a copy of the tiny store: predicted change, warnings, what-ifs, jobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kgbias_app import texts as ui_texts
+from kgbias_core import tasks
+from kgbias_core.embeddings.store import list_models, load_model
+from tests.conftest import NO_WOMEN, button, metric, page, settled, texts
+
+
+def test_lab_predicted_change_is_instant_and_follows_k(writable_store: Path) -> None:
+    app = page("debiasing_lab").run()
+    assert not app.exception
+    app.selectbox(key="occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(2).run()
+    small = metric(app, "Predicted change of B_gr")
+    app.number_input(key="lab_k").set_value(10).run()
+    large = metric(app, "Predicted change of B_gr")
+    assert not app.exception
+    assert small != large and float(small) < 0 and float(large) < float(small)  # nurse leans male: IF-REMOVE lowers
+    assert "uncalibrated" in texts(app.caption).lower()
+    assert "ranking only" in app.metric[1].label
+
+
+def test_lab_warnings_for_c_zero_no_women_and_large_k(writable_store: Path) -> None:
+    app = page("debiasing_lab").run()
+    app.selectbox(key="occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("add").run()
+    assert "influence predicts the effect of removing triples only" in texts(app.info).lower()
+    app.slider(key="lab_c").set_value(0.0).run()
+    assert "adds no dummy" in texts(app.error)
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(100_000).run()
+    assert "IF-REMOVE removes those" in texts(app.warning)
+    app.radio(key="lab_strategy").set_value("random").run()
+    assert "Random-REMOVE removes all" in texts(app.warning)
+    app.selectbox(key="occupation").set_value(NO_WOMEN).run()
+    assert not app.exception
+    assert "no women" in texts(app.warning)
+    assert "0 female persons" in texts(app.error)
+    app.radio(key="lab_strategy").set_value("basket").run()
+    assert "basket of tiny-transe is empty" in texts(app.info)
+
+
+def test_lab_retrains_a_whatif_into_the_store_and_compares(writable_store: Path) -> None:
+    app = page("debiasing_lab").run()
+    app.selectbox(key="occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(5).run()
+    app.radio(key="lab_mode").set_value("warm").run()
+    button(app, "Retrain").click().run()
+    assert not app.exception
+    settled(app)
+    runs = [name for name in list_models(writable_store) if name.startswith("tiny-transe--if-remove-nurse-")]
+    assert len(runs) == 1
+    assert load_model(writable_store / "tiny-transe").edit is None  # the base is untouched
+    assert not app.exception
+    assert "already in the store" in texts(app.info)
+    assert metric(app, "B_gr of Nurse before") == metric(app, "B_gr now")
+    assert float(metric(app, "change")) < 0
+    assert len(app.dataframe) == 1  # link prediction before/after, computed by the job
+    assert "MRR" not in texts(app.error)
+
+
+def test_lab_noise_band_and_curve_jobs(quick_store: Path) -> None:
+    app = page("debiasing_lab").run()
+    app.selectbox(key="occupation").set_value("nurse").run()
+    assert ui_texts.NO_NOISE_BAND in texts(app.info)
+    button(app, "Compute the noise band").click().run()
+    app.multiselect(key="lab_curve_ks").set_value([5]).run()
+    button(app, "Compute the curve").click().run()
+    settled(app)
+    assert not app.exception
+    assert tasks.saved_noise_band(quick_store / "quick-transe") is not None
+    assert "spread" in texts(app.caption)
+    curve = tasks.saved_curve(quick_store / "quick-transe", "nurse")
+    assert set(curve["strategy"]) == {"IF-REMOVE", "Random-REMOVE"} and set(curve["k"]) == {0, 5}
+    assert len(app.get("plotly_chart")) == 1
+    # a run next to the noise band and the Random-REMOVE baseline
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(5).run()
+    app.radio(key="lab_mode").set_value("warm").run()
+    button(app, "Retrain").click().run()
+    settled(app)
+    assert not app.exception
+    captions = texts(app.caption)
+    assert "Random-REMOVE baseline: removing 5 random triples" in captions
+    assert "that noise" in captions
+    assert len(app.get("plotly_chart")) == 2  # change of every occupation, and the curve with the run
+
+
+def test_lab_sessions_see_only_their_own_jobs(writable_store: Path) -> None:
+    mine = page("debiasing_lab").run()
+    mine.selectbox(key="occupation").set_value("nurse").run()
+    mine.radio(key="lab_strategy").set_value("random").run()
+    mine.radio(key="lab_mode").set_value("warm").run()
+    button(mine, "Retrain").click().run()
+    theirs = page("debiasing_lab").run()
+    assert ui_texts.JOBS_OF_SESSION not in texts(theirs.subheader)
+    settled(mine)
+    assert ui_texts.JOBS_OF_SESSION in texts(mine.subheader)

@@ -1,0 +1,37 @@
+"""AppTest of the Influential triples page: both directions, filters, the removal basket."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import NO_WOMEN, button, metric, page, texts
+
+
+def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
+    app = page("influential_triples").run()
+    app.selectbox(key="occupation").set_value("nurse").run()
+    assert not app.exception
+    assert [s.value for s in app.subheader][:2] == [
+        "Removing these raises B_gr (towards male-leaning)",
+        "Removing these lowers B_gr (towards female-leaning)",
+    ]
+    assert "empty" in texts(app.info)
+    table = app.dataframe[0].value
+    assert len(table) == 20 and (table["influence"] > 0).all()
+    app.session_state["removal_basket"] = {"tiny-transe": table["triple"].head(3).tolist()}
+    app.run()
+    assert not app.exception
+    change = metric(app, "Predicted change of B_gr (ranking only / uncalibrated)")
+    assert change.startswith("+")  # removing triples that each raise B_gr raises it
+    app.multiselect(key="genders").set_value(["female"]).run()
+    assert set(app.dataframe[0].value["person_gender"]) <= {"female"}
+    button(app, "Empty the basket").click().run()
+    assert not app.exception
+    assert "The basket is empty" in texts(app.info)
+
+
+def test_no_women_warns_on_the_influence_page(app_store: Path) -> None:
+    app = page("influential_triples").run()
+    app.selectbox(key="occupation").set_value(NO_WOMEN).run()
+    assert not app.exception
+    assert "needs at least one man and one woman" in texts(app.warning)

@@ -1,0 +1,50 @@
+"""AppTest of the Overview page: the graph at a glance, first training, a broken model as an error."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from kgbias_core import tasks
+from tests.conftest import TINY_GRAPH, TINY_TRAINING, metric, page, texts, use_store
+
+
+def test_overview_shows_the_graph_and_every_chart(app_store: Path) -> None:
+    app = page("overview").run()
+    assert not app.exception
+    assert app.title[0].value == "Overview"
+    assert metric(app, "Persons with a gender") == "600"
+    assert len(app.get("plotly_chart")) == 2
+    assert len(app.get("download_button")) == 3
+    assert "tiny-transe" in texts(app.caption)
+
+
+def test_overview_without_any_model_trains_one_in_the_background(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_graph
+) -> None:
+    empty = use_store(tmp_path / "store", monkeypatch, tmp_path)
+    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks, "train_config", lambda dataset: TINY_TRAINING)
+    app = page("overview").run()
+    assert not app.exception
+    assert "Training a first model" in texts(app.info)
+    deadline = time.monotonic() + 30
+    while not (empty / "synthetic-transe" / "config.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    app.run()
+    assert not app.exception
+    assert metric(app, "Persons with a gender") == str(TINY_GRAPH.n_persons)
+
+
+def test_broken_model_shows_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_store: Path) -> None:
+    broken = tmp_path / "store" / "broken"
+    broken.mkdir(parents=True)
+    for file in (tiny_store / "tiny-transe").iterdir():
+        (broken / file.name).write_bytes(file.read_bytes())
+    (broken / "entities.tsv").write_text("id\tlabel\tname\n0\tx\n", encoding="utf-8")
+    use_store(broken.parent, monkeypatch, tmp_path)
+    app = page("overview").run()
+    assert not app.exception
+    assert "entities.tsv" in texts(app.error)
