@@ -58,7 +58,8 @@ with ui.errors_shown():
             st.caption(f"`{name}` is being retrained (see the jobs below).")
         elif st.button(f"Retrain ({lab_ui.MODES[mode]})", type="primary"):
             lab_ui.submit("whatif", name, tasks.whatif_task(
-                base=model.path, edit=edit, mode=mode, out=store / name, evaluate=True), model=model.name, run=name)
+                base=model.path, edit=edit, mode=mode, out=store / name, evaluate=True, overwrite=True),
+                model=model.name, run=name)
             st.session_state["lab_last_run"] = name
 
 lab_ui.job_panel(JOB_KINDS)

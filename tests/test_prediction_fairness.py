@@ -18,6 +18,9 @@ from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.measures.prediction_fairness import (
     NOT_OCCUPATION,
     OTHER,
+    PAPER_MIN_COUNT,
+    PAPER_N_FACTS,
+    default_min_count,
     fairness_report,
     model_fairness,
     occupation_test_facts,
@@ -210,3 +213,13 @@ def test_fairness_command(tiny_model, tmp_path) -> None:
     frame = pd.read_csv(tmp_path / "f.csv")
     assert {"model", "class", "group", "class_name"} <= set(frame.columns)
     assert set(frame.model) == {"tiny-transe"}
+
+
+def test_the_default_min_count_is_the_papers_share_of_the_test_facts(tiny_model) -> None:
+    assert default_min_count(PAPER_N_FACTS) == PAPER_MIN_COUNT == default_min_count(10**6)  # FB15k-237 and above
+    assert default_min_count(49) == round(100 * 49 / 1311) == 4
+    assert default_min_count(3) == 2  # never a class for every single fact
+    facts, _ = occupation_test_facts(tiny_model)
+    report = model_fairness(tiny_model, n_bootstrap=5)
+    assert report.min_count == default_min_count(len(facts)) < PAPER_MIN_COUNT
+    assert len([c for c in report.classes if c != OTHER]) >= 2  # the paper's 100 would pool all into OTHER
