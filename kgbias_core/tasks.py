@@ -213,8 +213,8 @@ def whatif_task(
 
     def run(progress: Progress) -> str:
         check_output(out, overwrite=overwrite, reading=base)
-        fingerprint = model_fingerprint(base)
         model = load_model(base)
+        fingerprint = model_fingerprint(base)
         progress.update(stage="retraining", message=f"retraining {model.name}: {edit.strategy}, {mode}")
         what_if = retrain(model, edit, name=out.name, mode=mode, on_epoch=progress.as_callback(stage="retraining"),
                           should_stop=progress.should_stop)

@@ -509,3 +509,30 @@ sys.exit(main(["measures", "--model", {str(tiny_store / "tiny-transe")!r}, "--ou
                      "unchanged"]
     assert out.read_text() == "the previous results\n"
     assert [p.name for p in tmp_path.iterdir()] == ["measures.csv"]  # no temporary file left
+
+
+def test_a_full_disk_while_saving_a_trained_model_is_one_line_and_keeps_the_old_one(
+    places: dict[str, Path], tmp_path: Path
+) -> None:
+    """`train --force` over a model, and the OS refuses the new weights (EFBIG): one line, old model intact."""
+    store = tmp_path / "store"
+    shutil.copytree(places["store"] / "tiny-transe", store / "tiny-transe")
+    before = (store / "tiny-transe" / "model.safetensors").read_bytes()
+    argv = ["train", "--dataset", str(places["files"] / "good.tsv"), "--schema", str(places["files"] / "schema.toml"),
+            "--epochs", "2", "--out", str(store / "tiny-transe"), "--force"]
+    script = f"""
+import resource, signal, sys
+from kgbias_core.cli import main
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (512, resource.RLIM_INFINITY))
+sys.exit(main({argv!r}))
+"""
+    result = subprocess.run([sys.executable, "-B", "-c", script], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stdout + result.stderr
+    assert errors[0].startswith(f"error: {store / 'tiny-transe'}: could not write the model (")
+    assert errors[0].endswith("nothing was replaced, the previous model is intact")
+    assert (store / "tiny-transe" / "model.safetensors").read_bytes() == before
+    assert list_models(store) == ["tiny-transe"] and [p.name for p in store.iterdir()] == ["tiny-transe"]
+    load_model(store / "tiny-transe")
