@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from kgbias_core.analysis import ModelAnalysis  # noqa: E402
-from kgbias_core.embeddings.store import load_model, save_model  # noqa: E402
+from kgbias_core.embeddings.store import load_model  # noqa: E402
 from kgbias_core.influence.retraining_check import influence_accuracy, masked_retrain_bias, summarize_accuracy  # noqa: E402
 from kgbias_core.tables import entity_name  # noqa: E402
+from kgbias_core.tasks import store_influence_scale  # noqa: E402
 
 # Actor, Model, Screenwriter: the occupations of the feasibility study (METHODS §2).
 DEFAULT_OCCUPATIONS = ("/m/02hrh1q", "/m/0d1pc", "/m/0dxtg")
@@ -71,7 +71,7 @@ def main() -> None:
     print(f"total {time.perf_counter() - start:.0f}s")
     if args.calibrate:
         scale = float(summary["scale"].mean())
-        path = save_model(replace(model, influence_scale=scale), Path(args.model).parent)
+        path = store_influence_scale(args.model, scale)
         print(f"stored influence_scale = {scale:.4f} in {path}")
 
 

@@ -25,8 +25,10 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store, list_models, load_model, model_version, read_config
 from kgbias_core.errors import KGBiasError
+from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
 from kgbias_core.whatif.runs import bias_change as run_bias_change
+from kgbias_core.whatif.runs import is_stale
 
 
 @dataclass(frozen=True)
@@ -78,8 +80,13 @@ def base_models(dataset: str) -> list[ModelRef]:
 
 
 def whatif_runs(base: ModelRef) -> list[ModelRef]:
-    """The store's what-if runs of ``base``."""
-    return [m for m in catalog().values() if m.base == base.name]
+    """The store's what-if runs of ``base`` that were retrained from the model now stored as ``base``."""
+    return [m for m in catalog().values() if m.base == base.name and not is_stale(m.path, base.path)]
+
+
+def stale_runs(base: ModelRef) -> list[str]:
+    """Names of the runs of ``base`` whose base has changed since (retrained on other data or settings)."""
+    return [m.name for m in catalog().values() if m.base == base.name and is_stale(m.path, base.path)]
 
 
 def config(model: ModelRef) -> dict:
@@ -159,6 +166,12 @@ def fisher_table(model: ModelRef, relation: str, value_a: str, value_b: str | No
 def bias_change(base: ModelRef, run: ModelRef) -> pd.DataFrame:
     """B_gr of every occupation in ``base`` and in its what-if ``run``, and the change."""
     return run_bias_change(analysis(base), analysis(run))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def occupation_test_facts(model: ModelRef) -> int:
+    """How many test facts of the model are occupation queries of a person with a gender (Schwertmann's input)."""
+    return len(prediction_fairness.occupation_test_facts(analysis(model).model)[0])
 
 
 @st.cache_data(max_entries=32, show_spinner="Predicting occupations and bootstrapping the fairness gaps…")

@@ -241,9 +241,8 @@ TOP_PROFESSIONS = (
     "averages over the k classified ones."
 )
 MIN_COUNT_DEFAULT = (
-    "Default {default}: the paper's 100 on graphs with at least {large:,} training triples (FB15k-237), "
-    "{small} on smaller graphs, whose test splits hold few facts per occupation. Occupations below the "
-    "minimum are pooled as OTHER."
+    "Default {default}: the paper's 100 scaled to this model's {n_facts:,} occupation test facts (7.6% of "
+    "them, between 2 and 100; 100 on FB15k-237). Occupations below the minimum are pooled as OTHER."
 )
 NO_CLASS_REACHES = (
     "No occupation has {min_count} or more test facts: every fact falls in OTHER and there is nothing to "
@@ -289,6 +288,10 @@ RUN_RETRAINING = "`{name}` is being retrained (see the jobs below)."
 NO_NOISE_BAND = "No noise band yet: it takes 3 retrains of the unedited graph, once per model."
 NOISE_BAND = "B_gr of {name} across retrains of the unedited graph under seeds {seeds}: spread {spread} (max − min)."
 NO_RUNS = "No what-if of this model yet: choose an edit above and retrain."
+STALE_RUNS = (
+    "{n} older run(s) of `{model}` are hidden because the model was retrained since (other data or settings): "
+    "{names}. Comparing them with today's model would mislead; retrain the edit to compare."
+)
 RUN_EDIT = "Edit: {strategy} on {occupation}, retrained {mode}."
 BIAS_CHANGE = (
     "Change of B_gr of every occupation (the edited one in orange); error bars: half the noise band's "

@@ -21,7 +21,6 @@ from kgbias_app.cache import ModelRef
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.datasets import has_dataset, resolve_data_dir
-from kgbias_core.data.graph import LARGE_GRAPH
 from kgbias_core.data.schema import Schema
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import StoredModel, default_store
@@ -453,12 +452,12 @@ def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef],
     st.caption(texts.TOP_PROFESSIONS.format(value=labels[value]))
 
 
-def fairness_min_count(n_triples: int) -> int:
-    """Test facts an occupation needs to be a class of its own (the default depends on the graph's size)."""
-    default = default_min_count(n_triples)
+def fairness_min_count(n_facts: int) -> int:
+    """Test facts an occupation needs to be a class of its own (the default scales with the test set)."""
+    default = default_min_count(n_facts)
     min_count = st.slider("Minimum test facts for an occupation to be a class of its own", 1, 500, default,
                           key="min_count")
-    st.caption(texts.MIN_COUNT_DEFAULT.format(default=default, large=LARGE_GRAPH, small=default_min_count(0)))
+    st.caption(texts.MIN_COUNT_DEFAULT.format(default=default, n_facts=n_facts))
     return min_count
 
 

@@ -9,14 +9,77 @@ exits with status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
+import os
 import sys
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from kgbias_core.embeddings.config import MODELS
-from kgbias_core.errors import KGBiasError
+from kgbias_core.errors import (
+    BAD_NUMBER,
+    CSV_OUT_IS_DIRECTORY,
+    CSV_WRITE_FAILED,
+    INTERRUPTED,
+    UNEXPECTED_ERROR,
+    DataError,
+    KGBiasError,
+)
 from kgbias_core.jobs import Progress
+
+#: Set to 1 to see the traceback of an unexpected error instead of its one line.
+DEBUG_ENV = "KGBIAS_DEBUG"
+#: Bounds of the numeric flags: beyond them a run is a typo or an out-of-memory error, not a request.
+MAX_DIM, MAX_EPOCHS, MAX_BATCH, MAX_SEED, MAX_BOOTSTRAP = 4096, 100_000, 1 << 24, 2**32 - 1, 100_000
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error format: one line naming the command and the flag, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _integer(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high], else a message giving the range."""
+    expected = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(BAD_NUMBER.format(expected=expected, value=text))
+        return value
+
+    return parse
+
+
+def _real(low: float, *, above: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number > low (``above``) or >= low, else a message giving the range."""
+    expected = f"a number {'>' if above else '>='} {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < low or (above and value == low):
+            raise argparse.ArgumentTypeError(BAD_NUMBER.format(expected=expected, value=text))
+        return value
+
+    return parse
+
+
+def _csv_out(text: str) -> str:
+    """An argparse type for a CSV --out: refused at once when it names a directory."""
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(CSV_OUT_IS_DIRECTORY.format(path=Path(text)))
+    return text
 
 
 class _PrintedProgress(Progress):
@@ -47,7 +110,7 @@ def _train(args: argparse.Namespace) -> None:
         if v is not None
     }
     task = train_task(args.dataset, out=Path(args.out), data_dir=args.data_dir, schema=args.schema,
-                      names=args.names, overrides=overrides, calibrate=args.calibrate)
+                      names=args.names, overrides=overrides, calibrate=args.calibrate, overwrite=args.force)
     path = task.run(_PrintedProgress())
     print(f"saved {path} ({read_config(path)['train_seconds']:.1f}s)")
 
@@ -60,8 +123,18 @@ def _analysis(path: str):
 
 
 def _write(frame, out: str) -> None:
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False)
+    """Write ``frame`` as the CSV ``out`` through a temporary sibling, so a failed write (full disk)
+    leaves a previous file of that name as it was."""
+    path = Path(out)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(tmp, index=False)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise DataError(CSV_WRITE_FAILED.format(path=path, reason=exc.strerror or exc)) from None
     print(f"wrote {len(frame)} rows to {out}")
 
 
@@ -69,7 +142,7 @@ def _measures(args: argparse.Namespace) -> None:
     from kgbias_core.tables import MEASURE_COLUMNS, measures_table
 
     frame = measures_table(_analysis(args.model))
-    _write(frame[[*MEASURE_COLUMNS, "note"]], args.out)
+    _write(frame[[*MEASURE_COLUMNS, "n_other_gender", "n_unknown_gender", "note"]], args.out)
 
 
 def _individuals(args: argparse.Namespace) -> None:
@@ -107,12 +180,17 @@ def _fairness(args: argparse.Namespace) -> None:
     import pandas as pd
 
     from kgbias_core.embeddings.store import load_model
-    from kgbias_core.measures.prediction_fairness import model_fairness
+    from kgbias_core.errors import FAIRNESS_FEW_CLASSES
+    from kgbias_core.measures.prediction_fairness import OTHER, model_fairness
 
     frames = []
     for path in args.models:
         model = load_model(path)
         report = model_fairness(model, min_count=args.min_count, n_bootstrap=args.bootstrap)
+        own = [c for c in report.classes if c != OTHER]
+        if len(own) < 2:  # one class or none: every gap compares (almost) nothing
+            print(FAIRNESS_FEW_CLASSES.format(model=model.name, min_count=report.min_count, n_classes=len(own)),
+                  file=sys.stderr)
         frame = report.by_class_group.reset_index()
         frame.insert(0, "model", model.name)
         frame["class_name"] = [model.entity_names[c] if c >= 0 else "OTHER" for c in frame["class"]]
@@ -132,13 +210,12 @@ def _download(args: argparse.Namespace) -> None:
 
 def _read_indices(path: str) -> list[int]:
     """Training-triple indices from a file: integers separated by white space or commas, # comments."""
-    from kgbias_core.errors import LAB_BAD_INDEX_FILE, MISSING_FILE, DataError
+    from kgbias_core.data.text import text_lines
+    from kgbias_core.errors import LAB_BAD_INDEX_FILE
 
     file = Path(path)
-    if not file.is_file():
-        raise DataError(MISSING_FILE.format(path=file))
     indices = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in text_lines(file):
         for field in line.split("#")[0].replace(",", " ").split():
             if not field.isdigit():
                 raise DataError(LAB_BAD_INDEX_FILE.format(path=file, line=number, found=field))
@@ -166,7 +243,8 @@ def _debias(args: argparse.Namespace) -> None:
     predicted = None
     if edit.kind == "remove":
         predicted = analysis.predicted_removal(occupation, torch.tensor(edit.removed, dtype=torch.long))
-    path = whatif_task(base=Path(args.model), edit=edit, mode=args.mode, out=Path(args.out)).run(_PrintedProgress())
+    task = whatif_task(base=Path(args.model), edit=edit, mode=args.mode, out=Path(args.out), overwrite=args.force)
+    path = task.run(_PrintedProgress())
     what_if = ModelAnalysis(load_model(path))
     change = bias_change(analysis, what_if).set_index("occupation").loc[occupation]
     scale = ("uncalibrated: ranking only" if model.influence_scale is None
@@ -214,39 +292,49 @@ def _validate_census(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kgbias", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="kgbias", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    seed = _integer(0, MAX_SEED)
 
     train = commands.add_parser("train", help="train an embedding and save it as a model directory")
-    train.add_argument("--dataset", required=True, help="fb15k237 | synthetic | PATH (TSV or directory)")
+    train.add_argument("--dataset", required=True, help="fb15k237 | fb13 | synthetic | PATH (TSV or directory)")
     train.add_argument("--data-dir", help="data directory (default: $KGBIAS_DATA_DIR or ./data)")
     train.add_argument("--schema", help="schema TOML/JSON for a user graph")
     train.add_argument("--names", help="id<TAB>name file for a user graph")
     train.add_argument("--model", choices=MODELS)
-    for flag, kind in (("--dim", int), ("--epochs", int), ("--seed", int), ("--batch-size", int),
-                       ("--lr", float), ("--l2", float), ("--margin", float), ("--damping", float)):
-        train.add_argument(flag, type=kind)
+    for flag, kind, meaning in (
+        ("--dim", _integer(1, MAX_DIM), "embedding dimension"),
+        ("--epochs", _integer(1, MAX_EPOCHS), "passes over the training triples"),
+        ("--seed", seed, "initialisation, negatives and batch order"),
+        ("--batch-size", _integer(1, MAX_BATCH), "triples per optimiser step"),
+        ("--lr", _real(0, above=True), "Adam learning rate at the start"),
+        ("--l2", _real(0, above=False), "L2 coefficient (summed-loss units)"),
+        ("--margin", _real(0, above=True), "margin of the TransE loss"),
+        ("--damping", _real(0, above=True), "lambda of the influence Hessian (default 2|G|/|E|)"),
+    ):
+        train.add_argument(flag, type=kind, help=meaning)
     train.add_argument("--calibrate", action="store_true",
                        help="TransE: calibrate the influence scale with 4 masked retrains (METHODS §4)")
     train.add_argument("--out", required=True, help="model directory, e.g. cached_models/fb15k237-transe")
+    train.add_argument("--force", action="store_true", help="replace the model already at --out")
     train.set_defaults(handler=_train)
 
     measures = commands.add_parser("measures", help="every measure per occupation")
     measures.add_argument("--model", required=True)
-    measures.add_argument("--out", required=True)
+    measures.add_argument("--out", required=True, type=_csv_out)
     measures.set_defaults(handler=_measures)
 
     individuals = commands.add_parser("individuals", help="B_in and B'_in per person of an occupation")
     individuals.add_argument("--model", required=True)
-    individuals.add_argument("--occupation", required=True, help="occupation entity label")
-    individuals.add_argument("--out", required=True)
+    individuals.add_argument("--occupation", required=True, help="occupation label or readable name")
+    individuals.add_argument("--out", required=True, type=_csv_out)
     individuals.set_defaults(handler=_individuals)
 
     influence = commands.add_parser("influence", help="most influential training triples on B_gr")
     influence.add_argument("--model", required=True)
-    influence.add_argument("--occupation", required=True)
-    influence.add_argument("--top", type=int, default=20)
-    influence.add_argument("--out", required=True)
+    influence.add_argument("--occupation", required=True, help="occupation label or readable name")
+    influence.add_argument("--top", type=_integer(1), default=20)
+    influence.add_argument("--out", required=True, type=_csv_out)
     influence.set_defaults(handler=_influence)
 
     fisher = commands.add_parser("fisher", help="Fisher et al.'s b_p per profession for an attribute")
@@ -254,23 +342,25 @@ def build_parser() -> argparse.ArgumentParser:
     fisher.add_argument("--relation", required=True, help="attribute relation label or name (gender, ...)")
     fisher.add_argument("--a", required=True, help="value a (entity label)")
     fisher.add_argument("--b", help="value b (entity label); omitted: a vs the rest")
-    fisher.add_argument("--min-count", type=int, default=0)
-    fisher.add_argument("--out", required=True)
+    fisher.add_argument("--min-count", type=_integer(0), default=0)
+    fisher.add_argument("--out", required=True, type=_csv_out)
     fisher.set_defaults(handler=_fisher)
 
     audit = commands.add_parser("audit", help="Keidar et al.'s DPD/PPD/TLB per sensitive relation and model")
     audit.add_argument("--models", nargs="+", required=True, help="model directories")
-    audit.add_argument("--k", type=int, default=5, help="most common occupations classified (+ OTHER)")
+    audit.add_argument("--k", type=_integer(1), default=5, help="most common occupations classified (+ OTHER)")
     audit.add_argument("--classifier", choices=("random_forest", "mlp"), default="random_forest")
-    audit.add_argument("--min-persons", type=int, default=10, help="skip tail values with fewer persons")
-    audit.add_argument("--out", required=True)
+    audit.add_argument("--min-persons", type=_integer(1), default=10, help="skip tail values with fewer persons")
+    audit.add_argument("--out", required=True, type=_csv_out)
     audit.set_defaults(handler=_audit)
 
     fairness = commands.add_parser("fairness", help="Schwertmann et al.'s DPG/PPG/EOG of occupation predictions")
     fairness.add_argument("--models", nargs="+", required=True, help="model directories")
-    fairness.add_argument("--min-count", type=int, default=100, help="test facts for a class of its own")
-    fairness.add_argument("--bootstrap", type=int, default=1000)
-    fairness.add_argument("--out", required=True)
+    fairness.add_argument("--min-count", type=_integer(1),
+                          help="test facts for a class of its own (default: the paper's 100 on FB15k-237, "
+                               "the same share of a smaller test set)")
+    fairness.add_argument("--bootstrap", type=_integer(0, MAX_BOOTSTRAP), default=1000)
+    fairness.add_argument("--out", required=True, type=_csv_out)
     fairness.set_defaults(handler=_fairness)
 
     download = commands.add_parser("download", help="fetch FB15k-237 and names (needs a network)")
@@ -279,19 +369,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     debias = commands.add_parser("debias", help="Du's Add / IF-REMOVE / Random-REMOVE what-if, retrained and saved")
     debias.add_argument("--model", required=True, help="base model directory (only read)")
-    debias.add_argument("--occupation", required=True, help="occupation entity label")
+    debias.add_argument("--occupation", required=True, help="occupation label or readable name")
     edit = debias.add_mutually_exclusive_group(required=True)
     edit.add_argument("--add", action="store_true", help="add c·(|M|−|F|) dummies of the rarer gender")
-    edit.add_argument("--remove-k", type=int, help="remove k triples (see --strategy)")
+    edit.add_argument("--remove-k", type=_integer(1), help="remove k triples (see --strategy)")
     edit.add_argument("--remove-indices", help="file of training-triple indices to remove")
-    debias.add_argument("--c", type=float, default=0.5, help="Add: dummies per missing person")
-    debias.add_argument("--cap", type=int, default=10_000, help="Add: at most this many dummies")
+    debias.add_argument("--c", type=_real(0, above=True), default=0.5, help="Add: dummies per missing person")
+    debias.add_argument("--cap", type=_integer(1), default=10_000, help="Add: at most this many dummies")
     debias.add_argument("--strategy", choices=("if", "random"), default="if",
                         help="remove-k: IF-REMOVE (towards 0 by influence) or Random-REMOVE")
-    debias.add_argument("--seed", type=int, default=0, help="Random-REMOVE: seed of the random set")
+    debias.add_argument("--seed", type=seed, default=0, help="Random-REMOVE: seed of the random set")
     debias.add_argument("--mode", choices=("scratch", "warm"), default="scratch",
                         help="scratch: faithful, same seed and initialisation; warm: a few epochs from the base")
-    debias.add_argument("--out", required=True, help="model directory of the what-if")
+    debias.add_argument("--out", required=True, help="model directory of the what-if (never the --model)")
+    debias.add_argument("--force", action="store_true", help="replace a what-if already at --out")
     debias.set_defaults(handler=_debias)
 
     validate = commands.add_parser("validate", help="influence against retraining (Du §4.2) or the census (§4.1)")
@@ -299,28 +390,45 @@ def build_parser() -> argparse.ArgumentParser:
     accuracy = checks.add_parser("influence", help="predicted vs actual change of B_gr after top/bottom/random-k")
     accuracy.add_argument("--model", required=True)
     accuracy.add_argument("--occupation", required=True)
-    accuracy.add_argument("--ks", type=int, nargs="+", required=True, help="numbers of triples to remove")
+    accuracy.add_argument("--ks", type=_integer(1), nargs="+", required=True, help="numbers of triples to remove")
     accuracy.add_argument("--kinds", nargs="+", choices=("top", "bottom", "random"),
                           default=["top", "bottom", "random"])
-    accuracy.add_argument("--out", required=True, help="CSV of the runs: kind, k, predicted, actual")
+    accuracy.add_argument("--out", required=True, type=_csv_out, help="CSV of the runs: kind, k, predicted, actual")
     accuracy.set_defaults(handler=_validate_influence)
     census = checks.add_parser("census", help="Pearson r of each measure against census log(p/(1-p))")
     census.add_argument("--model", required=True)
-    census.add_argument("--year", type=int, help="census year (default: the latest in the file)")
+    census.add_argument("--year", type=_integer(1000, 9999), help="census year (default: the latest in the file)")
     census.add_argument("--data-dir", help="data directory with census/ (default: $KGBIAS_DATA_DIR or ./data)")
-    census.add_argument("--min-per-gender", type=int, default=1)
-    census.add_argument("--out", required=True, help="CSV: measure, r, p_value, n")
+    census.add_argument("--min-per-gender", type=_integer(1), default=1)
+    census.add_argument("--out", required=True, type=_csv_out, help="CSV: measure, r, p_value, n")
     census.set_defaults(handler=_validate_census)
     return parser
 
 
+def _say(text: str) -> None:
+    """One line on stderr, whatever line breaks the message holds."""
+    print(" ".join(str(text).split("\n")), file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; 0 on success, 2 on a user error, 1 on an unexpected error (one line each)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit:  # --help (0) or a usage error, already printed as one line (2)
+        return exit.code if isinstance(exit.code, int) else 2
     try:
         args.handler(args)
     except KGBiasError as error:
-        print(f"error: {error}", file=sys.stderr)
+        _say(f"error: {error}")
         return 2
+    except KeyboardInterrupt:
+        _say(f"error: {INTERRUPTED}")
+        return 130
+    except Exception as error:
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        _say("error: " + UNEXPECTED_ERROR.format(exc_type=type(error).__name__, message=error))
+        return 1
     return 0
 
 

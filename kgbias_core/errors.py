@@ -37,6 +37,11 @@ MALFORMED_LINE = (
 )
 EMPTY_FIELD = "{path}, line {line}: column {column} is empty"
 MALFORMED_NAME_LINE = "{path}, line {line}: expected 'id<TAB>name', found {found} columns"
+NOT_UTF8 = "{path}, line {line}: not UTF-8 text (bytes {bad}); save the file as UTF-8"
+ID_TOO_LONG = (
+    "{path}, line {line}: column {column} is {length:,} characters long; an id has at most {limit:,} "
+    "(a missing tab or line break?)"
+)
 NO_DATA_DIR = (
     "no {title} data in {path}: expected {path}/{folder}/train.txt. Set KGBIAS_DATA_DIR or --data-dir to "
     "a directory with {folder}/ (and census/). {source}"
@@ -54,6 +59,8 @@ NO_GENDER_FACTS = (
     "male ({male!r}) or female ({female!r}) tail: no gender measure can be computed"
 )
 BAD_SCHEMA_FILE = "{path}: {problem}"
+SCHEMA_NOT_A_TABLE = "the top level must be a table of keys (a JSON object), found {found}"
+SCHEMA_BAD_VALUE = "{key} must be {expected}, found {found}"
 NO_SCHEMA = (
     "{path}: a user graph needs a schema naming the gender relation, its male and female values "
     "and the occupation relation: pass --schema FILE.toml or put schema.toml beside the triples"
@@ -101,6 +108,10 @@ NO_NEGATIVES = (
     "model {model!r} has no frozen negatives: influence needs TransE trained by kgbias (METHODS §2)"
 )
 UNKNOWN_MODEL = "unknown model {model!r}: choose one of {known}"
+NOT_TRANSE = (
+    "model {model!r} is {kind}: B_gr, B_in and influence read TransE vectors; pick a TransE model "
+    "(fisher, audit and fairness take every kind)"
+)
 
 # --- fisher / audit / fairness -----------------------------------------------------------
 FISHER_NOT_SINGLE_REPRESENTATION = (
@@ -118,6 +129,11 @@ FISHER_VALUE_IS_OTHER = (
     "compares a value with the OTHER values only"
 )
 FISHER_BAD_SIDE = "toward must be 'a' or 'b', got {toward!r}"
+FISHER_SAME_VALUE = "values a and b are the same entity ({value}): b_p compares two different values"
+FISHER_VALUE_NOT_HELD = (
+    "no person holds value {side} of this attribute relation: b_p would measure a value nobody has; "
+    "choose a value that some person holds"
+)
 AUDIT_BAD_CLASSIFIER = "unknown occupation classifier {kind!r}: expected 'random_forest' or 'mlp'"
 AUDIT_TOO_FEW_PERSONS = (
     "the occupation classifier needs persons of at least two occupation classes with two persons "
@@ -135,6 +151,10 @@ FAIRNESS_SHAPE_MISMATCH = (
     "y_true, y_pred and gender must have the same length, got {n_true}, {n_pred} and {n_gender}"
 )
 FAIRNESS_BAD_CONFIDENCE = "confidence must lie strictly between 0 and 1, got {confidence}"
+FAIRNESS_FEW_CLASSES = (
+    "warning: {model}: with --min-count {min_count} only {n_classes} occupation(s) have a class of their own "
+    "(the rest is pooled as OTHER), so DPG/PPG/EOG compare almost nothing; lower --min-count"
+)
 RANKS_EMPTY = "no ranks given: MRR and Hits@k need at least one test triple"
 TRIPLES_BAD_SHAPE = "{what}: expected an integer tensor of shape [n, 3], got shape {shape}"
 
@@ -193,3 +213,10 @@ CENSUS_NOT_PAIRED = (
     "FB15k-237 and FB13 only"
 )
 LAB_BAD_INDEX_FILE = "{path}, line {line}: expected training-triple indices (integers), found {found!r}"
+
+# --- command line ------------------------------------------------------------------------------
+BAD_NUMBER = "expected {expected}, got {value!r}"
+CSV_OUT_IS_DIRECTORY = "{path} is a directory: --out names the CSV file to write (nothing was written)"
+CSV_WRITE_FAILED = "{path}: could not write the CSV ({reason}); a previous file of that name is unchanged"
+UNEXPECTED_ERROR = "{exc_type}: {message} (unexpected: rerun with KGBIAS_DEBUG=1 for the traceback)"
+INTERRUPTED = "interrupted: nothing was saved by the unfinished command"

@@ -29,8 +29,10 @@ from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.embeddings.config import TrainConfig, default_train_config
 from kgbias_core.embeddings.store import (
     StoredModel,
+    check_output,
     load_model,
     load_result,
+    model_fingerprint,
     model_version,
     save_model,
     save_result,
@@ -138,18 +140,25 @@ def train_task(
     names: str | None = None,
     overrides: Mapping[str, Any] | None = None,
     calibrate: bool = False,
+    overwrite: bool = False,
 ) -> Task[str]:
     """Train a model on ``dataset``'s training split and save it as the model directory ``out``.
 
     The config is the dataset's default (:func:`train_config`, looked up when the task runs) with
     ``overrides`` (model kind, dim, epochs, ...), so every kind sees the same data and split.
     ``calibrate`` (TransE only) stores the influence scale too. The task returns the directory.
+    ``out`` is checked before the data is read (:func:`check_output`): an existing model there is
+    replaced only with ``overwrite``, anything else never, so a refused ``out`` costs no training.
     One job per model directory: the key is ``out``.
     """
 
     def run(progress: Progress) -> str:
-        progress.update(stage="loading data", message=f"reading the {dataset} graph")
+        check_output(out, overwrite=overwrite)
+        # No message while reading: a graph that cannot be read is the only line a user sees.
+        progress.update(stage="loading data")
         graph = load_graph(dataset, data_dir, schema=schema, names=names)
+        progress.update(message=f"read {graph.name}: {graph.training.num_triples} training triples, "
+                                f"{graph.training.num_entities} entities, {graph.training.num_relations} relations")
         config = replace(train_config(graph.name), **(overrides or {}))
         # The stage clock starts now, so that the time left is estimated from the epochs alone.
         progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
@@ -158,7 +167,7 @@ def train_task(
         if calibrate and config.model == "transe":
             model = _calibrated(model, progress)
         progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
-        return str(save_model(model, out.parent))
+        return str(save_model(model, out.parent, overwrite=overwrite))
 
     return Task(key=_key("train", out=str(out)), run=run)
 
@@ -172,7 +181,7 @@ def store_influence_scale(model_dir: Path | str, scale: float) -> Path:
     if results.is_dir():
         shutil.copytree(results, kept)
     try:
-        path = save_model(replace(model, influence_scale=float(scale)), model_dir.parent)
+        path = save_model(replace(model, influence_scale=float(scale)), model_dir.parent, overwrite=True)
         if kept.is_dir():  # the scale does not change the weights: the cached results stay valid
             shutil.copytree(kept, path / "results", dirs_exist_ok=True)
     finally:
@@ -186,23 +195,32 @@ def whatif_name(base: str, edit: Edit, *, mode: Mode, occupation_name: str) -> s
     payload = json.dumps({**edit.describe(), "added": edit.added_triples, "mode": mode}, sort_keys=True)
     digest = hashlib.sha1(payload.encode("utf-8")).hexdigest()[:8]
     strategy = slug(edit.strategy.split(" ")[0])
-    return f"{base}--{strategy}-{slug(occupation_name)}-{digest}"
+    occupation = slug(occupation_name)[:40].rstrip("-")  # model names have at most 200 characters
+    return f"{base}--{strategy}-{occupation}-{digest}"
 
 
-def whatif_task(*, base: Path | str, edit: Edit, mode: Mode, out: Path, evaluate: bool = False) -> Task[str]:
+def whatif_task(
+    *, base: Path | str, edit: Edit, mode: Mode, out: Path, evaluate: bool = False, overwrite: bool = False
+) -> Task[str]:
     """Retrain the model at ``base`` with ``edit`` and save the run as the model directory ``out``.
 
-    ``evaluate`` then caches link prediction of the run and its base (what the lab compares).
+    ``out`` is checked before retraining: never the base itself, an existing model only with
+    ``overwrite``. The run's edit record keeps the base's :func:`model_fingerprint` under
+    ``"base"``, so :func:`kgbias_core.whatif.runs.is_stale` can tell when the base was retrained
+    since. ``evaluate`` then caches link prediction of the run and its base (what the lab compares).
     The task returns the run's directory.
     """
 
     def run(progress: Progress) -> str:
+        check_output(out, overwrite=overwrite, reading=base)
         model = load_model(base)
+        fingerprint = model_fingerprint(base)
         progress.update(stage="retraining", message=f"retraining {model.name}: {edit.strategy}, {mode}")
         what_if = retrain(model, edit, name=out.name, mode=mode, on_epoch=progress.as_callback(stage="retraining"),
                           should_stop=progress.should_stop)
+        what_if = replace(what_if, edit={**what_if.edit, "base": fingerprint})
         progress.update(stage="saving", message="saving the run")
-        path = save_model(what_if, out.parent)
+        path = save_model(what_if, out.parent, overwrite=overwrite)
         if evaluate:
             progress.update(stage="evaluating", message="link prediction (MRR, Hits@10) of the run and its base")
             cached_link_prediction(path)

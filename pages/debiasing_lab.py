@@ -22,7 +22,7 @@ with widgets.errors_shown():
         widgets.predicted_edit(model, edit, row=row)
         name = tasks.whatif_name(model.name, edit, mode=choice.mode, occupation_name=row["name"])
         whatif = tasks.whatif_task(base=model.path, edit=edit, mode=choice.mode, out=model.beside(name),
-                                   evaluate=True)
+                                   evaluate=True, overwrite=True)
         if name in cache.catalog():
             st.info(texts.RUN_IN_STORE.format(name=name))
         elif jobs_ui.is_running(whatif):
@@ -46,7 +46,9 @@ else:
 
 st.subheader("Runs of this model")
 with widgets.errors_shown():
-    runs = cache.whatif_runs(model)
+    runs, stale = cache.whatif_runs(model), cache.stale_runs(model)
+    if stale:
+        st.warning(texts.STALE_RUNS.format(n=len(stale), model=model.name, names=", ".join(stale)))
     if not runs:
         st.info(texts.NO_RUNS)
     else:

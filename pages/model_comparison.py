@@ -53,7 +53,7 @@ with widgets.errors_shown():
         widgets.relation_drill_down(audits, chosen, relations=list(wide["relation"]), dataset=model.dataset)
 
     st.header("Are the predictions fair? (Schwertmann et al.)")
-    min_count = widgets.fairness_min_count(n_triples)
+    min_count = widgets.fairness_min_count(cache.occupation_test_facts(chosen[0]))
     reports = {m.name: cache.fairness_report(m, min_count) for m in chosen}
     if all(report.classes == (fairness.OTHER,) for report in reports.values()):
         st.warning(texts.NO_CLASS_REACHES.format(min_count=min_count))

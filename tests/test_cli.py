@@ -10,7 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kgbias_core.cli import main
+from kgbias_core import tables
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.cli import DEBUG_ENV, main
+from kgbias_core.embeddings.store import load_model, read_config
+from kgbias_core.errors import FAIRNESS_FEW_CLASSES
 from kgbias_core.tables import MEASURE_COLUMNS
 
 from .conftest import REPO
@@ -33,8 +37,11 @@ def test_train_writes_a_model_directory(trained: Path) -> None:
 def test_measures_has_the_documented_columns(trained: Path, tmp_path: Path) -> None:
     assert main(["measures", "--model", str(trained), "--out", str(tmp_path / "m.csv")]) == 0
     frame = pd.read_csv(tmp_path / "m.csv")
-    assert list(frame.columns[: len(MEASURE_COLUMNS)]) == list(MEASURE_COLUMNS)
+    assert list(frame.columns) == [*MEASURE_COLUMNS, "n_other_gender", "n_unknown_gender", "note"]
     assert "nurse" in set(frame.occupation)
+    # The README's promise: persons of a non-binary (or several) gender value are counted per occupation.
+    groups = ModelAnalysis(load_model(trained)).groups
+    assert frame["n_other_gender"].tolist() == groups.n_other.tolist() and frame["n_other_gender"].sum() > 0
 
 
 def test_individuals_and_influence(trained: Path, tmp_path: Path) -> None:
@@ -71,3 +78,51 @@ def test_user_errors_are_one_line_not_a_traceback(trained: Path, tmp_path: Path)
         capture_output=True, text=True, cwd=REPO,
     )
     assert result.returncode == 2 and "no model at" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_train_replaces_a_model_only_with_force(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "quick"
+    args = ["train", "--dataset", "synthetic", "--dim", "8", "--epochs", "1", "--out", str(out)]
+    assert main(args) == 0
+    assert main([*args, "--seed", "5"]) == 2
+    assert "already holds a model: pass --force" in capsys.readouterr().err.splitlines()[-1]
+    assert read_config(out)["seed"] == 0  # untouched
+    assert main([*args, "--seed", "5", "--force"]) == 0
+    assert read_config(out)["seed"] == 5
+    assert [p.name for p in tmp_path.iterdir()] == ["quick"]  # the old model's scratch directory is gone
+
+
+def test_fairness_scales_its_default_and_warns_when_few_classes_remain(trained: Path, tmp_path: Path, capsys) -> None:
+    out = str(tmp_path / "f.csv")
+    assert main(["fairness", "--models", str(trained), "--bootstrap", "10", "--out", out]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    frame = pd.read_csv(out)
+    assert frame["class_name"].nunique() > 2  # the scaled default leaves occupations of their own besides OTHER
+    assert main(["fairness", "--models", str(trained), "--bootstrap", "10", "--min-count", "100000", "--out", out]) == 0
+    captured = capsys.readouterr()
+    warning = FAIRNESS_FEW_CLASSES.format(model="syn", min_count=100000, n_classes=0)
+    assert captured.err.strip().splitlines() == [warning]
+    assert "DPG" in captured.out
+
+
+def test_an_unexpected_error_is_one_line_naming_its_type(
+    trained: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("the bootstrap\nfell over")
+
+    monkeypatch.setattr(tables, "measures_table", broken)
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    assert main(["measures", "--model", str(trained), "--out", str(tmp_path / "m.csv")]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "error: RuntimeError: the bootstrap fell over (unexpected: rerun with KGBIAS_DEBUG=1 for the traceback)"
+    ]
+    monkeypatch.setenv(DEBUG_ENV, "1")
+    with pytest.raises(RuntimeError, match="fell over"):
+        main(["measures", "--model", str(trained), "--out", str(tmp_path / "m.csv")])
+
+
+def test_help_exits_0(capsys) -> None:
+    assert main(["train", "--help"]) == 0
+    assert "--force" in capsys.readouterr().out

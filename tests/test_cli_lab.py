@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kgbias_core.cli import main
-from kgbias_core.embeddings.store import load_model, save_model
+from kgbias_core.embeddings.store import load_model, model_fingerprint, save_model
 from kgbias_core.embeddings.training import train_model
 
 from .conftest import TINY_TRAINING, data_dir
@@ -58,7 +58,7 @@ def test_debias_add_and_random_and_indices(base: Path, tmp_path: Path, capsys) -
 
 def test_debias_errors_are_one_line(base: Path, tmp_path: Path, capsys) -> None:
     args = ["debias", "--model", str(base), "--mode", "warm", "--out", str(tmp_path / "x")]
-    assert main([*args, "--occupation", "nurse", "--add", "--c", "0"]) == 2
+    assert main([*args, "--occupation", "nurse", "--add", "--c", "0.01"]) == 2
     assert "adds no dummy" in capsys.readouterr().err
     assert main([*args, "--occupation", NO_WOMEN, "--remove-k", "3"]) == 2
     assert "0 female persons" in capsys.readouterr().err
@@ -126,3 +126,22 @@ def test_validate_census_on_an_fb15k237_model(base: Path, tmp_path: Path, capsys
     table = pd.read_csv(tmp_path / "c.csv")
     assert list(table.columns) == ["measure", "r", "p_value", "n"]
     assert table.loc[table["measure"] == "group_bias", "n"].iloc[0] >= 3
+
+
+def test_debias_replaces_a_whatif_only_with_force_and_never_the_base(base: Path, tmp_path: Path, capsys) -> None:
+    args = ["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "3", "--mode", "warm"]
+    out = tmp_path / "run"
+    assert main([*args, "--out", str(out)]) == 0
+    first = load_model(out).edit
+    assert first["base"] == model_fingerprint(base)  # what the lab checks for staleness
+    assert main([*args, "--strategy", "random", "--out", str(out)]) == 2
+    assert "already holds a model: pass --force" in capsys.readouterr().err.splitlines()[-1]
+    assert load_model(out).edit == first
+    assert main([*args, "--strategy", "random", "--out", str(out), "--force"]) == 0
+    assert load_model(out).edit["strategy"] == "random-remove k=3"
+    before = (base / "model.safetensors").read_bytes()
+    assert main([*args, "--out", str(base), "--force"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: {base} is the model being read (--model): a what-if is written under another name"
+    )
+    assert (base / "model.safetensors").read_bytes() == before

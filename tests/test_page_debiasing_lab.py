@@ -102,3 +102,26 @@ def test_lab_sessions_see_only_their_own_jobs(writable_store: Path) -> None:
     assert ui_texts.JOBS_OF_SESSION not in texts(theirs.subheader)
     settled(mine)
     assert ui_texts.JOBS_OF_SESSION in texts(mine.subheader)
+
+
+def test_a_run_of_a_base_retrained_on_other_data_is_shown_as_stale(writable_store: Path) -> None:
+    """The run was made from the base as it was; the base is then replaced (other data): never compared."""
+    from dataclasses import replace
+
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.jobs import Progress
+    from kgbias_core.whatif.edits import make_edit
+
+    base = load_model(writable_store / "tiny-transe")
+    edit = make_edit(ModelAnalysis(base), "nurse", strategy="random", k=3)
+    tasks.whatif_task(base=writable_store / "tiny-transe", edit=edit, mode="warm",
+                      out=writable_store / "tiny-transe--old-run").run(Progress())
+    app = page("debiasing_lab").run()
+    runs = next(box for box in app.selectbox if box.label == "Run")
+    assert runs.options == ["tiny-transe--old-run"] and not app.warning  # current: compared
+    save_model(replace(base, data_hash="retrained-on-other-data"), writable_store, overwrite=True)
+    app = page("debiasing_lab").run()
+    assert not app.exception
+    assert "tiny-transe--old-run" in texts(app.warning) and "retrained since" in texts(app.warning)
+    assert ui_texts.NO_RUNS in texts(app.info)  # hidden from the comparison

@@ -18,6 +18,8 @@ from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.measures.prediction_fairness import (
     NOT_OCCUPATION,
     OTHER,
+    PAPER_MIN_COUNT,
+    PAPER_N_FACTS,
     class_group_table,
     default_min_count,
     fairness_report,
@@ -231,4 +233,12 @@ def test_comparison_tables_read_the_reports() -> None:
     classes = class_group_table({"a": report}, names)
     assert len(classes) == 2 * len(report.classes)
     assert set(classes["class_name"]) == {"occupation 10", "occupation 11", "occupation 14", "occupation 15", "OTHER"}
-    assert default_min_count(272_115) == 100 and default_min_count(3_000) == 5
+
+def test_the_default_min_count_is_the_papers_share_of_the_test_facts(tiny_model) -> None:
+    assert default_min_count(PAPER_N_FACTS) == PAPER_MIN_COUNT == default_min_count(10**6)  # FB15k-237 and above
+    assert default_min_count(49) == round(100 * 49 / 1311) == 4
+    assert default_min_count(3) == 2  # never a class for every single fact
+    facts, _ = occupation_test_facts(tiny_model)
+    report = model_fairness(tiny_model, n_bootstrap=5)
+    assert report.min_count == default_min_count(len(facts)) < PAPER_MIN_COUNT
+    assert len([c for c in report.classes if c != OTHER]) >= 2  # the paper's 100 would pool all into OTHER

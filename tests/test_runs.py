@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pandas as pd
 import pytest
+import torch
 
+from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.embeddings.store import load_result, save_model
+from kgbias_core.data.synthetic import generate_people_graph
+from kgbias_core.embeddings.store import load_model, load_result, model_fingerprint, save_model
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.evaluation.link_prediction import link_prediction
-from kgbias_core.whatif.runs import bias_change, noise_band, noise_spread, random_baseline
+from kgbias_core.jobs import Progress
+from kgbias_core.whatif.edits import make_edit
+from kgbias_core.whatif.runs import bias_change, is_stale, noise_band, noise_spread, random_baseline
+
+from .conftest import TINY_GRAPH, TINY_TRAINING
 
 
 def test_comparison_link_prediction_and_cached_noise_band(tiny_model, tmp_path) -> None:
@@ -36,3 +47,27 @@ def test_noise_spread_and_random_baseline_read_the_stored_tables() -> None:
     assert k == 50 and change == pytest.approx(0.01)  # the nearest random k
     assert random_baseline(curve, k=0) is None and random_baseline(None, k=5) is None
     assert random_baseline(curve[curve["strategy"] == "IF-REMOVE"], k=5) is None
+def test_a_whatif_of_a_base_retrained_on_other_data_is_stale(tiny_graph, tmp_path) -> None:
+    base = tmp_path / "base"
+    config = replace(TINY_TRAINING, epochs=3)
+    save_model(train_model(tiny_graph, config, name="base", device=torch.device("cpu")), tmp_path)
+    edit = make_edit(ModelAnalysis(load_model(base)), "nurse", strategy="basket", indices=[1, 2])
+    run = Path(tasks.whatif_task(base=base, edit=edit, mode="warm", out=tmp_path / "run").run(Progress()))
+    assert load_model(run).edit["base"] == model_fingerprint(base)
+    assert not is_stale(run, base)
+    tasks.store_influence_scale(base, 0.5)  # calibrating the base leaves its weights, and the run, as they were
+    assert not is_stale(run, base)
+    other = generate_people_graph(replace(TINY_GRAPH, seed=8))  # the same name, retrained on other data
+    save_model(train_model(other, config, name="base", device=torch.device("cpu")), tmp_path, overwrite=True)
+    assert is_stale(run, base)
+    assert is_stale(run, tmp_path / "deleted-base")
+
+
+def test_a_whatif_of_a_base_retrained_with_another_config_is_stale(tiny_model, tmp_path) -> None:
+    base = save_model(tiny_model, tmp_path)
+    edit = make_edit(ModelAnalysis(tiny_model), "nurse", strategy="basket", indices=[1, 2])
+    run = Path(tasks.whatif_task(base=base, edit=edit, mode="warm", out=tmp_path / "run").run(Progress()))
+    assert not is_stale(run, base)
+    save_model(replace(tiny_model, config=replace(tiny_model.config, seed=99)), tmp_path, overwrite=True)
+    assert is_stale(run, base)
+    assert is_stale(base, base)  # not a what-if at all: nothing vouches for it

@@ -53,7 +53,7 @@ def test_pykeen_model_scores_like_the_stored_weights(tiny_model) -> None:
 def test_replacing_a_model_is_atomic_and_leaves_no_temporaries(tiny_model, tmp_path: Path) -> None:
     save_model(tiny_model, tmp_path)
     changed = replace(tiny_model, influence_scale=0.25)
-    save_model(changed, tmp_path)
+    save_model(changed, tmp_path, overwrite=True)
     assert load_model(tmp_path / tiny_model.name).influence_scale == 0.25
     assert [p.name for p in tmp_path.iterdir()] == [tiny_model.name]
 
@@ -62,7 +62,7 @@ def test_a_failed_write_keeps_the_old_model(tiny_model, tmp_path: Path) -> None:
     save_model(tiny_model, tmp_path)
     broken = replace(tiny_model, weights={"entity_embeddings": "not a tensor"})
     with pytest.raises(AttributeError):
-        save_model(broken, tmp_path)
+        save_model(broken, tmp_path, overwrite=True)
     assert torch.equal(load_model(tmp_path / tiny_model.name).entity_embeddings, tiny_model.entity_embeddings)
     assert list_models(tmp_path) == [tiny_model.name]
 
@@ -86,11 +86,11 @@ def test_corrupt_files_are_reported_not_unpickled(tiny_model, tmp_path: Path) ->
     torch.save({"entity_embeddings": torch.zeros(2)}, path / "model.safetensors")
     with pytest.raises(ModelStoreError, match=str(path)):
         load_model(path)
-    path = save_model(tiny_model, tmp_path)
+    path = save_model(tiny_model, tmp_path, overwrite=True)
     (path / "config.json").write_text("{not json")
     with pytest.raises(ModelStoreError, match="config.json"):
         load_model(path)
-    path = save_model(tiny_model, tmp_path)
+    path = save_model(tiny_model, tmp_path, overwrite=True)
     lines = (path / "entities.tsv").read_text().splitlines()
     (path / "entities.tsv").write_text("\n".join(lines[:-1]) + "\n")
     with pytest.raises(ModelStoreError, match="entity_embeddings does not match the id maps"):

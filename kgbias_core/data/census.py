@@ -13,6 +13,7 @@ with identical rows (``doctor``/``physician``/``surgeon``, ``lawyer``/``judge``,
 from __future__ import annotations
 
 import csv
+import io
 import math
 import warnings
 from importlib import resources
@@ -22,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from kgbias_core.data.text import read_text
 from kgbias_core.errors import (
     CENSUS_DUPLICATE,
     CENSUS_DUPLICATE_KEY,
@@ -32,7 +34,6 @@ from kgbias_core.errors import (
     CENSUS_NOT_PAIRED,
     CENSUS_SEVERAL_YEARS,
     CENSUS_UNKNOWN_YEAR,
-    MISSING_FILE,
     PAIRING_BAD_COLUMNS,
     PAIRING_EMPTY,
     PAIRING_MALFORMED_ROW,
@@ -58,13 +59,13 @@ CENSUS_FILE = Path("census") / "occupation_gender_ipums.csv"
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """Header and (line number, fields) of each non-empty row; line numbers count from 1."""
-    if not path.is_file():
-        raise DataError(MISSING_FILE.format(path=path))
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    try:
         header = next(reader, None) or []
         # reader.line_num is the physical line the row ended on: right for the one-line rows here.
         rows = [(reader.line_num, row) for row in reader if any(field.strip() for field in row)]
+    except csv.Error as exc:  # e.g. a NUL byte, or a quote left open at the end of the file
+        raise DataError(CENSUS_MALFORMED_ROW.format(path=path, line=reader.line_num, problem=exc)) from None
     return [name.strip() for name in header], rows
 
 
@@ -79,15 +80,8 @@ def _number(text: str, *, what: str, path: Path, line: int, low: float, high: fl
     return value
 
 
-def load_census(path: Path, *, year: int | None = None) -> pd.DataFrame:
-    """Male and female shares per census occupation for one year (the latest by default).
-
-    Returns columns ``year`` (int), ``occupation`` (str), ``total_weight`` (float, the number of
-    workers the IPUMS sample weights stand for), ``p_female`` and ``p_male`` (shares in [0, 1]),
-    one row per occupation. Raises :class:`DataError` naming the file and line of a malformed
-    row, or listing the available years for an unknown ``year``.
-    """
-    path = Path(path)
+def _read_census(path: Path) -> pd.DataFrame:
+    """Every row of the census file, checked: columns as :func:`load_census`'s, all years."""
     header, rows = _read_rows(path)
     missing = [name for name in CENSUS_COLUMNS if name not in header]
     if missing:
@@ -116,7 +110,19 @@ def load_census(path: Path, *, year: int | None = None) -> pd.DataFrame:
         male = _number(row[col["Male"]], what="Male", path=path, line=line, low=0.0, high=1.0)
         records.append((row_year, occupation, weight, female, male))
 
-    table = pd.DataFrame.from_records(records, columns=["year", "occupation", "total_weight", "p_female", "p_male"])
+    return pd.DataFrame.from_records(records, columns=["year", "occupation", "total_weight", "p_female", "p_male"])
+
+
+def load_census(path: Path, *, year: int | None = None) -> pd.DataFrame:
+    """Male and female shares per census occupation for one year (the latest by default).
+
+    Returns columns ``year`` (int), ``occupation`` (str), ``total_weight`` (float, the number of
+    workers the IPUMS sample weights stand for), ``p_female`` and ``p_male`` (shares in [0, 1]),
+    one row per occupation. Raises :class:`DataError` naming the file and line of a malformed
+    row (or of a byte that is not UTF-8), or listing the available years for an unknown ``year``.
+    """
+    path = Path(path)
+    table = _read_census(path)
     years = sorted(table["year"].unique().tolist())
     chosen = years[-1] if year is None else year
     if chosen not in years:
@@ -130,9 +136,8 @@ def census_file(data_dir: Path) -> Path:
 
 
 def census_years(path: Path) -> list[int]:
-    """The census years in the file, newest first."""
-    years = pd.read_csv(path, usecols=["Census year"])["Census year"].dropna().astype(int)
-    return sorted(years.unique().tolist(), reverse=True)
+    """The census years in the file, newest first (the file checked as by :func:`load_census`)."""
+    return sorted(_read_census(Path(path))["year"].unique().tolist(), reverse=True)
 
 
 def load_pairing(path: Path | None = None, *, dataset: str = "fb15k237") -> pd.DataFrame:

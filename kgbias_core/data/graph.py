@@ -19,12 +19,12 @@ import torch
 from pykeen.triples import TriplesFactory
 
 from kgbias_core.data.schema import Schema
+from kgbias_core.data.text import check_id, text_lines
 from kgbias_core.errors import (
     EMPTY_FIELD,
     EMPTY_FILE,
     MALFORMED_LINE,
     MALFORMED_NAME_LINE,
-    MISSING_FILE,
     NO_GENDER_FACTS,
     UNKNOWN_SCHEMA_ENTITY,
     UNKNOWN_SCHEMA_RELATION,
@@ -139,22 +139,19 @@ def display_name(name: str) -> str:
 
 
 def _tsv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """(line number, tab-separated fields) of every non-blank line; a missing file is a DataError."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(MISSING_FILE.format(path=path))
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if line.strip():
-                yield number, line.split("\t")
+    """(line number, tab-separated fields) of every non-blank line of a UTF-8 file (:func:`text_lines`)."""
+    for number, line in text_lines(path):
+        if line.strip():
+            yield number, line.split("\t")
 
 
 def read_triples(path: Path) -> np.ndarray:
-    """Read a ``head<TAB>relation<TAB>tail`` file into a str array of shape [n, 3].
+    """Read a ``head<TAB>relation<TAB>tail`` file into an array of str objects, shape [n, 3].
 
-    Blank lines are skipped; every other line must have exactly three non-empty columns,
-    else :class:`DataError` names the file and line.
+    Blank lines are skipped; every other line must have exactly three non-empty columns of at
+    most :data:`~kgbias_core.data.text.MAX_ID_LENGTH` characters, else :class:`DataError` names
+    the file and line. An object array, not numpy's fixed-width str: one long id would make every
+    cell as wide as it (a 1 MB id in FB15k-237's 272k rows asked for 68 GiB).
     """
     rows: list[list[str]] = []
     for number, parts in _tsv_rows(path):
@@ -163,19 +160,22 @@ def read_triples(path: Path) -> np.ndarray:
         for column, part in enumerate(parts, start=1):
             if not part.strip():
                 raise DataError(EMPTY_FIELD.format(path=path, line=number, column=column))
+            check_id(part.strip(), path=path, line=number, column=column)
         rows.append([p.strip() for p in parts])
     if not rows:
         raise DataError(EMPTY_FILE.format(path=path))
-    return np.asarray(rows, dtype=str)
+    triples = np.empty((len(rows), 3), dtype=object)
+    triples[:] = rows
+    return triples
 
 
 def read_names(path: Path) -> dict[str, str]:
-    """Read an ``id<TAB>name`` file; extra columns are an error naming the line."""
+    """Read an ``id<TAB>name`` file; extra columns or an over-long id are an error naming the line."""
     names: dict[str, str] = {}
     for number, parts in _tsv_rows(path):
         if len(parts) != 2:
             raise DataError(MALFORMED_NAME_LINE.format(path=path, line=number, found=len(parts)))
-        names[parts[0].strip()] = parts[1].strip()
+        names[check_id(parts[0].strip(), path=path, line=number, column=1)] = parts[1].strip()
     return names
 
 
@@ -209,8 +209,11 @@ def from_labeled_triples(
     def factory(triples: np.ndarray | None) -> TriplesFactory | None:
         if triples is None or not len(triples):
             return None
+        # kgbias never adds inverse triples, so a user's relation ending in "_inverse" is data, not
+        # one of PyKEEN's own inverses: PyKEEN would drop its triples silently.
         return TriplesFactory.from_labeled_triples(
-            triples, entity_to_id=entity_to_id, relation_to_id=relation_to_id
+            triples, entity_to_id=entity_to_id, relation_to_id=relation_to_id,
+            filter_out_candidate_inverse_relations=False,
         )
 
     graph = KnowledgeGraph(

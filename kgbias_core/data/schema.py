@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kgbias_core.errors import BAD_SCHEMA_FILE, SchemaError
+from kgbias_core.data.text import MAX_ID_LENGTH, read_text
+from kgbias_core.errors import BAD_SCHEMA_FILE, SCHEMA_BAD_VALUE, SCHEMA_NOT_A_TABLE, SchemaError
 
 
 @dataclass(frozen=True)
@@ -40,28 +42,46 @@ class Schema:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, source: str = "schema") -> Schema:
+    def from_dict(cls, data: Any, *, source: str = "schema") -> Schema:
+        """The schema a TOML/JSON table describes; every key and value type is checked.
+
+        Raises :class:`SchemaError` naming ``source`` and the key at fault: the top level is
+        not a table, a required key is missing or not a non-empty string, a key is unknown (a
+        typo would otherwise be ignored), or an attribute is malformed.
+        """
+
+        def bad(problem: str) -> SchemaError:
+            return SchemaError(BAD_SCHEMA_FILE.format(path=source, problem=problem))
+
+        if not isinstance(data, dict):
+            raise bad(SCHEMA_NOT_A_TABLE.format(found=_shown(data)))
         required = ("gender_relation", "male", "female", "occupation_relation")
-        missing = [k for k in required if not isinstance(data.get(k), str) or not data.get(k)]
+        unknown = sorted(set(data) - {*required, "attributes"})
+        if unknown:
+            raise bad(f"unknown key(s) {unknown}; the keys are {[*required, 'attributes']}")
+        missing = [k for k in required if k not in data]
         if missing:
-            raise SchemaError(
-                BAD_SCHEMA_FILE.format(path=source, problem=f"missing or empty key(s) {missing}")
-            )
+            raise bad(f"missing key(s) {missing}")
+        for key in required:
+            _check_text(data[key], key=key, bad=bad)
+        items = data.get("attributes", [])
+        if not isinstance(items, list | tuple):
+            raise bad(SCHEMA_BAD_VALUE.format(key="attributes", expected="a list of tables", found=_shown(items)))
         attributes = []
-        for i, item in enumerate(data.get("attributes", ()) or ()):
+        for i, item in enumerate(items):
+            where = f"attributes[{i}]"
             if not isinstance(item, dict) or "relation" not in item:
-                raise SchemaError(
-                    BAD_SCHEMA_FILE.format(
-                        path=source, problem=f"attribute {i} needs at least a 'relation' key"
-                    )
-                )
-            attributes.append(
-                AttributeRelation(
-                    name=str(item.get("name", item["relation"])),
-                    relation=str(item["relation"]),
-                    person_is_head=bool(item.get("person_is_head", True)),
-                )
-            )
+                raise bad(f"{where} needs at least a 'relation' key, found {_shown(item)}")
+            extra = sorted(set(item) - {"name", "relation", "person_is_head"})
+            if extra:
+                raise bad(f"{where} has unknown key(s) {extra}; the keys are ['name', 'relation', 'person_is_head']")
+            relation = _check_text(item["relation"], key=f"{where}.relation", bad=bad)
+            name = _check_text(item.get("name", relation), key=f"{where}.name", bad=bad)
+            person_is_head = item.get("person_is_head", True)
+            if not isinstance(person_is_head, bool):
+                raise bad(SCHEMA_BAD_VALUE.format(key=f"{where}.person_is_head", expected="true or false",
+                                                  found=_shown(person_is_head)))
+            attributes.append(AttributeRelation(name=name, relation=relation, person_is_head=person_is_head))
         return cls(
             gender_relation=data["gender_relation"],
             male=data["male"],
@@ -80,6 +100,20 @@ class Schema:
         return AttributeRelation(name_or_relation, name_or_relation, True)
 
 
+def _shown(value: Any) -> str:
+    """A value as a message shows it: its type and a short repr."""
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + '…' if len(text) > 60 else text}"
+
+
+def _check_text(value: Any, *, key: str, bad: Callable[[str], SchemaError]) -> str:
+    """``value`` if it is a usable id: a non-empty string of at most MAX_ID_LENGTH characters."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_LENGTH:
+        expected = f"a non-empty string of at most {MAX_ID_LENGTH} characters"
+        raise bad(SCHEMA_BAD_VALUE.format(key=key, expected=expected, found=_shown(value)))
+    return value
+
+
 def load_schema(path: Path | str) -> Schema:
     """Read a schema from a TOML or JSON file (keys as the fields of :class:`Schema`).
 
@@ -94,10 +128,7 @@ def load_schema(path: Path | str) -> Schema:
         relation = "P27"
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SchemaError(BAD_SCHEMA_FILE.format(path=path, problem=exc.strerror)) from exc
+    text = read_text(path)
     try:
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:

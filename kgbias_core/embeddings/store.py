@@ -17,7 +17,9 @@ Nothing is ever unpickled: tensors come from safetensors, everything else from J
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -36,6 +38,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from kgbias_core.data.schema import Schema
+from kgbias_core.data.text import text_lines
 from kgbias_core.embeddings.config import MODELS, TrainConfig
 from kgbias_core.errors import (
     MODEL_CORRUPT,
@@ -43,6 +46,7 @@ from kgbias_core.errors import (
     MODEL_NOT_FOUND,
     MODEL_WRITE_FAILED,
     NON_FINITE_WEIGHTS,
+    NOT_TRANSE,
     OUT_BAD_NAME,
     OUT_EXISTS,
     OUT_IS_INPUT,
@@ -50,6 +54,7 @@ from kgbias_core.errors import (
     UNKNOWN_ENTITY,
     UNKNOWN_MODEL,
     UNKNOWN_RELATION,
+    DataError,
     MeasureError,
     ModelStoreError,
 )
@@ -58,7 +63,8 @@ from kgbias_core.types import FloatTensor, LongTensor
 MODEL_FILES = ("config.json", "model.safetensors", "training.safetensors", "entities.tsv", "relations.tsv")
 STORE_ENV = "KGBIAS_MODEL_DIR"
 #: A model name is one path component: nothing a user types (or a page passes) can leave the store.
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+#: At most 200 characters: a write's scratch directory adds about 50 to it, and a file system 255.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
 #: Files are world-readable like the rest of a checkout (safetensors writes 0600 on its own).
 _FILE_MODE = 0o644
 
@@ -93,12 +99,18 @@ class StoredModel:
     @property
     def entity_embeddings(self) -> FloatTensor:
         """TransE entity embeddings [E, d]."""
-        return self.weights["entity_embeddings"]
+        return self._transe_weights("entity_embeddings")
 
     @property
     def relation_embeddings(self) -> FloatTensor:
         """TransE relation embeddings [R, d]."""
-        return self.weights["relation_embeddings"]
+        return self._transe_weights("relation_embeddings")
+
+    def _transe_weights(self, key: str) -> FloatTensor:
+        # Other kinds hold PyKEEN's state dict: the TransE measures have no vectors to read there.
+        if self.config.model != "transe":
+            raise MeasureError(NOT_TRANSE.format(model=self.name, kind=self.config.model))
+        return self.weights[key]
 
     @property
     def n_entities(self) -> int:
@@ -212,7 +224,7 @@ def clean_orphans(store: Path | str | None = None) -> list[str]:
     return removed
 
 
-def save_model(model: StoredModel, store: Path | str | None = None, *, overwrite: bool = True) -> Path:
+def save_model(model: StoredModel, store: Path | str | None = None, *, overwrite: bool = False) -> Path:
     """Write ``model`` to ``store/model.name`` atomically and return that path.
 
     An existing *model* of that name is replaced only with ``overwrite``; anything else at that
@@ -277,24 +289,23 @@ def _write_model_files(model: StoredModel, folder: Path) -> None:
 
 
 def _clean(text: str) -> str:
-    return text.replace("\t", " ").replace("\n", " ")
+    return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
 
 
 def _read_tsv(path: Path, columns: int) -> list[list[str]]:
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        header = handle.readline()
-        if not header:
-            raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem="empty file"))
-        for number, line in enumerate(handle, start=2):
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != columns or parts[0] != str(number - 2):
-                raise ModelStoreError(
-                    MODEL_CORRUPT.format(
-                        path=path, problem=f"line {number} is not 'id' + {columns - 1} columns in id order"
-                    )
-                )
-            rows.append(parts)
+    try:
+        lines = text_lines(path)
+    except DataError as exc:
+        raise ModelStoreError(str(exc)) from None
+    if not lines:
+        raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem="empty file"))
+    for number, line in lines[1:]:
+        parts = line.split("\t")
+        if len(parts) != columns or parts[0] != str(number - 2):
+            problem = f"line {number} is not 'id' + {columns - 1} columns in id order"
+            raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem=problem))
+        rows.append(parts)
     return rows
 
 
@@ -311,10 +322,7 @@ def load_model(path: Path | str) -> StoredModel:
     training = _read_safetensors(path / "training.safetensors")
     entities = _read_tsv(path / "entities.tsv", 3)
     relations = _read_tsv(path / "relations.tsv", 2)
-    train_config = TrainConfig.from_dict(config)
-    if train_config.model not in MODELS:
-        problem = UNKNOWN_MODEL.format(model=train_config.model, known=", ".join(MODELS))
-        raise ModelStoreError(MODEL_CORRUPT.format(path=path / "config.json", problem=problem))
+    train_config = _train_config(config, path / "config.json")
     for key, tensor in weights.items():
         if tensor.is_floating_point() or tensor.is_complex():
             bad = int((~torch.isfinite(tensor)).sum())
@@ -329,6 +337,9 @@ def load_model(path: Path | str) -> StoredModel:
     triples = training.get("triples")
     if triples is None or triples.ndim != 2 or triples.shape[1] != 3:
         raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem="training.safetensors lacks triples [n, 3]"))
+    for key, value in training.items():
+        _check_id_triples(value, key=key, n_entities=len(entities), n_relations=len(relations),
+                          file=path / "training.safetensors")
     reserved = {"name", "dataset", "data_hash", "schema", "damping", "influence_scale", "edit"}
     reserved |= set(train_config.to_dict())
     return StoredModel(
@@ -352,6 +363,54 @@ def load_model(path: Path | str) -> StoredModel:
     )
 
 
+def _train_config(config: dict[str, Any], file: Path) -> TrainConfig:
+    """The training config of a config.json, each setting of the type its field's default has."""
+
+    def corrupt(problem: str) -> ModelStoreError:
+        return ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
+
+    if not isinstance(config.get("schema"), dict):
+        raise corrupt("'schema' is missing or not a JSON object")
+    for key, default in TrainConfig().to_dict().items():
+        value = config.get(key, default)
+        if key == "damping" and value is None:
+            continue
+        numeric = isinstance(value, int | float) and not isinstance(value, bool)
+        if isinstance(default, str):
+            ok = isinstance(value, str)
+        elif isinstance(default, int):
+            ok = numeric and isinstance(value, int)
+        else:
+            ok = numeric and math.isfinite(value)
+        if not ok:
+            raise corrupt(f"{key!r} must be {type(default or 0.0).__name__}, found {value!r}")
+    for key in ("damping", "influence_scale"):
+        value = config.get(key)
+        if value is not None and not (isinstance(value, int | float) and not isinstance(value, bool)
+                                      and math.isfinite(value) and value >= 0):
+            raise corrupt(f"{key!r} must be a non-negative number or null, found {value!r}")
+    if not isinstance(config.get("edit"), dict | None):
+        raise corrupt(f"'edit' must be a JSON object or null, found {config['edit']!r}")
+    train_config = TrainConfig.from_dict(config)
+    if train_config.model not in MODELS:
+        raise corrupt(UNKNOWN_MODEL.format(model=train_config.model, known=", ".join(MODELS)))
+    return train_config
+
+
+def _check_id_triples(tensor: torch.Tensor, *, key: str, n_entities: int, n_relations: int, file: Path) -> None:
+    """``tensor`` is [n, 3] integer (head, relation, tail) ids inside the id maps."""
+    if tensor.ndim != 2 or tensor.shape[1] != 3 or tensor.is_floating_point() or tensor.is_complex():
+        problem = f"{key} is not integer triples [n, 3] (shape {list(tensor.shape)}, {tensor.dtype})"
+        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
+    if tensor.numel() == 0:
+        return
+    entities, relations = tensor[:, [0, 2]], tensor[:, 1]
+    if int(entities.min()) < 0 or int(entities.max()) >= n_entities or int(relations.min()) < 0 \
+            or int(relations.max()) >= n_relations:
+        problem = f"{key} names ids outside entities.tsv ({n_entities}) or relations.tsv ({n_relations})"
+        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
+
+
 def list_models(store: Path | str | None = None) -> list[str]:
     """Names of the complete models in the store (temporary and partial directories are skipped)."""
     store = Path(store) if store is not None else default_store()
@@ -365,9 +424,13 @@ def read_config(path: Path | str) -> dict[str, Any]:
     """The config.json of a model directory, cheaply (for listings)."""
     file = Path(path) / "config.json"
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: invalid JSON or not UTF-8
         raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=str(exc))) from exc
+    if not isinstance(config, dict):
+        problem = f"expected a JSON object of settings, found a {type(config).__name__}"
+        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
+    return config
 
 
 def model_version(path: Path | str) -> int:
@@ -421,6 +484,16 @@ def load_result(model_dir: Path | str, key: str, *, params: dict[str, Any]) -> p
     if meta != expected:
         return None
     return pd.read_csv(csv_path)
+
+
+def model_fingerprint(path: Path | str) -> dict[str, str]:
+    """What made a model's weights: ``data_hash`` (its training data) and ``config_hash`` (SHA-256 of
+    the settings that trained it, edit included). Equal fingerprints, equal weights; the influence
+    scale, set later, is not part of it."""
+    config = read_config(path)
+    settings = json.dumps(_fingerprint(config), sort_keys=True, default=str)
+    return {"config_hash": hashlib.sha256(settings.encode("utf-8")).hexdigest(),
+            "data_hash": str(config.get("data_hash") or "")}
 
 
 def _fingerprint(config: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,9 @@ from kgbias_core.errors import (
     FISHER_EMPTY_IDS,
     FISHER_NO_OTHER_VALUE,
     FISHER_NOT_SINGLE_REPRESENTATION,
+    FISHER_SAME_VALUE,
     FISHER_VALUE_IS_OTHER,
+    FISHER_VALUE_NOT_HELD,
     UNKNOWN_ENTITY,
     UNKNOWN_RELATION,
     MeasureError,
@@ -353,7 +355,15 @@ def fisher_profession_table(
     table (Fisher §3.1 fn. 4 uses 20: b_p of rare professions is noise); b_p of the kept ones is
     unaffected by the filter. Columns: ``profession`` (id), ``bias`` (b_p), ``n_a``, ``n_b``;
     sorted by ``bias`` descending (most a-associated first; positive = a-leaning).
+    A value a or b that no person holds, or b equal to a, is a :class:`MeasureError`: the step
+    would still move every score (or none), and b_p would read as a bias that is not there.
     """
+    if value_b is not None and int(value_b) == int(value_a):
+        raise MeasureError(FISHER_SAME_VALUE.format(value=int(value_a)))
+    held = set(np.asarray(person_values, dtype=np.int64).reshape(-1, 2)[:, 1].tolist())
+    for side, value in (("a", value_a), ("b", value_b)):
+        if value is not None and int(value) not in held:
+            raise MeasureError(FISHER_VALUE_NOT_HELD.format(side=side))
     bias = fisher_bias(
         model,
         persons=persons,

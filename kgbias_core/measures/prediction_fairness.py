@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from kgbias_core.data.graph import LARGE_GRAPH, Gender, gender_of
+from kgbias_core.data.graph import Gender, gender_of
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import (
@@ -60,6 +60,9 @@ __all__ = [
 OTHER = -1
 #: Predicted label of a top-1 tail that is not an occupation at all; never a true class.
 NOT_OCCUPATION = -2
+#: Schwertmann §3.5: an occupation needs 100 test facts for a class of its own, on FB15k-237, whose
+#: test split holds 1,311 occupation facts. A smaller test set gets the same share of its facts.
+PAPER_MIN_COUNT, PAPER_N_FACTS = 100, 1311
 
 _RATES = {"selection_rate": selection_rate, "precision": precision, "recall": recall}
 METRICS = tuple(_RATES)
@@ -79,6 +82,7 @@ class FairnessReport:
     """
 
     classes: tuple[int, ...]  # occupation ids with >= min_count facts (most frequent first), OTHER last
+    min_count: int  # test facts an occupation needed for a class of its own
     groups: tuple[str, str]  # the two gender labels compared, e.g. ("male", "female")
     n_facts: int  # facts used: gender is one of ``groups``
     n_facts_by_group: dict[str, int]  # facts used per group
@@ -102,6 +106,15 @@ def _class_labels(
     if mark_not_occupation:
         out = np.where(np.isin(labels, occupations), out, NOT_OCCUPATION)
     return out
+
+
+def default_min_count(n_facts: int) -> int:
+    """The paper's minimum count scaled to a test set of ``n_facts`` occupation facts.
+
+    100 on FB15k-237; elsewhere the same share of the facts (7.6%), between 2 and 100, so that a
+    small graph's occupations are not all pooled into OTHER.
+    """
+    return max(2, min(PAPER_MIN_COUNT, round(PAPER_MIN_COUNT * n_facts / PAPER_N_FACTS)))
 
 
 def _select_classes(y_true: np.ndarray, min_count: int) -> np.ndarray:
@@ -277,6 +290,7 @@ def fairness_report(
     not_occupation = pred_class == NOT_OCCUPATION
     return FairnessReport(
         classes=tuple(int(c) for c in classes),
+        min_count=min_count,
         groups=groups,
         n_facts=int(used.sum()),
         n_facts_by_group={group: int((gender_used == group).sum()) for group in groups},
@@ -317,15 +331,17 @@ def occupation_test_facts(model: StoredModel) -> tuple[LongTensor, np.ndarray]:
 
 
 def model_fairness(
-    model: StoredModel, *, min_count: int = 100, n_bootstrap: int = 1000, seed: int = 0
+    model: StoredModel, *, min_count: int | None = None, n_bootstrap: int = 1000, seed: int = 0
 ) -> FairnessReport:
     """Schwertmann et al.'s DPG / PPG / EOG of the model's top-1 occupation predictions (METHODS §8).
 
     :func:`fairness_report` of :func:`occupation_test_facts` and their top-1 tails
     (:func:`kgbias_core.evaluation.link_prediction.predict_top1_tails`); occupations are the tails of
-    occupation facts anywhere in the data.
+    occupation facts anywhere in the data. ``min_count`` None: :func:`default_min_count` of the facts.
     """
     test, gender = occupation_test_facts(model)
+    if min_count is None:
+        min_count = default_min_count(len(test))
     occupation = model.relation_id(model.schema.occupation_relation)
     predicted = predict_top1_tails(pykeen_model(model), heads=test[:, 0], relation=occupation)
     every = known_triples(model)
@@ -337,12 +353,6 @@ def model_fairness(
 
 
 # --- several models' reports side by side -----------------------------------------------------
-def default_min_count(n_triples: int) -> int:
-    """Test facts an occupation needs to be a class of its own: the paper's 100 on a large graph
-    (FB15k-237), 5 on a smaller one, whose test split holds few facts per occupation."""
-    return 100 if n_triples >= LARGE_GRAPH else 5
-
-
 def _interval(estimate: float, low: float, high: float) -> str:
     """"0.123 [0.100, 0.150]"; the estimate alone without an interval; "undefined" for NaN."""
     if pd.isna(estimate):

@@ -15,8 +15,9 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.embeddings.store import StoredModel, load_result, save_result
+from kgbias_core.embeddings.store import StoredModel, load_result, model_fingerprint, read_config, save_result
 from kgbias_core.embeddings.training import EpochCallback, train_transe
+from kgbias_core.errors import ModelStoreError
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.tables import occupations_frame
@@ -29,6 +30,21 @@ def bias_change(base: ModelAnalysis, what_if: ModelAnalysis) -> pd.DataFrame:
     frame = before.join(after, how="left").rename(columns={"group_bias": "group_bias_before"})
     frame["change"] = frame["group_bias_after"] - frame["group_bias_before"]
     return frame.reset_index()
+
+
+def is_stale(run_dir: Path | str, base_dir: Path | str) -> bool:
+    """True when the what-if at ``run_dir`` was not retrained from the model now at ``base_dir``.
+
+    A run records its base's fingerprint (:func:`kgbias_core.tasks.whatif_task`): a base retrained
+    since under the same name, on other data or with another config, has another one, and its
+    comparison with the run would be meaningless. A missing base, and a run without a record
+    (saved before kgbias kept one), cannot be vouched for either: stale.
+    """
+    try:
+        recorded = (read_config(run_dir).get("edit") or {}).get("base")
+        return recorded != model_fingerprint(base_dir)
+    except ModelStoreError:
+        return True
 
 
 def noise_band(

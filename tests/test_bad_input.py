@@ -1,0 +1,538 @@
+"""The bad-input corpus: every user error of the command line is one line and exit 2, and destroys nothing.
+
+Each case runs the CLI in-process (``kgbias_core.cli.main``) against a copy of the tiny model store
+and a folder of deliberately broken files, and asserts: exit status 2, exactly one line of output,
+no traceback, the message's text, nothing written at ``{out}``, and every model of the store
+still listed and loading. Nothing here trains a model: every case is refused before that.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from kgbias_core.cli import main
+from kgbias_core.data.text import MAX_ID_LENGTH
+from kgbias_core.embeddings.store import list_models, load_model
+
+from .conftest import REPO
+
+#: A tiny graph in Wikidata ids that satisfies SCHEMA: the good base that each bad file breaks.
+GOOD_TRIPLES = "Q1\tP21\tQ6581097\nQ2\tP21\tQ6581072\nQ1\tP106\tQ33999\nQ2\tP106\tQ33999\n"
+SCHEMA = 'gender_relation = "P21"\nmale = "Q6581097"\nfemale = "Q6581072"\noccupation_relation = "P106"\n'
+SCHEMA_JSON = {"gender_relation": "P21", "male": "Q6581097", "female": "Q6581072", "occupation_relation": "P106"}
+LATIN1 = b"Q1\tP21\tQ6581097\nQ2\tP21\tQ6581072\nQ3\tP106\tJos\xe9\n"
+LONG_ID = "Q" * (MAX_ID_LENGTH + 1)
+CENSUS = "Census year,Occupation,Total Weight,Female,Male\n2015,Nurses,100,0.9,0.1\n2010,Nurses,90,0.9,0.1\n"
+
+#: name -> content (str or bytes) of the bad and good files every case may point at as {files}/NAME.
+FILES: dict[str, str | bytes] = {
+    "good.tsv": GOOD_TRIPLES,
+    "schema.toml": SCHEMA,
+    "latin1.tsv": LATIN1,
+    "two_columns.tsv": GOOD_TRIPLES + "Q3\tP21\n",
+    "four_columns.tsv": GOOD_TRIPLES + "Q3\tP21\tQ6581097\textra\n",
+    "empty_field.tsv": GOOD_TRIPLES + "Q3\t\tQ6581097\n",
+    "empty.tsv": "",
+    "blank_lines.tsv": "\n\n  \n",
+    "long_id.tsv": GOOD_TRIPLES + f"{LONG_ID}\tP21\tQ6581097\n",
+    # 1.1 MB of one "id": numpy's fixed-width str arrays once asked for 68 GiB for such a file.
+    "huge_id.tsv": GOOD_TRIPLES + "Q" * 1_100_000 + "\tP21\tQ6581097\n",
+    "long_relation.tsv": GOOD_TRIPLES + f"Q3\t{LONG_ID}\tQ6581097\n",
+    "names_latin1.tsv": b"Q1\tJos\xe9\n",
+    "names_three.tsv": "Q1\tAda\tLovelace\n",
+    "names_long_id.tsv": f"{LONG_ID}\tsomeone\n",
+    "schema_list.json": json.dumps([SCHEMA_JSON]),
+    "schema_string.json": json.dumps("P21"),
+    "schema_invalid.json": '{"gender_relation": "P21",',
+    "schema_invalid.toml": "gender_relation = ",
+    "schema_missing.toml": 'gender_relation = "P21"\n',
+    "schema_number.json": json.dumps({**SCHEMA_JSON, "male": 5}),
+    "schema_empty_value.json": json.dumps({**SCHEMA_JSON, "female": ""}),
+    "schema_typo.json": json.dumps({**{k: v for k, v in SCHEMA_JSON.items() if k != "gender_relation"},
+                                    "gender_relaton": "P21"}),
+    "schema_attributes_table.json": json.dumps({**SCHEMA_JSON, "attributes": {"relation": "P27"}}),
+    "schema_attribute_no_relation.json": json.dumps({**SCHEMA_JSON, "attributes": [{"name": "citizenship"}]}),
+    "schema_attribute_head.json": json.dumps({**SCHEMA_JSON, "attributes": [{"relation": "P27",
+                                                                             "person_is_head": "yes"}]}),
+    "schema_attribute_key.json": json.dumps({**SCHEMA_JSON, "attributes": [{"relation": "P27", "colour": "red"}]}),
+    "schema_latin1.toml": SCHEMA.encode() + b'# Jos\xe9\n',
+    "schema_other_relation.toml": SCHEMA.replace('"P106"', '"P999"'),
+    "schema_other_male.toml": SCHEMA.replace('"Q6581097"', '"Q42"'),
+    "schema_no_gender_facts.toml": SCHEMA.replace('"Q6581097"', '"Q1"').replace('"Q6581072"', '"Q2"'),
+    "indices_word.txt": "1\nfive\n",
+    "indices_latin1.txt": b"1\n2 # Jos\xe9\n",
+    "indices_negative.txt": "-3\n",
+    "indices_huge.txt": "99999999\n",
+    "indices_empty.txt": "# nothing chosen\n",
+    "indices_float.txt": "1.5\n",
+    "census_latin1.csv": CENSUS.encode() + b"2015,Jos\xe9,10,0.5,0.5\n",
+    "census_columns.csv": "year,occupation,women\n2015,Nurses,0.9\n",
+    "census_share.csv": CENSUS + "2015,Pilots,10,1.5,0.1\n",
+    "census_year.csv": CENSUS + "twenty,Pilots,10,0.5,0.5\n",
+    "census_empty.csv": "Census year,Occupation,Total Weight,Female,Male\n",
+    "census_duplicate.csv": CENSUS + "2015,Nurses,100,0.9,0.1\n",
+}
+
+#: Bad model directories: name -> how a copy of the tiny model is broken (run on its directory).
+
+
+def _config(path: Path, **changes: object) -> None:
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, **changes}))
+
+
+def _weights(path: Path, key: str, value: float) -> None:
+    weights = load_file(path / "model.safetensors")
+    weights[key][0, 0] = value
+    save_file(weights, path / "model.safetensors")
+
+
+def _training(path: Path, **tensors: torch.Tensor) -> None:
+    save_file({**load_file(path / "training.safetensors"), **tensors}, path / "training.safetensors")
+
+
+BAD_MODELS = {
+    "no_training": lambda p: (p / "training.safetensors").unlink(),
+    "config_invalid": lambda p: (p / "config.json").write_text("{not json"),
+    "config_list": lambda p: (p / "config.json").write_text("[1, 2]"),
+    "config_latin1": lambda p: (p / "config.json").write_bytes(b'{"name": "Jos\xe9"}'),
+    "config_kind": lambda p: _config(p, model="transformer"),
+    "config_dim_text": lambda p: _config(p, dim="sixteen"),
+    "config_epochs_bool": lambda p: _config(p, epochs=True),
+    "config_lr_nan": lambda p: (p / "config.json").write_text(
+        (p / "config.json").read_text().replace('"lr": 0.01', '"lr": NaN')),
+    "config_no_schema": lambda p: _config(p, schema=None),
+    "config_schema_types": lambda p: _config(p, schema={**SCHEMA_JSON, "male": 5}),
+    "config_scale": lambda p: _config(p, influence_scale=-1),
+    "config_edit": lambda p: _config(p, edit="remove everything"),
+    "pickle": lambda p: torch.save({"entity_embeddings": torch.zeros(2)}, p / "model.safetensors"),
+    "nan_weights": lambda p: _weights(p, "entity_embeddings", float("nan")),
+    "inf_weights": lambda p: _weights(p, "relation_embeddings", float("inf")),
+    "entities_short": lambda p: (p / "entities.tsv").write_text(
+        "\n".join((p / "entities.tsv").read_text().splitlines()[:-1]) + "\n"),
+    "entities_latin1": lambda p: (p / "entities.tsv").write_bytes(
+        (p / "entities.tsv").read_bytes().replace(b"\n1\t", b"\n1\t\xe9", 1)),
+    "relations_empty": lambda p: (p / "relations.tsv").write_text(""),
+    "triples_range": lambda p: _training(p, triples=torch.full((4, 3), 10**6, dtype=torch.long)),
+    "triples_float": lambda p: _training(p, triples=torch.zeros(4, 3)),
+    "negatives_shape": lambda p: _training(p, negatives=torch.zeros(4, 2, dtype=torch.long)),
+}
+
+
+@pytest.fixture(scope="module")
+def places(tiny_store: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The writable store (tiny-transe and a second model), the bad files, the bad models."""
+    root = tmp_path_factory.mktemp("bad-input")
+    store = root / "store"
+    shutil.copytree(tiny_store, store)
+    shutil.copytree(store / "tiny-transe", store / "other")
+    files = root / "files"
+    files.mkdir()
+    for name, content in FILES.items():
+        path = files / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    (files / "graph_dir").mkdir()  # a directory without train.txt
+    (files / "bare").mkdir()  # a graph without a schema.toml beside it
+    (files / "bare" / "good.tsv").write_text(GOOD_TRIPLES)
+    (files / "census_dir" / "census").mkdir(parents=True)
+    (files / "census_dir" / "census" / "occupation_gender_ipums.csv").write_text(CENSUS)
+    for name in ("latin1", "columns", "share", "year", "empty", "duplicate"):
+        folder = files / f"census_{name}_dir" / "census"
+        folder.mkdir(parents=True)
+        shutil.copy(files / f"census_{name}.csv", folder / "occupation_gender_ipums.csv")
+    (files / "a_file").write_text("not a folder")
+    models = root / "models"
+    models.mkdir()
+    (models / "empty").mkdir()
+    for name, damage in BAD_MODELS.items():
+        shutil.copytree(store / "tiny-transe", models / name)
+        damage(models / name)
+    precious = root / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    (root / "a" / "b").mkdir(parents=True)
+    return {"root": root, "store": store, "files": files, "models": models, "precious": precious}
+
+
+def _case(argv: str, message: str, id: str) -> object:
+    return pytest.param(argv, message, id=id)
+
+
+MODEL = "--model {store}/tiny-transe"
+CSV = "--out {out}.csv"
+NEW = "--out {out}"
+TRAIN = "train --dataset {files}/good.tsv --schema {files}/schema.toml"
+DEBIAS = f"debias {MODEL} --occupation nurse --mode warm"
+
+CASES = [
+    # --- bad flags --------------------------------------------------------------------------------
+    _case("", "the following arguments are required: command", "no-command"),
+    _case("bogus", "invalid choice: 'bogus'", "unknown-command"),
+    _case("train --dataset synthetic", "the following arguments are required: --out", "train-no-out"),
+    _case(f"train --dataset synthetic --model transformer {NEW}", "invalid choice: 'transformer'", "model-kind"),
+    _case(f"measures {MODEL} {CSV} --colour red", "unrecognized arguments: --colour red", "unknown-flag"),
+    _case(f"{DEBIAS} --add --remove-k 3 {NEW}", "argument --remove-k: not allowed with argument --add",
+          "two-edits"),
+    _case(f"debias {MODEL} --occupation nurse {NEW}",
+          "one of the arguments --add --remove-k --remove-indices is required", "no-edit"),
+    _case(f"audit --models {{store}}/tiny-transe --classifier svm {CSV}", "invalid choice: 'svm'", "classifier"),
+    _case(f"{DEBIAS} --remove-k 3 --strategy greedy {NEW}", "invalid choice: 'greedy'", "strategy"),
+    _case(f"debias {MODEL} --occupation nurse --remove-k 3 --mode hot {NEW}", "invalid choice: 'hot'", "mode"),
+    _case("validate", "the following arguments are required: check", "validate-no-check"),
+    _case(f"validate influence {MODEL} --occupation nurse --ks 3 --kinds middle {CSV}", "invalid choice: 'middle'",
+          "kinds"),
+    _case(f"influence {MODEL} --occupation nurse --top {CSV}", "argument --top: expected one argument",
+          "flag-without-value"),
+    # --- bad numbers ------------------------------------------------------------------------------
+    _case(f"train --dataset synthetic --dim 0 {NEW}", "argument --dim: expected an integer from 1 to 4096, got '0'",
+          "dim-0"),
+    _case(f"train --dataset synthetic --dim -3 {NEW}", "argument --dim: expected an integer from 1 to 4096, got '-3'",
+          "dim-negative"),
+    _case(f"train --dataset synthetic --dim 1e9 {NEW}", "argument --dim: expected an integer from 1 to 4096",
+          "dim-not-integer"),
+    _case(f"train --dataset synthetic --dim 100000 {NEW}", "got '100000'", "dim-huge"),
+    _case(f"train --dataset synthetic --epochs 0 {NEW}", "argument --epochs: expected an integer from 1 to 100000",
+          "epochs-0"),
+    _case(f"train --dataset synthetic --epochs -1 {NEW}", "argument --epochs: expected an integer from 1",
+          "epochs-negative"),
+    _case(f"train --dataset synthetic --epochs 2.5 {NEW}", "argument --epochs: expected an integer", "epochs-float"),
+    _case(f"train --dataset synthetic --seed -1 {NEW}", "argument --seed: expected an integer from 0 to 4294967295",
+          "seed-negative"),
+    _case(f"train --dataset synthetic --seed 1099511627776 {NEW}", "argument --seed: expected an integer from 0",
+          "seed-huge"),
+    _case(f"train --dataset synthetic --batch-size 0 {NEW}", "argument --batch-size: expected an integer from 1",
+          "batch-0"),
+    _case(f"train --dataset synthetic --lr 0 {NEW}", "argument --lr: expected a number > 0, got '0'", "lr-0"),
+    _case(f"train --dataset synthetic --lr -0.1 {NEW}", "argument --lr: expected a number > 0", "lr-negative"),
+    _case(f"train --dataset synthetic --lr nan {NEW}", "argument --lr: expected a number > 0, got 'nan'", "lr-nan"),
+    _case(f"train --dataset synthetic --lr inf {NEW}", "argument --lr: expected a number > 0, got 'inf'", "lr-inf"),
+    _case(f"train --dataset synthetic --l2 -1 {NEW}", "argument --l2: expected a number >= 0, got '-1'",
+          "l2-negative"),
+    _case(f"train --dataset synthetic --margin 0 {NEW}", "argument --margin: expected a number > 0", "margin-0"),
+    _case(f"train --dataset synthetic --damping 0 {NEW}", "argument --damping: expected a number > 0", "damping-0"),
+    _case(f"train --dataset synthetic --damping abc {NEW}", "argument --damping: expected a number > 0, got 'abc'",
+          "damping-text"),
+    _case(f"influence {MODEL} --occupation nurse --top -5 {CSV}", "argument --top: expected an integer >= 1, got '-5'",
+          "top-negative"),
+    _case(f"influence {MODEL} --occupation nurse --top 0 {CSV}", "argument --top: expected an integer >= 1",
+          "top-0"),
+    _case(f"fisher {MODEL} --relation gender --a male --min-count -1 {CSV}",
+          "argument --min-count: expected an integer >= 0", "fisher-min-count"),
+    _case(f"audit --models {{store}}/tiny-transe --k 0 {CSV}", "argument --k: expected an integer >= 1", "audit-k"),
+    _case(f"audit --models {{store}}/tiny-transe --min-persons 0 {CSV}",
+          "argument --min-persons: expected an integer >= 1", "audit-min-persons"),
+    _case(f"fairness --models {{store}}/tiny-transe --min-count 0 {CSV}",
+          "argument --min-count: expected an integer >= 1", "fairness-min-count"),
+    _case(f"fairness --models {{store}}/tiny-transe --bootstrap -1 {CSV}",
+          "argument --bootstrap: expected an integer from 0 to 100000", "bootstrap-negative"),
+    _case(f"fairness --models {{store}}/tiny-transe --bootstrap 1000000000 {CSV}", "argument --bootstrap",
+          "bootstrap-huge"),
+    _case(f"{DEBIAS} --remove-k -3 {NEW}", "argument --remove-k: expected an integer >= 1, got '-3'",
+          "remove-k-negative"),
+    _case(f"{DEBIAS} --remove-k 0 {NEW}", "argument --remove-k: expected an integer >= 1, got '0'", "remove-k-0"),
+    _case(f"{DEBIAS} --add --c -0.5 {NEW}", "argument --c: expected a number > 0, got '-0.5'", "c-negative"),
+    _case(f"{DEBIAS} --add --c 0 {NEW}", "argument --c: expected a number > 0, got '0'", "c-0"),
+    _case(f"{DEBIAS} --add --cap 0 {NEW}", "argument --cap: expected an integer >= 1", "cap-0"),
+    _case(f"{DEBIAS} --remove-k 3 --strategy random --seed -2 {NEW}", "argument --seed: expected an integer from 0",
+          "debias-seed"),
+    _case(f"validate influence {MODEL} --occupation nurse --ks -5 {CSV}",
+          "argument --ks: expected an integer >= 1, got '-5'", "ks-negative"),
+    _case(f"validate influence {MODEL} --occupation nurse --ks 0 {CSV}",
+          "argument --ks: expected an integer >= 1, got '0'", "ks-0"),
+    _case(f"validate influence {MODEL} --occupation nurse --ks 5 x {CSV}", "got 'x'", "ks-text"),
+    _case(f"validate census {MODEL} --year 20 {CSV}", "argument --year: expected an integer from 1000 to 9999",
+          "year-short"),
+    _case(f"validate census {MODEL} --year abc {CSV}", "argument --year: expected an integer", "year-text"),
+    _case(f"validate census {MODEL} --min-per-gender 0 {CSV}", "argument --min-per-gender: expected an integer >= 1",
+          "min-per-gender"),
+    # --- bad outputs ------------------------------------------------------------------------------
+    _case(f"measures {MODEL} --out {{files}}", "is a directory: --out names the CSV file to write", "csv-out-dir"),
+    _case(f"fisher {MODEL} --relation gender --a male --out {{store}}", "is a directory", "fisher-out-dir"),
+    _case("audit --models {store}/tiny-transe --out {root}", "is a directory", "audit-out-dir"),
+    _case(f"validate census {MODEL} --out {{files}}", "is a directory", "census-out-dir"),
+    _case(f"individuals {MODEL} --occupation nurse --out {{files}}/a_file/persons.csv",
+          "persons.csv: could not write the CSV", "csv-out-under-a-file"),
+    _case("train --dataset synthetic --out {precious}",
+          "precious exists and is not a kgbias model directory: refusing to replace it", "train-out-not-a-model"),
+    _case("train --dataset synthetic --out {root}/a/b/../../precious",
+          "exists and is not a kgbias model directory", "train-out-dotdot"),
+    _case("train --dataset synthetic --out {store}/tiny-transe",
+          "tiny-transe already holds a model: pass --force to replace it", "train-out-existing-model"),
+    _case("train --dataset synthetic --out .", "'' is not a model name", "train-out-dot"),
+    _case("train --dataset synthetic --out {root}/..", "'..' is not a model name", "train-out-parent"),
+    _case("train --dataset synthetic --out '{root}/two words'", "'two words' is not a model name", "train-out-space"),
+    _case(f"train --dataset synthetic --out {{root}}/{'m' * 201}", "is not a model name", "train-out-long"),
+    _case(f"{DEBIAS} --remove-k 3 --out {{store}}/tiny-transe", "is the model being read (--model)",
+          "debias-out-is-model"),
+    _case(f"{DEBIAS} --remove-k 3 --out {{store}}/../store/tiny-transe --force", "is the model being read",
+          "debias-out-is-model-forced"),
+    _case(f"{DEBIAS} --remove-k 3 --out {{store}}/other", "other already holds a model: pass --force",
+          "debias-out-existing"),
+    _case(f"{DEBIAS} --remove-k 3 --out {{precious}} --force", "is not a kgbias model directory",
+          "debias-out-not-a-model"),
+    # --- bad models -------------------------------------------------------------------------------
+    _case(f"measures --model {{root}}/nothing {CSV}", "no model at", "model-missing"),
+    _case(f"measures --model {{files}}/good.tsv {CSV}", "no model at", "model-is-a-file"),
+    _case(f"measures --model {{models}}/empty {CSV}", "no model at", "model-empty-dir"),
+    _case(f"measures --model {{models}}/no_training {CSV}", "incomplete model directory, missing training.safetensors",
+          "model-incomplete"),
+    _case(f"measures --model {{models}}/config_invalid {CSV}", "config.json: Expecting property name",
+          "config-invalid"),
+    _case(f"measures --model {{models}}/config_list {CSV}",
+          "config.json: expected a JSON object of settings, found a list", "config-list"),
+    _case(f"measures --model {{models}}/config_latin1 {CSV}", "config.json: 'utf-8' codec can't decode",
+          "config-latin1"),
+    _case(f"measures --model {{models}}/config_kind {CSV}",
+          "unknown model 'transformer': choose one of transe, distmult, complex, rotate", "config-kind"),
+    _case(f"measures --model {{models}}/config_dim_text {CSV}", "'dim' must be int, found 'sixteen'", "config-dim"),
+    _case(f"measures --model {{models}}/config_epochs_bool {CSV}", "'epochs' must be int, found True",
+          "config-epochs"),
+    _case(f"measures --model {{models}}/config_lr_nan {CSV}", "'lr' must be float, found nan", "config-lr"),
+    _case(f"measures --model {{models}}/config_no_schema {CSV}", "'schema' is missing or not a JSON object",
+          "config-schema-missing"),
+    _case(f"measures --model {{models}}/config_schema_types {CSV}", "male must be a non-empty string",
+          "config-schema-types"),
+    _case(f"measures --model {{models}}/config_scale {CSV}", "'influence_scale' must be a non-negative number",
+          "config-scale"),
+    _case(f"measures --model {{models}}/config_edit {CSV}", "'edit' must be a JSON object or null",
+          "config-edit"),
+    _case(f"measures --model {{models}}/pickle {CSV}", "model.safetensors", "weights-pickle"),
+    _case(f"measures --model {{models}}/nan_weights {CSV}", "tensor 'entity_embeddings' holds 1 NaN or infinite",
+          "weights-nan"),
+    _case(f"measures --model {{models}}/inf_weights {CSV}", "tensor 'relation_embeddings' holds 1 NaN or infinite",
+          "weights-inf"),
+    _case(f"measures --model {{models}}/entities_short {CSV}", "entity_embeddings does not match the id maps",
+          "entities-short"),
+    _case(f"measures --model {{models}}/entities_latin1 {CSV}", "entities.tsv, line 3: not UTF-8 text (bytes e9)",
+          "entities-latin1"),
+    _case(f"measures --model {{models}}/relations_empty {CSV}", "relations.tsv: empty file", "relations-empty"),
+    _case(f"measures --model {{models}}/triples_range {CSV}", "triples names ids outside entities.tsv",
+          "triples-out-of-range"),
+    _case(f"measures --model {{models}}/triples_float {CSV}", "triples is not integer triples [n, 3]",
+          "triples-float"),
+    _case(f"measures --model {{models}}/negatives_shape {CSV}", "negatives is not integer triples [n, 3]",
+          "negatives-shape"),
+    _case(f"audit --models {{store}}/tiny-transe {{models}}/nan_weights {CSV}", "NaN or infinite",
+          "audit-one-bad-model"),
+    # --- bad occupations and values ---------------------------------------------------------------
+    _case(f"influence {MODEL} --occupation astronaut {CSV}", "unknown entity 'astronaut'", "occupation-unknown"),
+    _case(f"individuals {MODEL} --occupation male {CSV}", "'male' is not an occupation", "occupation-not-one"),
+    _case(f"influence {MODEL} --occupation pilot {CSV}", "0 female persons", "occupation-no-women"),
+    _case(f"fisher {MODEL} --relation colour --a male {CSV}", "unknown relation 'colour'", "fisher-relation"),
+    _case(f"fisher {MODEL} --relation gender --a martian {CSV}", "unknown entity 'martian'", "fisher-value"),
+    _case(f"fisher {MODEL} --relation nationality --a nurse {CSV}", "no person holds value a", "fisher-a-not-held"),
+    _case(f"fisher {MODEL} --relation gender --a male --b nurse {CSV}", "no person holds value b",
+          "fisher-b-not-held"),
+    _case(f"fisher {MODEL} --relation gender --a male --b male {CSV}", "values a and b are the same entity",
+          "fisher-a-is-b"),
+    _case(f"debias {MODEL} --occupation astronaut --remove-k 3 {NEW}", "unknown entity 'astronaut'",
+          "debias-occupation"),
+    _case(f"{DEBIAS} --remove-k 10000000 {NEW}", "k = 10000000 exceeds the", "debias-k-too-large"),
+    _case(f"{DEBIAS} --add --c 0.01 {NEW}", "adds no dummy", "debias-add-nothing"),
+    _case(f"debias {MODEL} --occupation pilot --remove-k 3 {NEW}", "0 female persons", "debias-no-women"),
+    _case(f"validate influence {MODEL} --occupation nurse --ks 3 10000000 {CSV}", "k = 10000000 exceeds the",
+          "validate-k-too-large"),
+    _case(f"validate influence {MODEL} --occupation astronaut --ks 3 {CSV}", "unknown entity 'astronaut'",
+          "validate-occupation"),
+    # --- bad files --------------------------------------------------------------------------------
+    _case(f"{DEBIAS} --remove-indices {{files}}/none.txt {NEW}", "none.txt: file not found", "indices-missing"),
+    _case(f"{DEBIAS} --remove-indices {{files}}/indices_word.txt {NEW}", "indices_word.txt, line 2: expected",
+          "indices-word"),
+    _case(f"{DEBIAS} --remove-indices {{files}}/indices_latin1.txt {NEW}", "indices_latin1.txt, line 2: not UTF-8",
+          "indices-latin1"),
+    _case(f"{DEBIAS} --remove-indices {{files}}/indices_negative.txt {NEW}", "line 1: expected training-triple",
+          "indices-negative"),
+    _case(f"{DEBIAS} --remove-indices {{files}}/indices_float.txt {NEW}", "found '1.5'", "indices-float"),
+    _case(f"{DEBIAS} --remove-indices {{files}}/indices_huge.txt {NEW}", "outside the model's", "indices-range"),
+    _case(f"{DEBIAS} --remove-indices {{files}}/indices_empty.txt {NEW}", "nothing to remove", "indices-empty"),
+    _case(f"train --dataset {{files}}/none.tsv --schema {{files}}/schema.toml {NEW}", "none.tsv: file not found",
+          "triples-missing"),
+    _case(f"train --dataset {{files}}/latin1.tsv --schema {{files}}/schema.toml {NEW}",
+          "latin1.tsv, line 3: not UTF-8 text (bytes e9); save the file as UTF-8", "triples-latin1"),
+    _case(f"train --dataset {{files}}/two_columns.tsv --schema {{files}}/schema.toml {NEW}",
+          "two_columns.tsv, line 5: expected 3 tab-separated columns (head, relation, tail), found 2", "columns-2"),
+    _case(f"train --dataset {{files}}/four_columns.tsv --schema {{files}}/schema.toml {NEW}",
+          "four_columns.tsv, line 5: expected 3 tab-separated columns", "columns-4"),
+    _case(f"train --dataset {{files}}/empty_field.tsv --schema {{files}}/schema.toml {NEW}",
+          "empty_field.tsv, line 5: column 2 is empty", "empty-field"),
+    _case(f"train --dataset {{files}}/empty.tsv --schema {{files}}/schema.toml {NEW}",
+          "empty.tsv: the file holds no triples", "triples-empty"),
+    _case(f"train --dataset {{files}}/blank_lines.tsv --schema {{files}}/schema.toml {NEW}",
+          "the file holds no triples", "triples-blank"),
+    _case(f"train --dataset {{files}}/long_id.tsv --schema {{files}}/schema.toml {NEW}",
+          "long_id.tsv, line 5: column 1 is 1,001 characters long; an id has at most 1,000", "id-too-long"),
+    _case(f"train --dataset {{files}}/huge_id.tsv --schema {{files}}/schema.toml {NEW}",
+          "huge_id.tsv, line 5: column 1 is 1,100,000 characters long", "id-huge"),
+    _case(f"train --dataset {{files}}/long_relation.tsv --schema {{files}}/schema.toml {NEW}",
+          "long_relation.tsv, line 5: column 2 is 1,001 characters long", "relation-too-long"),
+    _case(f"train --dataset {{files}}/graph_dir --schema {{files}}/schema.toml {NEW}",
+          "train.txt: file not found", "graph-dir-without-train"),
+    _case(f"{TRAIN} --names {{files}}/names_latin1.tsv {NEW}", "names_latin1.tsv, line 1: not UTF-8", "names-latin1"),
+    _case(f"{TRAIN} --names {{files}}/names_three.tsv {NEW}",
+          "names_three.tsv, line 1: expected 'id<TAB>name', found 3 columns", "names-columns"),
+    _case(f"{TRAIN} --names {{files}}/names_long_id.tsv {NEW}", "names_long_id.tsv, line 1: column 1 is 1,001",
+          "names-long-id"),
+    _case(f"{TRAIN} --names {{files}}/none.tsv {NEW}", "none.tsv: file not found", "names-missing"),
+    _case(f"train --dataset {{files}}/bare/good.tsv {NEW}", "a user graph needs a schema", "no-schema"),
+    _case(f"train --dataset fb15k237 --data-dir {{files}}/graph_dir {NEW}", "no FB15k-237 data in",
+          "fb15k237-missing"),
+    _case(f"train --dataset fb13 --data-dir {{files}}/graph_dir {NEW}", "no FB13 (Freebase people) data in",
+          "fb13-missing"),
+    # --- bad schemas ------------------------------------------------------------------------------
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_list.json {NEW}",
+          "schema_list.json: the top level must be a table of keys (a JSON object), found list", "schema-list"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_string.json {NEW}",
+          "the top level must be a table of keys (a JSON object), found str 'P21'", "schema-string"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_invalid.json {NEW}",
+          "schema_invalid.json: Expecting", "schema-invalid-json"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_invalid.toml {NEW}",
+          "schema_invalid.toml: Invalid value", "schema-invalid-toml"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_missing.toml {NEW}",
+          "missing key(s) ['male', 'female', 'occupation_relation']", "schema-missing-keys"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_number.json {NEW}",
+          "male must be a non-empty string of at most 1000 characters, found int 5", "schema-number"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_empty_value.json {NEW}",
+          "female must be a non-empty string", "schema-empty-value"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_typo.json {NEW}",
+          "unknown key(s) ['gender_relaton']", "schema-typo"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_attributes_table.json {NEW}",
+          "attributes must be a list of tables, found dict", "schema-attributes-table"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_attribute_no_relation.json {NEW}",
+          "attributes[0] needs at least a 'relation' key", "schema-attribute-relation"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_attribute_head.json {NEW}",
+          "attributes[0].person_is_head must be true or false, found str 'yes'", "schema-attribute-head"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_attribute_key.json {NEW}",
+          "attributes[0] has unknown key(s) ['colour']", "schema-attribute-key"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_latin1.toml {NEW}",
+          "schema_latin1.toml, line 5: not UTF-8", "schema-latin1"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/none.toml {NEW}", "none.toml: file not found",
+          "schema-missing-file"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_other_relation.toml {NEW}",
+          "schema occupation relation 'P999' does not occur in the graph", "schema-relation-absent"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_other_male.toml {NEW}",
+          "schema male entity 'Q42' does not occur in the graph", "schema-entity-absent"),
+    _case(f"train --dataset {{files}}/good.tsv --schema {{files}}/schema_no_gender_facts.toml {NEW}",
+          "has no training triple with the gender relation 'P21'", "schema-no-gender-facts"),
+    # --- bad census files -------------------------------------------------------------------------
+    _case(f"validate census {MODEL} --data-dir {{files}}/graph_dir {CSV}", "no census file at", "census-missing"),
+    _case(f"validate census {MODEL} --data-dir {{files}}/census_latin1_dir {CSV}",
+          "occupation_gender_ipums.csv, line 4: not UTF-8", "census-latin1"),
+    _case(f"validate census {MODEL} --data-dir {{files}}/census_columns_dir {CSV}", "missing columns",
+          "census-columns"),
+    _case(f"validate census {MODEL} --data-dir {{files}}/census_share_dir {CSV}",
+          "line 4: Female must be a number in [0.0, 1.0], found '1.5'", "census-share"),
+    _case(f"validate census {MODEL} --data-dir {{files}}/census_year_dir {CSV}",
+          "line 4: Census year must be an integer, found 'twenty'", "census-year-text"),
+    _case(f"validate census {MODEL} --data-dir {{files}}/census_empty_dir {CSV}", "the file holds no census rows",
+          "census-empty"),
+    _case(f"validate census {MODEL} --data-dir {{files}}/census_duplicate_dir {CSV}",
+          "occupation 'Nurses' appears twice in year 2015", "census-duplicate"),
+    _case(f"validate census {MODEL} --data-dir {{files}}/census_dir --year 1999 {CSV}",
+          "no census year 1999; available years: 2010, 2015", "census-unknown-year"),
+    _case(f"validate census {MODEL} --data-dir {{files}}/census_dir {CSV}", "FB15k-237 professions",
+          "census-not-paired"),
+]
+
+
+def _argv(template: str, places: dict[str, Path], out: Path) -> list[str]:
+    import shlex
+
+    return shlex.split(template.format(out=out, **places))
+
+
+def _store_state(store: Path) -> list[str]:
+    names = list_models(store)
+    for name in names:
+        load_model(store / name)  # raises if a case damaged it
+    return names
+
+
+def test_the_corpus_is_large() -> None:
+    assert len(CASES) >= 90
+
+
+@pytest.mark.parametrize(("argv", "message"), CASES)
+def test_bad_input_is_one_line_and_exit_2(
+    argv: str, message: str, places: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    before = _store_state(places["store"])
+    code = main(_argv(argv, places, out))
+    captured = capsys.readouterr()
+    lines = (captured.out + captured.err).strip().splitlines()
+    assert code == 2, captured
+    assert len(lines) == 1, lines
+    assert "Traceback" not in lines[0]
+    assert lines[0].startswith("error: ") and message in lines[0], lines[0]
+    assert not out.exists() and not out.with_suffix(".csv").exists()  # nothing written
+    assert _store_state(places["store"]) == before == ["other", "tiny-transe"]
+    assert (places["precious"] / "thesis.tex").read_text() == "years of work"
+    assert sorted(p.name for p in places["precious"].iterdir()) == ["thesis.tex"]
+
+
+def test_train_out_on_a_directory_with_a_file_keeps_the_file(tmp_path: Path, capsys) -> None:
+    """The issue's case: `train --out EXISTING_DIR` deleted the directory and everything in it."""
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    assert main(["train", "--dataset", "synthetic", "--epochs", "1", "--out", str(folder)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {folder} exists and is not a kgbias model directory: refusing to replace it (nothing was written); "
+        "choose another --out"
+    )
+    assert (folder / "notes.txt").read_text() == "keep me" and [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+def test_a_full_disk_while_writing_a_csv_is_one_line(tiny_store: Path, tmp_path: Path) -> None:
+    """A real write failure: the process's file-size limit makes the OS refuse the CSV (EFBIG)."""
+    out = tmp_path / "measures.csv"
+    out.write_text("the previous results\n")
+    script = f"""
+import resource, signal, sys
+from kgbias_core.cli import main
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (2048, resource.RLIM_INFINITY))
+sys.exit(main(["measures", "--model", {str(tiny_store / "tiny-transe")!r}, "--out", {str(out)!r}]))
+"""
+    result = subprocess.run([sys.executable, "-B", "-c", script], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2, result.stderr
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert lines == [f"error: {out}: could not write the CSV (File too large); a previous file of that name is "
+                     "unchanged"]
+    assert out.read_text() == "the previous results\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["measures.csv"]  # no temporary file left
+
+
+def test_a_full_disk_while_saving_a_trained_model_is_one_line_and_keeps_the_old_one(
+    places: dict[str, Path], tmp_path: Path
+) -> None:
+    """`train --force` over a model, and the OS refuses the new weights (EFBIG): one line, old model intact."""
+    store = tmp_path / "store"
+    shutil.copytree(places["store"] / "tiny-transe", store / "tiny-transe")
+    before = (store / "tiny-transe" / "model.safetensors").read_bytes()
+    argv = ["train", "--dataset", str(places["files"] / "good.tsv"), "--schema", str(places["files"] / "schema.toml"),
+            "--epochs", "2", "--out", str(store / "tiny-transe"), "--force"]
+    script = f"""
+import resource, signal, sys
+from kgbias_core.cli import main
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (512, resource.RLIM_INFINITY))
+sys.exit(main({argv!r}))
+"""
+    result = subprocess.run([sys.executable, "-B", "-c", script], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stdout + result.stderr
+    assert errors[0].startswith(f"error: {store / 'tiny-transe'}: could not write the model (")
+    assert errors[0].endswith("nothing was replaced, the previous model is intact")
+    assert (store / "tiny-transe" / "model.safetensors").read_bytes() == before
+    assert list_models(store) == ["tiny-transe"] and [p.name for p in store.iterdir()] == ["tiny-transe"]
+    load_model(store / "tiny-transe")
