@@ -202,9 +202,10 @@ def _fairness(args: argparse.Namespace) -> None:
 
 def _download(args: argparse.Namespace) -> None:
     from kgbias_core.data.datasets import resolve_data_dir
-    from kgbias_core.data.download import download_fb15k237
+    from kgbias_core.data.download import download_fb13, download_fb15k237
 
-    for path in download_fb15k237(resolve_data_dir(args.data_dir)):
+    fetch = download_fb13 if args.dataset == "fb13" else download_fb15k237
+    for path in fetch(resolve_data_dir(args.data_dir)):
         print(f"downloaded {path}")
 
 
@@ -363,7 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
     fairness.add_argument("--out", required=True, type=_csv_out)
     fairness.set_defaults(handler=_fairness)
 
-    download = commands.add_parser("download", help="fetch FB15k-237 and names (needs a network)")
+    download = commands.add_parser("download", help="fetch FB15k-237 (and the census) or FB13 (needs a network)")
+    download.add_argument("--dataset", choices=("fb15k237", "fb13"), default="fb15k237")
     download.add_argument("--data-dir")
     download.set_defaults(handler=_download)
 

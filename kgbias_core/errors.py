@@ -183,6 +183,10 @@ PAIRING_BAD_COLUMNS = "{path}: expected columns {expected}, found {found}"
 PAIRING_MALFORMED_ROW = "{path}, line {line}: {problem}"
 PAIRING_EMPTY = "{path}: the pairing holds no rows"
 CENSUS_NO_KEY = "census_correlations: shares have no column {key!r}; choose one of {known}"
+DOWNLOAD_FB13_FAILED = (
+    "could not download {url}: {reason}. Without a network, copy FB13 into {path}/fb13/ by hand "
+    "(train.txt, valid.txt, test.txt as head<TAB>relation<TAB>tail slugs, entity_names.tsv)"
+)
 DOWNLOAD_BAD_OPENKE = (
     "{url}, line {line}: {problem} (not OpenKE's id format: a count line, then tab- or space-separated ids). "
     "Without a network, put FB13 as {path}/fb13/{{train,valid,test}}.txt (head<TAB>relation<TAB>tail) by hand"

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from kgbias_core.data.graph import KnowledgeGraph, from_labeled_triples
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.embeddings.config import TrainConfig
-from kgbias_core.embeddings.store import StoredModel, save_model
+from kgbias_core.embeddings.store import StoredModel, model_fingerprint, save_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.closed_form import InfluenceContext
 from kgbias_core.jobs import JobState, default_registry
@@ -179,8 +179,9 @@ def quick_store(quick_model: StoredModel, monkeypatch: pytest.MonkeyPatch, tmp_p
 def store_with_a_run_first(tiny_model: StoredModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The app's store: the tiny model and a what-if of it, ``a-run``, whose name sorts before it."""
     store = tmp_path / "store"
-    save_model(tiny_model, store)
-    edit = {"kind": "remove", "strategy": "random-remove k=1", "occupation": "nurse", "mode": "warm", "n_removed": 1}
+    base = save_model(tiny_model, store)
+    edit = {"kind": "remove", "strategy": "random-remove k=1", "occupation": "nurse", "mode": "warm", "n_removed": 1,
+            "base": model_fingerprint(base)}
     save_model(replace(tiny_model, name="a-run", edit=edit, info={**tiny_model.info, "base_model": tiny_model.name}),
                store)
     return use_store(store, monkeypatch, tmp_path)

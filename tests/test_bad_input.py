@@ -437,8 +437,8 @@ CASES = [
           "occupation 'Nurses' appears twice in year 2015", "census-duplicate"),
     _case(f"validate census {MODEL} --data-dir {{files}}/census_dir --year 1999 {CSV}",
           "no census year 1999; available years: 2010, 2015", "census-unknown-year"),
-    _case(f"validate census {MODEL} --data-dir {{files}}/census_dir {CSV}", "FB15k-237 professions",
-          "census-not-paired"),
+    _case(f"validate census {MODEL} --data-dir {{files}}/census_dir {CSV}",
+          "kgbias ships pairings for FB15k-237 and FB13 only", "census-not-paired"),
 ]
 
 

@@ -96,7 +96,8 @@ def test_validate_census_errors(base: Path, tmp_path: Path, capsys) -> None:
         "Census year,Occupation,Total Weight,Female,Male\n2015,Nurses,100,0.9,0.1\n2010,Nurses,90,0.9,0.1\n"
     )
     assert main([*args, "--data-dir", str(tmp_path / "data")]) == 2
-    assert "FB15k-237 professions" in capsys.readouterr().err  # the synthetic graph has no pairing
+    # the synthetic graph has no pairing
+    assert "kgbias ships pairings for FB15k-237 and FB13 only" in capsys.readouterr().err
     assert main([*args, "--data-dir", str(tmp_path / "data"), "--year", "1999"]) == 2
     assert "available years: 2010, 2015" in capsys.readouterr().err
     assert not (tmp_path / "c.csv").exists()

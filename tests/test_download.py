@@ -176,3 +176,14 @@ def test_fb13_download_names_the_bad_line(tmp_path: Path, server) -> None:
         download_fb13(tmp_path, timeout=5, sources=Sources.under(base))
     assert str(info.value).startswith(f"{base}FB13/train2id.txt, line 3: expected 3 columns, found 2")
     assert not (tmp_path / "fb13" / "train.txt").exists()
+
+
+def test_fb13_offline_says_where_to_put_the_files(tmp_path: Path) -> None:
+    from kgbias_core.data.download import download_fb13
+
+    base = f"http://127.0.0.1:{_closed_port()}/"
+    with pytest.raises(DataError) as info:
+        download_fb13(tmp_path, timeout=2, sources=Sources.under(base))
+    assert str(info.value).startswith(f"could not download {base}FB13/entity2id.txt: ")
+    assert f"copy FB13 into {tmp_path}/fb13/ by hand" in str(info.value)
+    assert not list((tmp_path / "fb13").iterdir())  # no partial file left behind

@@ -33,6 +33,7 @@ from kgbias_core.errors import (
     DOWNLOAD_BAD_OPENKE,
     DOWNLOAD_CENSUS_FAILED,
     DOWNLOAD_FAILED,
+    DOWNLOAD_FB13_FAILED,
     DataError,
 )
 
@@ -224,7 +225,7 @@ def download_fb13(data_dir: Path, *, timeout: float = 30, sources: Sources | Non
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
         os.close(handle)
         try:
-            _download(url, Path(temporary), timeout=timeout, message=DOWNLOAD_FAILED, data_dir=data_dir)
+            _download(url, Path(temporary), timeout=timeout, message=DOWNLOAD_FB13_FAILED, data_dir=data_dir)
             return url, Path(temporary).read_text(encoding="utf-8")
         finally:
             Path(temporary).unlink(missing_ok=True)
