@@ -45,8 +45,15 @@ def default_model(graph: str, models: list[ModelRef]) -> int:
     return next((i for i, m in enumerate(models) if not m.is_whatif), 0)
 
 
+#: Torch threads of a page run. Page computations are small tensor ops; with several sessions each
+#: script thread running them on every core oversubscribed the CPU (a retrain in the app ran 4-7x
+#: slower than from the command line). One thread per page run; the job worker sets its own (all cores).
+PAGE_TORCH_THREADS = 1
+
+
 def page_header(title: str) -> ModelRef:
     """The page's title and the sidebar; the selected model, or the page stops (with a message) while there is none."""
+    torch.set_num_threads(PAGE_TORCH_THREADS)  # per thread: this script run's thread only
     st.title(title)
     model = _render()
     if model is None:

@@ -13,6 +13,7 @@ the same training get one job, which both see.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -246,10 +247,13 @@ class JobRegistry:
     kept (a result can be a whole trained model); older results are dropped, their status stays.
     """
 
-    def __init__(self, *, max_results: int = 4):
+    def __init__(self, *, max_results: int = 4, torch_threads: int | None = None):
         if max_results < 1:
             raise ValueError(JOB_BAD_KEEP.format(keep=max_results))
         self._max_results = max_results
+        # Torch's thread count is per calling thread here (OpenMP): the worker sets its own, so a
+        # retrain gets every core while page threads keep the one each that they set for themselves.
+        self._torch_threads = torch_threads
         self._jobs: dict[str, _Job[Any]] = {}
         self._queue: deque[str] = deque()
         self._with_result: deque[str] = deque()  # done jobs holding a result, oldest first
@@ -387,6 +391,10 @@ class JobRegistry:
         )
 
     def _run(self) -> None:
+        if self._torch_threads is not None:
+            import torch
+
+            torch.set_num_threads(self._torch_threads)
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._queue or self._closed)
@@ -429,9 +437,9 @@ _default_lock = threading.Lock()
 
 
 def default_registry() -> JobRegistry:
-    """The process-wide registry (one worker for the one CPU/GPU), created on first use."""
+    """The process-wide registry (one worker for the one CPU/GPU, all cores for it), created on first use."""
     global _default
     with _default_lock:
         if _default is None:
-            _default = JobRegistry()
+            _default = JobRegistry(torch_threads=os.cpu_count() or 1)
         return _default

@@ -238,3 +238,17 @@ def test_progress_cancel_hooks() -> None:
 
 def test_default_registry_is_a_singleton() -> None:
     assert default_registry() is default_registry()
+
+
+def test_the_worker_sets_its_own_torch_threads_and_leaves_the_callers_alone() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    registry = JobRegistry(torch_threads=1)
+    try:
+        job = registry.submit("threads", lambda progress: torch.get_num_threads(), owner="a")
+        assert registry.wait(job, timeout=30).state is JobState.DONE
+        assert registry.result(job) == 1
+        assert torch.get_num_threads() == before
+    finally:
+        registry.shutdown()
