@@ -85,7 +85,8 @@ class Session:
                 element = reply.delta.new_element
                 etype = element.WhichOneof("type")
                 if etype == "exception":
-                    run.errors.append(f"{element.exception.type}: {element.exception.message}")
+                    where = element.exception.stack_trace[-1].strip() if element.exception.stack_trace else "?"
+                    run.errors.append(f"{element.exception.type}: {element.exception.message} ({where})")
                 elif etype in ("selectbox", "button", "radio"):
                     widget = getattr(element, etype)
                     run.widgets[widget.label] = (widget.id, widget)
@@ -117,7 +118,7 @@ def start_retrain(session: Session, *, offset: int) -> list[str]:
     widget_id, box = first.widgets["Occupation"]
     occupation = {"id": widget_id, "string_value": box.options[offset % len(box.options)]}
     chosen = session.run(page="Debiasing lab", states=[occupation])
-    button = next((wid for label, (wid, _) in chosen.widgets.items() if label.startswith("Retrain")), None)
+    button = next((wid for label, (wid, _) in chosen.widgets.items() if label.startswith("Retrain (")), None)
     if button is None:
         return first.errors + chosen.errors + ["no Retrain button (the run is already in the store?)"]
     clicked = session.run(page="Debiasing lab", states=[occupation, {"id": button, "trigger_value": True}])

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --disable-pip-version-check -r requirements.txt
-python3 -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+python3 -m pip install -q --disable-pip-version-check --no-deps -e .
 if [ "${1:-}" = dev ]; then
   python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
   if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -428,7 +429,9 @@ def audit_from_values(values: pd.DataFrame) -> pd.DataFrame:
                              ignore_index=True)
 
 
-def audit_params(*, k: int, kind: str, min_persons: int, seed: int = 0) -> dict[str, object]:
+def audit_params(
+    *, k: int = 5, kind: ClassifierKind = "random_forest", min_persons: int = 10, seed: int = 0
+) -> dict[str, object]:
     """The parameters a cached relation audit is keyed on."""
     return {"k": int(k), "kind": kind, "min_persons": int(min_persons), "seed": int(seed)}
 
@@ -436,15 +439,15 @@ def audit_params(*, k: int, kind: str, min_persons: int, seed: int = 0) -> dict[
 def cached_value_audit(
     model_dir: Path | str,
     *,
-    k: int = 5,
-    kind: ClassifierKind = "random_forest",
-    min_persons: int = 10,
-    seed: int = 0,
     on_step: Callable[[int, int, str], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
-    """:func:`model_value_audit` of a stored model, computed once per parameters and cached beside it."""
-    params = audit_params(k=k, kind=kind, min_persons=min_persons, seed=seed)
+    """:func:`model_value_audit` of a stored model, computed once per parameters and cached beside it.
+
+    ``options`` are :func:`audit_params`' (k, kind, min_persons, seed), with its defaults.
+    """
+    params = audit_params(**options)
     cached = load_result(model_dir, AUDIT_RESULT, params=params)
     if cached is not None:
         return cached
