@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from kgbias_app import cache, charts, sidebar, texts, widgets
+from kgbias_app import cache, sidebar, texts, widgets
 
 model = sidebar.page_header("Occupation explorer")
 
@@ -13,11 +13,12 @@ with widgets.errors_shown():
 
     persons = cache.persons(model, occupation)
     st.subheader("B_in per person, by gender")
-    widgets.show_chart(charts.individual_distribution(persons), persons, caption=texts.PERSONS_DISTRIBUTION,
-                       file_name=widgets.csv_name(model.name, occupation, "persons"), key="individual_distribution")
+    widgets.show_chart(cache.persons_figure(model, (occupation,), "distribution"), persons,
+                       caption=texts.PERSONS_DISTRIBUTION, key="individual_distribution",
+                       file_name=widgets.csv_name(model.name, occupation, "persons"))
 
     st.subheader("B_in against B'_in (Du Fig 3)")
-    widgets.show_chart(charts.individual_scatter(persons), persons, caption=texts.PERSONS_SCATTER,
+    widgets.show_chart(cache.persons_figure(model, (occupation,), "scatter"), persons, caption=texts.PERSONS_SCATTER,
                        file_name=widgets.csv_name(model.name, occupation, "bin-vs-fisher"), key="individual_scatter")
 
     st.subheader("Persons")
@@ -33,5 +34,6 @@ with widgets.errors_shown():
         st.info(texts.COMPARE_TWO)
     else:
         several = cache.persons_of(model, tuple(chosen))
-        widgets.show_chart(charts.compare_distributions(several), several, caption=texts.COMPARE_DISTRIBUTIONS,
-                           file_name=widgets.csv_name(model.name, "compare"), key="compare_distributions")
+        widgets.show_chart(cache.persons_figure(model, tuple(chosen), "compare"), several,
+                           caption=texts.COMPARE_DISTRIBUTIONS, file_name=widgets.csv_name(model.name, "compare"),
+                           key="compare_distributions")

@@ -28,3 +28,12 @@ def test_cached_tables_are_copies(app_store: Path) -> None:
     assert (cache.measures(model)["group_bias"] != 0.0).any()
     nurse = cache.persons_of(model, ("nurse", "pilot"))
     assert set(nurse["occupation"]) == {"nurse", "pilot"} and set(nurse["occupation_name"]) == {"Nurse", "Pilot"}
+
+
+def test_a_persons_figure_is_built_once_and_draws_its_table(app_store: Path) -> None:
+    model = cache.catalog()["tiny-transe"]
+    figure = cache.persons_figure(model, ("nurse",), "scatter")
+    assert cache.persons_figure(model, ("nurse",), "scatter") is figure  # shared, not rebuilt
+    persons = cache.persons(model, "nurse")
+    drawn = sum(len(trace.x) for trace in figure.data)
+    assert drawn == len(persons)  # one point per person of the table beside it
