@@ -30,7 +30,7 @@ from kgbias_core.errors import KGBiasError
 from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
 from kgbias_core.whatif.runs import bias_change as run_bias_change
-from kgbias_core.whatif.runs import is_stale
+from kgbias_core.whatif.runs import made_from
 
 
 @dataclass(frozen=True)
@@ -81,14 +81,18 @@ def base_models(dataset: str) -> list[ModelRef]:
     return sorted(found, key=lambda m: (order.get(m.kind, len(order)), m.name))
 
 
-def whatif_runs(base: ModelRef) -> list[ModelRef]:
-    """The store's what-if runs of ``base`` that were retrained from the model now stored as ``base``."""
-    return [m for m in catalog().values() if m.base == base.name and not is_stale(m.path, base.path)]
-
-
-def stale_runs(base: ModelRef) -> list[str]:
-    """Names of the runs of ``base`` whose base has changed since (retrained on other data or settings)."""
-    return [m.name for m in catalog().values() if m.base == base.name and is_stale(m.path, base.path)]
+def whatif_runs(base: ModelRef) -> tuple[list[ModelRef], list[str]]:
+    """The store's what-if runs of ``base``: (those retrained from the model now stored as ``base``,
+    names of the stale ones, whose base was retrained since on other data or settings)."""
+    current, stale = [], []
+    base_config = config(base)
+    for run in catalog().values():
+        if run.base == base.name:
+            if made_from(config(run), base_config):
+                current.append(run)
+            else:
+                stale.append(run.name)
+    return current, stale
 
 
 def config(model: ModelRef) -> dict:

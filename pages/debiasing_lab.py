@@ -46,7 +46,7 @@ else:
 
 st.subheader("Runs of this model")
 with widgets.errors_shown():
-    runs, stale = cache.whatif_runs(model), cache.stale_runs(model)
+    runs, stale = cache.whatif_runs(model)
     if stale:
         st.warning(texts.STALE_RUNS.format(n=len(stale), model=model.name, names=", ".join(stale)))
     if not runs:

@@ -16,7 +16,7 @@ def test_catalog_tells_base_models_from_whatif_runs(store_with_a_run_first: Path
     assert (run.base, run.is_whatif) == ("tiny-transe", True)
     assert base.version == model_version(store_with_a_run_first / "tiny-transe")
     assert cache.base_models("synthetic") == [base]
-    assert cache.whatif_runs(base) == [run] and cache.whatif_runs(run) == [] and cache.stale_runs(base) == []
+    assert cache.whatif_runs(base) == ([run], []) and cache.whatif_runs(run) == ([], [])
     assert cache.config(run)["edit"]["occupation"] == "nurse"
     assert run.beside("other") == store_with_a_run_first / "other"
 

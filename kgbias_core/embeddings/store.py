@@ -490,7 +490,11 @@ def model_fingerprint(path: Path | str) -> dict[str, str]:
     """What made a model's weights: ``data_hash`` (its training data) and ``config_hash`` (SHA-256 of
     the settings that trained it, edit included). Equal fingerprints, equal weights; the influence
     scale, set later, is not part of it."""
-    config = read_config(path)
+    return config_fingerprint(read_config(path))
+
+
+def config_fingerprint(config: dict[str, Any]) -> dict[str, str]:
+    """:func:`model_fingerprint` of an already read config.json."""
     settings = json.dumps(_fingerprint(config), sort_keys=True, default=str)
     return {"config_hash": hashlib.sha256(settings.encode("utf-8")).hexdigest(),
             "data_hash": str(config.get("data_hash") or "")}

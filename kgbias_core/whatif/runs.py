@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.embeddings.store import StoredModel, load_result, model_fingerprint, read_config, save_result
+from kgbias_core.embeddings.store import StoredModel, config_fingerprint, load_result, read_config, save_result
 from kgbias_core.embeddings.training import EpochCallback, train_transe
 from kgbias_core.errors import ModelStoreError
 from kgbias_core.measures.group_bias import group_bias
@@ -41,10 +41,14 @@ def is_stale(run_dir: Path | str, base_dir: Path | str) -> bool:
     (saved before kgbias kept one), cannot be vouched for either: stale.
     """
     try:
-        recorded = (read_config(run_dir).get("edit") or {}).get("base")
-        return recorded != model_fingerprint(base_dir)
+        return not made_from(read_config(run_dir), read_config(base_dir))
     except ModelStoreError:
         return True
+
+
+def made_from(run_config: dict, base_config: dict) -> bool:
+    """True when a run's config records exactly the fingerprint of this base config (see :func:`is_stale`)."""
+    return (run_config.get("edit") or {}).get("base") == config_fingerprint(base_config)
 
 
 def noise_band(
