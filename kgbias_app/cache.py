@@ -27,6 +27,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store, list_models, load_model, model_version, read_config
 from kgbias_core.errors import KGBiasError
+from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
 from kgbias_core.whatif.runs import bias_change as run_bias_change
@@ -171,7 +172,7 @@ def triples_frame(model: ModelRef, indices: tuple[int, ...]) -> pd.DataFrame:
     return tables.triples_frame(analysis(model), torch.tensor(indices, dtype=torch.long))
 
 
-def predicted_removal(model: ModelRef, occupation: str, indices: Sequence[int]) -> float:
+def predicted_removal(model: ModelRef, occupation: str, indices: Sequence[int]) -> PredictedChange:
     """Predicted change of B_gr for removing ``indices`` (a sum over the memoised influence: not cached)."""
     return analysis(model).predicted_removal(occupation, torch.tensor(list(indices), dtype=torch.long))
 

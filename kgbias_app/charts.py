@@ -21,6 +21,8 @@ from kgbias_core.measures.relation_audit import AUDIT_MEASURES
 GENDER_COLORS = {"male": "#2c7bb6", "female": "#d7191c", "other": "#7f7f7f", "unknown": "#bdbdbd", "": "#bdbdbd"}
 LEAN_COLORS = {"male-leaning": GENDER_COLORS["male"], "female-leaning": GENDER_COLORS["female"]}
 HIGHLIGHT, MUTED = "#ff7f0e", "#7f7f7f"
+#: A collateral change larger than the noise band: an effect of the edit, not drift.
+EFFECT = "#9467bd"
 #: Triples drawn in the influence-against-degree scatter (the largest |δ_z B_gr|).
 SCATTER_TRIPLES = 5000
 _MARGIN = {"l": 10, "r": 10, "t": 30, "b": 10}
@@ -231,19 +233,25 @@ def deviation_chart(table: pd.DataFrame) -> go.Figure:
 
 # --- debiasing lab ------------------------------------------------------------------------------
 def bias_change_bars(frame: pd.DataFrame, *, occupation: str, noise: pd.DataFrame | None) -> go.Figure:
-    """Change of B_gr of every occupation after an edit (the edited one highlighted); half the noise
-    band's spread as error bars."""
+    """Change of B_gr of every occupation after an edit: the edited one highlighted; with the noise
+    band, half its spread as error bars and the collateral changes beyond the spread coloured as
+    effects; without it every collateral bar stays grey and the title says the band is pending."""
     data = frame[frame["change"].notna()].sort_values("change")
-    error_x = None
+    target = (data["occupation"] == occupation).to_numpy()
+    error_x, colors, title = None, np.where(target, HIGHLIGHT, MUTED), "noise band pending: no bar is an effect yet"
     if noise is not None:
-        spread = data["occupation"].map(noise.set_index("occupation")["spread"]).fillna(0) / 2
-        error_x = {"type": "data", "array": spread, "thickness": 1}
-    return diverging_bars(
-        x=data["change"], y=bar_titles(data["name"], data["occupation"]),
-        colors=np.where(data["occupation"] == occupation, HIGHLIGHT, MUTED), error_x=error_x,
+        spread = data["occupation"].map(noise.set_index("occupation")["spread"]).fillna(0)
+        error_x = {"type": "data", "array": spread / 2, "thickness": 1}
+        effect = (data["change"].abs() > spread).to_numpy() & ~target
+        colors, title = np.where(target, HIGHLIGHT, np.where(effect, EFFECT, MUTED)), None
+    fig = diverging_bars(
+        x=data["change"], y=bar_titles(data["name"], data["occupation"]), colors=colors, error_x=error_x,
         hovertemplate="%{y}: change %{x:+.3f}<extra></extra>",
         xaxis_title=f"change of B_gr after − before ({SIGN})", yaxis_title="occupation",
     )
+    if title is not None:
+        fig.update_layout(title={"text": title, "font": {"size": 13}})
+    return fig
 
 
 def removal_curve(curve: pd.DataFrame, *, spread: float | None, run: tuple[int, float] | None = None) -> go.Figure:

@@ -110,7 +110,9 @@ def _training(graph: str, names: list[str], *, store: Path, data_dir: Path) -> T
     model_name = DEFAULT_MODEL_NAMES.get(graph)
     if model_name is None:
         return None
-    task = train_task(graph, out=store / model_name, data_dir=data_dir)
+    # Calibrated by default (in the same background job, after the model is saved and usable): the lab
+    # quotes every predicted change with its range, never a bare uncalibrated number.
+    task = train_task(graph, out=store / model_name, data_dir=data_dir, calibrate=True)
     status = default_registry().latest(task.key)  # any session's: one training per model
     if status is not None and status.state is JobState.DONE:
         if model_name in names:

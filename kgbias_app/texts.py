@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
 
 #: Axis-title and help suffix of every signed bias.
@@ -73,11 +74,29 @@ def sentence(measure: str, value: float | None) -> str:
     return positive if value > 0 else negative
 
 
-def removal_label(influence_scale: float | None) -> str:
-    """The label of a predicted change of B_gr: calibrated, or a ranking only."""
-    if influence_scale is None:
-        return "Predicted change of B_gr (ranking only / uncalibrated)"
-    return f"Predicted change of B_gr (calibrated: × {influence_scale:.3g})"
+PREDICTED_CHANGE = "Predicted change of B_gr"
+NOT_CALIBRATED = "uncalibrated"
+
+
+def predicted_value(change: PredictedChange) -> str:
+    """The headline of a predicted change: the calibrated point, never a bare uncalibrated number."""
+    return fmt(change.point) if change.calibrated else NOT_CALIBRATED
+
+
+def predicted_range(change: PredictedChange, *, before: float | None = None) -> str:
+    """The caption under a predicted change: its interval (of B_gr after, given ``before``) or why none."""
+    if not change.calibrated:
+        return (f"Not calibrated: Σ δ_z = {fmt(change.raw)} gives the direction and the ranking of edits, not the "
+                "size (closed-form influence over-predicts retraining by a factor of ~3). The calibration runs "
+                "in the background after training from the sidebar, or from the Validation page.")
+    if not change.has_interval:
+        return (f"Calibrated with one stored scale, so no range (Σ δ_z = {fmt(change.raw)}); calibrate on the "
+                "Validation page for a range over occupations.")
+    shift = 0.0 if before is None else before
+    what = "B_gr after" if before is not None else "change"
+    return (f"Calibrated {what}: {fmt(shift + change.low)} to {fmt(shift + change.high)}, the range of the "
+            f"scale actual/predicted over the calibration occupations (Σ δ_z = {fmt(change.raw)}). Retraining "
+            "noise comes on top: see the noise band below.")
 
 
 # --- jobs ---------------------------------------------------------------------------------------
@@ -173,7 +192,6 @@ BASKET_CHANGE = (
     "Removing these {n} triple(s) and retraining would move {name}'s B_gr from {before} by about {change} "
     "({sign})."
 )
-UNCALIBRATED_SIZE = " Uncalibrated: trust the sign and the ranking, not the size."
 
 # --- attributes (Fisher et al.) -----------------------------------------------------------------
 ONE_VS_REST = "all other values (one vs rest)"
@@ -282,10 +300,15 @@ IF_REMOVE_FEWER = "Only {n} training triples move B_gr of {name} towards 0: IF-R
 RANDOM_CAPPED = "k = {k} exceeds the {n} training triples: Random-REMOVE removes all {n}."
 EMPTY_BASKET = "The removal basket of {model} is empty: add triples on the Influential triples page."
 PREDICTED_HELP = "Sum of δ_z B_gr over the {n} removed triples (METHODS §4)."
-UNCALIBRATED = "Uncalibrated — ranking only: trust the sign, not the size (calibrate on the Validation page)."
 RUN_IN_STORE = "This what-if is already in the store as `{name}`: compare it below."
 RUN_RETRAINING = "`{name}` is being retrained (see the jobs below)."
-NO_NOISE_BAND = "No noise band yet: it takes 3 retrains of the unedited graph, once per model."
+NO_NOISE_BAND = "Noise band pending: 3 retrains of the unedited graph, once per model (started when the lab opens)."
+NOISE_BAND_PENDING = (
+    "Noise band pending: 3 retrains of the unedited graph under other seeds run in the background (once per "
+    "model). Until they are done, no change below can be told apart from retraining drift."
+)
+NOISE_BAND_JOB = "{name}: noise band"
+CALIBRATE_BUTTON = "Calibrate the predictions (13 masked retrains over 6 occupations)"
 NOISE_BAND = "B_gr of {name} across retrains of the unedited graph under seeds {seeds}: spread {spread} (max − min)."
 NO_RUNS = "No what-if of this model yet: choose an edit above and retrain."
 STALE_RUNS = (
@@ -295,7 +318,13 @@ STALE_RUNS = (
 RUN_EDIT = "Edit: {strategy} on {occupation}, retrained {mode}."
 BIAS_CHANGE = (
     "Change of B_gr of every occupation (the edited one in orange); error bars: half the noise band's "
-    "spread. Bars beyond their error bars moved by more than retraining noise."
+    "spread. Purple: another occupation that moved by more than the band's spread (an effect of the edit, "
+    "not retraining noise); grey: within the noise."
+)
+BIAS_CHANGE_PENDING = (
+    "Change of B_gr of every occupation (the edited one in orange). Noise band pending: until the 3 retrains "
+    "of the unedited graph are done, no change of another occupation can be told apart from retraining drift, "
+    "so none is coloured as an effect."
 )
 LINK_BEFORE_AFTER = "Filtered tail prediction on the test split: all queries and occupation queries only."
 REMOVAL_CURVE = (
@@ -329,7 +358,28 @@ ACCURACY_SCATTER = (
     "Each point removes one set of triples and retrains masked from the same seed. Points on a line through 0 "
     "mean the influence ranks removals correctly; read r against the random sets' noise."
 )
-STORED_SCALE = "Stored scale: {scale}."
+CALIBRATION_TRANSE_ONLY = "Influence, and so its calibration, is defined for TransE models; this one is {kind}."
+NOT_CALIBRATED_YET = (
+    "This model is not calibrated: its predicted changes give the direction and the ranking of edits, not "
+    "their size. Calibrating fits the scale actual/predicted on 6 occupations spread over B_gr and group size "
+    "(a masked retrain without the top-k and one without the bottom-k triples of each), and keeps the range "
+    "of the per-occupation scales, which every prediction is then quoted with."
+)
+SINGLE_SCALE = (
+    "This model stores a single scale ({scale:.3g}) without a spread, so its predictions come without a "
+    "range. Recalibrate on several occupations to get one."
+)
+LEAVE_ONE_OUT = (
+    "Leave-one-occupation-out: fitted without each occupation in turn, the range held {inside} of its {n} "
+    "retrained changes ({share:.0%})."
+)
+CALIBRATION_COLUMNS = {
+    "name": "occupation", "kind": "removed set", "k": "k", "predicted": "Σ δ_z (raw)",
+    "actual": "retrained change", "low": "interval low (others)", "high": "interval high (others)",
+    "inside": "inside", "scale": "scale of this occupation", "occupation": "id",
+}
+CALIBRATION_RUNNING = "The calibration is running (see the jobs below)."
+RECALIBRATE_BUTTON = "Recalibrate (13 masked retrains over 6 occupations)"
 NO_CENSUS = (
     "No census file at `{path}`. Get it with `python -m kgbias_core download --data-dir {data_dir}` "
     "(or copy data/occupation_percentages_gender_occ1950.csv of github.com/nikhgarg/EmbeddingDynamicStereotypes "

@@ -26,6 +26,7 @@ from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import StoredModel, default_store
 from kgbias_core.errors import KGBiasError
 from kgbias_core.evaluation.link_prediction import before_after, load_link_prediction
+from kgbias_core.influence.calibration import leave_one_out
 from kgbias_core.influence.retraining_check import default_ks
 from kgbias_core.jobs import FINISHED_STATES, default_registry
 from kgbias_core.measures.fisher import most_moved
@@ -190,11 +191,12 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     frame = triples_in_words(cache.triples_frame(model, tuple(chosen)))
     st.dataframe(frame[["in words", "person_gender", "person_degree", "triple"]], hide_index=True)
     change = cache.predicted_removal(model, occupation, chosen)
-    scale = cache.analysis(model).model.influence_scale
-    st.metric(texts.removal_label(scale), texts.fmt(change), help="Sum of δ_z B_gr over the basket (METHODS §4).")
-    st.caption(texts.BASKET_CHANGE.format(n=len(chosen), name=row["name"], before=texts.fmt(row["group_bias"]),
-                                          change=texts.fmt(change), sign=texts.SIGN)
-               + (texts.UNCALIBRATED_SIZE if scale is None else ""))
+    st.metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
+              help="Sum of δ_z B_gr over the basket, times the calibrated scale (METHODS §4).")
+    if change.calibrated:
+        st.caption(texts.BASKET_CHANGE.format(n=len(chosen), name=row["name"], before=texts.fmt(row["group_bias"]),
+                                              change=texts.fmt(change.point), sign=texts.SIGN))
+    st.caption(texts.predicted_range(change))
     download(frame, csv_name(model.name, "basket"), key="basket:csv", label="Download the basket (CSV)")
     if st.button("Empty the basket"):
         st.session_state.setdefault(BASKET_KEY, {}).pop(model.name, None)
@@ -319,15 +321,15 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
         st.info(texts.ADD_NOT_PREDICTED)
         st.caption(texts.ADD_EDIT.format(strategy=edit.strategy, n=len(edit.added_triples)))
         return
-    before, scale = row["group_bias"], cache.analysis(model).model.influence_scale
+    before = row["group_bias"]
     change = cache.predicted_removal(model, edit.occupation, edit.removed)
     columns = st.columns(3)
     columns[0].metric("B_gr now", texts.fmt(before), help=texts.SIGN)
-    columns[1].metric(texts.removal_label(scale), texts.fmt(change),
+    columns[1].metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
                       help=texts.PREDICTED_HELP.format(n=len(edit.removed)))
-    columns[2].metric("Predicted B_gr after", texts.fmt(before + change))
-    if scale is None:
-        st.caption(texts.UNCALIBRATED)
+    if change.calibrated:
+        columns[2].metric("Predicted B_gr after", texts.fmt(before + change.point))
+    st.caption(texts.predicted_range(change, before=before if change.calibrated else None))
 
 
 def run_figures(target: pd.Series, *, spread: float | None, baseline: tuple[int, float] | None) -> None:
@@ -469,3 +471,39 @@ def removal_ks(analysis: ModelAnalysis, *, occupation: str, name: str) -> list[i
     text = st.text_input("k values (comma-separated)", ", ".join(map(str, default_ks(n_moving))),
                          key=f"val_ks:{occupation}", help=texts.KS_HELP.format(n=n_moving, name=name))
     return sorted({int(v) for v in text.replace(",", " ").split() if v.isdigit() and int(v) > 0})
+
+
+# --- validation: calibration --------------------------------------------------------------------
+def calibration_section(model: ModelRef) -> None:
+    """The stored calibration (scale, range, occupations), its leave-one-out check, and (re)calibrate."""
+    stored = cache.analysis(model).model
+    if stored.config.model != "transe":
+        st.info(texts.CALIBRATION_TRANSE_ONLY.format(kind=stored.config.model))
+        return
+    calibration = stored.calibration
+    if calibration is None:
+        st.info(texts.NOT_CALIBRATED_YET if stored.influence_scale is None
+                else texts.SINGLE_SCALE.format(scale=stored.influence_scale))
+    else:
+        columns = st.columns(3)
+        columns[0].metric("Calibrated scale", f"{calibration.scale:.3g}")
+        columns[1].metric("Range over occupations", f"{calibration.low:.3g} – {calibration.high:.3g}")
+        columns[2].metric("Occupations", len(calibration.occupations))
+        runs = tasks.saved_calibration_runs(model.path)
+        if runs is not None:
+            held = leave_one_out(runs)
+            st.caption(texts.LEAVE_ONE_OUT.format(inside=int(held["inside"].sum()), n=len(held),
+                                                  share=held["inside"].mean()))
+            table = held.assign(scale=held["occupation"].map(
+                dict(zip(calibration.occupations, calibration.per_occupation, strict=True))))
+            shown = table[["name", "kind", "k", "predicted", "actual", "low", "high", "inside", "scale",
+                           "occupation"]].rename(columns=texts.CALIBRATION_COLUMNS)
+            st.dataframe(shown, hide_index=True)
+            download(table, csv_name(model.name, "calibration"), key="calibration:csv",
+                     label="Download the calibration runs (CSV)")
+    task = tasks.calibration_task(model.path)
+    if jobs_ui.is_running(task):
+        st.caption(texts.CALIBRATION_RUNNING)
+    elif st.button(texts.CALIBRATE_BUTTON if calibration is None else texts.RECALIBRATE_BUTTON, key="calibrate"):
+        jobs_ui.submit(f"{model.name}: calibration", task, group="validation")
+        st.rerun()

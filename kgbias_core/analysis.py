@@ -22,6 +22,7 @@ from kgbias_core.influence.closed_form import (
     predicted_change,
     triple_influence,
 )
+from kgbias_core.influence.scale import PredictedChange, predict
 from kgbias_core.measures.fisher import fisher_bias
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
@@ -139,8 +140,9 @@ class ModelAnalysis:
         index = self.groups.index(occupation)
         return self._memo.get(("influence", index), lambda: triple_influence(self.context, index))
 
-    def predicted_removal(self, occupation: str, removed: LongTensor) -> float:
-        """Predicted change of B_gr when ``removed`` (triple indices) are dropped, scaled if calibrated."""
-        scale = self.model.influence_scale or 1.0
-        return predicted_change(self.influence(occupation), removed, scale=scale)
+    def predicted_removal(self, occupation: str, removed: LongTensor) -> PredictedChange:
+        """Predicted change of B_gr when ``removed`` (triple indices) are dropped: the raw sum of delta_z,
+        and the calibrated point and interval where the model has them (METHODS §4)."""
+        raw = predicted_change(self.influence(occupation), removed)
+        return predict(raw, scale=self.model.influence_scale, calibration=self.model.calibration)
 

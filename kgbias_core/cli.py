@@ -234,7 +234,7 @@ def _debias(args: argparse.Namespace) -> None:
     from kgbias_core.whatif.runs import bias_change
 
     analysis = ModelAnalysis(load_model(args.model))
-    model, occupation = analysis.model, args.occupation
+    occupation = args.occupation
     strategy = "add" if args.add else args.strategy if args.remove_k is not None else "basket"
     indices = _read_indices(args.remove_indices) if strategy == "basket" else ()
     edit = make_edit(analysis, occupation, strategy=strategy, k=args.remove_k or 0, c=args.c, cap=args.cap,
@@ -248,15 +248,37 @@ def _debias(args: argparse.Namespace) -> None:
     path = task.run(_PrintedProgress())
     what_if = ModelAnalysis(load_model(path))
     change = bias_change(analysis, what_if).set_index("occupation").loc[occupation]
-    scale = ("uncalibrated: ranking only" if model.influence_scale is None
-             else f"calibrated x{model.influence_scale:.3g}")
     print(f"saved {path} ({edit.strategy}, {args.mode})")
     print(f"B_gr before {change['group_bias_before']:+.4f}  after {change['group_bias_after']:+.4f}  "
           f"change {change['change']:+.4f}")
     if predicted is None:
         print("predicted change: none (influence predicts removals only)")
     else:
-        print(f"predicted change {predicted:+.4f} ({scale})")
+        print(f"predicted change {predicted.summary()}")
+
+
+def _calibrate(args: argparse.Namespace) -> None:
+    from kgbias_core.embeddings.store import load_model
+    from kgbias_core.influence.calibration import calibrate, leave_one_out
+    from kgbias_core.tasks import store_calibration
+
+    model = load_model(args.model)
+
+    def on_run(done: int, total: int) -> None:
+        print(f"calibration: masked retrain {done}/{total}", file=sys.stderr, flush=True)
+
+    calibration, runs = calibrate(model, n_occupations=args.occupations, k=args.k, on_run=on_run)
+    held_out = leave_one_out(runs)
+    if args.out is not None:
+        _write(held_out, args.out)
+    store_calibration(args.model, calibration, runs)
+    for label, scale in zip(calibration.occupations, calibration.per_occupation, strict=True):
+        name = runs.loc[runs["occupation"] == label, "name"].iloc[0]
+        print(f"{name} ({label}): scale {scale:.3f}")
+    print(f"scale actual/predicted {calibration.scale:.3f}, range {calibration.low:.3f}-{calibration.high:.3f} "
+          f"over {len(calibration.occupations)} occupations; stored in {args.model}")
+    print(f"leave-one-occupation-out: {int(held_out['inside'].sum())} of {len(held_out)} retrained changes "
+          f"inside the interval ({held_out['inside'].mean():.0%})")
 
 
 def _validate_influence(args: argparse.Namespace) -> None:
@@ -315,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         train.add_argument(flag, type=kind, help=meaning)
     train.add_argument("--calibrate", action="store_true",
-                       help="TransE: calibrate the influence scale with 4 masked retrains (METHODS §4)")
+                       help="TransE: calibrate the influence scale on 6 occupations, 13 masked retrains (METHODS §4)")
     train.add_argument("--out", required=True, help="model directory, e.g. cached_models/fb15k237-transe")
     train.add_argument("--force", action="store_true", help="replace the model already at --out")
     train.set_defaults(handler=_train)
@@ -386,6 +408,16 @@ def build_parser() -> argparse.ArgumentParser:
     debias.add_argument("--out", required=True, help="model directory of the what-if (never the --model)")
     debias.add_argument("--force", action="store_true", help="replace a what-if already at --out")
     debias.set_defaults(handler=_debias)
+
+    calibration = commands.add_parser(
+        "calibrate", help="fit the influence scale and its range over occupations by masked retraining; store it")
+    calibration.add_argument("--model", required=True, help="TransE model directory (its calibration is replaced)")
+    calibration.add_argument("--occupations", type=_integer(3, 100), default=6,
+                             help="occupations fitted on, spread over B_gr and group size (1 + 2n retrains)")
+    calibration.add_argument("--k", type=_integer(1),
+                             help="triples removed per set (default: 1%% of those moving B_gr)")
+    calibration.add_argument("--out", type=_csv_out, help="CSV of the runs with their leave-one-out intervals")
+    calibration.set_defaults(handler=_calibrate)
 
     validate = commands.add_parser("validate", help="influence against retraining (Du §4.2) or the census (§4.1)")
     checks = validate.add_subparsers(dest="check", required=True)

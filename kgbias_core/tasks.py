@@ -34,20 +34,22 @@ from kgbias_core.embeddings.store import (
     load_result,
     model_fingerprint,
     model_version,
+    read_config,
     save_model,
     save_result,
 )
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
+from kgbias_core.influence.calibration import calibrate
 from kgbias_core.influence.closed_form import debiasing_removal
 from kgbias_core.influence.retraining_check import (
     REMOVAL_KINDS,
-    calibrate_influence_scale,
     influence_accuracy,
     masked_retrain_bias,
     removal_set,
 )
+from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
 from kgbias_core.measures.relation_audit import cached_value_audit
 from kgbias_core.whatif.edits import Edit, Mode, retrain
@@ -117,18 +119,19 @@ def train_config(dataset: str) -> TrainConfig:
     return default_train_config(dataset)
 
 
-def _calibrated(model: StoredModel, progress: Progress) -> StoredModel:
-    """``model`` with the closed form's scale actual/predicted from a few masked retrains (METHODS §4)."""
-    progress.update(stage="calibrating", message="calibrating the influence scale by masked retraining…")
-    runs = [0]
+def _calibrated(model: StoredModel, progress: Progress) -> tuple[StoredModel, pd.DataFrame]:
+    """``model`` with its calibration over several occupations (METHODS §4), and the runs it was fitted on."""
+    progress.update(stage="calibrating", step=0, message="calibrating the influence scale by masked retraining…")
 
-    def on_run(kind: str, k: int, predicted: float, actual: float) -> None:
-        runs[0] += 1
-        progress.raise_if_cancelled(epoch=runs[0])
+    def on_run(done: int, total: int) -> None:
+        progress.update(step=done, total=total, message=f"calibration retrain {done}/{total}")
+        progress.raise_if_cancelled(epoch=done)
 
-    scale = calibrate_influence_scale(model, on_run=on_run)
-    progress.update(message=f"influence scale actual/predicted = {scale:.3f}")
-    return replace(model, influence_scale=scale)
+    calibration, runs = calibrate(model, on_run=on_run)
+    progress.update(message=f"influence scale actual/predicted = {calibration.scale:.3f} "
+                            f"(range {calibration.low:.3f}-{calibration.high:.3f} over "
+                            f"{len(calibration.occupations)} occupations)")
+    return replace(model, influence_scale=calibration.scale, calibration=calibration), runs
 
 
 def train_task(
@@ -146,7 +149,8 @@ def train_task(
 
     The config is the dataset's default (:func:`train_config`, looked up when the task runs) with
     ``overrides`` (model kind, dim, epochs, ...), so every kind sees the same data and split.
-    ``calibrate`` (TransE only) stores the influence scale too. The task returns the directory.
+    ``calibrate`` (TransE only) then fits the influence calibration and stores it in the saved model,
+    with the runs it was fitted on (:func:`saved_calibration_runs`). The task returns the directory.
     ``out`` is checked before the data is read (:func:`check_output`): an existing model there is
     replaced only with ``overwrite``, anything else never, so a refused ``out`` costs no training.
     One job per model directory: the key is ``out``.
@@ -164,16 +168,23 @@ def train_task(
         progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
         model = train_model(graph, config, name=out.name, on_epoch=progress.as_callback(),
                             should_stop=progress.should_stop)
-        if calibrate and config.model == "transe":
-            model = _calibrated(model, progress)
         progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
-        return str(save_model(model, out.parent, overwrite=overwrite))
+        path = save_model(model, out.parent, overwrite=overwrite)
+        if calibrate and config.model == "transe":
+            # Saved first: the model is usable (ranking only) while its calibration runs.
+            try:
+                calibrated, runs = _calibrated(model, progress)
+            except MeasureError as exc:  # a graph too small to calibrate: the model itself is fine
+                progress.update(stage="saved", message=f"saved, not calibrated: {exc}")
+            else:
+                store_calibration(path, calibrated.calibration, runs)
+        return str(path)
 
     return Task(key=_key("train", out=str(out)), run=run)
 
 
-def store_influence_scale(model_dir: Path | str, scale: float) -> Path:
-    """Save the model with ``influence_scale`` (atomic save_model), keeping its cached results."""
+def store_calibration(model_dir: Path | str, calibration: Calibration, runs: pd.DataFrame | None = None) -> Path:
+    """Save the model with ``calibration`` (atomic save_model), keeping its cached results; cache ``runs``."""
     model_dir = Path(model_dir)
     model = load_model(model_dir)
     results = model_dir / "results"
@@ -181,12 +192,40 @@ def store_influence_scale(model_dir: Path | str, scale: float) -> Path:
     if results.is_dir():
         shutil.copytree(results, kept)
     try:
-        path = save_model(replace(model, influence_scale=float(scale)), model_dir.parent, overwrite=True)
-        if kept.is_dir():  # the scale does not change the weights: the cached results stay valid
+        calibrated = replace(model, influence_scale=calibration.scale, calibration=calibration)
+        path = save_model(calibrated, model_dir.parent, overwrite=True)
+        if kept.is_dir():  # the calibration does not change the weights: the cached results stay valid
             shutil.copytree(kept, path / "results", dirs_exist_ok=True)
     finally:
         shutil.rmtree(kept, ignore_errors=True)
+    if runs is not None:
+        save_result(path, CALIBRATION_RUNS, runs, params={"calibration": calibration.to_dict()})
     return path
+
+
+#: The cached runs a model's calibration was fitted on (``saved_calibration_runs``).
+CALIBRATION_RUNS = "calibration_runs"
+
+
+def calibration_task(model_dir: Path | str) -> Task[Calibration]:
+    """Calibrate the model at ``model_dir`` on several occupations and store the calibration in it."""
+
+    def run(progress: Progress) -> Calibration:
+        model = load_model(model_dir)
+        calibrated, runs = _calibrated(model, progress)
+        progress.update(stage="saving", message=f"storing the calibration in {Path(model_dir).name}")
+        store_calibration(model_dir, calibrated.calibration, runs)
+        return calibrated.calibration
+
+    return Task(key=_key("calibration", model_dir), run=run)
+
+
+def saved_calibration_runs(model_dir: Path | str) -> pd.DataFrame | None:
+    """The runs the model's stored calibration was fitted on; None without a calibration or its runs."""
+    calibration = read_config(model_dir).get("calibration")
+    if calibration is None:
+        return None
+    return load_result(model_dir, CALIBRATION_RUNS, params={"calibration": calibration})
 
 
 # --- what-ifs (Du §4.3) --------------------------------------------------------------------------
@@ -262,7 +301,9 @@ def removal_curve_task(
     """B_gr of ``occupation`` after IF-REMOVE and Random-REMOVE of k triples, for each k (Du Fig. 4d-f).
 
     Masked retrains from the base seed (METHODS §2), so k = 0 is the base model itself. The task
-    returns, and caches beside the model, a frame ``strategy, k, predicted, group_bias``.
+    returns, and caches beside the model, a frame ``strategy, k, predicted_raw`` (sum of delta_z),
+    ``predicted, predicted_low, predicted_high`` (B_gr after, calibrated; empty for an uncalibrated
+    model) and ``group_bias`` (after the retrain).
     """
 
     def run(progress: Progress) -> pd.DataFrame:
@@ -272,9 +313,8 @@ def removal_curve_task(
         index = analysis.groups.index(occupation)
         before = float(analysis.group_bias(occupation))
         influence = analysis.influence(occupation)
-        scale = model.influence_scale or 1.0
-        rows = [{"strategy": s, "k": 0, "predicted": before, "group_bias": before}
-                for s in ("IF-REMOVE", "Random-REMOVE")]
+        rows = [{"strategy": s, "k": 0, "predicted_raw": 0.0, "predicted": before, "predicted_low": before,
+                 "predicted_high": before, "group_bias": before} for s in ("IF-REMOVE", "Random-REMOVE")]
         plan = [(s, k) for k in ks for s in ("IF-REMOVE", "Random-REMOVE")]
         for step, (strategy, k) in enumerate(plan, start=1):
             progress.update(stage="retraining", step=step - 1, total=len(plan), message=f"{strategy} k={k}")
@@ -284,8 +324,11 @@ def removal_curve_task(
                 removed = removal_set(influence, kind="random", k=k, seed=seed)
             after = masked_retrain_bias(model, removed=removed, groups=analysis.groups,
                                         should_stop=progress.should_stop)
-            rows.append({"strategy": strategy, "k": k,
-                         "predicted": before + scale * float(influence[removed].sum()),
+            change = analysis.predicted_removal(occupation, removed)
+            rows.append({"strategy": strategy, "k": k, "predicted_raw": change.raw,
+                         "predicted": before + change.point if change.calibrated else None,
+                         "predicted_low": before + change.low if change.has_interval else None,
+                         "predicted_high": before + change.high if change.has_interval else None,
                          "group_bias": float(after[index])})
         progress.update(step=len(plan), total=len(plan), message="done")
         frame = pd.DataFrame(rows)

@@ -33,16 +33,26 @@ with widgets.errors_shown():
 
 jobs_ui.progress_panel(jobs_ui.session_tasks("lab"), heading=texts.JOBS_OF_SESSION)
 
-st.subheader("Noise band")
-spread, band = noise_spread(noise, occupation), tasks.noise_band_task(model.path)
+st.subheader("Noise band and calibration")
+background: list = []
+with widgets.errors_shown():
+    # Computed by default, once per model: every comparison below is read against it.
+    jobs_ui.stored_per_model([model], title=texts.NOISE_BAND_JOB, load=lambda m: tasks.saved_noise_band(m.path),
+                             task=lambda m: tasks.noise_band_task(m.path), pending=background)
+spread = noise_spread(noise, occupation)
 if noise is not None:
     st.caption(texts.NOISE_BAND.format(name=row["name"], seeds=", ".join(map(str, tasks.NOISE_SEEDS)),
                                        spread=texts.fmt(spread)))
 else:
-    st.info(texts.NO_NOISE_BAND)
-    if not jobs_ui.is_running(band) and st.button("Compute the noise band (3 retrains)"):
-        jobs_ui.submit(f"{model.name}: noise band", band, group="lab")
+    st.info(texts.NOISE_BAND_PENDING)
+if analysis.model.calibration is None:
+    calibration = tasks.calibration_task(model.path)
+    if jobs_ui.is_running(calibration):
+        background.append(calibration)
+    elif st.button(texts.CALIBRATE_BUTTON):
+        jobs_ui.submit(f"{model.name}: calibration", calibration, group="lab")
         st.rerun()
+jobs_ui.progress_panel(background, key="background")
 
 st.subheader("Runs of this model")
 with widgets.errors_shown():
@@ -63,7 +73,8 @@ with widgets.errors_shown():
         if edited["occupation"] == occupation and edited["kind"] == "remove":
             run_point = (edited["n_removed"], float(target["group_bias_after"]))
         widgets.show_chart(charts.bias_change_bars(frame, occupation=edited["occupation"], noise=noise), frame,
-                           caption=texts.BIAS_CHANGE, file_name=widgets.csv_name(run.name, "bias-change"),
+                           caption=texts.BIAS_CHANGE if noise is not None else texts.BIAS_CHANGE_PENDING,
+                           file_name=widgets.csv_name(run.name, "bias-change"),
                            key="bias_change")
         widgets.link_prediction_before_after(model, run)
 

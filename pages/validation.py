@@ -29,8 +29,6 @@ with widgets.errors_shown():
             jobs_ui.submit(f"{model.name}: influence check for {row['name']}", check, group="validation")
             st.rerun()
 
-jobs_ui.progress_panel(jobs_ui.session_tasks("validation"), heading=texts.JOBS_OF_SESSION)
-
 with widgets.errors_shown():
     runs = tasks.saved_accuracy(model.path, occupation)
     if runs is not None:
@@ -43,11 +41,12 @@ with widgets.errors_shown():
         columns[4].metric("Sign agreement", f"{summary.sign_agreement:.0%}")
         widgets.show_chart(charts.accuracy_scatter(runs, scale=summary.scale), runs, caption=texts.ACCURACY_SCATTER,
                            file_name=widgets.csv_name(model.name, occupation, "influence-check"), key="accuracy")
-        current = analysis.model.influence_scale
-        st.caption(texts.STORED_SCALE.format(scale="none (uncalibrated)" if current is None else f"{current:.3g}"))
-        if st.button(f"Store the scale {summary.scale:.3g} in the model", disabled=not summary.scale > 0):
-            tasks.store_influence_scale(model.path, summary.scale)
-            st.rerun()
+
+st.header("Calibration of the predicted changes (METHODS §4)")
+with widgets.errors_shown():
+    widgets.calibration_section(model)
+
+jobs_ui.progress_panel(jobs_ui.session_tasks("validation"), heading=texts.JOBS_OF_SESSION)
 
 st.header("Census (Du §4.1)")
 data_dir = resolve_data_dir()

@@ -112,5 +112,6 @@ def test_influence_and_predicted_removal_follow_the_closed_form(tiny_model) -> N
     assert torch.allclose(analysis.influence(label), expected)
     assert analysis.influence(label) is analysis.influence(label)
     removed = torch.topk(expected.abs(), 7).indices
-    scale = tiny_model.influence_scale or 1.0
-    assert analysis.predicted_removal(label, removed) == pytest.approx(float(expected[removed].sum()) * scale)
+    change = analysis.predicted_removal(label, removed)
+    assert change.raw == pytest.approx(float(expected[removed].sum()))
+    assert change.calibrated == (tiny_model.influence_scale is not None)

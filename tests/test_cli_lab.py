@@ -34,7 +34,7 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
     printed = captured.out
     assert "B_gr before" in printed and "after" in printed
     assert "epoch 1/5  loss " in captured.err  # a warm what-if: 5 epochs, progress on stderr
-    assert "predicted change -" in printed and "uncalibrated: ranking only" in printed
+    assert "predicted change uncalibrated: Σ δ_z = -" in printed and "sign and the ranking only" in printed
     what_if = load_model(out)
     assert what_if.edit["kind"] == "remove" and what_if.edit["n_removed"] == 5 and what_if.edit["mode"] == "warm"
     assert what_if.triples.shape[0] == load_model(base).triples.shape[0] - 5

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 
+import pytest
+
+from kgbias_app import charts
 from kgbias_app import texts as ui_texts
 from kgbias_core import tasks
+from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models, load_model
+from kgbias_core.influence.scale import Calibration
+from kgbias_core.jobs import Progress
+from kgbias_core.tasks import Task
+from kgbias_core.whatif.edits import make_edit
 from tests.conftest import NO_WOMEN, button, metric, page, settled, texts
 
 
-def test_lab_predicted_change_is_instant_and_follows_k(writable_store: Path) -> None:
+def test_lab_predicted_change_is_a_calibrated_range_that_follows_k(writable_store: Path) -> None:
+    base = writable_store / "tiny-transe"
+    tasks.store_calibration(base, Calibration(scale=0.3, low=0.2, high=0.4, occupations=("a", "b", "c"),
+                                              per_occupation=(0.2, 0.3, 0.4)))
     app = page("debiasing_lab").run()
     assert not app.exception
     app.selectbox(key="occupation").set_value("nurse").run()
@@ -21,8 +34,22 @@ def test_lab_predicted_change_is_instant_and_follows_k(writable_store: Path) -> 
     large = metric(app, "Predicted change of B_gr")
     assert not app.exception
     assert small != large and float(small) < 0 and float(large) < float(small)  # nurse leans male: IF-REMOVE lowers
-    assert "uncalibrated" in texts(app.caption).lower()
-    assert "ranking only" in app.metric[1].label
+    analysis = ModelAnalysis(load_model(base))
+    edit = make_edit(analysis, "nurse", strategy="if", k=10)
+    raw = float(analysis.influence("nurse")[list(edit.removed)].sum())
+    before = float(analysis.group_bias("nurse"))
+    assert float(large) == pytest.approx(0.3 * raw, abs=1e-3)
+    assert f"Calibrated B_gr after: {before + 0.4 * raw:+.3f} to {before + 0.2 * raw:+.3f}" in texts(app.caption)
+
+
+def test_lab_never_headlines_an_uncalibrated_number(writable_store: Path) -> None:
+    app = page("debiasing_lab").run()
+    app.selectbox(key="occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    assert metric(app, "Predicted change of B_gr") == "uncalibrated"
+    assert "Not calibrated: Σ δ_z = -" in texts(app.caption)
+    assert "Predicted B_gr after" not in [m.label for m in app.metric]
+    assert button(app, "Calibrate the predictions") is not None
 
 
 def test_lab_warnings_for_c_zero_no_women_and_large_k(writable_store: Path) -> None:
@@ -65,11 +92,10 @@ def test_lab_retrains_a_whatif_into_the_store_and_compares(writable_store: Path)
     assert "MRR" not in texts(app.error)
 
 
-def test_lab_noise_band_and_curve_jobs(quick_store: Path) -> None:
+def test_lab_computes_the_noise_band_by_default_and_the_curve_on_request(quick_store: Path) -> None:
     app = page("debiasing_lab").run()
     app.selectbox(key="occupation").set_value("nurse").run()
-    assert ui_texts.NO_NOISE_BAND in texts(app.info)
-    button(app, "Compute the noise band").click().run()
+    assert ui_texts.NOISE_BAND_PENDING in texts(app.info)  # started in the background when the lab opened
     app.multiselect(key="lab_curve_ks").set_value([5]).run()
     button(app, "Compute the curve").click().run()
     settled(app)
@@ -78,18 +104,29 @@ def test_lab_noise_band_and_curve_jobs(quick_store: Path) -> None:
     assert "spread" in texts(app.caption)
     curve = tasks.saved_curve(quick_store / "quick-transe", "nurse")
     assert set(curve["strategy"]) == {"IF-REMOVE", "Random-REMOVE"} and set(curve["k"]) == {0, 5}
-    assert len(app.get("plotly_chart")) == 1
-    # a run next to the noise band and the Random-REMOVE baseline
-    app.radio(key="lab_strategy").set_value("if").run()
-    app.number_input(key="lab_k").set_value(5).run()
-    app.radio(key="lab_mode").set_value("warm").run()
-    button(app, "Retrain").click().run()
-    settled(app)
-    assert not app.exception
-    captions = texts(app.caption)
-    assert "Random-REMOVE baseline: removing 5 random triples" in captions
-    assert "that noise" in captions
-    assert len(app.get("plotly_chart")) == 2  # change of every occupation, and the curve with the run
+
+
+def test_collateral_changes_wait_for_the_noise_band(writable_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+
+    def blocked(model_dir, **_):  # a noise band that is still being computed
+        return Task(key=f"blocked-noise-band:{model_dir}", run=lambda progress: release.wait(60) and None)
+
+    monkeypatch.setattr(tasks, "noise_band_task", blocked)
+    base = writable_store / "tiny-transe"
+    edit = make_edit(ModelAnalysis(load_model(base)), "nurse", strategy="random", k=3)
+    tasks.whatif_task(base=base, edit=edit, mode="warm", out=writable_store / "tiny-transe--run").run(Progress())
+    try:
+        app = page("debiasing_lab").run()
+        assert not app.exception
+        assert ui_texts.NOISE_BAND_PENDING in texts(app.info)
+        assert ui_texts.BIAS_CHANGE_PENDING in texts(app.caption)
+        chart = json.loads(app.get("plotly_chart")[0].proto.spec)
+        assert chart["layout"]["title"]["text"].startswith("noise band pending")
+        bars = chart["data"][0]
+        assert set(bars["marker"]["color"]) == {charts.HIGHLIGHT, charts.MUTED}  # no bar coloured as an effect
+    finally:
+        release.set()
 
 
 def test_lab_sessions_see_only_their_own_jobs(writable_store: Path) -> None:

@@ -1,4 +1,4 @@
-"""AppTest of the Validation page: the influence check as a job, storing the scale, the census hints."""
+"""AppTest of the Validation page: the influence check and the calibration as jobs, the census hints."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kgbias_core.embeddings.store import load_model
 from tests.conftest import NO_WOMEN, button, metric, page, settled, texts
 
 
-def test_validation_influence_check_and_storing_the_scale(quick_store: Path) -> None:
+def test_validation_influence_check_and_the_calibration(quick_store: Path) -> None:
     app = page("validation").run()
     assert not app.exception
     app.selectbox(key="occupation").set_value("nurse").run()
@@ -21,12 +21,20 @@ def test_validation_influence_check_and_storing_the_scale(quick_store: Path) -> 
     settled(app)
     assert not app.exception
     assert float(metric(app, "Pearson r")) > 0.5  # 6 epochs: a page check, not an accuracy check
-    scale = float(metric(app, "Scale actual/predicted"))
-    assert scale > 0
-    button(app, "Store the scale").click().run()
-    assert load_model(quick_store / "quick-transe").influence_scale == pytest.approx(scale, rel=1e-2)
+    assert float(metric(app, "Scale actual/predicted")) > 0
+    assert "not calibrated" in texts(app.info)
+    button(app, "Calibrate the predictions").click().run()
+    settled(app)
+    assert not app.exception
+    calibration = load_model(quick_store / "quick-transe").calibration
+    assert calibration is not None and len(calibration.occupations) >= 3
+    assert float(metric(app, "Calibrated scale")) == pytest.approx(calibration.scale, rel=1e-2)
+    assert metric(app, "Range over occupations") == f"{calibration.low:.3g} – {calibration.high:.3g}"
+    assert "Leave-one-occupation-out" in texts(app.caption)
+    shown = app.dataframe[-1].value
+    assert len(shown) == 2 * len(calibration.occupations) and "retrained change" in shown.columns
     assert tasks.saved_accuracy(quick_store / "quick-transe", "nurse") is not None  # results kept
-    assert "Stored scale: " + f"{scale:.3g}" in texts(app.caption)
+    assert button(app, "Recalibrate") is not None
 
 
 def test_validation_no_women_and_census_without_pairing(app_store: Path) -> None:

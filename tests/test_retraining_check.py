@@ -1,5 +1,5 @@
 """Influence against masked retraining (kgbias_core.influence.retraining_check): removal sets, the accuracy
-summary against hand computations, and the calibrated scale against a held-out removal."""
+summary against hand computations (the calibration over occupations: test_calibration.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-from kgbias_core.influence.closed_form import influence_context, triple_influence
 from kgbias_core.influence.retraining_check import (
-    calibrate_influence_scale,
     default_ks,
-    masked_retrain_bias,
     removal_set,
     summarize_accuracy,
 )
-
-from .conftest import occupation_with_both
 
 
 def test_removal_sets_are_the_extremes_or_a_seeded_draw() -> None:
@@ -47,16 +42,3 @@ def test_accuracy_summary_equals_hand_computation() -> None:
     assert summary.noise == pytest.approx(0.4)  # the largest |actual| of a random set
     assert summary.scale == pytest.approx((1 * 2 + 2 * 3) / (1 + 4))  # least squares through 0, targeted sets
     assert summary.sign_agreement == 1.0
-
-
-def test_calibrated_scale_matches_a_held_out_removal(tiny_model) -> None:
-    scale = calibrate_influence_scale(tiny_model, n_occupations=1)
-    assert 0 < scale < 2
-    context = influence_context(tiny_model)
-    index = occupation_with_both(context)
-    influence = triple_influence(context, index)
-    removed = torch.topk(influence, 8).indices  # a set the calibration did not use (k differs)
-    base = float(masked_retrain_bias(tiny_model, removed=None, groups=context.groups)[index])
-    actual = float(masked_retrain_bias(tiny_model, removed=removed, groups=context.groups)[index]) - base
-    predicted = scale * float(influence[removed].sum())
-    assert abs(predicted - actual) < 0.5 * abs(actual)

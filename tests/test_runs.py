@@ -15,6 +15,7 @@ from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.embeddings.store import load_model, load_result, model_fingerprint, save_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.evaluation.link_prediction import link_prediction
+from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
 from kgbias_core.whatif.edits import make_edit
 from kgbias_core.whatif.runs import bias_change, is_stale, noise_band, noise_spread, random_baseline
@@ -55,7 +56,8 @@ def test_a_whatif_of_a_base_retrained_on_other_data_is_stale(tiny_graph, tmp_pat
     run = Path(tasks.whatif_task(base=base, edit=edit, mode="warm", out=tmp_path / "run").run(Progress()))
     assert load_model(run).edit["base"] == model_fingerprint(base)
     assert not is_stale(run, base)
-    tasks.store_influence_scale(base, 0.5)  # calibrating the base leaves its weights, and the run, as they were
+    calibration = Calibration(scale=0.5, low=0.4, high=0.6, occupations=("a", "b", "c"), per_occupation=(0.4, 0.5, 0.6))
+    tasks.store_calibration(base, calibration)  # calibrating the base leaves its weights, and the run, as they were
     assert not is_stale(run, base)
     other = generate_people_graph(replace(TINY_GRAPH, seed=8))  # the same name, retrained on other data
     save_model(train_model(other, config, name="base", device=torch.device("cpu")), tmp_path, overwrite=True)

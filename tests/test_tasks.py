@@ -13,6 +13,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models, load_model, read_config, save_model
 from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
 from kgbias_core.evaluation.link_prediction import load_link_prediction
+from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import JobRegistry, JobState, Progress
 from kgbias_core.whatif.edits import make_edit
 
@@ -55,6 +56,8 @@ def test_whatif_and_curve_run_through_the_registry_are_cancellable_and_reload(st
     finally:
         registry.shutdown()
 
+CALIBRATION = Calibration(scale=0.25, low=0.2, high=0.3, occupations=("a", "b", "c"), per_occupation=(0.2, 0.25, 0.3))
+
 
 def test_keys_name_the_work_and_the_model_version(store: Path) -> None:
     base = store / "tiny-transe"
@@ -62,7 +65,7 @@ def test_keys_name_the_work_and_the_model_version(store: Path) -> None:
     assert tasks.removal_curve_task(base, occupation="nurse", ks=[5]).key == key
     assert tasks.removal_curve_task(base, occupation="nurse", ks=[5, 10]).key != key
     assert tasks.noise_band_task(base).key != key
-    tasks.store_influence_scale(base, 0.5)  # the model changes: its earlier work does not count
+    tasks.store_calibration(base, CALIBRATION)  # the model changes: its earlier work does not count
     assert tasks.removal_curve_task(base, occupation="nurse", ks=[5]).key != key
     assert tasks.train_task("synthetic", out=store / "a").key == tasks.train_task("synthetic", out=store / "a").key
 
@@ -77,8 +80,12 @@ def test_train_task_saves_the_model_and_calibrates_it(
     config = read_config(path)
     assert Path(path) == tmp_path / "m" and config["name"] == "m"
     assert config["epochs"] == 8 and config["dim"] == TINY_TRAINING.dim  # overrides on top of the default
-    assert config["influence_scale"] > 0
-    assert progress.message == f"writing m to {tmp_path}"
+    calibration = load_model(path).calibration
+    assert config["influence_scale"] == calibration.scale > 0
+    assert calibration.low <= calibration.scale <= calibration.high and len(calibration.occupations) >= 3
+    runs = tasks.saved_calibration_runs(path)  # the runs it was fitted on, kept for the leave-one-out check
+    assert runs is not None and set(runs["occupation"]) == set(calibration.occupations)
+    assert progress.stage == "calibrating" and "range" in progress.message
 
 
 def test_influence_accuracy_is_kept_beside_the_model_only_when_asked(store: Path) -> None:
@@ -102,13 +109,29 @@ def test_impossible_ks_are_refused_before_any_retraining(store: Path) -> None:
     assert str(info.value) == LAB_K_TOO_LARGE.format(k=n + 1, n=n, model="tiny-transe")
 
 
-def test_storing_the_influence_scale_keeps_the_cached_results(store: Path) -> None:
+def test_storing_a_calibration_keeps_the_cached_results(store: Path) -> None:
     base = store / "tiny-transe"
     tasks.link_prediction_task([base]).run(Progress())
     before = load_link_prediction(base)
-    tasks.store_influence_scale(base, 0.25)
-    assert load_model(base).influence_scale == 0.25
+    tasks.store_calibration(base, CALIBRATION)
+    assert load_model(base).influence_scale == 0.25 and load_model(base).calibration == CALIBRATION
     assert load_link_prediction(base).equals(before)
+    assert tasks.saved_calibration_runs(base) is None  # stored without runs: none to show
+
+
+def test_a_train_task_on_a_graph_too_small_to_calibrate_still_saves_the_model(
+    tmp_path: Path, tiny_graph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
+
+    def refuse(*args, **kwargs):
+        raise MeasureError("calibration needs at least 3 occupations with persons of both genders; this model has 2")
+
+    monkeypatch.setattr(tasks, "calibrate", refuse)
+    progress = Progress()
+    path = tasks.train_task("synthetic", out=tmp_path / "m", calibrate=True).run(progress)
+    assert load_model(path).calibration is None and "not calibrated: calibration needs" in progress.message
 
 
 def test_whatif_names_are_stable_per_edit_and_mode(tiny_model, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from kgbias_app import texts
+from kgbias_core.influence.scale import Calibration, predict
 from kgbias_core.jobs import JobState, JobStatus, ProgressSnapshot
 
 
@@ -22,9 +23,15 @@ def test_sentence_reads_the_sign_as_male_or_female_leaning() -> None:
     assert texts.sentence("group_bias", 0.0) == texts.ZERO_SENTENCE
 
 
-def test_removal_label_says_whether_the_size_is_calibrated() -> None:
-    assert "ranking only" in texts.removal_label(None)
-    assert "× 0.337" in texts.removal_label(0.337)
+def test_a_predicted_change_is_headlined_only_when_calibrated() -> None:
+    bare = predict(-1.131, scale=None)
+    assert texts.predicted_value(bare) == "uncalibrated" and "Σ δ_z = -1.131" in texts.predicted_range(bare)
+    single = predict(-1.0, scale=0.3)
+    assert texts.predicted_value(single) == "-0.300" and "no range" in texts.predicted_range(single)
+    ranged = predict(-1.0, scale=0.3, calibration=Calibration(scale=0.3, low=0.25, high=0.35, occupations=("a", "b"),
+                                                                per_occupation=(0.25, 0.35)))
+    assert "Calibrated change: -0.350 to -0.250" in texts.predicted_range(ranged)
+    assert "Calibrated B_gr after: +0.150 to +0.250" in texts.predicted_range(ranged, before=0.5)
 
 
 def test_noise_sentence_compares_the_change_with_the_spread() -> None:

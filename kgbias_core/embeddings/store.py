@@ -58,6 +58,7 @@ from kgbias_core.errors import (
     MeasureError,
     ModelStoreError,
 )
+from kgbias_core.influence.scale import Calibration
 from kgbias_core.types import FloatTensor, LongTensor
 
 MODEL_FILES = ("config.json", "model.safetensors", "training.safetensors", "entities.tsv", "relations.tsv")
@@ -93,6 +94,7 @@ class StoredModel:
     test_triples: LongTensor | None = None  # [n_test, 3]
     damping: float = 0.0  # lambda of METHODS §3
     influence_scale: float | None = None  # calibrated actual/predicted (METHODS §4), None = ranking only
+    calibration: Calibration | None = None  # the scale's spread over occupations (its scale = influence_scale)
     edit: dict[str, Any] | None = None  # the debiasing edit that made this what-if, if any
     info: dict[str, Any] = field(default_factory=dict)  # versions, final loss, seconds, base model
 
@@ -278,6 +280,7 @@ def _write_model_files(model: StoredModel, folder: Path) -> None:
         **model.config.to_dict(),
         "damping": model.damping,
         "influence_scale": model.influence_scale,
+        "calibration": None if model.calibration is None else model.calibration.to_dict(),
         "edit": model.edit,
         **model.info,
     }
@@ -340,7 +343,7 @@ def load_model(path: Path | str) -> StoredModel:
     for key, value in training.items():
         _check_id_triples(value, key=key, n_entities=len(entities), n_relations=len(relations),
                           file=path / "training.safetensors")
-    reserved = {"name", "dataset", "data_hash", "schema", "damping", "influence_scale", "edit"}
+    reserved = {"name", "dataset", "data_hash", "schema", "damping", "influence_scale", "calibration", "edit"}
     reserved |= set(train_config.to_dict())
     return StoredModel(
         name=path.name,
@@ -358,9 +361,24 @@ def load_model(path: Path | str) -> StoredModel:
         test_triples=training.get("test_triples"),
         damping=float(config.get("damping") or 0.0),
         influence_scale=config.get("influence_scale"),
+        calibration=_calibration(config, path / "config.json"),
         edit=config.get("edit"),
         info={k: v for k, v in config.items() if k not in reserved},
     )
+
+
+def _calibration(config: dict[str, Any], file: Path) -> Calibration | None:
+    """The config's calibration (METHODS §4), checked; None where the model has none."""
+    if config.get("calibration") is None:
+        return None
+    try:
+        calibration = Calibration.from_dict(config["calibration"])
+    except ValueError as exc:
+        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=f"'calibration' {exc}")) from None
+    if config.get("influence_scale") != calibration.scale:
+        problem = "'influence_scale' differs from the calibration's scale"
+        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
+    return calibration
 
 
 def _train_config(config: dict[str, Any], file: Path) -> TrainConfig:

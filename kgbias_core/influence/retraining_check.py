@@ -4,7 +4,8 @@ For an occupation: remove the k most positive, the k most negative and k random 
 retrain *masked* from the same seed (METHODS §2: same permutation, same frozen negatives, the
 removed rows weighted 0), and compare the predicted change sum_{z in S} delta_z with the actual
 change of B_gr. The random sets give the noise level that r must be read against; the targeted
-sets give the calibrated scale actual/predicted (least squares through the origin, METHODS §4).
+sets give the scale actual/predicted (least squares through the origin, METHODS §4; the stored
+calibration over several occupations is :mod:`kgbias_core.influence.calibration`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from scipy import stats
 
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.embeddings.training import EpochCallback, train_transe
+from kgbias_core.influence.scale import through_origin
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor, LongTensor
@@ -119,37 +121,6 @@ def summarize_accuracy(runs: pd.DataFrame) -> AccuracySummary:
     targeted = ~random.to_numpy()
     noise = float(np.abs(actual[random.to_numpy()]).max()) if random.any() else float("nan")
     x, y = predicted[targeted], actual[targeted]
-    scale = float((x @ y) / (x @ x)) if targeted.any() and (x @ x) > 0 else float("nan")
+    scale = through_origin(x, y)
     signs = float(np.mean(np.sign(x) == np.sign(y))) if targeted.any() else float("nan")
     return AccuracySummary(r=float(r), p_value=float(p), noise=noise, scale=scale, sign_agreement=signs)
-
-
-def calibrate_influence_scale(
-    model: StoredModel,
-    *,
-    n_occupations: int = 2,
-    k: int | None = None,
-    device: torch.device | None = None,
-    on_run: Callable[[str, int, float, float], None] | None = None,
-) -> float:
-    """The scale actual/predicted of the closed form (METHODS §4), from a few masked retrains.
-
-    Takes the ``n_occupations`` occupations with the most persons of the rarer gender, removes their
-    top-k and bottom-k triples (k = 1% of the triples they touch, by default), retrains masked, and
-    returns the least-squares slope through the origin over all those sets.
-    """
-    from kgbias_core.analysis import ModelAnalysis
-
-    analysis = ModelAnalysis(model)
-    groups = analysis.groups
-    smaller = torch.minimum(groups.n_male, groups.n_female)
-    chosen = torch.argsort(smaller, descending=True)[:n_occupations].tolist()
-    base = masked_retrain_bias(model, removed=None, groups=groups, device=device)
-    runs = []
-    for index in chosen:
-        influence = analysis.influence(groups.labels[index])
-        size = k or max(5, int(0.01 * int((influence != 0).sum())))
-        runs.append(influence_accuracy(model, influence=influence, occupation_index=index, groups=groups,
-                                       ks=[size], kinds=("top", "bottom"), base_bias=float(base[index]),
-                                       device=device, on_run=on_run))
-    return summarize_accuracy(pd.concat(runs)).scale
