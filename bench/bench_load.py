@@ -118,7 +118,7 @@ def start_retrain(session: Session, *, offset: int) -> list[str]:
     widget_id, box = first.widgets["Occupation"]
     occupation = {"id": widget_id, "string_value": box.options[offset % len(box.options)]}
     chosen = session.run(page="Debiasing lab", states=[occupation])
-    button = next((wid for label, (wid, _) in chosen.widgets.items() if label.startswith("Retrain (")), None)
+    button = next((wid for label, (wid, _) in chosen.widgets.items() if label.startswith("Retrain from")), None)
     if button is None:
         return first.errors + chosen.errors + ["no Retrain button (the run is already in the store?)"]
     clicked = session.run(page="Debiasing lab", states=[occupation, {"id": button, "trigger_value": True}])
@@ -175,7 +175,7 @@ def cli_retrain_seconds(store: Path, run: str) -> float:
     out = Path(tempfile.mkdtemp(prefix="kgbias-cli-")) / "cli-run"
     subprocess.run([sys.executable, "-m", "kgbias_core", "debias", "--model", str(store / "synthetic-transe"),
                     "--occupation", edit["occupation"], "--remove-k", str(k), "--strategy", "if",
-                    "--mode", edit["mode"], "--out", str(out)], check=True, capture_output=True)
+                    "--out", str(out)], check=True, capture_output=True)
     return float(read_config(out)["train_seconds"])
 
 

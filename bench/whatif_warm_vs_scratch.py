@@ -56,7 +56,8 @@ def main() -> None:
     start = time.perf_counter()
     band = noise_band(model, model_dir=args.model)
     spread = torch.tensor(band["spread"].to_numpy(), dtype=torch.float32).clamp_min(1e-6)
-    print(f"noise band (3 seeds): {time.perf_counter() - start:.0f} s; median spread {float(spread.median()):.4f}")
+    print(f"noise band (3 seeds): {time.perf_counter() - start:.0f} s; median spread "
+          f"{float(spread[torch.isfinite(spread)].median()):.4f}")
     base = analysis.group_bias()
 
     def retrain(weights: torch.Tensor, *, init: bool, lr: float | None = None) -> torch.Tensor:
@@ -86,7 +87,8 @@ def main() -> None:
                 warm = retrain(weights, init=True, lr=lr)
                 changes[name] = warm - base
                 changes[f"{name}-paired"] = warm - controls[name]
-            others = torch.ones(len(groups.labels), dtype=torch.bool)
+            # Occupations with a defined B_gr (both genders present) in the base and the band.
+            others = torch.isfinite(spread) & torch.isfinite(base)
             others[index] = False
             for name, change in changes.items():
                 units = (change - changes["scratch"]).abs() / spread

@@ -279,7 +279,6 @@ class EditChoice:
     k: int  # triples to remove (if, random)
     c: float  # dummies per missing person (add)
     cap: int  # at most this many dummies (add)
-    mode: str  # a key of texts.MODES
 
 
 def edit_choice() -> EditChoice:
@@ -291,8 +290,7 @@ def edit_choice() -> EditChoice:
         cap = int(right.number_input("At most this many dummies", 1, 1_000_000, MAX_DUMMIES, key="lab_cap"))
     elif strategy != "basket":
         k = int(left.number_input("k: triples to remove", min_value=1, value=LAB_K, key="lab_k"))
-    mode = st.radio("Retraining", list(texts.MODES), format_func=texts.MODES.__getitem__, key="lab_mode")
-    return EditChoice(strategy=strategy, k=k, c=c, cap=cap, mode=mode)
+    return EditChoice(strategy=strategy, k=k, c=c, cap=cap)
 
 
 def build_edit(analysis: ModelAnalysis, choice: EditChoice, *, occupation: str) -> Edit | None:

@@ -37,7 +37,14 @@ MAX_DIM, MAX_EPOCHS, MAX_BATCH, MAX_SEED, MAX_BOOTSTRAP = 4096, 100_000, 1 << 24
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with the CLI's error format: one line naming the command and the flag, exit 2."""
+    """argparse with the CLI's error format: one line naming the command and the flag, exit 2.
+
+    No abbreviated flags: ``--mode warm`` (a retired option) must not silently mean ``--model warm``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
@@ -244,11 +251,11 @@ def _debias(args: argparse.Namespace) -> None:
     predicted = None
     if edit.kind == "remove":
         predicted = analysis.predicted_removal(occupation, torch.tensor(edit.removed, dtype=torch.long))
-    task = whatif_task(base=Path(args.model), edit=edit, mode=args.mode, out=Path(args.out), overwrite=args.force)
+    task = whatif_task(base=Path(args.model), edit=edit, out=Path(args.out), overwrite=args.force)
     path = task.run(_PrintedProgress())
     what_if = ModelAnalysis(load_model(path))
     change = bias_change(analysis, what_if).set_index("occupation").loc[occupation]
-    print(f"saved {path} ({edit.strategy}, {args.mode})")
+    print(f"saved {path} ({edit.strategy}, retrained from the base's seed)")
     print(f"B_gr before {change['group_bias_before']:+.4f}  after {change['group_bias_after']:+.4f}  "
           f"change {change['change']:+.4f}")
     if predicted is None:
@@ -403,8 +410,6 @@ def build_parser() -> argparse.ArgumentParser:
     debias.add_argument("--strategy", choices=("if", "random"), default="if",
                         help="remove-k: IF-REMOVE (towards 0 by influence) or Random-REMOVE")
     debias.add_argument("--seed", type=seed, default=0, help="Random-REMOVE: seed of the random set")
-    debias.add_argument("--mode", choices=("scratch", "warm"), default="scratch",
-                        help="scratch: faithful, same seed and initialisation; warm: a few epochs from the base")
     debias.add_argument("--out", required=True, help="model directory of the what-if (never the --model)")
     debias.add_argument("--force", action="store_true", help="replace a what-if already at --out")
     debias.set_defaults(handler=_debias)

@@ -102,7 +102,6 @@ ADD_NOTHING = (
 )
 REMOVE_NOTHING = "nothing to remove: the removal set is empty"
 REMOVE_OUT_OF_RANGE = "removal set names a triple outside the model's {n} training triples"
-UNKNOWN_MODE = "unknown retraining mode {mode!r}: choose 'scratch' (faithful) or 'warm' (fast)"
 UNKNOWN_EDIT_STRATEGY = "unknown edit strategy {strategy!r}: choose one of {known}"
 NO_NEGATIVES = (
     "model {model!r} has no frozen negatives: influence needs TransE trained by kgbias (METHODS §2)"

@@ -52,7 +52,7 @@ from kgbias_core.influence.retraining_check import (
 from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
 from kgbias_core.measures.relation_audit import cached_value_audit
-from kgbias_core.whatif.edits import Edit, Mode, retrain
+from kgbias_core.whatif.edits import Edit, retrain
 from kgbias_core.whatif.runs import noise_band
 
 T = TypeVar("T")
@@ -229,9 +229,10 @@ def saved_calibration_runs(model_dir: Path | str) -> pd.DataFrame | None:
 
 
 # --- what-ifs (Du §4.3) --------------------------------------------------------------------------
-def whatif_name(base: str, edit: Edit, *, mode: Mode, occupation_name: str) -> str:
-    """``<base>--<strategy>-<occupation>-<hash>``: the same edit and mode always get the same name."""
-    payload = json.dumps({**edit.describe(), "added": edit.added_triples, "mode": mode}, sort_keys=True)
+def whatif_name(base: str, edit: Edit, *, occupation_name: str) -> str:
+    """``<base>--<strategy>-<occupation>-<hash>``: the same edit always gets the same name."""
+    # "mode" stays in the hash so that names of runs saved before warm starts were retired still match.
+    payload = json.dumps({**edit.describe(), "added": edit.added_triples, "mode": "scratch"}, sort_keys=True)
     digest = hashlib.sha1(payload.encode("utf-8")).hexdigest()[:8]
     strategy = slug(edit.strategy.split(" ")[0])
     occupation = slug(occupation_name)[:40].rstrip("-")  # model names have at most 200 characters
@@ -239,7 +240,7 @@ def whatif_name(base: str, edit: Edit, *, mode: Mode, occupation_name: str) -> s
 
 
 def whatif_task(
-    *, base: Path | str, edit: Edit, mode: Mode, out: Path, evaluate: bool = False, overwrite: bool = False
+    *, base: Path | str, edit: Edit, out: Path, evaluate: bool = False, overwrite: bool = False
 ) -> Task[str]:
     """Retrain the model at ``base`` with ``edit`` and save the run as the model directory ``out``.
 
@@ -254,8 +255,8 @@ def whatif_task(
         check_output(out, overwrite=overwrite, reading=base)
         model = load_model(base)
         fingerprint = model_fingerprint(base)
-        progress.update(stage="retraining", message=f"retraining {model.name}: {edit.strategy}, {mode}")
-        what_if = retrain(model, edit, name=out.name, mode=mode, on_epoch=progress.as_callback(stage="retraining"),
+        progress.update(stage="retraining", message=f"retraining {model.name} from its seed: {edit.strategy}")
+        what_if = retrain(model, edit, name=out.name, on_epoch=progress.as_callback(stage="retraining"),
                           should_stop=progress.should_stop)
         what_if = replace(what_if, edit={**what_if.edit, "base": fingerprint})
         progress.update(stage="saving", message="saving the run")

@@ -20,14 +20,13 @@ with widgets.errors_shown():
     edit = widgets.build_edit(analysis, choice, occupation=occupation)
     if edit is not None:
         widgets.predicted_edit(model, edit, row=row)
-        name = tasks.whatif_name(model.name, edit, mode=choice.mode, occupation_name=row["name"])
-        whatif = tasks.whatif_task(base=model.path, edit=edit, mode=choice.mode, out=model.beside(name),
-                                   evaluate=True, overwrite=True)
+        name = tasks.whatif_name(model.name, edit, occupation_name=row["name"])
+        whatif = tasks.whatif_task(base=model.path, edit=edit, out=model.beside(name), evaluate=True, overwrite=True)
         if name in cache.catalog():
             st.info(texts.RUN_IN_STORE.format(name=name))
         elif jobs_ui.is_running(whatif):
             st.caption(texts.RUN_RETRAINING.format(name=name))
-        elif st.button(f"Retrain ({texts.MODES[choice.mode]})", type="primary"):
+        elif st.button(texts.RETRAIN_BUTTON, type="primary", help=texts.RETRAIN_HELP):
             jobs_ui.submit(name, whatif, group="lab")
             st.session_state["lab_last_run"] = name
 
@@ -65,6 +64,8 @@ with widgets.errors_shown():
         run = widgets.run_picker(runs)
         edited = cache.config(run)["edit"]
         st.caption(texts.RUN_EDIT.format(**edited))
+        if edited.get("mode") == "warm":
+            st.warning(texts.WARM_RUN)
         frame = cache.bias_change(model, run)
         target = frame.set_index("occupation").loc[edited["occupation"]]
         widgets.run_figures(target, spread=noise_spread(noise, edited["occupation"]),

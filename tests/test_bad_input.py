@@ -170,7 +170,7 @@ MODEL = "--model {store}/tiny-transe"
 CSV = "--out {out}.csv"
 NEW = "--out {out}"
 TRAIN = "train --dataset {files}/good.tsv --schema {files}/schema.toml"
-DEBIAS = f"debias {MODEL} --occupation nurse --mode warm"
+DEBIAS = f"debias {MODEL} --occupation nurse"
 
 CASES = [
     # --- bad flags --------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def test_add_edit_adds_exactly_the_dummies(tiny_model) -> None:
         assert h == tiny_model.n_entities + i // 2
         assert (r, t) == ((tiny_model.relation_id(s.gender_relation), gender) if i % 2 == 0 else
                           (tiny_model.relation_id(s.occupation_relation), tiny_model.entity_id(occupation)))
-    what_if = retrain(tiny_model, edit, name="add", mode="warm", warm_epochs=2)
+    what_if = retrain(tiny_model, edit, name="add")
     assert what_if.triples.shape[0] == tiny_model.triples.shape[0] + 2 * expected
     assert torch.equal(what_if.triples[: tiny_model.triples.shape[0]], tiny_model.triples)
     assert what_if.n_entities == tiny_model.n_entities + expected
@@ -45,13 +45,13 @@ def test_remove_edit_trains_on_exactly_the_rest_and_reloads(tiny_model, tmp_path
     removed = torch.tensor([5, 1, 99, 5])
     edit = remove_edit(tiny_model, "nurse", removed, strategy="basket")
     assert edit.removed == (1, 5, 99)
-    what_if = retrain(tiny_model, edit, name="rm", mode="warm", warm_epochs=1)
+    what_if = retrain(tiny_model, edit, name="rm")
     keep = torch.ones(tiny_model.triples.shape[0], dtype=torch.bool)
     keep[[1, 5, 99]] = False
     assert torch.equal(what_if.triples, tiny_model.triples[keep])
     assert torch.equal(what_if.negatives, tiny_model.negatives[keep])
     loaded = load_model(save_model(what_if, tmp_path))
-    assert loaded.edit["removed"] == [1, 5, 99] and loaded.edit["mode"] == "warm"
+    assert loaded.edit["removed"] == [1, 5, 99] and loaded.edit["mode"] == "scratch"
     assert loaded.info["base_model"] == tiny_model.name
 
 
@@ -110,7 +110,7 @@ def test_if_remove_moves_bias_towards_zero_more_than_random(tiny_model) -> None:
     results = {}
     for strategy, removed in (("if-remove", chosen), ("random-remove", random)):
         what_if = retrain(tiny_model, remove_edit(tiny_model, occupation, removed, strategy=strategy),
-                          name=strategy, mode="scratch")
+                          name=strategy)
         results[strategy] = float(ModelAnalysis(what_if).group_bias(occupation))
     assert abs(results["if-remove"]) < abs(before) - 0.02
     assert abs(results["if-remove"]) < abs(results["random-remove"])

@@ -77,7 +77,6 @@ def test_lab_retrains_a_whatif_into_the_store_and_compares(writable_store: Path)
     app.selectbox(key="occupation").set_value("nurse").run()
     app.radio(key="lab_strategy").set_value("if").run()
     app.number_input(key="lab_k").set_value(5).run()
-    app.radio(key="lab_mode").set_value("warm").run()
     button(app, "Retrain").click().run()
     assert not app.exception
     settled(app)
@@ -115,7 +114,7 @@ def test_collateral_changes_wait_for_the_noise_band(writable_store: Path, monkey
     monkeypatch.setattr(tasks, "noise_band_task", blocked)
     base = writable_store / "tiny-transe"
     edit = make_edit(ModelAnalysis(load_model(base)), "nurse", strategy="random", k=3)
-    tasks.whatif_task(base=base, edit=edit, mode="warm", out=writable_store / "tiny-transe--run").run(Progress())
+    tasks.whatif_task(base=base, edit=edit, out=writable_store / "tiny-transe--run").run(Progress())
     try:
         app = page("debiasing_lab").run()
         assert not app.exception
@@ -133,7 +132,6 @@ def test_lab_sessions_see_only_their_own_jobs(writable_store: Path) -> None:
     mine = page("debiasing_lab").run()
     mine.selectbox(key="occupation").set_value("nurse").run()
     mine.radio(key="lab_strategy").set_value("random").run()
-    mine.radio(key="lab_mode").set_value("warm").run()
     button(mine, "Retrain").click().run()
     theirs = page("debiasing_lab").run()
     assert ui_texts.JOBS_OF_SESSION not in texts(theirs.subheader)
@@ -152,7 +150,7 @@ def test_a_run_of_a_base_retrained_on_other_data_is_shown_as_stale(writable_stor
 
     base = load_model(writable_store / "tiny-transe")
     edit = make_edit(ModelAnalysis(base), "nurse", strategy="random", k=3)
-    tasks.whatif_task(base=writable_store / "tiny-transe", edit=edit, mode="warm",
+    tasks.whatif_task(base=writable_store / "tiny-transe", edit=edit,
                       out=writable_store / "tiny-transe--old-run").run(Progress())
     app = page("debiasing_lab").run()
     runs = next(box for box in app.selectbox if box.label == "Run")
@@ -162,3 +160,11 @@ def test_a_run_of_a_base_retrained_on_other_data_is_shown_as_stale(writable_stor
     assert not app.exception
     assert "tiny-transe--old-run" in texts(app.warning) and "retrained since" in texts(app.warning)
     assert ui_texts.NO_RUNS in texts(app.info)  # hidden from the comparison
+
+
+def test_an_old_warm_started_run_is_flagged(store_with_a_run_first: Path) -> None:
+    app = page("debiasing_lab").run()
+    assert not app.exception
+    assert "a-run" in next(box for box in app.selectbox if box.label == "Run").options
+    assert ui_texts.WARM_RUN in texts(app.warning)
+    assert not [radio for radio in app.radio if radio.label == "Retraining"]  # no mode to choose any more

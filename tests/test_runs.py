@@ -53,7 +53,7 @@ def test_a_whatif_of_a_base_retrained_on_other_data_is_stale(tiny_graph, tmp_pat
     config = replace(TINY_TRAINING, epochs=3)
     save_model(train_model(tiny_graph, config, name="base", device=torch.device("cpu")), tmp_path)
     edit = make_edit(ModelAnalysis(load_model(base)), "nurse", strategy="basket", indices=[1, 2])
-    run = Path(tasks.whatif_task(base=base, edit=edit, mode="warm", out=tmp_path / "run").run(Progress()))
+    run = Path(tasks.whatif_task(base=base, edit=edit, out=tmp_path / "run").run(Progress()))
     assert load_model(run).edit["base"] == model_fingerprint(base)
     assert not is_stale(run, base)
     calibration = Calibration(scale=0.5, low=0.4, high=0.6, occupations=("a", "b", "c"), per_occupation=(0.4, 0.5, 0.6))
@@ -68,7 +68,7 @@ def test_a_whatif_of_a_base_retrained_on_other_data_is_stale(tiny_graph, tmp_pat
 def test_a_whatif_of_a_base_retrained_with_another_config_is_stale(tiny_model, tmp_path) -> None:
     base = save_model(tiny_model, tmp_path)
     edit = make_edit(ModelAnalysis(tiny_model), "nurse", strategy="basket", indices=[1, 2])
-    run = Path(tasks.whatif_task(base=base, edit=edit, mode="warm", out=tmp_path / "run").run(Progress()))
+    run = Path(tasks.whatif_task(base=base, edit=edit, out=tmp_path / "run").run(Progress()))
     assert not is_stale(run, base)
     save_model(replace(tiny_model, config=replace(tiny_model.config, seed=99)), tmp_path, overwrite=True)
     assert is_stale(run, base)

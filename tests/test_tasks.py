@@ -35,11 +35,11 @@ def test_whatif_and_curve_run_through_the_registry_are_cancellable_and_reload(st
     edit = make_edit(ModelAnalysis(load_model(base)), occupation, strategy="if", k=5)
     registry = JobRegistry()
     try:
-        run = tasks.whatif_task(base=base, edit=edit, mode="warm", out=store / "run-1", evaluate=True)
+        run = tasks.whatif_task(base=base, edit=edit, out=store / "run-1", evaluate=True)
         done = registry.submit("what-if", run.run, owner="a", key=run.key)
         curve_task = tasks.removal_curve_task(base, occupation=occupation, ks=[5])
         curve = registry.submit("curve", curve_task.run, owner="b", key=curve_task.key)
-        cancelled = registry.submit("what-if", tasks.whatif_task(base=base, edit=edit, mode="scratch",
+        cancelled = registry.submit("what-if", tasks.whatif_task(base=base, edit=edit,
                                                                  out=store / "run-2").run, owner="a")
         registry.cancel(cancelled)
         assert registry.wait(done, timeout=120).state is JobState.DONE
@@ -134,11 +134,12 @@ def test_a_train_task_on_a_graph_too_small_to_calibrate_still_saves_the_model(
     assert load_model(path).calibration is None and "not calibrated: calibration needs" in progress.message
 
 
-def test_whatif_names_are_stable_per_edit_and_mode(tiny_model, tmp_path: Path) -> None:
+def test_whatif_names_are_stable_per_edit(tiny_model, tmp_path: Path) -> None:
     path = save_model(tiny_model, tmp_path)
     analysis = ModelAnalysis(load_model(path))
     edit = make_edit(analysis, "nurse", strategy="basket", indices=[1, 2])
-    name = tasks.whatif_name("tiny-transe", edit, mode="warm", occupation_name="Nurse (RN)")
+    name = tasks.whatif_name("tiny-transe", edit, occupation_name="Nurse (RN)")
     assert name.startswith("tiny-transe--basket-nurse-rn-")
-    assert tasks.whatif_name("tiny-transe", edit, mode="warm", occupation_name="Nurse (RN)") == name
-    assert tasks.whatif_name("tiny-transe", edit, mode="scratch", occupation_name="Nurse (RN)") != name
+    assert tasks.whatif_name("tiny-transe", edit, occupation_name="Nurse (RN)") == name
+    other = make_edit(analysis, "nurse", strategy="basket", indices=[1, 3])
+    assert tasks.whatif_name("tiny-transe", other, occupation_name="Nurse (RN)") != name

@@ -3,9 +3,11 @@
 Two edits: **add** c·(|M_o| − |F_o|) dummy persons of the under-represented gender linked to the
 occupation, and **remove** a set of training triples (chosen by influence, at random, or by hand);
 :func:`make_edit` builds either from the strategy's name, for the command line and the lab alike.
-Two retraining modes: ``scratch`` retrains from the base model's seed and initialisation (faithful;
-a removal is a masked retrain, METHODS §2, so it differs from the base only by the removed triples),
-and ``warm`` continues from the base weights for a few epochs (fast, approximate).
+A what-if retrains from the base model's seed and initialisation (a removal is a masked retrain,
+METHODS §2, so it differs from the base only by the removed triples). There is no warm start: a few
+epochs from the base weights moved the edited occupation's B_gr by about a fifth of what retraining
+does on FB15k-237, several noise bands off (README, bench/whatif_warm_vs_scratch.py); the instant
+estimate is the calibrated influence prediction (:mod:`kgbias_core.influence.scale`).
 The base model is never modified: every what-if is a new :class:`StoredModel`.
 """
 
@@ -25,7 +27,6 @@ from kgbias_core.errors import (
     REMOVE_NOTHING,
     REMOVE_OUT_OF_RANGE,
     UNKNOWN_EDIT_STRATEGY,
-    UNKNOWN_MODE,
     MeasureError,
 )
 from kgbias_core.influence.closed_form import debiasing_removal
@@ -36,7 +37,6 @@ from kgbias_core.types import LongTensor
 if TYPE_CHECKING:
     from kgbias_core.analysis import ModelAnalysis
 
-Mode = Literal["scratch", "warm"]
 #: How an edit is chosen (Du §4.3): Add dummies, IF-REMOVE, Random-REMOVE, or a hand-picked basket.
 EditStrategy = Literal["add", "if", "random", "basket"]
 #: Du et al.'s cap on the number of dummies for one occupation.
@@ -145,15 +145,11 @@ def retrain(
     edit: Edit,
     *,
     name: str,
-    mode: Mode = "scratch",
-    warm_epochs: int = 5,
     device: torch.device | None = None,
     on_epoch: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> StoredModel:
-    """Retrain ``model`` with ``edit`` applied; the result records the edit, mode and base model."""
-    if mode not in ("scratch", "warm"):
-        raise MeasureError(UNKNOWN_MODE.format(mode=mode))
+    """Retrain ``model`` with ``edit`` applied, from its seed; the result records the edit and base model."""
     triples, negatives = model.triples.cpu(), model.negatives.cpu()
     n_entities = model.n_entities
     weights = torch.ones(triples.shape[0])
@@ -169,18 +165,9 @@ def retrain(
         weights = torch.ones(triples.shape[0])
         labels = labels + edit.added_entities
         names = names + tuple(f"dummy {i}" for i in range(len(edit.added_entities)))
-    config = model.config
-    init = None
-    if mode == "warm":
-        entities = model.entity_embeddings.cpu()
-        extra = torch.zeros(n_entities - model.n_entities, entities.shape[1])  # dummies start at the origin
-        entities = torch.cat([entities, extra])
-        init = (entities, model.relation_embeddings.cpu())
-        # A short, gentle continuation: start where the base schedule ended, not at its peak.
-        config = replace(config, epochs=warm_epochs, lr=max(config.lr / 10, config.lr_min))
     result = train_transe(
         triples=triples, negatives=negatives, n_entities=n_entities, n_relations=model.n_relations,
-        config=config, weights=weights, n_base_entities=model.n_entities, init=init, device=device,
+        config=model.config, weights=weights, n_base_entities=model.n_entities, device=device,
         on_epoch=on_epoch, should_stop=should_stop,
     )
     keep = weights > 0
@@ -193,7 +180,7 @@ def retrain(
         triples=triples[keep],
         negatives=negatives[keep],
         influence_scale=model.influence_scale,
-        edit={**edit.describe(), "mode": mode, "warm_epochs": warm_epochs if mode == "warm" else None},
+        edit={**edit.describe(), "mode": "scratch"},
         info={**model.info, "base_model": model.name, "final_loss": result.losses[-1] if result.losses else None,
               "train_seconds": result.seconds},
     )
