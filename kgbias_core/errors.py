@@ -42,6 +42,8 @@ ID_TOO_LONG = (
     "{path}, line {line}: column {column} is {length:,} characters long; an id has at most {limit:,} "
     "(a missing tab or line break?)"
 )
+DATA_DIR_NOT_A_DIRECTORY = "{path} is a file, not a directory: give --data-dir a directory (it is created if missing)"
+DATA_DIR_UNWRITABLE = "cannot create the data directory {path}: {reason}"
 NO_DATA_DIR = (
     "no {title} data in {path}: expected {path}/{folder}/train.txt. Set KGBIAS_DATA_DIR or --data-dir to "
     "a directory with {folder}/ (and census/). {source}"

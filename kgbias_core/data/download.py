@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from kgbias_core.errors import (
+    DATA_DIR_NOT_A_DIRECTORY,
+    DATA_DIR_UNWRITABLE,
     DOWNLOAD_BAD_ARCHIVE,
     DOWNLOAD_BAD_OPENKE,
     DOWNLOAD_CENSUS_FAILED,
@@ -106,6 +108,19 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+def _data_folder(data_dir: Path, name: str) -> Path:
+    """``data_dir/name``, created; a data directory that is a file or cannot be written is a DataError."""
+    folder = data_dir / name
+    for path in (data_dir, folder):
+        if path.exists() and not path.is_dir():
+            raise DataError(DATA_DIR_NOT_A_DIRECTORY.format(path=path))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(DATA_DIR_UNWRITABLE.format(path=folder, reason=exc.strerror or exc)) from None
+    return folder
+
+
 def _download(url: str, target: Path, *, timeout: float, message: str, data_dir: Path) -> Path:
     try:
         with _atomic_target(target) as temporary:
@@ -148,10 +163,9 @@ def download_fb15k237(
     """
     data_dir = Path(data_dir)
     sources = sources or Sources()
-    folder = data_dir / "fb15k237"
+    folder = _data_folder(data_dir, "fb15k237")
     written: list[Path] = []
 
-    folder.mkdir(parents=True, exist_ok=True)
     # The zip is only a vehicle: fetched to a temporary file, emptied, then removed.
     handle, name = tempfile.mkstemp(dir=folder, prefix=".FB15K-237.2.", suffix=".zip.part")
     os.close(handle)
@@ -217,8 +231,7 @@ def download_fb13(data_dir: Path, *, timeout: float = 30, sources: Sources | Non
     atomically. Returns the paths written.
     """
     data_dir, sources = Path(data_dir), sources or Sources()
-    folder = data_dir / "fb13"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _data_folder(data_dir, "fb13")
 
     def fetch(name: str) -> tuple[str, str]:
         url = sources.fb13 + name
