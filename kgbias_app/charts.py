@@ -150,10 +150,10 @@ def influence_degree_scatter(table: pd.DataFrame) -> go.Figure:
 
 # --- attributes ---------------------------------------------------------------------------------
 def fisher_bars(top_a: pd.DataFrame, top_b: pd.DataFrame, *, a_name: str, b_name: str) -> go.Figure:
-    """b_p of the professions of the two tables, one bar per profession (a to the right).
+    """b_p of the professions of the two tables, one bar per row (a to the right).
 
-    The two sides share professions when the b side is a fallback (``associated_sides``): each is
-    drawn once, else Plotly would stack its two bars into one twice as long.
+    ``associated_sides`` never puts a profession on both sides; were one there twice, it is drawn
+    once, else Plotly would stack its two bars into one twice as long.
     """
     frame = pd.concat([top_a, top_b]).drop_duplicates("profession").sort_values("bias")
     return diverging_bars(
@@ -284,10 +284,29 @@ def accuracy_scatter(runs: pd.DataFrame, *, scale: float) -> go.Figure:
     return fig
 
 
+#: Points of the census scatter named on the chart: the farthest from the fitted line. The others
+#: carry their name on hover only, so that no two labels overlap.
+CENSUS_LABELS = 6
+
+
+def outliers(x: pd.Series, y: pd.Series, *, k: int) -> np.ndarray:
+    """The ``k`` points farthest (vertically) from the least-squares line of y on x, as a mask [n]."""
+    mask = np.zeros(len(x), dtype=bool)
+    if len(x) < 3:
+        return mask
+    slope, intercept = np.polyfit(x, y, 1)
+    distance = np.abs(np.asarray(y) - (slope * np.asarray(x) + intercept))
+    mask[np.argsort(-distance, kind="stable")[:k]] = True
+    return mask
+
+
 def census_scatter(joined: pd.DataFrame, *, measure: str) -> go.Figure:
-    """A measure against census log(p/(1−p)), one point per occupation, with its name."""
+    """A measure against census log(p/(1−p)), one point per occupation; names on hover, and on the
+    chart only for the :data:`CENSUS_LABELS` outliers of the fitted line."""
     data = joined[np.isfinite(joined[measure]) & np.isfinite(joined["log_prop"])]
-    fig = px.scatter(data, x="log_prop", y=measure, text="name", hover_data={"p_male": ":.2f"},
+    label = np.where(outliers(data["log_prop"], data[measure], k=CENSUS_LABELS), data["name"], "")
+    fig = px.scatter(data.assign(label=label), x="log_prop", y=measure, text="label", hover_name="name",
+                     hover_data={"p_male": ":.2f", "label": False},
                      labels={"log_prop": "census log(p / (1 − p)), p = share of men (> 0 = more men)",
                              measure: f"{measure} ({SIGN})"})
     fig.update_traces(textposition="top center")

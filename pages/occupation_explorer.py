@@ -22,10 +22,9 @@ with widgets.errors_shown():
                        file_name=widgets.csv_name(model.name, occupation, "bin-vs-fisher"), key="individual_scatter")
 
     st.subheader("Persons")
-    table = persons[["name", "gender", "degree", "individual_bias", "fisher_individual", "person"]]
-    st.dataframe(table, hide_index=True)
+    widgets.table(persons, ["name", "gender", "degree", "individual_bias", "fisher_individual"], ids=["person"])
     st.caption(texts.PERSONS_TABLE)
-    widgets.download(table, widgets.csv_name(model.name, occupation, "persons-table"), key="persons:csv",
+    widgets.download(persons, widgets.csv_name(model.name, occupation, "persons-table"), key="persons:csv",
                      label="Download the table (CSV)")
 
     st.subheader("Compare occupations (Du Fig 2)")
