@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from kgbias_app.texts import SIGN, UNDEFINED
+from kgbias_app.texts import SIGN, UNDEFINED, measure_name
 from kgbias_core.measures.prediction_fairness import GAP_NAMES
 from kgbias_core.measures.relation_audit import AUDIT_MEASURES
 
@@ -308,7 +308,7 @@ def census_scatter(joined: pd.DataFrame, *, measure: str) -> go.Figure:
     fig = px.scatter(data.assign(label=label), x="log_prop", y=measure, text="label", hover_name="name",
                      hover_data={"p_male": ":.2f", "label": False},
                      labels={"log_prop": "census log(p / (1 − p)), p = share of men (> 0 = more men)",
-                             measure: f"{measure} ({SIGN})"})
+                             measure: f"{measure_name(measure)} ({SIGN})"})
     fig.update_traces(textposition="top center")
     fig.add_hline(y=0, line_color="grey", line_width=1)
     fig.add_vline(x=0, line_color="grey", line_width=1)

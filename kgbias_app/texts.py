@@ -50,6 +50,13 @@ COLUMNS: dict[str, str] = {
     "selection_rate (95% CI)": "selection rate (95% CI)", "precision (95% CI)": "precision (95% CI)",
     "recall (95% CI)": "recall (95% CI)",
 }
+
+
+def measure_name(column: str) -> str:
+    """A measure's display name (:data:`COLUMNS`), or its code where it has none."""
+    return COLUMNS.get(column, column)
+
+
 TOO_FEW = "Too few persons to rank ({rule}): {n}"
 TOO_FEW_OCCUPATIONS = "fewer than {minimum} men or {minimum} women"
 TOO_FEW_PROFESSIONS = "fewer than {minimum} {a}- plus {b}-persons"
@@ -532,4 +539,7 @@ CENSUS_TABLE = (
     "Pearson r and p of each measure against log(p/(1−p)), p = census share of men, across the {n} paired "
     "occupations. Du et al. (FB5M, 2018 census): B_gr r = 0.668."
 )
-CENSUS_SCATTER = "One point per paired occupation: a measure that tracks the census rises to the right."
+CENSUS_SCATTER = (
+    "One point per paired occupation: a measure that tracks the census rises to the right. Hover a point for "
+    "its name; only the occupations farthest from the trend are named on the chart."
+)

@@ -562,6 +562,12 @@ def removal_ks(analysis: ModelAnalysis, *, occupation: str, name: str) -> list[i
     return sorted({int(v) for v in text.replace(",", " ").split() if v.isdigit() and int(v) > 0})
 
 
+def census_table(correlations: pd.DataFrame) -> None:
+    """Pearson r and p of each measure against the census, measures by their display names."""
+    named = correlations.assign(measure=correlations["measure"].map(texts.measure_name))
+    table(named, ["measure", "r", "p_value", "n"], names={"p_value": "p", "n": "paired occupations"})
+
+
 # --- validation: calibration --------------------------------------------------------------------
 def calibration_section(model: ModelRef) -> None:
     """The stored calibration (scale, range, occupations), its leave-one-out check, and (re)calibrate."""

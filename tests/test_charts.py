@@ -82,3 +82,44 @@ def test_census_scatter_draws_every_point_and_names_only_the_outliers() -> None:
     assert len(trace.x) == 40 and list(trace.hovertext) == list(joined["name"])  # every name on hover
     named = {t for t in trace.text if t}
     assert {"job 3", "job 30"} <= named and len(named) == charts.CENSUS_LABELS
+
+
+def drawn(fig) -> list[tuple[str, str, float]]:
+    """Every bar or point of a figure: (trace name, x, y), sorted (Plotly Express splits colours and facets
+    into traces)."""
+    return sorted((trace.name or "", str(x), round(float(y), 9))
+                  for trace in fig.data for x, y in zip(trace.x, trace.y, strict=True))
+
+
+def test_the_comparison_charts_draw_one_bar_per_row_of_their_tables() -> None:
+    classes = pd.DataFrame({
+        "model": ["m1"] * 4 + ["m2"] * 4, "class_name": ["Nurse", "Nurse", "OTHER", "OTHER"] * 2,
+        "group": ["male", "female"] * 4, "selection_deviation": [0.1, -0.2, 0.0, 0.05, 0.3, -0.1, -0.05, 0.2],
+        "n_true": 3, "n_predicted": 2,
+    })
+    expected = sorted(zip(classes["group"], classes["class_name"], classes["selection_deviation"].round(9),
+                          strict=True))
+    assert drawn(charts.deviation_chart(classes)) == expected
+
+    values = pd.DataFrame({"value_name": ["Aland", "Borovia"] * 2, "bias": [0.1, 0.2, 0.3, 0.4],
+                           "model": ["m1", "m1", "m2", "m2"], "measure": "DPD", "n_persons": 9, "status": "ok"})
+    assert drawn(charts.value_chart(values, "nationality")) == sorted(
+        zip(values["model"], values["value_name"], values["bias"], strict=True))
+
+    names = ("DPG", "PPG", "EOG")
+    gaps = pd.DataFrame({"model": ["m1", "m2"], **{g: [0.1 * i, 0.2 * i] for i, g in enumerate(names, 1)},
+                         **{f"{g}_{end}": [0.0, 0.0] for g in names for end in ("low", "high")}})
+    assert len(drawn(charts.gap_chart(gaps))) == 3 * len(gaps)
+    assert {(m, g, round(float(gaps.loc[gaps.model == m, g].iloc[0]), 9)) for m in gaps.model
+            for g in names} == set(drawn(charts.gap_chart(gaps)))
+
+
+def test_the_explorer_charts_draw_one_point_per_person() -> None:
+    persons = pd.DataFrame({"person": ["p1", "p2", "p3"], "name": ["A", "B", "C"], "gender": ["male", "female", "male"],
+                            "degree": [3, 4, 5], "individual_bias": [0.1, -0.2, 0.3],
+                            "fisher_individual": [0.01, -0.02, 0.03]})
+    scatter = charts.individual_scatter(persons)
+    assert sorted((t.name, float(x), float(y)) for t in scatter.data for x, y in zip(t.x, t.y, strict=True)) == sorted(
+        zip(persons["gender"], persons["fisher_individual"], persons["individual_bias"], strict=True))
+    violin = charts.individual_distribution(persons)
+    assert sorted(float(y) for t in violin.data for y in t.y) == sorted(persons["individual_bias"])
