@@ -90,10 +90,15 @@ def ratio_scatter(ratios: pd.DataFrame) -> go.Figure:
 
 
 # --- occupation explorer ------------------------------------------------------------------------
-def individual_distribution(persons: pd.DataFrame) -> go.Figure:
-    """B_in per gender: violin with box and every person as a point (hover: name, degree)."""
+#: How persons show as points in the explorer's distributions: only the outliers by default (a few
+#: dozen SVG points, not thousands: Actor has 1,874 persons), every person on request.
+POINTS = {False: "outliers", True: "all"}
+
+
+def individual_distribution(persons: pd.DataFrame, *, every_point: bool = False) -> go.Figure:
+    """B_in per gender: violin with box, the outliers (or every person) as points (hover: name, degree)."""
     fig = px.violin(
-        persons, x="gender", y="individual_bias", color="gender", box=True, points="all",
+        persons, x="gender", y="individual_bias", color="gender", box=True, points=POINTS[every_point],
         hover_name="name", hover_data={"degree": True, "fisher_individual": ":.3f", "gender": False},
         color_discrete_map=GENDER_COLORS, category_orders={"gender": ["male", "female"]},
         labels={"individual_bias": f"B_in per person (influence-based; {SIGN})", "gender": "gender",
@@ -103,11 +108,25 @@ def individual_distribution(persons: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def individual_scatter(persons: pd.DataFrame) -> go.Figure:
-    """B_in against B'_in, one point per person (Du Fig 3)."""
+#: Persons drawn in the explorer's scatter unless every person is asked for: a seeded sample. Each SVG
+#: point costs the browser; measured in headless Chromium on FB15k-237 (bench/bench_browser.py), 700
+#: points took ~1.6 s to draw and 150 ~0.8 s, while WebGL, without a GPU, took ~2 s even for 150.
+SCATTER_SAMPLE = 300
+
+
+def scatter_persons(persons: pd.DataFrame, *, every_point: bool = False) -> pd.DataFrame:
+    """The persons the scatter draws: all of them, or a seeded sample of :data:`SCATTER_SAMPLE`."""
+    if every_point or len(persons) <= SCATTER_SAMPLE:
+        return persons
+    return persons.sample(n=SCATTER_SAMPLE, random_state=0).sort_index()
+
+
+def individual_scatter(persons: pd.DataFrame, *, every_point: bool = False) -> go.Figure:
+    """B_in against B'_in, one point per person (Du Fig 3): the persons of :func:`scatter_persons`.
+    Plotly Express draws more than 1,000 points with WebGL by itself."""
     fig = px.scatter(
-        persons, x="fisher_individual", y="individual_bias", color="gender", hover_name="name",
-        hover_data={"degree": True}, color_discrete_map=GENDER_COLORS,
+        scatter_persons(persons, every_point=every_point), x="fisher_individual", y="individual_bias",
+        color="gender", hover_name="name", hover_data={"degree": True}, color_discrete_map=GENDER_COLORS,
         category_orders={"gender": ["male", "female"]},
         labels={
             "fisher_individual": f"B'_in (Fisher's one-step update, up to a positive constant; {SIGN})",
@@ -119,10 +138,11 @@ def individual_scatter(persons: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def compare_distributions(persons: pd.DataFrame) -> go.Figure:
-    """B_in per gender for several occupations side by side (Du Fig 2)."""
+def compare_distributions(persons: pd.DataFrame, *, every_point: bool = False) -> go.Figure:
+    """B_in per gender for several occupations side by side (Du Fig 2): boxes, the outliers (or every
+    person) as points."""
     fig = px.box(
-        persons, x="occupation_name", y="individual_bias", color="gender", points="all",
+        persons, x="occupation_name", y="individual_bias", color="gender", points=POINTS[every_point],
         hover_name="name", hover_data={"degree": True}, color_discrete_map=GENDER_COLORS,
         category_orders={"gender": ["male", "female"]},
         labels={"occupation_name": "occupation", "individual_bias": f"B_in per person ({SIGN})"},

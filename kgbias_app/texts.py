@@ -280,22 +280,30 @@ MEASURES_TABLE = (
 GROUP_NOTE = "{name}: {note} ({n_male} men, {n_female} women)."
 OTHER_GENDERS_LEFT_OUT = "{n} more with another or no gender value are left out."
 ALL_BINARY = "Every person of this occupation has a binary gender value."
+EVERY_POINT = "Show every person as a point (slower for large occupations)"
 PERSONS_DISTRIBUTION = (
-    "Each point is a person of this occupation (hover: name and degree); violin and box show the "
-    "distribution per gender. Points above 0 are persons whose link to the occupation leans male."
+    "Violin and box show the distribution of B_in per gender; points are the outliers (or every person, with "
+    "the switch above; hover: name and degree). Points above 0 are persons whose link to the occupation "
+    "leans male."
 )
 PERSONS_SCATTER = (
     "Du's influence-based B_in against Fisher's one-step B'_in, one point per person. They agree in sign by "
     "construction; B_in also divides by the person's Hessian weight, so persons of low degree move further "
     "from 0."
 )
+SCATTER_SAMPLED = " Drawn: a random sample of {shown} of the {n:,} persons (the switch above draws them all)."
+
+
+def persons_scatter(n: int, *, every_point: bool, sample: int) -> str:
+    """The scatter's caption, saying when it draws a sample of the ``n`` persons, not all."""
+    return PERSONS_SCATTER + ("" if every_point or n <= sample else SCATTER_SAMPLED.format(shown=sample, n=n))
 PERSONS_TABLE = (
     "B_in and B'_in per person (> 0 = male-leaning); degree: the person's training triples. Click a header to sort."
 )
 COMPARE_TWO = "Pick at least two occupations to compare."
 COMPARE_DISTRIBUTIONS = (
-    "B_in of each occupation's women and men side by side (box: quartiles; points: persons). Occupations "
-    "whose boxes sit above 0 lean male for most of their persons."
+    "B_in of each occupation's women and men side by side (box: quartiles; points: outliers, or every person "
+    "with the switch above). Occupations whose boxes sit above 0 lean male for most of their persons."
 )
 
 # --- influential triples ------------------------------------------------------------------------

@@ -73,8 +73,16 @@ def table(frame: pd.DataFrame, columns: Sequence[str], *, ids: Sequence[str] = (
     ``kwargs`` go to ``st.dataframe`` (a selection, a key); -> what it returns.
     """
     shown = frame[[*[c for c in columns if c not in ids], *ids]]
-    rename = {c: (names or {}).get(c, texts.COLUMNS.get(c, c)) for c in shown.columns}
-    return st.dataframe(styled(shown.rename(columns=rename), digits), hide_index=True, **kwargs)
+    shown = shown.rename(columns={c: (names or {}).get(c, texts.COLUMNS.get(c, c)) for c in shown.columns})
+    if shown.isna().to_numpy().any():  # the grid would write "None": the Styler writes "undefined"
+        return st.dataframe(styled(shown, digits), hide_index=True, **kwargs)
+    # Without missing values the grid formats the numbers itself: a Styler renders every cell on the
+    # server (~120 ms for the 1,874 persons of Actor). A value that rounds to zero is stored as 0.0,
+    # so that "%.3f" never prints "-0.000".
+    floats = [c for c in shown.columns if shown[c].dtype.kind == "f"]
+    shown = shown.assign(**{c: shown[c].where(shown[c].round(digits) != 0, 0.0) for c in floats})
+    config = {c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in floats}
+    return st.dataframe(shown, hide_index=True, column_config=config, **kwargs)
 
 
 def too_few(small: pd.DataFrame, columns: Sequence[str], *, rule: str, ids: Sequence[str] = (),
@@ -135,6 +143,20 @@ def occupations_to_compare(measures: pd.DataFrame, *, current: str, key: str = "
     default = list(dict.fromkeys([current, *_largest(measures, 4)]))[:4]
     return st.multiselect("Occupations to compare (2 to 6)", list(titles), default=default,
                           format_func=titles.__getitem__, max_selections=6, key=key)
+
+
+@st.fragment
+def compare_occupations(model: ModelRef, measures: pd.DataFrame, *, current: str, every_point: bool) -> None:
+    """Du's Fig 2 for the occupations picked to compare. A fragment: changing the pick reruns this
+    section only, not the explorer above it."""
+    chosen = occupations_to_compare(measures, current=current)
+    if len(chosen) < 2:
+        st.info(texts.COMPARE_TWO)
+        return
+    several = tuple(chosen)
+    show_chart(cache.persons_figure(model, several, "compare", every_point), cache.persons_of(model, several),
+               caption=texts.COMPARE_DISTRIBUTIONS, file_name=csv_name(model.name, "compare"),
+               key="compare_distributions")
 
 
 def occupation_section(measures: pd.DataFrame, *, header: bool = True) -> tuple[str, pd.Series, bool]:

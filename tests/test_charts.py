@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kgbias_app import charts
+from kgbias_app import charts, texts
 from kgbias_core.measures.fisher import associated_sides
 from kgbias_core.tables import ranked_occupations
 
@@ -123,3 +123,24 @@ def test_the_explorer_charts_draw_one_point_per_person() -> None:
         zip(persons["gender"], persons["fisher_individual"], persons["individual_bias"], strict=True))
     violin = charts.individual_distribution(persons)
     assert sorted(float(y) for t in violin.data for y in t.y) == sorted(persons["individual_bias"])
+
+
+def test_the_scatter_draws_a_sample_by_default_and_every_person_on_request() -> None:
+    n = charts.SCATTER_SAMPLE + 50
+    persons = pd.DataFrame({"person": [f"p{i}" for i in range(n)], "name": [f"P{i}" for i in range(n)],
+                            "gender": ["male", "female"] * (n // 2), "degree": 3,
+                            "individual_bias": np.linspace(-1, 1, n), "fisher_individual": np.linspace(-2, 2, n)})
+    sampled = sorted(float(y) for t in charts.individual_scatter(persons).data for y in t.y)
+    assert len(sampled) == charts.SCATTER_SAMPLE and set(sampled) <= set(persons["individual_bias"])
+    every = sorted(float(y) for t in charts.individual_scatter(persons, every_point=True).data for y in t.y)
+    assert every == sorted(persons["individual_bias"])
+    assert "sample of 300 of the 350 persons" in texts.persons_scatter(n, every_point=False, sample=300)
+    assert "sample" not in texts.persons_scatter(n, every_point=True, sample=300)
+
+
+def test_the_distributions_draw_the_outliers_by_default_and_every_person_on_request() -> None:
+    persons = pd.DataFrame({"person": ["a", "b"], "name": ["A", "B"], "gender": ["male", "female"], "degree": 1,
+                            "individual_bias": [0.1, -0.1], "fisher_individual": [0.0, 0.0],
+                            "occupation_name": "Nurse"})
+    assert {t.points for t in charts.individual_distribution(persons).data} == {"outliers"}
+    assert {t.boxpoints for t in charts.compare_distributions(persons, every_point=True).data} == {"all"}
