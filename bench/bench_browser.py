@@ -1,7 +1,7 @@
 """End-to-end occupation switch in a real browser: from picking an occupation in the Occupation
 explorer to the last chart drawn, in ms (median over the switches).
 
-    python bench/bench_browser.py [--store DIR] [--model fb15k237-transe] [--switches 10]
+    python bench/bench_browser.py [--store DIR] [--model fb15k237-transe] [--switches 10] [--detail]
 
 Starts ``streamlit run dashboard.py`` on 127.0.0.1 with the store ``--store`` (default:
 $KGBIAS_MODEL_DIR), opens it in headless Debian Chromium (Selenium), goes to the explorer (its first
@@ -22,21 +22,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
+from kgbias_app.serve import chromium, dashboard
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import default_store, load_model
 from kgbias_core.tables import occupations_frame
 
-REPO = Path(__file__).resolve().parents[1]
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 #: A chart that has not changed for this long is drawn.
 QUIET_MS = 1000
 
@@ -84,26 +79,6 @@ option.click();
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_healthy(url: str, server: subprocess.Popen, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {server.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"streamlit did not answer at {url} within {timeout} s")
-
-
 def largest_titles(store: Path, model: str, n: int) -> list[tuple[str, str]]:
     """(picker title, heading) of the ``n`` occupations with the most persons of binary gender.
 
@@ -121,8 +96,6 @@ def loadavg() -> str:
 
 
 def main() -> None:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
@@ -132,28 +105,15 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=default_store(), help="model store (default: $KGBIAS_MODEL_DIR)")
     parser.add_argument("--model", default="fb15k237-transe", help="the model the sidebar opens on")
     parser.add_argument("--switches", type=int, default=10, help="occupations switched to (each once, then again)")
+    parser.add_argument("--detail", action="store_true",
+                        help="also print when each chart last changed (-1: a chart removed from the page)")
     args = parser.parse_args()
     model = args.model
     occupations = largest_titles(args.store, model, args.switches + 1)[1:]  # the largest is shown on opening
 
-    port, profile = free_port(), tempfile.mkdtemp(prefix="kgbias-bench-chromium-")
-    url = f"http://127.0.0.1:{port}"
     env = os.environ | {"KGBIAS_MODEL_DIR": str(args.store)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    driver = None
-    try:
-        wait_until_healthy(url, server)
-        options = webdriver.ChromeOptions()
-        options.binary_location = str(CHROMIUM)
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-                    "--window-size=1400,2000"):
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    profile = Path(tempfile.mkdtemp(prefix="kgbias-bench-chromium-"))
+    with dashboard(env, timeout=120) as url, chromium(profile) as driver:
         wait = WebDriverWait(driver, 300)
         driver.get(url)  # the router first: a deep link to a fresh server skips st.navigation
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
@@ -181,7 +141,7 @@ def main() -> None:
                     " window.__bench.t0, window.__bench.last, window.__bench.heading, performance.now()];")
                 shown, running, t0, last, first, now = state
                 if heading in shown and not running and last > t0 and now - last >= QUIET_MS:
-                    if os.environ.get("BENCH_DETAIL"):
+                    if args.detail:
                         charts = driver.execute_script("return window.__bench.charts;")
                         print("    per chart:", {k: round(v - t0) for k, v in sorted(charts.items())})
                     return last - t0, first - t0
@@ -201,14 +161,6 @@ def main() -> None:
         for visit, times in results.items():
             print(f"median {visit}: {statistics.median(times):.0f} ms over {len(times)} switches "
                   f"(min {min(times):.0f}, max {max(times):.0f}); target ≤ 500 ms")
-    finally:
-        if driver is not None:
-            driver.quit()
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 if __name__ == "__main__":
