@@ -235,8 +235,9 @@ def selected_triples(extremes: pd.DataFrame) -> list[int]:
     for direction, title in texts.DIRECTIONS.items():
         st.subheader(title)
         part = extremes[extremes["direction"] == direction]
-        event = table(part, ["in words", "influence", *TRIPLE_COLUMNS[1:]], ids=TRIPLE_IDS, names=TRIPLE_NAMES,
-                      digits=4, on_select="rerun", selection_mode="multi-row", key=f"triples:{direction}")
+        event = table(part, ["in words", "influence", "person_gender", "person_degree"], ids=TRIPLE_IDS,
+                      names=TRIPLE_NAMES, digits=4, on_select="rerun", selection_mode="multi-row",
+                      key=f"triples:{direction}")
         selected += part["triple"].iloc[event.selection.rows].tolist()
     return selected
 
