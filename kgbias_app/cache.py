@@ -143,13 +143,14 @@ _PERSONS_FIGURES = {
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
-def persons_figure(model: ModelRef, occupations: tuple[str, ...], kind: str) -> go.Figure:
-    """A figure of the persons table (one occupation) or of several occupations (``kind="compare"``).
+def persons_figure(model: ModelRef, occupations: tuple[str, ...], kind: str, every_point: bool = False) -> go.Figure:
+    """A figure of the persons table (one occupation) or of several occupations (``kind="compare"``);
+    ``every_point``: every person as a point in the distributions, not only the outliers.
 
     Shared across sessions, read-only: st.plotly_chart serialises it without changing it.
     """
     frame = persons(model, occupations[0]) if kind != "compare" else persons_of(model, occupations)
-    return _PERSONS_FIGURES[kind](frame)
+    return _PERSONS_FIGURES[kind](frame, every_point=every_point)
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the influence of every training triple…")

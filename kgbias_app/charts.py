@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from kgbias_app.texts import SIGN, UNDEFINED
+from kgbias_app.texts import SIGN, UNDEFINED, measure_name
 from kgbias_core.measures.prediction_fairness import GAP_NAMES
 from kgbias_core.measures.relation_audit import AUDIT_MEASURES
 
@@ -90,10 +90,15 @@ def ratio_scatter(ratios: pd.DataFrame) -> go.Figure:
 
 
 # --- occupation explorer ------------------------------------------------------------------------
-def individual_distribution(persons: pd.DataFrame) -> go.Figure:
-    """B_in per gender: violin with box and every person as a point (hover: name, degree)."""
+#: How persons show as points in the explorer's distributions: only the outliers by default (a few
+#: dozen SVG points, not thousands: Actor has 1,874 persons), every person on request.
+POINTS = {False: "outliers", True: "all"}
+
+
+def individual_distribution(persons: pd.DataFrame, *, every_point: bool = False) -> go.Figure:
+    """B_in per gender: violin with box, the outliers (or every person) as points (hover: name, degree)."""
     fig = px.violin(
-        persons, x="gender", y="individual_bias", color="gender", box=True, points="all",
+        persons, x="gender", y="individual_bias", color="gender", box=True, points=POINTS[every_point],
         hover_name="name", hover_data={"degree": True, "fisher_individual": ":.3f", "gender": False},
         color_discrete_map=GENDER_COLORS, category_orders={"gender": ["male", "female"]},
         labels={"individual_bias": f"B_in per person (influence-based; {SIGN})", "gender": "gender",
@@ -103,11 +108,25 @@ def individual_distribution(persons: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def individual_scatter(persons: pd.DataFrame) -> go.Figure:
-    """B_in against B'_in, one point per person (Du Fig 3)."""
+#: Persons drawn in the explorer's scatter unless every person is asked for: a seeded sample. Each SVG
+#: point costs the browser; measured in headless Chromium on FB15k-237 (bench/bench_browser.py), 700
+#: points took ~1.6 s to draw and 150 ~0.8 s, while WebGL, without a GPU, took ~2 s even for 150.
+SCATTER_SAMPLE = 300
+
+
+def scatter_persons(persons: pd.DataFrame, *, every_point: bool = False) -> pd.DataFrame:
+    """The persons the scatter draws: all of them, or a seeded sample of :data:`SCATTER_SAMPLE`."""
+    if every_point or len(persons) <= SCATTER_SAMPLE:
+        return persons
+    return persons.sample(n=SCATTER_SAMPLE, random_state=0).sort_index()
+
+
+def individual_scatter(persons: pd.DataFrame, *, every_point: bool = False) -> go.Figure:
+    """B_in against B'_in, one point per person (Du Fig 3): the persons of :func:`scatter_persons`.
+    Plotly Express draws more than 1,000 points with WebGL by itself."""
     fig = px.scatter(
-        persons, x="fisher_individual", y="individual_bias", color="gender", hover_name="name",
-        hover_data={"degree": True}, color_discrete_map=GENDER_COLORS,
+        scatter_persons(persons, every_point=every_point), x="fisher_individual", y="individual_bias",
+        color="gender", hover_name="name", hover_data={"degree": True}, color_discrete_map=GENDER_COLORS,
         category_orders={"gender": ["male", "female"]},
         labels={
             "fisher_individual": f"B'_in (Fisher's one-step update, up to a positive constant; {SIGN})",
@@ -119,10 +138,11 @@ def individual_scatter(persons: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def compare_distributions(persons: pd.DataFrame) -> go.Figure:
-    """B_in per gender for several occupations side by side (Du Fig 2)."""
+def compare_distributions(persons: pd.DataFrame, *, every_point: bool = False) -> go.Figure:
+    """B_in per gender for several occupations side by side (Du Fig 2): boxes, the outliers (or every
+    person) as points."""
     fig = px.box(
-        persons, x="occupation_name", y="individual_bias", color="gender", points="all",
+        persons, x="occupation_name", y="individual_bias", color="gender", points=POINTS[every_point],
         hover_name="name", hover_data={"degree": True}, color_discrete_map=GENDER_COLORS,
         category_orders={"gender": ["male", "female"]},
         labels={"occupation_name": "occupation", "individual_bias": f"B_in per person ({SIGN})"},
@@ -150,10 +170,10 @@ def influence_degree_scatter(table: pd.DataFrame) -> go.Figure:
 
 # --- attributes ---------------------------------------------------------------------------------
 def fisher_bars(top_a: pd.DataFrame, top_b: pd.DataFrame, *, a_name: str, b_name: str) -> go.Figure:
-    """b_p of the professions of the two tables, one bar per profession (a to the right).
+    """b_p of the professions of the two tables, one bar per row (a to the right).
 
-    The two sides share professions when the b side is a fallback (``associated_sides``): each is
-    drawn once, else Plotly would stack its two bars into one twice as long.
+    ``associated_sides`` never puts a profession on both sides; were one there twice, it is drawn
+    once, else Plotly would stack its two bars into one twice as long.
     """
     frame = pd.concat([top_a, top_b]).drop_duplicates("profession").sort_values("bias")
     return diverging_bars(
@@ -284,12 +304,31 @@ def accuracy_scatter(runs: pd.DataFrame, *, scale: float) -> go.Figure:
     return fig
 
 
+#: Points of the census scatter named on the chart: the farthest from the fitted line. The others
+#: carry their name on hover only, so that no two labels overlap.
+CENSUS_LABELS = 6
+
+
+def outliers(x: pd.Series, y: pd.Series, *, k: int) -> np.ndarray:
+    """The ``k`` points farthest (vertically) from the least-squares line of y on x, as a mask [n]."""
+    mask = np.zeros(len(x), dtype=bool)
+    if len(x) < 3:
+        return mask
+    slope, intercept = np.polyfit(x, y, 1)
+    distance = np.abs(np.asarray(y) - (slope * np.asarray(x) + intercept))
+    mask[np.argsort(-distance, kind="stable")[:k]] = True
+    return mask
+
+
 def census_scatter(joined: pd.DataFrame, *, measure: str) -> go.Figure:
-    """A measure against census log(p/(1−p)), one point per occupation, with its name."""
+    """A measure against census log(p/(1−p)), one point per occupation; names on hover, and on the
+    chart only for the :data:`CENSUS_LABELS` outliers of the fitted line."""
     data = joined[np.isfinite(joined[measure]) & np.isfinite(joined["log_prop"])]
-    fig = px.scatter(data, x="log_prop", y=measure, text="name", hover_data={"p_male": ":.2f"},
+    label = np.where(outliers(data["log_prop"], data[measure], k=CENSUS_LABELS), data["name"], "")
+    fig = px.scatter(data.assign(label=label), x="log_prop", y=measure, text="label", hover_name="name",
+                     hover_data={"p_male": ":.2f", "label": False},
                      labels={"log_prop": "census log(p / (1 − p)), p = share of men (> 0 = more men)",
-                             measure: f"{measure} ({SIGN})"})
+                             measure: f"{measure_name(measure)} ({SIGN})"})
     fig.update_traces(textposition="top center")
     fig.add_hline(y=0, line_color="grey", line_width=1)
     fig.add_vline(x=0, line_color="grey", line_width=1)

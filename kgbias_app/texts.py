@@ -8,6 +8,7 @@ reads the same way everywhere: positive = male-leaning (METHODS.md).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
@@ -16,6 +17,53 @@ from kgbias_core.jobs import JobState, JobStatus
 SIGN = "> 0 = male-leaning"
 #: How a NaN reads in a table or a metric.
 UNDEFINED = "undefined"
+
+# --- tables ---------------------------------------------------------------------------------------
+#: The display name of each column code of the core's tables; ids (labels, indices) read "id".
+#: Downloads keep the codes: they are for programs, the screen is for people.
+COLUMNS: dict[str, str] = {
+    # occupations and their measures (tables.measures_table)
+    "occupation": "id", "name": "name", "n_male": "men", "n_female": "women",
+    "group_bias": "B_gr", "group_bias_low": "B_gr 95% low", "group_bias_high": "B_gr 95% high",
+    "projection_bias": "B_wo", "individual_bias_vanilla": "B_in, all persons",
+    "individual_bias_weighted": "B_in, women + men", "fisher_individual_vanilla": "B'_in, all persons",
+    "fisher_individual_weighted": "B'_in, women + men", "fisher_bp": "Fisher b_p",
+    "n_other_gender": "other gender value", "n_unknown_gender": "no gender value", "note": "note",
+    # persons (tables.persons_table)
+    "person": "id", "gender": "gender", "degree": "degree", "individual_bias": "B_in",
+    "fisher_individual": "B'_in",
+    # triples (tables.triples_frame, influence_table)
+    "in words": "triple in words", "influence": "δ_z B_gr", "person_gender": "person's gender",
+    "person_degree": "person's degree", "relation": "relation", "triple": "triple id",
+    # Fisher's professions (tables.fisher_table)
+    "profession": "id", "label": "id", "bias": "b_p",
+    # link prediction, the relation audit and the prediction fairness (model comparison)
+    "model": "model", "queries": "queries", "n": "queries (n)", "mrr": "MRR", "hits@1": "Hits@1",
+    "hits@3": "Hits@3", "hits@10": "Hits@10", "mr": "mean rank", "relation_words": "relation",
+    "value": "id", "value_name": "value", "n_persons": "persons with the value", "n_rest": "persons without it",
+    "classifier": "classifier", "k": "k", "accuracy": "accuracy", "balanced_accuracy": "balanced accuracy",
+    "n_classified": "persons classified", "class": "id", "class_name": "occupation class", "group": "gender",
+    "selection_rate": "selection rate", "precision": "precision", "recall": "recall", "n_true": "true facts",
+    "n_predicted": "predicted", "data_share": "data share", "selection_deviation": "SelR − data share",
+    "abs_selection_deviation": "|SelR − data share|", "n_facts": "test facts",
+    "n_not_occupation": "predictions that are no occupation", "n_classes": "occupation classes",
+    "selection_rate (95% CI)": "selection rate (95% CI)", "precision (95% CI)": "precision (95% CI)",
+    "recall (95% CI)": "recall (95% CI)",
+}
+
+
+def measure_name(column: str) -> str:
+    """A measure's display name (:data:`COLUMNS`), or its code where it has none."""
+    return COLUMNS.get(column, column)
+
+
+TOO_FEW = "Too few persons to rank ({rule}): {n}"
+TOO_FEW_OCCUPATIONS = "fewer than {minimum} men or {minimum} women"
+TOO_FEW_PROFESSIONS = "fewer than {minimum} {a}- plus {b}-persons"
+MIN_GROUP_HELP = (
+    "Occupations with fewer men or fewer women than this are listed apart, not ranked: a figure over one "
+    "or two persons is noise, and would lead the ranking."
+)
 
 # --- the measures in one sentence each ----------------------------------------------------------
 #: One plain-language sentence per measure and sign: (positive, negative).
@@ -53,25 +101,106 @@ SENTENCES: dict[str, tuple[str, str]] = {
 }
 UNDEFINED_SENTENCE = "Undefined: this measure needs at least one man and one woman in the occupation."
 ZERO_SENTENCE = "Exactly 0: no lean either way."
+#: A measure whose 95% interval includes 0 (or that has none) states no direction.
+NO_CLEAR_LEAN = "No clear lean (interval includes 0): {low} to {high}."
+NO_INTERVAL_LEAN = "No clear lean: too few persons for an interval."
+EXCLUDES_ZERO = " (95% interval {low} to {high}, which excludes 0)"
+#: B_wo is one projection of three vectors: there are no persons to resample, hence no interval.
+PROJECTION_NO_INTERVAL = " No interval: B_wo is one projection, not a mean over persons."
 
 
 def is_defined(value: float | None) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
+def _unsigned_zero(text: str) -> str:
+    """"-0.000" and "+0.000" as "0.000": a tiny value rounds to zero, and zero has no sign."""
+    return text.lstrip("+-") if float(text) == 0 else text
+
+
 def fmt(value: float | None, digits: int = 3) -> str:
-    """A signed number, or "undefined" for None and NaN."""
-    return f"{value:+.{digits}f}" if is_defined(value) else UNDEFINED
+    """A signed number ("0.000" when it rounds to zero), or "undefined" for None and NaN."""
+    return _unsigned_zero(f"{value:+.{digits}f}") if is_defined(value) else UNDEFINED
 
 
-def sentence(measure: str, value: float | None) -> str:
-    """The plain-language reading of one measure's value."""
+def number(value: float | None, digits: int = 3) -> str:
+    """A number in a table: ``digits`` decimals, never "-0.000"; "undefined" for None and NaN."""
+    return _unsigned_zero(f"{value:.{digits}f}") if is_defined(value) else UNDEFINED
+
+
+def lean(value: float | None, low: float | None = None, high: float | None = None) -> str:
+    """"male", "female", "none" (the 95% interval includes 0, or an interval is missing) or "undefined".
+
+    Without ``low`` and ``high`` (a measure that has no interval, B_wo) the sign alone decides. A
+    zero-width interval (one person per group: every resample alike) counts as missing.
+    """
     if not is_defined(value):
+        return "undefined"
+    if low is not None or high is not None:
+        if not (is_defined(low) and is_defined(high)) or low == high or low <= 0 <= high:
+            return "none"
+    return "male" if value > 0 else "female" if value < 0 else "none"
+
+
+def sentence(measure: str, value: float | None, low: float | None = None, high: float | None = None) -> str:
+    """The plain-language reading of one measure's value: a direction only where its interval excludes 0.
+
+    ``low``, ``high``: the measure's 95% interval; both None for a measure without one (B_wo).
+    """
+    side = lean(value, low, high)
+    if side == "undefined":
         return UNDEFINED_SENTENCE
-    if value == 0:
-        return ZERO_SENTENCE
+    if side == "none":
+        if low is None and high is None or value == 0:
+            return ZERO_SENTENCE
+        if not (is_defined(low) and is_defined(high)) or low == high:
+            return NO_INTERVAL_LEAN
+        digits = DIGITS.get(measure, 3)
+        return NO_CLEAR_LEAN.format(low=fmt(low, digits), high=fmt(high, digits))
     positive, negative = SENTENCES[measure]
-    return positive if value > 0 else negative
+    text = positive if side == "male" else negative
+    if low is None and high is None:
+        return text + PROJECTION_NO_INTERVAL
+    digits = DIGITS.get(measure, 3)
+    return text[:-1] + EXCLUDES_ZERO.format(low=fmt(low, digits), high=fmt(high, digits)) + "."
+
+
+#: The headline measures in the order the agreement line names them: (column, short name).
+HEADLINE_MEASURES = {
+    "group_bias": "B_gr",
+    "projection_bias": "B_wo",
+    "fisher_bp": "Fisher's b_p",
+    "individual_bias_vanilla": "B_in (all persons)",
+    "individual_bias_weighted": "B_in (women + men)",
+}
+#: (one measure, several measures) per lean of :func:`lean`.
+LEAN_WORDS = {"male": ("leans male", "lean male"), "female": ("leans female", "lean female"),
+              "none": ("shows no clear lean", "show no clear lean")}
+MEASURES_AGREE = "**The measures agree in direction:** {parts}."
+MEASURES_DISAGREE = "**The measures disagree in direction:** {parts}."
+UNDEFINED_MEASURES = " Undefined: {names}."
+#: Decimals of a measure in sentences, where 3 would round its interval to one number.
+DIGITS = {"fisher_bp": 4}
+WHY_THEY_DIFFER = (
+    "Why they can differ: B_gr compares how far this occupation's women and men are from it, so what "
+    "all persons share cancels out; B_in and b_p also carry the occupation relation's own pull along the "
+    "male−female direction, the same for every occupation (a shared offset), so they lean the same way "
+    "almost everywhere; B_in over all persons lets the larger gender dominate, B_in (women + men) weighs "
+    "both equally; B_wo is a projection of the occupation's vector alone, with no persons and no interval."
+)
+
+
+def agreement(row: Mapping[str, float]) -> str:
+    """One line: which headline measures lean which way (by :func:`lean`, intervals included); the
+    reason they can differ is :data:`WHY_THEY_DIFFER`. ``row``: an occupation's row of the measures table."""
+    leans: dict[str, list[str]] = {}
+    for column, name in HEADLINE_MEASURES.items():
+        interval = (row.get(f"{column}_low"), row.get(f"{column}_high")) if f"{column}_low" in row else (None, None)
+        leans.setdefault(lean(row[column], *interval), []).append(name)
+    parts = "; ".join(f"{', '.join(leans[side])} {LEAN_WORDS[side][len(leans[side]) > 1]}"
+                      for side in LEAN_WORDS if side in leans)
+    line = (MEASURES_DISAGREE if {"male", "female"} <= set(leans) else MEASURES_AGREE).format(parts=parts)
+    return line + (UNDEFINED_MEASURES.format(names=", ".join(leans["undefined"])) if "undefined" in leans else "")
 
 
 PREDICTED_CHANGE = "Predicted change of B_gr"
@@ -131,8 +260,9 @@ OVERVIEW_MODEL = (
 )
 GROUP_BIAS_BARS = (
     "Each bar is an occupation's B_gr: how much larger the TransE error of its women is than that of its men "
-    "(blue, right: male-leaning; red, left: female-leaning). Whiskers: bootstrap 95% interval over persons. "
-    "{undefined} occupation(s) without men or without women have no B_gr and are left out."
+    "(blue, right: male-leaning; red, left: female-leaning). Whiskers: bootstrap 95% interval over persons: "
+    "a bar whose whisker crosses 0 shows no clear lean. {n} occupation(s) ranked; {small} with too few men or "
+    "women are listed apart below the table."
 )
 RATIO_SCATTER = (
     "One point per occupation (size: number of persons). Du et al. observe that B_gr grows with the share "
@@ -140,29 +270,40 @@ RATIO_SCATTER = (
     "the ratio does not explain."
 )
 MEASURES_TABLE = (
-    "B_gr: group bias; projection_bias: B_wo; individual_bias: B_in (Du), fisher_individual: B'_in, each "
-    "averaged vanilla (all persons) or weighted (mean of women + mean of men); fisher_bp: Fisher's b_p for "
-    "male vs female. All: > 0 = male-leaning. Click a header to sort."
+    "The occupations of the chart, one row each. B_gr: group bias; B_wo: projection; B_in (Du) and B'_in "
+    "(Fisher's one-step update), each averaged over all persons or as mean of women + mean of men; Fisher "
+    "b_p: male vs female. All: > 0 = male-leaning. Click a header to sort. The download holds every "
+    "occupation, small ones included."
 )
 
 # --- occupation explorer ------------------------------------------------------------------------
 GROUP_NOTE = "{name}: {note} ({n_male} men, {n_female} women)."
 OTHER_GENDERS_LEFT_OUT = "{n} more with another or no gender value are left out."
 ALL_BINARY = "Every person of this occupation has a binary gender value."
+EVERY_POINT = "Show every person as a point (slower for large occupations)"
 PERSONS_DISTRIBUTION = (
-    "Each point is a person of this occupation (hover: name and degree); violin and box show the "
-    "distribution per gender. Points above 0 are persons whose link to the occupation leans male."
+    "Violin and box show the distribution of B_in per gender; points are the outliers (or every person, with "
+    "the switch above; hover: name and degree). Points above 0 are persons whose link to the occupation "
+    "leans male."
 )
 PERSONS_SCATTER = (
     "Du's influence-based B_in against Fisher's one-step B'_in, one point per person. They agree in sign by "
     "construction; B_in also divides by the person's Hessian weight, so persons of low degree move further "
     "from 0."
 )
-PERSONS_TABLE = "individual_bias = B_in, fisher_individual = B'_in (> 0 = male-leaning). Click a header to sort."
+SCATTER_SAMPLED = " Drawn: a random sample of {shown} of the {n:,} persons (the switch above draws them all)."
+
+
+def persons_scatter(n: int, *, every_point: bool, sample: int) -> str:
+    """The scatter's caption, saying when it draws a sample of the ``n`` persons, not all."""
+    return PERSONS_SCATTER + ("" if every_point or n <= sample else SCATTER_SAMPLED.format(shown=sample, n=n))
+PERSONS_TABLE = (
+    "B_in and B'_in per person (> 0 = male-leaning); degree: the person's training triples. Click a header to sort."
+)
 COMPARE_TWO = "Pick at least two occupations to compare."
 COMPARE_DISTRIBUTIONS = (
-    "B_in of each occupation's women and men side by side (box: quartiles; points: persons). Occupations "
-    "whose boxes sit above 0 lean male for most of their persons."
+    "B_in of each occupation's women and men side by side (box: quartiles; points: outliers, or every person "
+    "with the switch above). Occupations whose boxes sit above 0 lean male for most of their persons."
 )
 
 # --- influential triples ------------------------------------------------------------------------
@@ -199,16 +340,20 @@ REST_NAME = "the other values"
 FISHER_READING = (
     "b_p (Fisher §3.2): the mean change of each profession's plausibility when every person's embedding "
     "takes a small step towards '{a}' and away from '{b}'. > 0: associated with {a}. Professions with fewer "
-    "than {min_count} {a}- plus {b}-persons are left out ({n} kept)."
+    "than {min_count} {a}- plus {b}-persons are not ranked ({n} kept; the others are listed apart at the bottom)."
 )
 FISHER_TOO_FEW = "No profession has that many persons with these values: lower the minimum count."
-FISHER_SHARED_OFFSET = (
-    "No profession has b_p < 0: moving persons towards {a} raises every profession's plausibility (a shared "
-    "offset). Listed: the professions it raises least."
+NO_PROFESSION_FOR_B = (
+    "No profession is associated with {b}: every b_p is > 0, i.e. moving persons towards {a} raises every "
+    "profession's plausibility (a shared offset). Listed instead: the professions it raises least."
+)
+NO_PROFESSION_FOR_A = (
+    "No profession is associated with {a}: every b_p is < 0, i.e. moving persons towards {a} lowers every "
+    "profession's plausibility (a shared offset). Listed instead: the professions it lowers least."
 )
 FISHER_BARS = (
-    "The professions of the two tables, one bar each: bars to the right lean towards {a}, to the left towards "
-    "{b}. The download holds every profession kept by the minimum count."
+    "The professions of the two tables, one bar per row: bars to the right lean towards {a}, to the left "
+    "towards {b}. The download holds every profession kept by the minimum count."
 )
 
 # --- model comparison ---------------------------------------------------------------------------
@@ -254,9 +399,10 @@ VALUE_CHART = (
 )
 TOP_PROFESSIONS = (
     "The professions whose plausibility moves most when persons are nudged towards '{value}' and away from "
-    "the other values (Fisher's b_p, > 0 = associated with the value; n_a / n_b: persons of the profession "
-    "with / without it). Over every profession and every person with the relation, unlike TLB, which "
-    "averages over the k classified ones."
+    "the other values (Fisher's b_p, > 0 = associated with the value; #: persons of the profession with the "
+    "value / with another value of the relation). Over every profession with at least {minimum} persons "
+    "holding the relation (the others are listed apart) and every person with the relation, unlike TLB, "
+    "which averages over the k classified ones."
 )
 MIN_COUNT_DEFAULT = (
     "Default {default}: the paper's 100 scaled to this model's {n_facts:,} occupation test facts (7.6% of "
@@ -271,6 +417,11 @@ GAP_CHART = (
     "averaged over the occupation classes where it is defined; whiskers: bootstrap 95% interval over the "
     "test facts ({n_bootstrap} resamples). Lower = fairer. n_not_occupation: top-1 predictions that are not "
     "an occupation at all (counted as wrong)."
+)
+DEGENERATE_PREDICTOR = (
+    "{model} predicts one answer, {name}, for {share:.0%} of the {n:,} test facts (more than {threshold:.0%}): "
+    "a degenerate predictor. Its gaps compare how often women and men get that one answer, not how fairly it "
+    "tells occupations apart; read them with care, next to its link prediction above."
 )
 GROUP_METRICS = (
     "Macro means over the classes of each metric per gender, with 95% intervals; selection_deviation: mean "
@@ -403,4 +554,7 @@ CENSUS_TABLE = (
     "Pearson r and p of each measure against log(p/(1−p)), p = census share of men, across the {n} paired "
     "occupations. Du et al. (FB5M, 2018 census): B_gr r = 0.668."
 )
-CENSUS_SCATTER = "One point per paired occupation: a measure that tracks the census rises to the right."
+CENSUS_SCATTER = (
+    "One point per paired occupation: a measure that tracks the census rises to the right. Hover a point for "
+    "its name; only the occupations farthest from the trend are named on the chart."
+)

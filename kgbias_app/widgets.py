@@ -7,7 +7,7 @@ defaults of the controls (k, minimum counts) are stated here, next to the widget
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -30,14 +30,21 @@ from kgbias_core.influence.calibration import leave_one_out
 from kgbias_core.influence.retraining_check import default_ks
 from kgbias_core.jobs import FINISHED_STATES, default_registry
 from kgbias_core.measures.fisher import most_moved
-from kgbias_core.measures.prediction_fairness import default_min_count
+from kgbias_core.measures.prediction_fairness import DEGENERATE_SHARE, FairnessReport, default_min_count
 from kgbias_core.measures.relation_audit import (
     audit_params,
     default_min_persons,
     relation_values,
     value_table,
 )
-from kgbias_core.tables import filter_triples, triples_in_words
+from kgbias_core.tables import (
+    MIN_GROUP_SIZE,
+    entity_name,
+    filter_triples,
+    relation_words,
+    split_small,
+    triples_in_words,
+)
 from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
 
 
@@ -52,9 +59,39 @@ def errors_shown() -> Iterator[None]:
 
 # --- tables, charts and their downloads ---------------------------------------------------------
 def styled(frame: pd.DataFrame, digits: int = 3) -> Any:
-    """Numbers with ``digits`` decimals and NaN written "undefined"; sorting still uses the numbers."""
+    """Numbers with ``digits`` decimals (never "-0.000") and missing values written "undefined";
+    sorting still uses the numbers."""
     floats = [c for c in frame.select_dtypes("number").columns if frame[c].dtype.kind == "f"]
-    return frame.style.format({c: f"{{:.{digits}f}}" for c in floats}, na_rep=texts.UNDEFINED)
+    return frame.style.format({c: lambda v: texts.number(v, digits) for c in floats}, na_rep=texts.UNDEFINED)
+
+
+def table(frame: pd.DataFrame, columns: Sequence[str], *, ids: Sequence[str] = (),
+          names: Mapping[str, str] | None = None, digits: int = 3, **kwargs: Any) -> Any:
+    """A table as the analyst reads it: ``columns`` under their display names (``names``, else
+    :data:`texts.COLUMNS`), the ``ids`` in the last columns, numbers by :func:`styled`.
+
+    ``kwargs`` go to ``st.dataframe`` (a selection, a key); -> what it returns.
+    """
+    shown = frame[[*[c for c in columns if c not in ids], *ids]]
+    shown = shown.rename(columns={c: (names or {}).get(c, texts.COLUMNS.get(c, c)) for c in shown.columns})
+    if shown.isna().to_numpy().any():  # the grid would write "None": the Styler writes "undefined"
+        return st.dataframe(styled(shown, digits), hide_index=True, **kwargs)
+    # Without missing values the grid formats the numbers itself: a Styler renders every cell on the
+    # server (~120 ms for the 1,874 persons of Actor). A value that rounds to zero is stored as 0.0,
+    # so that "%.3f" never prints "-0.000".
+    floats = [c for c in shown.columns if shown[c].dtype.kind == "f"]
+    shown = shown.assign(**{c: shown[c].where(shown[c].round(digits) != 0, 0.0) for c in floats})
+    config = {c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in floats}
+    return st.dataframe(shown, hide_index=True, column_config=config, **kwargs)
+
+
+def too_few(small: pd.DataFrame, columns: Sequence[str], *, rule: str, ids: Sequence[str] = (),
+            names: Mapping[str, str] | None = None) -> None:
+    """The groups a ranking leaves out for their size, listed apart (collapsed) and named by ``rule``."""
+    if small.empty:
+        return
+    with st.expander(texts.TOO_FEW.format(rule=rule, n=len(small))):
+        table(small, columns, ids=ids, names=names)
 
 
 def csv_name(*parts: str) -> str:
@@ -108,6 +145,20 @@ def occupations_to_compare(measures: pd.DataFrame, *, current: str, key: str = "
                           format_func=titles.__getitem__, max_selections=6, key=key)
 
 
+@st.fragment
+def compare_occupations(model: ModelRef, measures: pd.DataFrame, *, current: str, every_point: bool) -> None:
+    """Du's Fig 2 for the occupations picked to compare. A fragment: changing the pick reruns this
+    section only, not the explorer above it."""
+    chosen = occupations_to_compare(measures, current=current)
+    if len(chosen) < 2:
+        st.info(texts.COMPARE_TWO)
+        return
+    several = tuple(chosen)
+    show_chart(cache.persons_figure(model, several, "compare", every_point), cache.persons_of(model, several),
+               caption=texts.COMPARE_DISTRIBUTIONS, file_name=csv_name(model.name, "compare"),
+               key="compare_distributions")
+
+
 def occupation_section(measures: pd.DataFrame, *, header: bool = True) -> tuple[str, pd.Series, bool]:
     """The top of an occupation page: picker, heading, the note on a small or one-gender group.
 
@@ -123,8 +174,17 @@ def occupation_section(measures: pd.DataFrame, *, header: bool = True) -> tuple[
     return occupation, row, bool(row["n_male"] > 0 and row["n_female"] > 0)
 
 
+def min_group_size(*, key: str = "min_group_size") -> int:
+    """The minimum men and women an occupation needs to be ranked (the rest are listed apart)."""
+    return int(st.number_input("Minimum men and women per ranked occupation", 1, 1000, MIN_GROUP_SIZE, key=key,
+                               help=texts.MIN_GROUP_HELP))
+
+
 def headline(row: pd.Series) -> None:
-    """The occupation's headline figures, each with its plain-language sentence."""
+    """The occupation's headline figures, each with its plain-language sentence, after one line on
+    whether the measures agree in direction and why they can differ."""
+    st.markdown(texts.agreement(row))
+    st.caption(texts.WHY_THEY_DIFFER)
     half_width = (row["group_bias_high"] - row["group_bias_low"]) / 2
     b_gr = texts.fmt(row["group_bias"]) + (f" ± {half_width:.3f}" if texts.is_defined(half_width) else "")
     figures = [
@@ -140,9 +200,10 @@ def headline(row: pd.Series) -> None:
         extra = int(row["n_other_gender"]) + int(row["n_unknown_gender"])
         st.caption(texts.OTHER_GENDERS_LEFT_OUT.format(n=extra) if extra else texts.ALL_BINARY)
     for i, (label, value, measure) in enumerate(figures, start=1):
+        interval = (row[f"{measure}_low"], row[f"{measure}_high"]) if f"{measure}_low" in row else (None, None)
         with columns[i % 3]:
             st.metric(label, value, help=texts.SIGN)
-            st.caption(texts.sentence(measure, row[measure]))
+            st.caption(texts.sentence(measure, row[measure], *interval))
 
 
 # --- influential triples and the removal basket -------------------------------------------------
@@ -156,19 +217,27 @@ GENDERS = ["male", "female", "other", "unknown"]
 def triple_filters(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of a triples table whose relation and person's gender are picked (none picked = all)."""
     left, right = st.columns(2)
-    relations = left.multiselect("Relations (none = all)", sorted(frame["relation"].unique()), key="relations")
+    relations = left.multiselect("Relations (none = all)", sorted(frame["relation"].unique()), key="relations",
+                                 format_func=lambda r: f"{relation_words(r)} ({r})")
     genders = right.multiselect("Person's gender (none = all)", GENDERS, key="genders")
     return filter_triples(frame, relations=relations, genders=genders)
 
 
-def selected_triples(extremes: pd.DataFrame, columns: list[str]) -> list[int]:
+#: The columns of a triples table, in reading order; the relation's label and the triple's index are ids.
+TRIPLE_COLUMNS = ["in words", "person_gender", "person_degree"]
+TRIPLE_IDS = ["relation", "triple"]
+TRIPLE_NAMES = {"relation": "relation id"}
+
+
+def selected_triples(extremes: pd.DataFrame) -> list[int]:
     """Each direction's triples as a table with selectable rows; -> the selected triples' indices."""
     selected: list[int] = []
     for direction, title in texts.DIRECTIONS.items():
         st.subheader(title)
         part = extremes[extremes["direction"] == direction]
-        event = st.dataframe(part[columns], hide_index=True, on_select="rerun", selection_mode="multi-row",
-                             key=f"triples:{direction}")
+        event = table(part, ["in words", "influence", "person_gender", "person_degree"], ids=TRIPLE_IDS,
+                      names=TRIPLE_NAMES, digits=4, on_select="rerun", selection_mode="multi-row",
+                      key=f"triples:{direction}")
         selected += part["triple"].iloc[event.selection.rows].tolist()
     return selected
 
@@ -189,7 +258,7 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
         st.info(texts.EMPTY_BASKET_HERE)
         return
     frame = triples_in_words(cache.triples_frame(model, tuple(chosen)))
-    st.dataframe(frame[["in words", "person_gender", "person_degree", "triple"]], hide_index=True)
+    table(frame, TRIPLE_COLUMNS, ids=TRIPLE_IDS, names=TRIPLE_NAMES)
     change = cache.predicted_removal(model, occupation, chosen)
     st.metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
               help="Sum of δ_z B_gr over the basket, times the calibrated scale (METHODS §4).")
@@ -262,6 +331,26 @@ def attribute_choice(model: ModelRef) -> AttributeChoice:
     return AttributeChoice(relation=relation, value_a=value_a, value_b=None if value_b == REST else value_b,
                            a_name=names[value_a], b_name=texts.REST_NAME if value_b == REST else names[value_b],
                            min_count=min_count)
+
+
+def fisher_names(a: str, b: str) -> dict[str, str]:
+    """Display names of a Fisher table's columns for values named ``a`` and ``b``."""
+    return {"name": "profession", "bias": "b_p", "n_a": f"# {a}", "n_b": f"# {b}"}
+
+
+def associated_tables(top_a: pd.DataFrame, top_b: pd.DataFrame, *, fallback: str | None, a: str, b: str) -> None:
+    """The two sides of ``associated_sides`` beside each other; a side without any associated
+    profession says so, and lists the professions the step moves least (a shared offset)."""
+    for column, side, frame in zip(st.columns(2), ("a", "b"), (top_a, top_b), strict=True):
+        value, other = (a, b) if side == "a" else (b, a)
+        with column:
+            if side == fallback:
+                st.subheader(f"Least associated with {other}")
+                st.info((texts.NO_PROFESSION_FOR_A if side == "a" else texts.NO_PROFESSION_FOR_B).format(a=a, b=b))
+            else:
+                st.subheader(f"Most associated with {value}")
+            if not frame.empty:
+                table(frame, ["name", "bias", "n_a", "n_b"], ids=["label"], names=fisher_names(a, b), digits=4)
 
 
 # --- debiasing lab ------------------------------------------------------------------------------
@@ -434,9 +523,9 @@ def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef],
                         dataset: str) -> None:
     """One relation's tail values in each model's audit (table and chart), and the professions that
     one value moves most in each model (Keidar Table 3)."""
-    relation = st.selectbox("Relation", relations, key="audit_relation")
+    relation = st.selectbox("Relation", relations, key="audit_relation", format_func=relation_words)
     values = value_table(audits, relation)
-    st.dataframe(styled(values), hide_index=True)
+    table(values, list(values.columns), ids=["value"])
     st.caption(texts.VALUE_TABLE.format(relation=relation))
     rows = relation_values(audits, relation)
     show_chart(charts.value_chart(rows, relation), rows, caption=texts.VALUE_CHART,
@@ -444,12 +533,35 @@ def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef],
     labels = dict(zip(values["value"], values["value_name"], strict=True))
     value = st.selectbox("Most biased professions for the value (TLB, Keidar Table 3)", list(labels),
                          format_func=labels.__getitem__, key="audit_value")
+    small = pd.DataFrame()
     for column, model in zip(st.columns(len(models)), models, strict=True):
-        top = most_moved(cache.fisher_table(model, relation, value, None, 0), k=TOP_MOVED)
-        column.markdown(f"**{model.name}**")
-        top = top[["name", "bias", "n_a", "n_b"]].rename(columns={"name": "profession", "bias": "b_p"})
-        column.dataframe(styled(top, 4), hide_index=True)
-    st.caption(texts.TOP_PROFESSIONS.format(value=labels[value]))
+        every = cache.fisher_table(model, relation, value, None, 0)
+        kept, small = split_small(every, size=every["n_a"] + every["n_b"], minimum=MIN_PERSONS)
+        with column:
+            st.markdown(f"**{model.name}**")
+            table(most_moved(kept, k=TOP_MOVED), ["name", "bias", "n_a", "n_b"], ids=["label"], digits=4,
+                  names=fisher_names(labels[value], texts.REST_NAME))
+    st.caption(texts.TOP_PROFESSIONS.format(value=labels[value], minimum=MIN_PERSONS))
+    # The counts are the graph's, the same under every model: one list of the small professions.
+    too_few(small, ["name", "n_a", "n_b"], ids=["label"], names=fisher_names(labels[value], texts.REST_NAME),
+            rule=texts.TOO_FEW_PROFESSIONS.format(minimum=MIN_PERSONS, a=labels[value], b=texts.REST_NAME))
+
+
+def audit_table(wide: pd.DataFrame) -> None:
+    """The relation audit, one row per relation in words, its label in the last column."""
+    shown = wide.assign(relation_words=wide["relation"].map(relation_words))
+    table(shown, ["relation_words", *wide.columns.drop("relation")], ids=["relation"],
+          names={"relation": "relation id"})
+
+
+def degenerate_warnings(reports: Mapping[str, FairnessReport], models: list[ModelRef]) -> None:
+    """A warning per model whose top-1 predictions are one answer for most facts (``FairnessReport.degenerate``)."""
+    for model in models:
+        report = reports[model.name]
+        if report.degenerate:
+            st.warning(texts.DEGENERATE_PREDICTOR.format(
+                model=model.name, name=entity_name(cache.analysis(model), report.top_prediction),
+                share=report.top_prediction_share, n=report.n_facts, threshold=DEGENERATE_SHARE))
 
 
 def fairness_min_count(n_facts: int) -> int:
@@ -469,6 +581,12 @@ def removal_ks(analysis: ModelAnalysis, *, occupation: str, name: str) -> list[i
     text = st.text_input("k values (comma-separated)", ", ".join(map(str, default_ks(n_moving))),
                          key=f"val_ks:{occupation}", help=texts.KS_HELP.format(n=n_moving, name=name))
     return sorted({int(v) for v in text.replace(",", " ").split() if v.isdigit() and int(v) > 0})
+
+
+def census_table(correlations: pd.DataFrame) -> None:
+    """Pearson r and p of each measure against the census, measures by their display names."""
+    named = correlations.assign(measure=correlations["measure"].map(texts.measure_name))
+    table(named, ["measure", "r", "p_value", "n"], names={"p_value": "p", "n": "paired occupations"})
 
 
 # --- validation: calibration --------------------------------------------------------------------

@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
+import torch
+
 from kgbias_core.data.graph import Gender
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.embeddings.store import StoredModel
@@ -23,7 +25,7 @@ from kgbias_core.influence.closed_form import (
     triple_influence,
 )
 from kgbias_core.influence.scale import PredictedChange, predict
-from kgbias_core.measures.fisher import fisher_bias
+from kgbias_core.measures.fisher import fisher_person_changes
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
 from kgbias_core.measures.individual_bias import fisher_individual_bias, individual_bias
@@ -117,13 +119,14 @@ class ModelAnalysis:
         return self._memo.get("pair_biases", compute)
 
     @property
-    def fisher_bp(self) -> FloatTensor:
-        """Fisher's b_p (METHODS §6), a = male, b = female, over all persons with a binary gender. [O]."""
+    def fisher_changes(self) -> FloatTensor:
+        """Fisher's nabla_p(j) (METHODS §6), a = male, b = female: each person with a binary gender's
+        change of each occupation's score. [J, O], float64; b_p is its mean over persons."""
 
         def compute() -> FloatTensor:
             groups = self.groups
             binary = (groups.gender == Gender.MALE) | (groups.gender == Gender.FEMALE)
-            return fisher_bias(
+            return fisher_person_changes(
                 pykeen_model(self.model),
                 persons=binary.nonzero().squeeze(-1),
                 attribute_relation=groups.gender_relation,
@@ -133,7 +136,12 @@ class ModelAnalysis:
                 professions=groups.occupations,
             ).cpu()
 
-        return self._memo.get("fisher_bp", compute)
+        return self._memo.get("fisher_changes", compute)
+
+    @property
+    def fisher_bp(self) -> FloatTensor:
+        """Fisher's b_p (METHODS §6), a = male, b = female, over all persons with a binary gender. [O]."""
+        return self._memo.get("fisher_bp", lambda: self.fisher_changes.mean(dim=0).to(torch.float32))
 
     def influence(self, occupation: str) -> FloatTensor:
         """delta_z B_gr of every training triple for the occupation labelled ``occupation`` (METHODS §4). [|G|]."""

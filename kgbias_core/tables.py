@@ -19,18 +19,22 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.graph import Gender
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+from kgbias_core.measures.bootstrap import mean_interval
 from kgbias_core.measures.fisher import fisher_profession_table
 from kgbias_core.measures.group_bias import group_bias_interval, projection_bias
-from kgbias_core.measures.individual_bias import aggregate_individual
+from kgbias_core.measures.individual_bias import aggregate_individual, aggregate_interval
 from kgbias_core.types import LongTensor
 
 #: Below this many persons of either gender an occupation's figures carry a warning.
 MIN_GROUP_SIZE = 5
 
+#: ``*_low`` and ``*_high``: the measure's percentile bootstrap 95% interval over persons
+#: (:mod:`kgbias_core.measures.bootstrap`). B_wo has none: it is one projection, no mean over persons.
 MEASURE_COLUMNS = (
     "occupation", "name", "n_male", "n_female", "group_bias", "group_bias_low", "group_bias_high",
-    "projection_bias", "individual_bias_vanilla", "individual_bias_weighted",
-    "fisher_individual_vanilla", "fisher_individual_weighted", "fisher_bp",
+    "projection_bias", "individual_bias_vanilla", "individual_bias_vanilla_low", "individual_bias_vanilla_high",
+    "individual_bias_weighted", "individual_bias_weighted_low", "individual_bias_weighted_high",
+    "fisher_individual_vanilla", "fisher_individual_weighted", "fisher_bp", "fisher_bp_low", "fisher_bp_high",
 )
 
 #: How a gender code reads in a table; persons without a gender fact (UNKNOWN) read as "".
@@ -59,24 +63,33 @@ def measures_table(analysis: ModelAnalysis, *, n_resamples: int = 1000) -> pd.Da
     """Every measure per occupation: columns :data:`MEASURE_COLUMNS`, then ``n_other_gender``,
     ``n_unknown_gender`` and ``note`` (why a figure is undefined or noisy).
 
-    ``n_resamples`` is the bootstrap's size for the 95% interval of B_gr.
+    ``n_resamples`` is the bootstrap's size for the 95% intervals of B_gr, B_in and b_p.
     """
     model, groups = analysis.model, analysis.groups
     e, r = model.entity_embeddings, model.relation_embeddings
     low, high = group_bias_interval(entity_embeddings=e, relation_embeddings=r, groups=groups, n_resamples=n_resamples)
     b_in, b_fisher = analysis.pair_biases
     in_vanilla, in_weighted = aggregate_individual(b_in, groups)
+    (vanilla_low, vanilla_high), (weighted_low, weighted_high) = aggregate_interval(b_in, groups,
+                                                                                    n_resamples=n_resamples)
     fi_vanilla, fi_weighted = aggregate_individual(b_fisher, groups)
+    bp_low, bp_high = mean_interval(analysis.fisher_changes, n_resamples=n_resamples)
     frame = occupations_frame(analysis).assign(
         group_bias=analysis.group_bias().tolist(),
         group_bias_low=low.tolist(),
         group_bias_high=high.tolist(),
         projection_bias=projection_bias(entity_embeddings=e, groups=groups).tolist(),
         individual_bias_vanilla=in_vanilla.tolist(),
+        individual_bias_vanilla_low=vanilla_low.tolist(),
+        individual_bias_vanilla_high=vanilla_high.tolist(),
         individual_bias_weighted=in_weighted.tolist(),
+        individual_bias_weighted_low=weighted_low.tolist(),
+        individual_bias_weighted_high=weighted_high.tolist(),
         fisher_individual_vanilla=fi_vanilla.tolist(),
         fisher_individual_weighted=fi_weighted.tolist(),
         fisher_bp=analysis.fisher_bp.tolist(),
+        fisher_bp_low=bp_low.tolist(),
+        fisher_bp_high=bp_high.tolist(),
         n_other_gender=groups.n_other.tolist(),
         n_unknown_gender=groups.n_unknown.tolist(),
     )
@@ -127,6 +140,20 @@ def persons_of_occupations(analysis: ModelAnalysis, occupations: Sequence[str]) 
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def split_small(frame: pd.DataFrame, *, size: pd.Series, minimum: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows whose ``size`` reaches ``minimum``, the rest): a ranking keeps the first and lists the
+    second apart, so that no ranking is led by a group of one or two persons."""
+    enough = size >= minimum
+    return frame[enough], frame[~enough]
+
+
+def ranked_occupations(measures: pd.DataFrame, *, minimum: int = MIN_GROUP_SIZE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Occupations of a :func:`measures_table` with at least ``minimum`` men and ``minimum`` women,
+    ranked by B_gr (most female-leaning first), and the others (too few persons to rank), by name."""
+    ranked, small = split_small(measures, size=measures[["n_male", "n_female"]].min(axis=1), minimum=max(1, minimum))
+    return ranked.sort_values("group_bias", kind="stable"), small.sort_values("name", kind="stable")
+
+
 def gender_ratio_table(measures: pd.DataFrame) -> pd.DataFrame:
     """Occupations of a :func:`measures_table` with both genders: B_gr beside log(#men / #women)
     (natural log, > 0 = more men) and the number of persons (Du et al.'s observation)."""
@@ -162,10 +189,22 @@ def triples_frame(analysis: ModelAnalysis, indices: LongTensor) -> pd.DataFrame:
     )
 
 
+def relation_words(label: str) -> str:
+    """A relation label in words: the last part of each Freebase path, underscores as spaces.
+
+    "/people/person/profession" -> "profession"; a path through a compound (mediator) node,
+    "/people/person/places_lived./people/place_lived/location" -> "places lived → location";
+    a label without slashes ("cause_of_death", FB13) -> "cause of death".
+    """
+    parts = [part.rstrip("/").rsplit("/", 1)[-1] for part in label.split("./")]
+    return " → ".join(part.replace("_", " ") for part in parts if part) or label
+
+
 def triples_in_words(frame: pd.DataFrame) -> pd.DataFrame:
-    """A :func:`triples_frame` with an ``in words`` column, "head name  —relation→  tail name", and
-    the ``person_gender`` of a triple without a gendered person written "unknown"."""
-    words = frame["head_name"] + "  —" + frame["relation"] + "→  " + frame["tail_name"]
+    """A :func:`triples_frame` with an ``in words`` column, "head name  —relation in words→  tail
+    name" (:func:`relation_words`), and the ``person_gender`` of a triple without a gendered person
+    written "unknown"."""
+    words = frame["head_name"] + "  —" + frame["relation"].map(relation_words) + "→  " + frame["tail_name"]
     return frame.assign(**{"in words": words, "person_gender": frame["person_gender"].replace("", "unknown")})
 
 

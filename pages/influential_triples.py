@@ -16,8 +16,7 @@ with widgets.errors_shown():
     k = st.slider("Triples per direction", 5, 100, widgets.TOP_TRIPLES, key="top_k")
     shown = widgets.triple_filters(triples_in_words(cache.influence_extremes(model, occupation, k)))
     st.caption(texts.INFLUENCE_READING)
-    selected = widgets.selected_triples(
-        shown, ["in words", "influence", "person_gender", "person_degree", "relation", "triple"])
+    selected = widgets.selected_triples(shown)
     widgets.download(shown, widgets.csv_name(model.name, occupation, "influential"), key="extremes:csv",
                      label="Download these triples (CSV)")
     if st.button(f"Add {len(selected)} selected triple(s) to the removal basket", disabled=not selected):

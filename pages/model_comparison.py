@@ -29,7 +29,7 @@ with widgets.errors_shown():
                                            task=lambda m: tasks.link_prediction_task([m.path]))
     if predictions:
         table = link_prediction_table(predictions)
-        st.dataframe(widgets.styled(table), hide_index=True)
+        widgets.table(table, list(table.columns))
         widgets.show_chart(charts.link_prediction_chart(table), table, caption=texts.LINK_PREDICTION,
                            file_name=widgets.csv_name(model.dataset, "link-prediction"), key="link_prediction")
 
@@ -41,11 +41,12 @@ with widgets.errors_shown():
     if audits:
         st.caption(texts.AUDIT_CAPTION.format(classifier=texts.CLASSIFIERS[params["kind"]], **params))
         wide = audit.audit_wide(audits)
-        st.dataframe(widgets.styled(wide), hide_index=True)
+        widgets.audit_table(wide)
         widgets.download(audit.audit_long(audits), widgets.csv_name(model.dataset, "relation-audit"),
                          key="audit:csv", label="Download the table (CSV)")
         st.markdown(texts.CLASSIFIER_HEADING)
-        st.dataframe(widgets.styled(audit.classifier_table(audits)), hide_index=True)
+        classifiers = audit.classifier_table(audits)
+        widgets.table(classifiers, list(classifiers.columns))
         widgets.show_chart(charts.audit_heatmap(wide), wide, caption=texts.AUDIT_HEATMAP,
                            file_name=widgets.csv_name(model.dataset, "relation-audit-wide"), key="audit_heatmap")
 
@@ -58,21 +59,22 @@ with widgets.errors_shown():
     if all(report.classes == (fairness.OTHER,) for report in reports.values()):
         st.warning(texts.NO_CLASS_REACHES.format(min_count=min_count))
     else:
+        widgets.degenerate_warnings(reports, chosen)
         gaps = fairness.gap_table(reports)
-        st.dataframe(gaps[["model", *[f"{g} (95% CI)" for g in fairness.GAP_NAMES], "n_classes", "n_facts",
-                           "n_not_occupation"]], hide_index=True)
+        widgets.table(gaps, ["model", *[f"{g} (95% CI)" for g in fairness.GAP_NAMES], "n_classes", "n_facts",
+                             "n_not_occupation"])
         widgets.show_chart(charts.gap_chart(gaps), gaps, file_name=widgets.csv_name(model.dataset, "fairness-gaps"),
                            caption=texts.GAP_CHART.format(n_bootstrap=reports[chosen[0].name].n_bootstrap),
                            key="gap_chart")
         st.subheader("Per gender (level ii)")
         groups = fairness.group_table(reports)
-        st.dataframe(widgets.styled(groups.drop(columns=list(fairness.METRICS))), hide_index=True)
+        widgets.table(groups, [c for c in groups.columns if c not in fairness.METRICS])
         st.caption(texts.GROUP_METRICS)
         widgets.download(groups, widgets.csv_name(model.dataset, "fairness-groups"), key="groups:csv",
                          label="Download the table (CSV)")
         st.subheader("Per occupation class and gender (level iii, Schwertmann Table 5)")
         classes = fairness.class_group_table(reports, {m.name: cache.analysis(m).model.entity_names for m in chosen})
-        st.dataframe(widgets.styled(classes), hide_index=True)
+        widgets.table(classes, list(classes.columns), ids=["class"])
         widgets.show_chart(charts.deviation_chart(classes), classes, caption=texts.DEVIATION_CHART,
                            file_name=widgets.csv_name(model.dataset, "fairness-classes"), key="deviation_chart")
 

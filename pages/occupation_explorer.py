@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from kgbias_app import cache, sidebar, texts, widgets
+from kgbias_app import cache, charts, sidebar, texts, widgets
 
 model = sidebar.page_header("Occupation explorer")
 
@@ -13,27 +13,21 @@ with widgets.errors_shown():
 
     persons = cache.persons(model, occupation)
     st.subheader("B_in per person, by gender")
-    widgets.show_chart(cache.persons_figure(model, (occupation,), "distribution"), persons,
+    every_point = st.toggle(texts.EVERY_POINT, key="every_point")
+    widgets.show_chart(cache.persons_figure(model, (occupation,), "distribution", every_point), persons,
                        caption=texts.PERSONS_DISTRIBUTION, key="individual_distribution",
                        file_name=widgets.csv_name(model.name, occupation, "persons"))
 
     st.subheader("B_in against B'_in (Du Fig 3)")
-    widgets.show_chart(cache.persons_figure(model, (occupation,), "scatter"), persons, caption=texts.PERSONS_SCATTER,
+    caption = texts.persons_scatter(len(persons), every_point=every_point, sample=charts.SCATTER_SAMPLE)
+    widgets.show_chart(cache.persons_figure(model, (occupation,), "scatter", every_point), persons, caption=caption,
                        file_name=widgets.csv_name(model.name, occupation, "bin-vs-fisher"), key="individual_scatter")
 
     st.subheader("Persons")
-    table = persons[["name", "gender", "degree", "individual_bias", "fisher_individual", "person"]]
-    st.dataframe(table, hide_index=True)
+    widgets.table(persons, ["name", "gender", "degree", "individual_bias", "fisher_individual"], ids=["person"])
     st.caption(texts.PERSONS_TABLE)
-    widgets.download(table, widgets.csv_name(model.name, occupation, "persons-table"), key="persons:csv",
+    widgets.download(persons, widgets.csv_name(model.name, occupation, "persons-table"), key="persons:csv",
                      label="Download the table (CSV)")
 
     st.subheader("Compare occupations (Du Fig 2)")
-    chosen = widgets.occupations_to_compare(measures, current=occupation)
-    if len(chosen) < 2:
-        st.info(texts.COMPARE_TWO)
-    else:
-        several = cache.persons_of(model, tuple(chosen))
-        widgets.show_chart(cache.persons_figure(model, tuple(chosen), "compare"), several,
-                           caption=texts.COMPARE_DISTRIBUTIONS, file_name=widgets.csv_name(model.name, "compare"),
-                           key="compare_distributions")
+    widgets.compare_occupations(model, measures, current=occupation, every_point=every_point)

@@ -3,7 +3,12 @@
 import streamlit as st
 
 from kgbias_app import cache, charts, sidebar, texts, widgets
-from kgbias_core.tables import gender_ratio_table
+from kgbias_core.tables import gender_ratio_table, ranked_occupations
+
+#: The ranked table's columns, in reading order (the intervals of B_in and b_p are on the explorer).
+RANKED_COLUMNS = ["name", "n_male", "n_female", "group_bias", "group_bias_low", "group_bias_high", "projection_bias",
+                  "individual_bias_vanilla", "individual_bias_weighted", "fisher_individual_vanilla",
+                  "fisher_individual_weighted", "fisher_bp", "n_other_gender", "n_unknown_gender"]
 
 model = sidebar.page_header("Overview")
 
@@ -19,20 +24,24 @@ with widgets.errors_shown():
     st.caption(texts.OVERVIEW_MODEL.format(model=model.name, dataset=model.dataset, **summary))
 
     st.subheader("Occupations ranked by group bias B_gr")
+    minimum = widgets.min_group_size()
+    ranked, small = ranked_occupations(measures, minimum=minimum)
     widgets.show_chart(
-        charts.group_bias_bars(measures),
-        measures[["occupation", "name", "n_male", "n_female", "group_bias", "group_bias_low", "group_bias_high"]],
-        caption=texts.GROUP_BIAS_BARS.format(undefined=int(measures["group_bias"].isna().sum())),
+        charts.group_bias_bars(ranked),
+        ranked[["occupation", "name", "n_male", "n_female", "group_bias", "group_bias_low", "group_bias_high"]],
+        caption=texts.GROUP_BIAS_BARS.format(n=len(ranked), small=len(small)),
         file_name=widgets.csv_name(model.name, "group-bias"), key="group_bias_bars",
     )
+
+    st.subheader("Every measure per ranked occupation")
+    widgets.table(ranked, RANKED_COLUMNS, ids=["occupation"])
+    widgets.too_few(small, ["name", "n_male", "n_female", "note"], ids=["occupation"],
+                    rule=texts.TOO_FEW_OCCUPATIONS.format(minimum=minimum))
+    st.caption(texts.MEASURES_TABLE)
+    widgets.download(measures, widgets.csv_name(model.name, "measures"), key="measures:csv",
+                     label="Download every occupation's measures (CSV)")
 
     st.subheader("Does the gender ratio explain the bias?")
     ratios = gender_ratio_table(measures)
     widgets.show_chart(charts.ratio_scatter(ratios), ratios, caption=texts.RATIO_SCATTER,
                        file_name=widgets.csv_name(model.name, "ratio"), key="ratio_scatter")
-
-    st.subheader("Every measure per occupation")
-    st.dataframe(measures, hide_index=True)
-    st.caption(texts.MEASURES_TABLE)
-    widgets.download(measures, widgets.csv_name(model.name, "measures"), key="measures:csv",
-                     label="Download the table (CSV)")

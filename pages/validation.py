@@ -64,9 +64,9 @@ else:
         elif correlations["n"].max() < 3:
             st.warning(texts.CENSUS_TOO_FEW.format(n=int(correlations["n"].max()), year=year))
         else:
-            st.dataframe(correlations, hide_index=True)
+            widgets.census_table(correlations)
             st.caption(texts.CENSUS_TABLE.format(n=len(joined)))
-            measure = st.selectbox("Measure", CENSUS_MEASURES, key="val_measure")
+            measure = st.selectbox("Measure", CENSUS_MEASURES, key="val_measure", format_func=texts.measure_name)
             widgets.show_chart(charts.census_scatter(joined, measure=measure),
                                joined[["occupation", "name", "p_male", "log_prop", measure]],
                                caption=texts.CENSUS_SCATTER, key="census",

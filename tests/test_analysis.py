@@ -39,7 +39,7 @@ def test_warm_up_computes_the_influence_context_once(tiny_model, monkeypatch) ->
 
 def test_racing_threads_compute_each_tensor_once(tiny_model, monkeypatch) -> None:
     calls = {name: counting(monkeypatch, name) for name in ("occupation_groups", "influence_context",
-                                                             "triple_influence", "fisher_bias")}
+                                                             "triple_influence", "fisher_person_changes")}
     analysis = ModelAnalysis(tiny_model)
     label = analysis_module.occupation_groups(tiny_model).labels[0]
     calls["occupation_groups"].clear()
@@ -49,7 +49,8 @@ def test_racing_threads_compute_each_tensor_once(tiny_model, monkeypatch) -> Non
     def ask() -> None:
         start.wait()
         results.append((analysis.groups, analysis.context, analysis.group_bias(), analysis.pair_biases,
-                        analysis.fisher_bp, analysis.influence(label) if _both(analysis, label) else None))
+                        analysis.fisher_bp, analysis.fisher_changes,
+                        analysis.influence(label) if _both(analysis, label) else None))
 
     threads = [threading.Thread(target=ask) for _ in range(6)]
     for thread in threads:
@@ -59,7 +60,8 @@ def test_racing_threads_compute_each_tensor_once(tiny_model, monkeypatch) -> Non
     assert len(results) == 6
     for column in zip(*results, strict=True):
         assert all(value is column[0] for value in column)
-    assert len(calls["occupation_groups"]) == len(calls["influence_context"]) == len(calls["fisher_bias"]) == 1
+    once = ("occupation_groups", "influence_context", "fisher_person_changes")
+    assert [len(calls[name]) for name in once] == [1, 1, 1]
     assert len(calls["triple_influence"]) == (1 if _both(analysis, label) else 0)
 
 
@@ -93,7 +95,7 @@ def test_group_bias_equals_a_naive_loop_without_bootstrap_or_fisher(tiny_model, 
     def forbidden(*args, **kwargs):
         raise AssertionError("B_gr alone must not compute Fisher's b_p or the per-pair biases")
 
-    monkeypatch.setattr(analysis_module, "fisher_bias", forbidden)
+    monkeypatch.setattr(analysis_module, "fisher_person_changes", forbidden)
     monkeypatch.setattr(analysis_module, "individual_bias", forbidden)
     analysis = ModelAnalysis(tiny_model)
     every = analysis.group_bias()

@@ -12,6 +12,7 @@ from kgbias_core.measures.fisher import (
     associated_sides,
     fisher_bias,
     fisher_gradient,
+    fisher_person_changes,
     fisher_profession_table,
     most_moved,
     profession_counts,
@@ -124,6 +125,13 @@ def test_batched_bias_equals_naive_loop(factory: TriplesFactory, name: str) -> N
     assert fast.shape == (len(jobs),)
     torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-6)
     torch.testing.assert_close(one_by_one, slow, rtol=1e-4, atol=1e-6)
+
+    # per person: each row is one person's nabla_p(j); their mean is b_p
+    changes = fisher_person_changes(model, value_b=e2i["female"], chunk_elements=1, **common)
+    assert changes.shape == (len(persons), len(jobs)) and changes.dtype == torch.float64
+    first = _naive_bias(model, b_values=[e2i["female"]], **common | {"persons": persons[:1]})
+    torch.testing.assert_close(changes[0].float(), first, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(changes.mean(dim=0).float(), slow, rtol=1e-4, atol=1e-6)
 
     # one-vs-rest = explicit mean over the other values
     others = torch.tensor([e2i["female"], e2i["nonbinary"]])
@@ -292,15 +300,22 @@ def _table(biases: list[float]) -> pd.DataFrame:
 
 def test_associated_sides_split_by_sign() -> None:
     top_a, top_b, fallback = associated_sides(_table([0.3, 0.1, -0.2, -0.4, 0.2]), k=2)
-    assert not fallback
+    assert fallback is None
     assert top_a["profession"].tolist() == [0, 4] and top_b["profession"].tolist() == [3, 2]
 
 
 def test_associated_sides_fall_back_to_the_least_a_associated_when_no_b_p_is_negative() -> None:
-    top_a, top_b, fallback = associated_sides(_table([0.3, 0.1, 0.2]), k=2)
-    assert fallback
+    top_a, top_b, fallback = associated_sides(_table([0.3, 0.1, 0.2, 0.05]), k=2)
+    assert fallback == "b"
     assert top_a["profession"].tolist() == [0, 2]
-    assert top_b["profession"].tolist() == [1, 2]  # least first; profession 2 is on both sides
+    assert top_b["profession"].tolist() == [3, 1]  # least first, none of the a side's
+
+
+def test_associated_sides_fall_back_on_the_a_side_when_every_b_p_is_negative() -> None:
+    top_a, top_b, fallback = associated_sides(_table([-0.3, -0.1, -0.2]), k=2)
+    assert fallback == "a"
+    assert top_b["profession"].tolist() == [0, 2]
+    assert top_a["profession"].tolist() == [1]  # the one profession left, never one of the b side's
 
 
 def test_most_moved_ranks_by_magnitude() -> None:

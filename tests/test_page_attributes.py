@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.conftest import page, texts
 
@@ -48,7 +49,26 @@ def test_attributes_chart_draws_exactly_the_rows_of_its_tables(app_store: Path) 
     assert not app.exception
     left, right = (frame.value for frame in app.dataframe[:2])
     rows = {name: b_p for table in (left, right) for name, b_p in zip(table["profession"], table["b_p"], strict=True)}
-    assert chart_bars(app, "fisher_bars") == rows
+    bars = chart_bars(app, "fisher_bars")
+    assert len(bars) == len(left) + len(right)  # one bar per row of the two tables
+    assert bars == pytest.approx(rows, abs=1e-4)  # a b_p that rounds to zero is shown as 0
+
+
+def test_attributes_tables_show_display_names_with_the_id_last(app_store: Path) -> None:
+    app = page("attributes").run()
+    assert list(app.dataframe[0].value.columns) == ["profession", "b_p", "# male", "# female", "id"]
+
+
+def test_an_empty_side_says_no_profession_is_associated_and_small_ones_are_listed_apart(app_store: Path) -> None:
+    app = page("attributes").run()
+    app.slider(key="min_count").set_value(64).run()  # actor and footballer are left, both with b_p > 0
+    assert not app.exception
+    assert "No profession is associated with female" in texts(app.info)
+    (table,) = (frame.value for frame in app.dataframe if "b_p" in frame.value.columns)
+    assert set(table["profession"]) == {"Actor", "Footballer"}
+    assert len(chart_bars(app, "fisher_bars")) == len(table)
+    (apart,) = [e for e in app.expander if e.label.startswith("Too few")]
+    assert apart.label == "Too few persons to rank (fewer than 64 male- plus female-persons): 18"
 
 
 def test_attributes_too_high_minimum_count_warns(app_store: Path) -> None:

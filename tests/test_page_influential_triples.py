@@ -17,14 +17,17 @@ def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
     ]
     assert "empty" in texts(app.info)
     table = app.dataframe[0].value
-    assert len(table) == 20 and (table["influence"] > 0).all()
-    app.session_state["removal_basket"] = {"tiny-transe": table["triple"].head(3).tolist()}
+    assert len(table) == 20 and (table["δ_z B_gr"] > 0).all()
+    assert list(table.columns) == ["triple in words", "δ_z B_gr", "person's gender", "person's degree", "relation id",
+                                   "triple id"]  # display names, the ids last
+    assert not table["triple in words"].str.contains("_").any()  # relations in words
+    app.session_state["removal_basket"] = {"tiny-transe": table["triple id"].head(3).tolist()}
     app.run()
     assert not app.exception
     change = metric(app, "Predicted change of B_gr (ranking only / uncalibrated)")
     assert change.startswith("+")  # removing triples that each raise B_gr raises it
     app.multiselect(key="genders").set_value(["female"]).run()
-    assert set(app.dataframe[0].value["person_gender"]) <= {"female"}
+    assert set(app.dataframe[0].value["person's gender"]) <= {"female"}
     button(app, "Empty the basket").click().run()
     assert not app.exception
     assert "The basket is empty" in texts(app.info)

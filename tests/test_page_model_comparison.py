@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from kgbias_core import tasks
@@ -13,11 +15,12 @@ from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import StoredModel, list_models, save_model
 from kgbias_core.embeddings.training import train_model
-from tests.conftest import page, settled, texts
+from tests.conftest import page, settled, texts, use_store
 
 DISTMULT = TrainConfig(model="distmult", dim=16, epochs=3, batch_size=256, lr=1e-2)
 #: A column that tells each of the page's tables apart (AppTest does not expose a dataframe's key).
-TABLES = {"audit": "relation", "values": "value_name", "gaps": "DPG (95% CI)", "classes": "class_name"}
+TABLES = {"audit": "relation id", "values": "persons with the value", "gaps": "DPG (95% CI)",
+          "classes": "occupation class"}
 
 
 @pytest.fixture(scope="module")
@@ -49,21 +52,23 @@ def test_two_models_audit_fairness_and_drill_down(two_models: Path) -> None:
     app = settled(comparison())
     assert not app.exception, app.exception
     audit = frame(app, "audit")
-    assert list(audit["relation"]) == ["gender", "nationality", "birthplace"]
+    assert list(audit["relation"]) == ["gender", "nationality", "birthplace"]  # in words, the label as an id
+    assert list(audit.columns)[-1] == "relation id"
     assert {f"{m} · {n}" for m in ("DPD", "PPD", "TLB") for n in ("tiny-transe", "tiny-distmult")} <= set(audit)
-    assert (audit.drop(columns="relation") >= 0).all().all()
+    assert (audit.drop(columns=["relation", "relation id"]) >= 0).all().all()
     assert "no division by the number of values" in texts(app.caption)
     assert "like a recall" in texts(app.caption)
     gaps = frame(app, "gaps")
     assert list(gaps["model"]) == ["tiny-transe", "tiny-distmult"]
-    assert {"DPG (95% CI)", "PPG (95% CI)", "EOG (95% CI)", "n_not_occupation"} <= set(gaps)
-    assert "selection_deviation" in frame(app, "classes")
+    assert {"DPG (95% CI)", "PPG (95% CI)", "EOG (95% CI)", "predictions that are no occupation"} <= set(gaps)
+    assert "SelR − data share" in frame(app, "classes") and list(frame(app, "classes").columns)[-1] == "id"
+    assert "degenerate" not in texts(app.warning)
     charts = {c.key for c in app.get("plotly_chart")}
     assert {"link_prediction", "audit_heatmap", "value_chart", "gap_chart", "deviation_chart"} <= charts
     assert (two_models / "tiny-distmult" / "results" / "relation_audit.csv").is_file()  # cached beside the model
 
     gender = frame(app, "values")
-    assert set(gender["value"]) == {"male", "female", "nonbinary"}
+    assert set(gender["id"]) == {"male", "female", "nonbinary"}
     app.selectbox(key="audit_relation").set_value("nationality").run()
     assert not app.exception
     assert len(frame(app, "values")) == 8  # the tiny graph's eight nationalities
@@ -71,7 +76,7 @@ def test_two_models_audit_fairness_and_drill_down(two_models: Path) -> None:
     before = frame(app, "classes")
     app.slider(key="min_count").set_value(3).run()
     assert not app.exception
-    assert frame(app, "classes")["class"].nunique() > before["class"].nunique()
+    assert frame(app, "classes")["id"].nunique() > before["id"].nunique()
 
 
 def test_changing_the_classifier_runs_a_new_audit(writable_store: Path) -> None:
@@ -82,7 +87,7 @@ def test_changing_the_classifier_runs_a_new_audit(writable_store: Path) -> None:
     assert not app.exception
     mlp = frame(app, "audit")
     assert list(mlp.columns) == list(forest.columns) == ["relation", "DPD · tiny-transe", "PPD · tiny-transe",
-                                                          "TLB · tiny-transe"]
+                                                          "TLB · tiny-transe", "relation id"]
     assert not mlp["DPD · tiny-transe"].equals(forest["DPD · tiny-transe"])
 
 
@@ -93,7 +98,7 @@ def test_single_model_and_a_minimum_count_no_class_reaches(writable_store: Path)
     assert not app.exception
     assert "No occupation has 500 or more test facts" in texts(app.warning)
     assert not has_table(app, "gaps")
-    assert frame(app, "audit").shape == (3, 4)  # the rest of the page still works
+    assert frame(app, "audit").shape == (3, 5)  # the rest of the page still works
 
 
 def test_training_a_missing_model_from_the_page(
@@ -108,3 +113,24 @@ def test_training_a_missing_model_from_the_page(
     assert not app.exception
     assert "synthetic-distmult" in list_models(writable_store)
     assert "DPD · synthetic-distmult" in frame(app, "audit")
+
+
+@pytest.fixture
+def degenerate_store(tiny_model: StoredModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The tiny model with one occupation, nurse, pulled far along the occupation relation: the top-1
+    occupation of every person is then nurse (||s + r_p − t|| is ~1000 for every other tail)."""
+    weights = {key: value.clone() for key, value in tiny_model.weights.items()}
+    far = torch.zeros(tiny_model.config.dim)
+    far[0] = 1000.0
+    weights["entity_embeddings"][tiny_model.entity_id("nurse")] += far
+    weights["relation_embeddings"][tiny_model.relation_id(tiny_model.schema.occupation_relation)] += far
+    save_model(replace(tiny_model, weights=weights), tmp_path / "store")
+    return use_store(tmp_path / "store", monkeypatch, tmp_path)
+
+
+def test_a_degenerate_predictor_is_named_with_a_warning(degenerate_store: Path) -> None:
+    app = settled(comparison())
+    assert not app.exception, app.exception
+    warning = texts(app.warning)
+    assert "tiny-transe predicts one answer, Nurse, for 100% of the 49 test facts" in warning
+    assert "degenerate predictor" in warning

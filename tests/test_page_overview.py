@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from kgbias_core import tasks
 from tests.conftest import TINY_GRAPH, TINY_TRAINING, metric, page, texts, use_store
+from tests.test_page_attributes import values
 
 
 def test_overview_shows_the_graph_and_every_chart(app_store: Path) -> None:
@@ -19,6 +21,23 @@ def test_overview_shows_the_graph_and_every_chart(app_store: Path) -> None:
     assert len(app.get("plotly_chart")) == 2
     assert len(app.get("download_button")) == 3
     assert "tiny-transe" in texts(app.caption)
+
+
+def test_the_ranking_leaves_small_groups_apart_and_its_chart_draws_the_table(app_store: Path) -> None:
+    app = page("overview").run()
+    assert not app.exception
+    ranked = app.dataframe[0].value
+    assert (ranked[["men", "women"]] >= 5).all().all()
+    assert "Secretary" not in set(ranked["name"])  # B_gr +2.07 from one man: listed apart, not first
+    assert list(ranked.columns)[-1] == "id" and "group_bias" not in ranked.columns
+    chart = next(c for c in app.get("plotly_chart") if "group_bias_bars" in c.proto.id)
+    (bars,) = json.loads(chart.proto.spec)["data"]
+    assert len(values(bars["y"])) == len(ranked) == 12
+    (apart,) = [e for e in app.expander if e.label.startswith("Too few")]
+    assert apart.label == "Too few persons to rank (fewer than 5 men or 5 women): 8"
+    assert "Secretary" in set(app.dataframe[1].value["name"])
+    app.number_input(key="min_group_size").set_value(1).run()
+    assert len(app.dataframe[0].value) == 18  # every occupation with at least one man and one woman
 
 
 def test_overview_without_any_model_trains_one_in_the_background(

@@ -128,6 +128,19 @@ def test_empty_group_is_undefined_not_zero() -> None:
     assert report.n_facts_by_group["female"] == 0
 
 
+def test_a_predictor_giving_one_answer_to_most_facts_is_degenerate() -> None:
+    report = _hand_report(n_bootstrap=5)
+    # Top-1 tails of the 13 used facts (the nonbinary one is dropped): 10 five times, by hand.
+    assert (report.top_prediction, report.top_prediction_share) == (10, pytest.approx(5 / 13))
+    assert not report.degenerate
+    y_true, _, gender = (np.asarray(column) for column in zip(*FACTS, strict=True))
+    y_pred = np.where(np.arange(len(FACTS)) < 11, 11, 10)  # 11 for 11 of the 13 used facts: 85%
+    one_answer = fairness_report(y_true=y_true, y_pred=y_pred, gender=gender, occupation_ids=OCCUPATIONS,
+                                 min_count=2, n_bootstrap=5)
+    assert one_answer.top_prediction == 11 and one_answer.top_prediction_share == pytest.approx(11 / 13)
+    assert one_answer.degenerate
+
+
 def _random_facts(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     y_true = rng.choice([1, 2, 3, 4, 5], size=n, p=[0.4, 0.3, 0.2, 0.07, 0.03])

@@ -104,12 +104,19 @@ def test_gender_ratio_table_keeps_occupations_with_both_genders(measures) -> Non
 def test_triples_in_words_and_their_filter(analysis) -> None:
     frame = tables.triples_in_words(tables.triples_frame(analysis, torch.arange(0, 400)))
     first = frame.iloc[0]
-    assert first["in words"] == f"{first.head_name}  —{first.relation}→  {first.tail_name}"
+    assert first.relation == "located_in" and first["in words"] == f"{first.head_name}  —located in→  {first.tail_name}"
     assert "unknown" in set(frame.person_gender) and "" not in set(frame.person_gender)  # e.g. city located_in
     women = tables.filter_triples(frame, relations=["occupation"], genders=["female"])
     assert len(women) == ((frame.relation == "occupation") & (frame.person_gender == "female")).sum() > 0
     assert set(women.relation) == {"occupation"} and set(women.person_gender) == {"female"}
     assert tables.filter_triples(frame, relations=[], genders=[]).equals(frame)
+
+
+def test_relations_read_in_words_whole() -> None:
+    assert tables.relation_words("/people/person/profession") == "profession"
+    assert tables.relation_words("/people/person/places_lived./people/place_lived/location") == (
+        "places lived → location")  # through a compound node: both ends, not a path cut off
+    assert tables.relation_words("cause_of_death") == "cause of death"
 
 
 def test_triples_frame_reads_labels_and_the_persons_gender_and_degree(tiny_model, analysis) -> None:

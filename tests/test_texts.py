@@ -15,10 +15,40 @@ def test_fmt_signs_numbers_and_names_nan_undefined() -> None:
     assert texts.fmt(math.nan) == texts.fmt(None) == "undefined"
 
 
+def test_a_tiny_negative_prints_as_zero_without_a_sign() -> None:
+    assert texts.fmt(-0.00004) == texts.fmt(0.00004) == "0.000"
+    assert texts.number(-0.00004) == "0.000" and texts.number(-0.0004, 4) == "-0.0004"
+    assert texts.number(None) == texts.number(math.nan) == "undefined"
+
+
+def test_a_sentence_states_a_direction_only_when_the_interval_excludes_zero() -> None:
+    assert "leans male" in texts.sentence("group_bias", 0.3, 0.1, 0.5)
+    assert "excludes 0" in texts.sentence("group_bias", 0.3, 0.1, 0.5)
+    assert "female-leaning" in texts.sentence("individual_bias_weighted", -0.3, -0.5, -0.1)
+    straddles = texts.sentence("group_bias", 0.3, -0.1, 0.5)
+    assert straddles.startswith("No clear lean (interval includes 0)") and "male" not in straddles
+    assert texts.sentence("group_bias", 0.3, 0.3, 0.3) == texts.NO_INTERVAL_LEAN  # one man, one woman
+    assert texts.sentence("group_bias", 0.3, math.nan, math.nan) == texts.NO_INTERVAL_LEAN
+    assert texts.sentence("projection_bias", -0.2).endswith(texts.PROJECTION_NO_INTERVAL)  # B_wo has none
+
+
+def test_the_agreement_line_names_which_measures_lean_which_way() -> None:
+    row = {"group_bias": 0.5, "group_bias_low": 0.2, "group_bias_high": 0.8, "projection_bias": -0.1,
+           "fisher_bp": 0.03, "fisher_bp_low": 0.02, "fisher_bp_high": 0.04, "individual_bias_vanilla": 0.1,
+           "individual_bias_vanilla_low": -0.1, "individual_bias_vanilla_high": 0.2,
+           "individual_bias_weighted": math.nan, "individual_bias_weighted_low": math.nan,
+           "individual_bias_weighted_high": math.nan}
+    assert texts.agreement(row) == (
+        "**The measures disagree in direction:** B_gr, Fisher's b_p lean male; B_wo leans female; "
+        "B_in (all persons) shows no clear lean. Undefined: B_in (women + men).")
+    assert texts.agreement(row | {"projection_bias": 0.1}).startswith("**The measures agree in direction:**")
+
+
 def test_sentence_reads_the_sign_as_male_or_female_leaning() -> None:
     for measure in texts.SENTENCES:
-        assert "male-leaning" in texts.sentence(measure, 0.2) or "leans male" in texts.sentence(measure, 0.2)
-        assert "female" in texts.sentence(measure, -0.2)
+        male = texts.sentence(measure, 0.2, 0.1, 0.3)
+        assert "male-leaning" in male or "leans male" in male
+        assert "female" in texts.sentence(measure, -0.2, -0.3, -0.1)
     assert texts.sentence("group_bias", math.nan) == texts.UNDEFINED_SENTENCE
     assert texts.sentence("group_bias", 0.0) == texts.ZERO_SENTENCE
 

@@ -35,6 +35,7 @@ __all__ = [
     "attribute_margin",
     "fisher_bias",
     "fisher_gradient",
+    "fisher_person_changes",
     "fisher_profession_table",
     "most_moved",
     "profession_counts",
@@ -226,6 +227,63 @@ def fisher_gradient(
     return embeddings, torch.cat(gradients, dim=0)
 
 
+def fisher_person_changes(
+    model: ERModel,
+    *,
+    persons: LongTensor,
+    attribute_relation: int,
+    value_a: int,
+    value_b: int | None,
+    other_values: LongTensor | None = None,
+    occupation_relation: int,
+    professions: LongTensor,
+    step: float = 0.01,
+    attribute_person_is_head: bool = True,
+    chunk_elements: int = CHUNK_ELEMENTS,
+) -> FloatTensor:
+    """nabla_p(j) of :func:`fisher_bias`: each person's change of each profession's score. [J, P], float64.
+
+    b_p is the mean of a column; the bootstrap interval of b_p resamples the rows
+    (:func:`~kgbias_core.measures.bootstrap.mean_interval`).
+    """
+    persons = _as_ids(persons, device=model.device)
+    professions = _as_ids(professions, device=model.device)
+    _validate(
+        model,
+        persons=persons,
+        attribute_relation=attribute_relation,
+        value_a=value_a,
+        value_b=value_b,
+        other_values=other_values,
+        occupation_relation=occupation_relation,
+        professions=professions,
+        step=step,
+    )
+    embeddings, gradient = fisher_gradient(
+        model,
+        persons=persons,
+        attribute_relation=attribute_relation,
+        value_a=value_a,
+        value_b=value_b,
+        other_values=other_values,
+        attribute_person_is_head=attribute_person_is_head,
+        chunk_elements=chunk_elements,
+    )
+    moved = embeddings + step * gradient  # [J, d]
+    size = _chunk(professions.numel(), embeddings.shape[-1], chunk_elements)
+    changes = []
+    with torch.no_grad():
+        relation = _relation(model, occupation_relation).unsqueeze(0)  # [1, 1, d]
+        targets = _entities(model, professions).unsqueeze(0)  # [1, P, d]
+        for start in range(0, persons.numel(), size):
+            chunk = slice(start, start + size)
+            before = model.interaction(h=embeddings[chunk].unsqueeze(1), r=relation, t=targets)
+            after = model.interaction(h=moved[chunk].unsqueeze(1), r=relation, t=targets)
+            # float64: nabla_p is a small difference of large scores, summed over many persons
+            changes.append((after - before).to(torch.float64))  # [b, P]
+    return torch.cat(changes, dim=0)
+
+
 def fisher_bias(
     model: ERModel,
     *,
@@ -256,42 +314,12 @@ def fisher_bias(
     always the head of ``occupation_relation``. Scores are computed in chunks of persons whose
     broadcast [b, P, d] holds at most ``chunk_elements`` (:data:`CHUNK_ELEMENTS`: why that size).
     """
-    persons = _as_ids(persons, device=model.device)
-    professions = _as_ids(professions, device=model.device)
-    _validate(
-        model,
-        persons=persons,
-        attribute_relation=attribute_relation,
-        value_a=value_a,
-        value_b=value_b,
-        other_values=other_values,
-        occupation_relation=occupation_relation,
-        professions=professions,
-        step=step,
+    changes = fisher_person_changes(
+        model, persons=persons, attribute_relation=attribute_relation, value_a=value_a, value_b=value_b,
+        other_values=other_values, occupation_relation=occupation_relation, professions=professions, step=step,
+        attribute_person_is_head=attribute_person_is_head, chunk_elements=chunk_elements,
     )
-    embeddings, gradient = fisher_gradient(
-        model,
-        persons=persons,
-        attribute_relation=attribute_relation,
-        value_a=value_a,
-        value_b=value_b,
-        other_values=other_values,
-        attribute_person_is_head=attribute_person_is_head,
-        chunk_elements=chunk_elements,
-    )
-    moved = embeddings + step * gradient  # [J, d]
-    size = _chunk(professions.numel(), embeddings.shape[-1], chunk_elements)
-    with torch.no_grad():
-        relation = _relation(model, occupation_relation).unsqueeze(0)  # [1, 1, d]
-        targets = _entities(model, professions).unsqueeze(0)  # [1, P, d]
-        total = torch.zeros(professions.numel(), dtype=torch.float64, device=model.device)
-        for start in range(0, persons.numel(), size):
-            chunk = slice(start, start + size)
-            before = model.interaction(h=embeddings[chunk].unsqueeze(1), r=relation, t=targets)
-            after = model.interaction(h=moved[chunk].unsqueeze(1), r=relation, t=targets)
-            # float64 accumulation: nabla_p is a small difference of large scores
-            total += (after - before).to(torch.float64).sum(dim=0)  # [P]
-    return (total / persons.numel()).to(torch.float32)
+    return changes.mean(dim=0).to(torch.float32)  # [P]
 
 
 def profession_counts(
@@ -406,18 +434,23 @@ def top_associated(table: pd.DataFrame, *, k: int, toward: Literal["a", "b"]) ->
     return side.head(k).reset_index(drop=True)
 
 
-def associated_sides(table: pd.DataFrame, *, k: int) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+def associated_sides(table: pd.DataFrame, *, k: int) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
     """The k most a- and the k most b-associated professions of a :func:`fisher_profession_table`
-    (Fisher's Tables 1-4), and whether the b side is a fallback.
+    (Fisher's Tables 1-4), and which side, "a" or "b", is a fallback (None: neither).
 
     When no profession has b_p < 0 (a shared offset: moving towards a raises every profession), the
-    b side is the k least a-associated professions instead, least first, and the flag is True; the
-    two sides may then share professions.
+    b side is the k least a-associated professions not already on the a side, least first, and the
+    fallback is "b"; symmetrically "a" when no b_p is > 0. The two sides never share a profession,
+    so a chart of both draws exactly their rows.
     """
     top_a, top_b = top_associated(table, k=k, toward="a"), top_associated(table, k=k, toward="b")
-    if top_b.empty and not table.empty:
-        return top_a, table.sort_values("bias").head(k).reset_index(drop=True), True
-    return top_a, top_b, False
+    if table.empty or not (top_a.empty or top_b.empty):
+        return top_a, top_b, None
+    if top_b.empty:
+        rest = table[~table["profession"].isin(top_a["profession"])]
+        return top_a, rest.sort_values("bias").head(k).reset_index(drop=True), "b"
+    rest = table[~table["profession"].isin(top_b["profession"])]
+    return rest.sort_values("bias", ascending=False).head(k).reset_index(drop=True), top_b, "a"
 
 
 def most_moved(table: pd.DataFrame, *, k: int) -> pd.DataFrame:

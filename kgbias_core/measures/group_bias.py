@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from kgbias_core.measures.bootstrap import percentile_interval, resampled_group_means
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor
 
@@ -65,28 +66,13 @@ def group_bias_interval(
     """Percentile bootstrap interval of B_gr over persons, resampled within M_o and F_o. -> ([O], [O]).
 
     Each resample draws |M_o| men and |F_o| women with replacement, for all occupations at once
-    (one [n_resamples, P] index tensor). NaN where a group is empty.
+    (:func:`~kgbias_core.measures.bootstrap.resampled_group_means`). NaN where a group is empty.
     """
     psi = pair_residuals(
         entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
     ).pow(2).sum(-1)
-    device = psi.device
-    key = groups.pair_occupation * 2 + groups.pair_female.long()  # [P] group of each pair
-    order = torch.argsort(key, stable=True)
-    key, psi = key[order], psi[order]
-    sizes = torch.bincount(key, minlength=2 * groups.n_occupations)  # [2O]
-    offsets = torch.cumsum(sizes, 0) - sizes
-    generator = torch.Generator(device="cpu").manual_seed(seed)
-    uniform = torch.rand(n_resamples, key.shape[0], generator=generator).to(device)  # [B, P]
-    picks = offsets[key] + (uniform * sizes[key]).long().clamp_max(sizes[key] - 1)  # [B, P]
-    sums = torch.zeros(n_resamples, 2 * groups.n_occupations, dtype=psi.dtype, device=device)
-    sums.scatter_add_(1, key.expand(n_resamples, -1), psi[picks])
-    means = (sums / sizes.to(psi)).view(n_resamples, groups.n_occupations, 2)  # [B, O, (male, female)]
-    resampled = means[..., 1] - means[..., 0]  # [B, O]
-    tail = (1.0 - confidence) / 2
-    low = torch.quantile(resampled, tail, dim=0)
-    high = torch.quantile(resampled, 1.0 - tail, dim=0)
-    return low, high
+    means = resampled_group_means(psi, groups, n_resamples=n_resamples, seed=seed)  # [B, O, (male, female)]
+    return percentile_interval(means[..., 1] - means[..., 0], confidence)
 
 
 def projection_bias(*, entity_embeddings: FloatTensor, groups: OccupationGroups) -> FloatTensor:

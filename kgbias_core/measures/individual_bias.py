@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from kgbias_core.measures.bootstrap import percentile_interval, resampled_group_means
 from kgbias_core.measures.group_bias import group_means, pair_residuals
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor
@@ -59,3 +60,21 @@ def aggregate_individual(values: FloatTensor, groups: OccupationGroups) -> tuple
     total.index_add_(0, groups.pair_occupation, values)
     vanilla = total / (groups.n_male + groups.n_female).to(values)
     return vanilla, female + male
+
+
+def aggregate_interval(
+    values: FloatTensor, groups: OccupationGroups, *, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> tuple[tuple[FloatTensor, FloatTensor], tuple[FloatTensor, FloatTensor]]:
+    """Percentile bootstrap intervals of the vanilla and the weighted aggregate of a per-pair bias.
+
+    Resampled within M_o and F_o (:func:`~kgbias_core.measures.bootstrap.resampled_group_means`),
+    each aggregate computed as in :func:`aggregate_individual` from the resampled group means.
+    Shapes: values [P] -> ((vanilla low [O], high [O]), (weighted low [O], high [O])). NaN where the
+    aggregate is: vanilla with no persons, weighted with an empty group.
+    """
+    means = resampled_group_means(values, groups, n_resamples=n_resamples, seed=seed)  # [B, O, (male, female)]
+    sizes = torch.stack([groups.n_male, groups.n_female], dim=-1).to(values)  # [O, 2]
+    # An empty group's NaN mean enters the vanilla mean with weight 0, not as NaN.
+    vanilla = (torch.nan_to_num(means) * sizes).sum(-1) / sizes.sum(-1)  # [B, O]; 0/0 = NaN: no persons
+    weighted = means.sum(-1)  # [B, O]
+    return percentile_interval(vanilla, confidence), percentile_interval(weighted, confidence)

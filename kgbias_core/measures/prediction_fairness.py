@@ -41,6 +41,7 @@ from kgbias_core.measures.parity import (
 from kgbias_core.types import LongTensor
 
 __all__ = [
+    "DEGENERATE_SHARE",
     "FairnessReport",
     "GAPS",
     "GAP_NAMES",
@@ -63,6 +64,9 @@ NOT_OCCUPATION = -2
 #: Schwertmann §3.5: an occupation needs 100 test facts for a class of its own, on FB15k-237, whose
 #: test split holds 1,311 occupation facts. A smaller test set gets the same share of its facts.
 PAPER_MIN_COUNT, PAPER_N_FACTS = 100, 1311
+#: A predictor that gives one tail to more than this share of the facts is degenerate: its gaps
+#: compare how often two groups get that one answer, not how fairly the model tells occupations apart.
+DEGENERATE_SHARE = 0.8
 
 _RATES = {"selection_rate": selection_rate, "precision": precision, "recall": recall}
 METRICS = tuple(_RATES)
@@ -97,6 +101,13 @@ class FairnessReport:
     n_bootstrap: int  # bootstrap replicates drawn
     confidence: float  # e.g. 0.95 for a 95 % percentile interval
     seed: int  # seed of the numpy Generator that resampled the facts
+    top_prediction: int  # the tail entity predicted top-1 most often over the used facts (any entity)
+    top_prediction_share: float  # the share of the used facts that got it
+
+    @property
+    def degenerate(self) -> bool:
+        """One answer for most facts (> :data:`DEGENERATE_SHARE`): the gaps say little about fairness."""
+        return self.top_prediction_share > DEGENERATE_SHARE
 
 
 def _class_labels(
@@ -288,6 +299,7 @@ def fairness_report(
     counts = parity_counts(**facts)
     by_class = _by_class(counts)
     not_occupation = pred_class == NOT_OCCUPATION
+    predicted, times = np.unique(y_pred[used], return_counts=True)
     return FairnessReport(
         classes=tuple(int(c) for c in classes),
         min_count=min_count,
@@ -307,6 +319,8 @@ def fairness_report(
         n_bootstrap=n_bootstrap,
         confidence=confidence,
         seed=seed,
+        top_prediction=int(predicted[np.argmax(times)]),
+        top_prediction_share=float(times.max() / used.sum()),
     )
 
 

@@ -1,0 +1,84 @@
+"""The dashboard served on the loopback for a real browser: ``streamlit run dashboard.py`` as a
+subprocess on a free port, its health check, and headless Debian Chromium driven by Selenium.
+
+Shared by the one browser test (``tests/test_browser.py``) and the browser bench
+(``bench/bench_browser.py``); Selenium is imported only when a browser is asked for.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+#: Headless, no sandbox (containers), nothing fetched from the network, a tall window so that the
+#: explorer's charts are laid out (and drawn) without scrolling.
+CHROMIUM_ARGS = ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,2000")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_healthy(url: str, server: subprocess.Popen, timeout: float = 60) -> None:
+    """Return once the server at ``url`` answers its health check; raise if it exits or times out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not answer at {url} within {timeout} s")
+
+
+@contextmanager
+def dashboard(env: Mapping[str, str], *, timeout: float = 60) -> Iterator[str]:
+    """``streamlit run dashboard.py`` on 127.0.0.1 with ``env``; -> its URL, once healthy. Stopped on exit."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+        cwd=REPO, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until_healthy(url, server, timeout)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+@contextmanager
+def chromium(profile: Path) -> Iterator[Any]:
+    """Headless Chromium (a Selenium ``webdriver.Chrome``) with its profile in ``profile``; quit on exit."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in (*CHROMIUM_ARGS, f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
