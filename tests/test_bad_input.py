@@ -196,7 +196,7 @@ CASES = [
           "one of the arguments --add --remove-k --remove-indices is required", "no-edit"),
     _case(f"audit --models {{store}}/tiny-transe --classifier svm {CSV}", "invalid choice: 'svm'", "classifier"),
     _case(f"{DEBIAS} --remove-k 3 --strategy greedy {NEW}", "invalid choice: 'greedy'", "strategy"),
-    _case(f"debias {MODEL} --occupation nurse --remove-k 3 --mode hot {NEW}", "invalid choice: 'hot'", "mode"),
+    _case("calibrate --model {root}/nothing", "no model at", "calibrate-no-model"),
     _case("validate", "the following arguments are required: check", "validate-no-check"),
     _case(f"validate influence {MODEL} --occupation nurse --ks 3 --kinds middle {CSV}", "invalid choice: 'middle'",
           "kinds"),
