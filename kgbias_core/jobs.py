@@ -13,6 +13,7 @@ the same training get one job, which both see.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -442,4 +443,7 @@ def default_registry() -> JobRegistry:
     with _default_lock:
         if _default is None:
             _default = JobRegistry(torch_threads=os.cpu_count() or 1)
+            # A process (a server, a test run) must not end while the worker is inside torch: the
+            # daemon thread would be killed mid-op and the process abort ("terminate called ...").
+            atexit.register(_default.shutdown)
         return _default

@@ -36,7 +36,7 @@ st.subheader("Noise band and calibration")
 background: list = []
 with widgets.errors_shown():
     # Computed by default, once per model: every comparison below is read against it.
-    jobs_ui.stored_per_model([model], title=texts.NOISE_BAND_JOB, load=lambda m: tasks.saved_noise_band(m.path),
+    jobs_ui.stored_per_model([model], title=texts.NOISE_BAND_JOB, load=lambda m: noise,
                              task=lambda m: tasks.noise_band_task(m.path), pending=background)
 spread = noise_spread(noise, occupation)
 if noise is not None:
