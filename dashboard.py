@@ -15,6 +15,7 @@ PAGES = [
     st.Page("pages/model_comparison.py", title="Model comparison", icon=":material/compare:"),
     st.Page("pages/debiasing_lab.py", title="Debiasing lab", icon=":material/science:"),
     st.Page("pages/validation.py", title="Validation", icon=":material/fact_check:"),
+    st.Page("pages/findings.py", title="Findings", icon=":material/checklist:"),
 ]
 
 st.navigation(PAGES).run()

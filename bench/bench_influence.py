@@ -4,7 +4,7 @@
 
 Prints ms per occupation (target <= 50 ms for all 272k triples on one occupation), seconds for all
 occupations (target <= 1 s), LiSSA's seconds per occupation and the ratio of times. If
-bench/out/influence_accuracy.csv exists (from validate_fb15k237.py), both methods' predictions for
+bench/out/influence_accuracy.csv exists (from validate_influence.py), both methods' predictions for
 the same removal sets are correlated with the actual retraining changes recorded there.
 """
 
@@ -90,7 +90,7 @@ def main() -> None:
         runs = accuracy[accuracy["occupation"] == label]
         predicted = {"closed": [], "lissa": []}
         for kind, k in zip(runs["kind"], runs["k"], strict=True):
-            removed = removal_set(closed, kind=kind, k=int(k))  # the sets retrained by validate_fb15k237.py
+            removed = removal_set(closed, kind=kind, k=int(k))  # the sets retrained by validate_influence.py
             predicted["closed"].append(float(closed[removed].sum()))
             predicted["lissa"].append(float(lissa[removed].sum()))
         actual = runs["actual"].to_numpy()

@@ -22,8 +22,9 @@ import streamlit as st
 import torch
 
 from kgbias_app import charts
-from kgbias_core import tables
+from kgbias_core import tables, tasks
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.data.datasets import NAMED_DATASETS
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store, list_models, load_model, model_version, read_config
 from kgbias_core.errors import KGBiasError
@@ -205,3 +206,17 @@ def occupation_test_facts(model: ModelRef) -> int:
 def fairness_report(model: ModelRef, min_count: int) -> FairnessReport:
     """Schwertmann et al.'s fairness of the model's top-1 occupation predictions (a copy per caller)."""
     return model_fairness(analysis(model).model, min_count=min_count)
+
+
+def findings_by_model(model: ModelRef, *, census: Path) -> dict[str, pd.DataFrame]:
+    """Cached findings (:func:`kgbias_core.tasks.saved_findings`) of ``model`` and of each named graph's
+    default model, by model name; models without findings for their current inputs are left out.
+    Not memoised: a finished findings job or a new what-if changes them."""
+    store, found = default_store(), {}
+    defaults = [store / tasks.model_name(dataset) for dataset in NAMED_DATASETS]
+    for path in [Path(model.path), *defaults]:
+        if path.name not in found and path.is_dir():
+            frame = tasks.saved_findings(path, census=census)
+            if frame is not None:
+                found[path.name] = frame
+    return found

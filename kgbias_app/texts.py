@@ -323,9 +323,10 @@ INFLUENCE_DEGREE = (
     "their embeddings rest on few triples."
 )
 OCCUPATION_SHARE = (
-    "{n_occupation} of the {n_top} training triples with the largest |δ_z B_gr| (the top 1%, or all with "
-    "non-zero influence if fewer) use an occupation-like relation. Counted: {relations}: the schema's "
-    "occupation relation and every relation with the word 'profession' or 'occupation' in its label. Du et "
+    "{n_occupation} of the {n_top} training triples with the largest |δ_z B_gr| (the top 1% of the triples "
+    "that move this occupation's B_gr at all, at least one) use an occupation-like relation. Counted: "
+    "{relations}: the schema's occupation relation and every relation with the word 'profession' or "
+    "'occupation' in its label. Du et "
     "al. report ~74% occupation and inverse-occupation triples on FB5M."
 )
 EMPTY_BASKET_HERE = "The basket is empty: select triples in the tables above and add them."
@@ -558,3 +559,20 @@ CENSUS_SCATTER = (
     "One point per paired occupation: a measure that tracks the census rises to the right. Hover a point for "
     "its name; only the occupations farthest from the trend are named on the chart."
 )
+
+
+# --- Findings page ---------------------------------------------------------------------------------
+FINDINGS_INTRO = (
+    "Du et al. (2022)'s headline claims next to what each cached model shows, each with its 95% interval "
+    "(bootstrap over occupations, Fisher z for census correlations, or ± the retraining noise band) and a "
+    "verdict: *reproduces* when the interval excludes no effect on the paper's side, *contradicts* when it "
+    "excludes it on the other, *inconclusive* when it holds it. Columns: the paper, this model, and the "
+    "default model of each named graph whose findings are computed."
+)
+FINDINGS_MISSING = "The findings of {model} are not computed yet (or were made from other runs since): about a minute."
+FINDINGS_RETRAINS = (
+    "Claims 4 (IF-REMOVE against Random-REMOVE) and 5 (Add, c = 0.5) need retrains of {model}: the noise band "
+    "(3 retrains under other seeds, once per model), IF-REMOVE and Random-REMOVE of 8% of the triples that move "
+    "B_gr, and Add, each {epochs} epochs, where not already stored. The Add run is saved as a what-if."
+)
+FINDING_COLUMNS = {"claim": "Claim", "statement": "Du et al. claim", "paper": "Paper (FB5M)"}

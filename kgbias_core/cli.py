@@ -130,19 +130,24 @@ def _analysis(path: str):
 
 
 def _write(frame, out: str) -> None:
-    """Write ``frame`` as the CSV ``out`` through a temporary sibling, so a failed write (full disk)
-    leaves a previous file of that name as it was."""
+    """Write ``frame`` as the CSV ``out`` (atomically, :func:`_write_text`)."""
+    _write_text(frame.to_csv(index=False), out)
+    print(f"wrote {len(frame)} rows to {out}")
+
+
+def _write_text(text: str, out: str) -> None:
+    """Write ``text`` to ``out`` through a temporary sibling, so a failed write (full disk) leaves a
+    previous file of that name as it was."""
     path = Path(out)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(tmp, index=False)
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise DataError(CSV_WRITE_FAILED.format(path=path, reason=exc.strerror or exc)) from None
-    print(f"wrote {len(frame)} rows to {out}")
 
 
 def _measures(args: argparse.Namespace) -> None:
@@ -321,6 +326,31 @@ def _validate_census(args: argparse.Namespace) -> None:
         print(f"{row.measure}: r {row.r:+.3f} (p {row.p_value:.2g}, n {row.n})")
 
 
+def _findings(args: argparse.Namespace) -> None:
+    import json
+
+    from kgbias_core.data.census import census_file
+    from kgbias_core.data.datasets import resolve_data_dir
+    from kgbias_core.embeddings.store import model_fingerprint, read_config
+    from kgbias_core.tasks import findings_task
+
+    census = census_file(resolve_data_dir(args.data_dir))
+    if not census.is_file():
+        print(f"no census file at {census}: claim 6 is not measured", file=sys.stderr)
+    frame = findings_task(Path(args.model), census=census, year=args.year, retrain=args.retrain or (),
+                          k=args.k).run(_PrintedProgress())
+    config = read_config(args.model)
+    document = {"model": config.get("name"), "dataset": config.get("dataset"), **model_fingerprint(args.model),
+                "findings": json.loads(frame.to_json(orient="records"))}
+    _write_text(json.dumps(document, indent=2), args.out)
+    for row in frame.itertuples():
+        interval = f" [{row.low:+.3f}, {row.high:+.3f}]" if row.low == row.low else ""
+        p_value = f" p {row.p_value:.2g}" if row.p_value == row.p_value else ""
+        print(f"{row.claim:3s} {row.key:30s} paper {row.paper:>16s}  {row.value:+.3f}{interval}{p_value}  "
+              f"{row.verdict}  ({row.scope})")
+    print(f"wrote {len(frame)} findings to {args.out}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kgbias", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -423,6 +453,18 @@ def build_parser() -> argparse.ArgumentParser:
                              help="triples removed per set (default: 1%% of those moving B_gr)")
     calibration.add_argument("--out", type=_csv_out, help="CSV of the runs with their leave-one-out intervals")
     calibration.set_defaults(handler=_calibrate)
+
+    findings = commands.add_parser("findings", help="Du et al.'s claims next to what this model shows (JSON)")
+    findings.add_argument("--model", required=True)
+    findings.add_argument("--retrain", nargs="+", metavar="OCCUPATION",
+                          help="first run the retrains behind claims 4-5 for these occupations, where missing "
+                               "(noise band, IF-/Random-REMOVE of k, Add c=0.5)")
+    findings.add_argument("--k", type=_integer(1), help="triples removed per set for --retrain "
+                                                        "(default: 8%% of those moving B_gr)")
+    findings.add_argument("--year", type=_integer(1000, 9999), help="census year (default: the latest in the file)")
+    findings.add_argument("--data-dir", help="data directory with census/ (default: $KGBIAS_DATA_DIR or ./data)")
+    findings.add_argument("--out", required=True, type=_csv_out, help="JSON file of the findings")
+    findings.set_defaults(handler=_findings)
 
     validate = commands.add_parser("validate", help="influence against retraining (Du §4.2) or the census (§4.1)")
     checks = validate.add_subparsers(dest="check", required=True)

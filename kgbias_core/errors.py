@@ -221,7 +221,7 @@ LAB_BAD_INDEX_FILE = "{path}, line {line}: expected training-triple indices (int
 
 # --- command line ------------------------------------------------------------------------------
 BAD_NUMBER = "expected {expected}, got {value!r}"
-CSV_OUT_IS_DIRECTORY = "{path} is a directory: --out names the CSV file to write (nothing was written)"
-CSV_WRITE_FAILED = "{path}: could not write the CSV ({reason}); a previous file of that name is unchanged"
+CSV_OUT_IS_DIRECTORY = "{path} is a directory: --out names the file to write (nothing was written)"
+CSV_WRITE_FAILED = "{path}: could not write the file ({reason}); a previous file of that name is unchanged"
 UNEXPECTED_ERROR = "{exc_type}: {message} (unexpected: rerun with KGBIAS_DEBUG=1 for the traceback)"
 INTERRUPTED = "interrupted: nothing was saved by the unfinished command"

@@ -30,6 +30,7 @@ from kgbias_core.embeddings.config import TrainConfig, default_train_config
 from kgbias_core.embeddings.store import (
     StoredModel,
     check_output,
+    list_models,
     load_model,
     load_result,
     model_fingerprint,
@@ -39,7 +40,7 @@ from kgbias_core.embeddings.store import (
     save_result,
 )
 from kgbias_core.embeddings.training import train_model
-from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
+from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError, ModelStoreError
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.calibration import calibrate
 from kgbias_core.influence.closed_form import debiasing_removal
@@ -53,7 +54,7 @@ from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
 from kgbias_core.measures.relation_audit import cached_value_audit
 from kgbias_core.whatif.edits import Edit, retrain
-from kgbias_core.whatif.runs import noise_band
+from kgbias_core.whatif.runs import made_from, noise_band
 
 T = TypeVar("T")
 
@@ -415,3 +416,122 @@ def relation_audit_task(model_dir: Path | str, params: Mapping[str, Any]) -> Tas
         return cached_value_audit(model_dir, **params, on_step=on_step, should_stop=progress.should_stop)
 
     return Task(key=_key("relation_audit", model_dir, **params), run=run)
+
+
+# --- findings: Du et al.'s claims on one model (kgbias_core.findings) ---------------------------
+#: The cached findings table of a model (``saved_findings``).
+FINDINGS = "findings"
+
+
+def saved_curves(model_dir: Path | str) -> dict[str, pd.DataFrame]:
+    """Every removal curve cached beside the model, by occupation label."""
+    curves = {}
+    for meta in sorted((Path(model_dir) / "results").glob("removal_curve-*.json")):
+        try:
+            occupation = json.loads(meta.read_text(encoding="utf-8"))["params"]["occupation"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a curve kgbias wrote: nothing to report from it
+        curve = saved_curve(model_dir, occupation)
+        if curve is not None:
+            curves[str(occupation)] = curve
+    return curves
+
+
+def add_runs(model_dir: Path | str) -> list[Path]:
+    """The Add what-ifs in the model's store that were retrained from the model now at ``model_dir``."""
+    base = Path(model_dir)
+    base_config = read_config(base)
+    found = []
+    for name in list_models(base.parent):
+        try:
+            config = read_config(base.parent / name)
+        except ModelStoreError:
+            continue  # being replaced right now
+        edit = config.get("edit") or {}
+        if edit.get("kind") == "add" and config.get("base_model") == base.name and made_from(config, base_config):
+            found.append(base.parent / name)
+    return found
+
+
+def findings_inputs(model_dir: Path | str, *, census: Path | None = None, year: int | None = None) -> dict[str, Any]:
+    """What a findings table was computed from besides the model: the cached curves, the Add runs, the
+    noise band and the census file. A table made from other inputs is recomputed (``saved_findings``)."""
+    return {
+        "curves": sorted(saved_curves(model_dir)),
+        "add_runs": sorted(path.name for path in add_runs(model_dir)),
+        "noise_band": saved_noise_band(model_dir) is not None,
+        "census": str(Path(census).resolve()) if census is not None and Path(census).is_file() else None,
+        "year": year,
+    }
+
+
+def findings_task(
+    model_dir: Path | str,
+    *,
+    census: Path | None = None,
+    year: int | None = None,
+    retrain: Sequence[str] = (),
+    k: int | None = None,
+) -> Task[pd.DataFrame]:
+    """Du et al.'s claims measured on the model at ``model_dir`` (:func:`kgbias_core.findings.model_findings`),
+    cached beside it.
+
+    Claims 4 and 5 use the removal curves, Add what-ifs and noise band already stored. ``retrain``
+    names occupations to run them for first, where missing: the noise band, IF-REMOVE and
+    Random-REMOVE of ``k`` triples (default 8% of the triples that move the occupation's B_gr) and
+    Add with c = 0.5 (saved as a what-if next to the model). ``census`` is the IPUMS file (claim 6;
+    None or a graph without a pairing: not measured).
+    """
+    from kgbias_core.data.census import PAIRING_RESOURCES, census_validation
+    from kgbias_core.findings import findings_frame, model_findings
+    from kgbias_core.tables import measures_table
+
+    def run(progress: Progress) -> pd.DataFrame:
+        model = load_model(model_dir)
+        if retrain:
+            _findings_retrains(model_dir, model, retrain, k=k, progress=progress)
+        analysis = ModelAnalysis(model)
+        progress.update(stage="measuring", message="every measure with its bootstrap interval")
+        measures = measures_table(analysis)
+        correlations = None
+        if census is not None and Path(census).is_file() and model.dataset in PAIRING_RESOURCES:
+            correlations, joined = census_validation(measures, census_path=census, year=year, dataset=model.dataset)
+            correlations = None if joined.empty else correlations
+        progress.update(stage="measuring", message="the top-influence triples of every occupation")
+        inputs = findings_inputs(model_dir, census=census, year=year)
+        runs = [ModelAnalysis(load_model(path)) for path in add_runs(model_dir)]
+        frame = findings_frame(model_findings(analysis, measures, census=correlations, curves=saved_curves(model_dir),
+                                              add_runs=runs, noise=saved_noise_band(model_dir)))
+        save_result(model_dir, FINDINGS, frame, params=inputs)
+        return frame
+
+    return Task(key=_key("findings", model_dir, census=str(census), year=year, retrain=list(retrain), k=k), run=run)
+
+
+def _findings_retrains(
+    model_dir: Path | str, model: StoredModel, occupations: Sequence[str], *, k: int | None, progress: Progress
+) -> None:
+    from kgbias_core.influence.retraining_check import default_ks
+    from kgbias_core.whatif.edits import add_edit
+
+    analysis = ModelAnalysis(model)
+    labels = [analysis.groups.labels[analysis.groups.index(o)] for o in occupations]  # names -> labels, checked first
+    progress.update(stage="retraining", message="noise band: the unedited graph under 3 other seeds")
+    noise_band_task(model_dir).run(progress)
+    have_add = {read_config(path)["edit"]["occupation"] for path in add_runs(model_dir)}
+    for label in labels:
+        if saved_curve(model_dir, label) is None:
+            influence = analysis.influence(label)
+            ks = [k] if k is not None else [default_ks(int((influence != 0).sum()))[1]]
+            removal_curve_task(model_dir, occupation=label, ks=ks).run(progress)
+        if label not in have_add:
+            edit = add_edit(model, label)
+            name = whatif_name(model.name, edit, occupation_name=analysis.groups.names[analysis.groups.index(label)])
+            whatif_task(base=model_dir, edit=edit, out=Path(model_dir).parent / name).run(progress)
+
+
+def saved_findings(
+    model_dir: Path | str, *, census: Path | None = None, year: int | None = None
+) -> pd.DataFrame | None:
+    """The cached findings of the model, or None when absent or made from other inputs."""
+    return load_result(model_dir, FINDINGS, params=findings_inputs(model_dir, census=census, year=year))

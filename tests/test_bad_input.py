@@ -265,12 +265,12 @@ CASES = [
     _case(f"validate census {MODEL} --min-per-gender 0 {CSV}", "argument --min-per-gender: expected an integer >= 1",
           "min-per-gender"),
     # --- bad outputs ------------------------------------------------------------------------------
-    _case(f"measures {MODEL} --out {{files}}", "is a directory: --out names the CSV file to write", "csv-out-dir"),
+    _case(f"measures {MODEL} --out {{files}}", "is a directory: --out names the file to write", "csv-out-dir"),
     _case(f"fisher {MODEL} --relation gender --a male --out {{store}}", "is a directory", "fisher-out-dir"),
     _case("audit --models {store}/tiny-transe --out {root}", "is a directory", "audit-out-dir"),
     _case(f"validate census {MODEL} --out {{files}}", "is a directory", "census-out-dir"),
     _case(f"individuals {MODEL} --occupation nurse --out {{files}}/a_file/persons.csv",
-          "persons.csv: could not write the CSV", "csv-out-under-a-file"),
+          "persons.csv: could not write the file", "csv-out-under-a-file"),
     _case("train --dataset synthetic --out {precious}",
           "precious exists and is not a kgbias model directory: refusing to replace it", "train-out-not-a-model"),
     _case("train --dataset synthetic --out {root}/a/b/../../precious",
@@ -522,7 +522,7 @@ sys.exit(main(["measures", "--model", {str(tiny_store / "tiny-transe")!r}, "--ou
     result = subprocess.run([sys.executable, "-B", "-c", script], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 2, result.stderr
     lines = (result.stdout + result.stderr).strip().splitlines()
-    assert lines == [f"error: {out}: could not write the CSV (File too large); a previous file of that name is "
+    assert lines == [f"error: {out}: could not write the file (File too large); a previous file of that name is "
                      "unchanged"]
     assert out.read_text() == "the previous results\n"
     assert [p.name for p in tmp_path.iterdir()] == ["measures.csv"]  # no temporary file left

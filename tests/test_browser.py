@@ -47,3 +47,10 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         assert driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         driver.save_screenshot(str(tmp_path / "occupation_explorer.png"))
+
+        # The Findings page, as a person first sees it: the claims are offered for computing.
+        driver.find_element(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/findings"]').click()
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Findings"))
+        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, '[data-testid="stMain"]'), "not computed yet"))
+        assert driver.find_elements(By.XPATH, '//button[.//p[text()="Compute the findings"]]')
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')

@@ -13,6 +13,8 @@ PAGES = {
     "pages/attributes.py": "Attributes (Fisher et al.)",
     "pages/debiasing_lab.py": "Debiasing lab",
     "pages/validation.py": "Validation",
+    "pages/findings.py": "Findings",
+    "pages/model_comparison.py": "Model comparison",
 }
 
 

@@ -153,16 +153,18 @@ def test_influence_extremes_are_the_k_largest_each_way(analysis, measures) -> No
     assert extremes[extremes.direction == "lowers"].triple.tolist() == expected_lowers
 
 
-def test_occupation_relation_share_counts_the_top_triples(tiny_model, analysis, measures) -> None:
+@pytest.mark.parametrize("sign", ["any", "positive", "negative"])
+def test_occupation_relation_share_counts_the_top_of_the_moving_triples(tiny_model, analysis, measures, sign) -> None:
     occupation = both_genders(measures)
     influence = analysis.influence(occupation).tolist()
-    share = tables.occupation_relation_share(analysis, occupation, fraction=0.05)
-    n_top = min(math.ceil(0.05 * len(influence)), sum(1 for v in influence if v != 0))
-    top = sorted(range(len(influence)), key=lambda i: -abs(influence[i]))[:n_top]
+    share = tables.occupation_relation_share(analysis, occupation, fraction=0.05, sign=sign)
+    key = {"any": abs, "positive": lambda v: v, "negative": lambda v: -v}[sign]
+    moving = [i for i in range(len(influence)) if key(influence[i]) > 0]
+    top = sorted(moving, key=lambda i: -key(influence[i]))[:max(1, math.ceil(0.05 * len(moving)))]
     hits = sum(1 for i in top if tiny_model.relation_labels[int(tiny_model.triples[i, 1])] == "occupation")
     assert share["relations"] == ("occupation",)
-    assert (share["n_top"], share["n_occupation"]) == (n_top, hits)
-    assert share["share"] == pytest.approx(hits / n_top)
+    assert (share["n_top"], share["n_occupation"]) == (len(top), hits)
+    assert share["share"] == pytest.approx(hits / len(top))
 
 
 def test_attribute_values_count_distinct_persons(tiny_model, analysis) -> None:

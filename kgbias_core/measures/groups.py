@@ -10,7 +10,7 @@ as ``n_unknown``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -67,6 +67,17 @@ class OccupationGroups:
         if label not in self.entity_ids:
             raise MeasureError(UNKNOWN_ENTITY.format(entity=label))
         raise MeasureError(NOT_AN_OCCUPATION.format(entity=label, relation=self.occupation_relation_label))
+
+    def without(self, dropped: BoolTensor) -> OccupationGroups:
+        """The same groups without the persons marked in ``dropped`` [E] (e.g. Add's dummies, to
+        measure B_gr over the original persons of a what-if). Only the binary pairs and their counts
+        change; ``n_other``, ``n_unknown`` and the degrees are the full graph's."""
+        keep = ~dropped[self.pair_person]
+        occupation, female = self.pair_occupation[keep], self.pair_female[keep]
+        n = self.n_occupations
+        return replace(self, pair_person=self.pair_person[keep], pair_occupation=occupation, pair_female=female,
+                       n_male=torch.bincount(occupation[~female], minlength=n),
+                       n_female=torch.bincount(occupation[female], minlength=n))
 
     def members(self, occupation_index: int) -> tuple[LongTensor, LongTensor]:
         """(M_o, F_o) as entity-id tensors for the occupation at ``occupation_index``."""
