@@ -117,7 +117,8 @@ def _train(args: argparse.Namespace) -> None:
         if v is not None
     }
     task = train_task(args.dataset, out=Path(args.out), data_dir=args.data_dir, schema=args.schema,
-                      names=args.names, overrides=overrides, calibrate=args.calibrate, overwrite=args.force)
+                      names=args.names, overrides=overrides, calibrate=args.calibrate, overwrite=args.force,
+                      inverse_occupation=args.inverse_occupation)
     path = task.run(_PrintedProgress())
     print(f"saved {path} ({read_config(path)['train_seconds']:.1f}s)")
 
@@ -373,6 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("--damping", _real(0, above=True), "lambda of the influence Hessian (default 2|G|/|E|)"),
     ):
         train.add_argument(flag, type=kind, help=meaning)
+    train.add_argument("--inverse-occupation", action="store_true",
+                       help="add (o, r_p (inverse), s) for every occupation fact (Du's FB5M has this inverse)")
     train.add_argument("--calibrate", action="store_true",
                        help="TransE: calibrate the influence scale on 6 occupations, 13 masked retrains (METHODS §4)")
     train.add_argument("--out", required=True, help="model directory, e.g. cached_models/fb15k237-transe")

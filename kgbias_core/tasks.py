@@ -109,10 +109,11 @@ DEFAULT_MODEL_NAMES = {dataset: model_name(dataset) for dataset in ("synthetic",
 
 
 def load_graph(
-    dataset: str, data_dir: Path | str | None, *, schema: str | None = None, names: str | None = None
+    dataset: str, data_dir: Path | str | None, *, schema: str | None = None, names: str | None = None,
+    inverse_occupation: bool = False,
 ) -> KnowledgeGraph:
     """The graph to train on (tests replace this with a tiny graph)."""
-    return load_dataset(dataset, data_dir=data_dir, schema=schema, names=names)
+    return load_dataset(dataset, data_dir=data_dir, schema=schema, names=names, inverse_occupation=inverse_occupation)
 
 
 def train_config(dataset: str) -> TrainConfig:
@@ -145,6 +146,7 @@ def train_task(
     overrides: Mapping[str, Any] | None = None,
     calibrate: bool = False,
     overwrite: bool = False,
+    inverse_occupation: bool = False,
 ) -> Task[str]:
     """Train a model on ``dataset``'s training split and save it as the model directory ``out``.
 
@@ -154,14 +156,15 @@ def train_task(
     with the runs it was fitted on (:func:`saved_calibration_runs`). The task returns the directory.
     ``out`` is checked before the data is read (:func:`check_output`): an existing model there is
     replaced only with ``overwrite``, anything else never, so a refused ``out`` costs no training.
-    One job per model directory: the key is ``out``.
+    One job per model directory: the key is ``out``. ``inverse_occupation`` trains on the graph with
+    the inverse of the occupation relation added (:func:`kgbias_core.data.graph.with_inverse_occupation`).
     """
 
     def run(progress: Progress) -> str:
         check_output(out, overwrite=overwrite)
         # No message while reading: a graph that cannot be read is the only line a user sees.
         progress.update(stage="loading data")
-        graph = load_graph(dataset, data_dir, schema=schema, names=names)
+        graph = load_graph(dataset, data_dir, schema=schema, names=names, inverse_occupation=inverse_occupation)
         progress.update(message=f"read {graph.name}: {graph.training.num_triples} training triples, "
                                 f"{graph.training.num_entities} entities, {graph.training.num_relations} relations")
         config = replace(train_config(graph.name), **(overrides or {}))

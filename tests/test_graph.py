@@ -166,3 +166,39 @@ def test_gender_of_flags_several_values_and_non_binary_values() -> None:
 def test_named_data_sets_are_offered_only_when_present(tmp_path: Path) -> None:
     assert available_datasets(tmp_path) == ["synthetic"]
     assert available_datasets(data_dir()) == ["synthetic", "fb15k237", "fb13"]
+
+
+def test_inverse_occupation_adds_one_reversed_fact_per_occupation_fact(tiny_graph) -> None:
+    from kgbias_core.data.graph import INVERSE_SUFFIX, with_inverse_occupation
+
+    relation = tiny_graph.schema.occupation_relation
+    extended = with_inverse_occupation(tiny_graph)
+    before = {tuple(t) for t in tiny_graph.training.triples.tolist()}
+    after = [tuple(t) for t in extended.training.triples.tolist()]
+    facts = {(h, t) for h, r, t in before if r == relation}
+    added = [t for t in after if t not in before]
+    assert sorted(added) == sorted((o, relation + INVERSE_SUFFIX, s) for s, o in facts)
+    assert len(after) == len(before) + len(facts)
+    assert {tuple(t) for t in extended.testing.triples.tolist()} == {tuple(t) for t in tiny_graph.testing.triples.tolist()}
+    assert extended.inverse_occupation and not tiny_graph.inverse_occupation
+    assert extended.data_hash != tiny_graph.data_hash
+    assert extended.gender_report() == tiny_graph.gender_report()
+
+
+def test_a_model_trained_with_the_inverse_keeps_its_groups_and_counts_the_inverse(tmp_path: Path) -> None:
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.cli import main
+    from kgbias_core.embeddings.store import load_model, read_config
+    from kgbias_core.tables import occupation_like_relations
+
+    for name, flags in (("plain", []), ("inverse", ["--inverse-occupation"])):
+        argv = ["train", "--dataset", "synthetic", "--dim", "8", "--epochs", "1", "--out", str(tmp_path / name)]
+        assert main(argv + flags) == 0
+    plain, inverse = (ModelAnalysis(load_model(tmp_path / name)) for name in ("plain", "inverse"))
+    assert read_config(tmp_path / "inverse")["inverse_occupation"] is True
+    assert "inverse_occupation" not in read_config(tmp_path / "plain")
+    assert plain.groups.labels == inverse.groups.labels
+    assert torch.equal(plain.groups.n_female, inverse.groups.n_female)
+    relations = [inverse.model.relation_labels[i] for i in occupation_like_relations(inverse)]
+    assert relations == sorted(r for r in inverse.model.relation_labels if r.startswith("occupation"))
+    assert len(relations) == 2

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgbias_core.data.graph import KnowledgeGraph, load_user_graph
+from kgbias_core.data.graph import KnowledgeGraph, load_user_graph, with_inverse_occupation
 from kgbias_core.data.schema import FB13_SCHEMA, FB15K237_SCHEMA, Schema, load_schema
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.errors import NO_DATA_DIR, NO_SCHEMA, DataError, SchemaError
@@ -76,12 +76,26 @@ def load_dataset(
     schema: Schema | str | Path | None = None,
     names: str | Path | None = None,
     synthetic: SyntheticConfig | None = None,
+    inverse_occupation: bool = False,
 ) -> KnowledgeGraph:
     """A named graph (from the data directory), ``synthetic`` (generated), or a user graph at a path.
 
     A user graph needs a schema (a :class:`Schema` or a TOML/JSON file); a directory holding
-    ``schema.toml`` or ``schema.json`` supplies its own.
+    ``schema.toml`` or ``schema.json`` supplies its own. ``inverse_occupation`` adds the inverse of
+    the occupation relation to the training split (:func:`~kgbias_core.data.graph.with_inverse_occupation`).
     """
+    graph = _load(dataset, data_dir=data_dir, schema=schema, names=names, synthetic=synthetic)
+    return with_inverse_occupation(graph) if inverse_occupation else graph
+
+
+def _load(
+    dataset: str,
+    *,
+    data_dir: str | Path | None,
+    schema: Schema | str | Path | None,
+    names: str | Path | None,
+    synthetic: SyntheticConfig | None,
+) -> KnowledgeGraph:
     if dataset == SYNTHETIC:
         return generate_people_graph(synthetic or SyntheticConfig())
     if dataset in NAMED_DATASETS:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from pathlib import Path
 
@@ -93,6 +93,7 @@ class KnowledgeGraph:
     schema: Schema
     entity_names: Mapping[str, str] = field(default_factory=dict)  # label -> readable name
     data_hash: str = ""  # sha256 over the source files (or the generator's parameters)
+    inverse_occupation: bool = False  # training split extended by with_inverse_occupation (recorded in the model)
 
     @property
     def entity_to_id(self) -> Mapping[str, int]:
@@ -227,6 +228,33 @@ def from_labeled_triples(
     )
     check_schema(graph)
     return graph
+
+
+#: Appended to the occupation relation's label to name its inverse (:func:`with_inverse_occupation`).
+INVERSE_SUFFIX = " (inverse)"
+
+
+def with_inverse_occupation(graph: KnowledgeGraph) -> KnowledgeGraph:
+    """The graph with (o, r_p⁻¹, s) added to its training split for every (s, r_p, o) in it.
+
+    Du et al.'s FB5M has the inverse of the profession relation (people_with_this_profession) and
+    most of its top-influence triples use one of the two (Du §3.1); FB15k-237 and FB13 have none.
+    Off by default. The inverse is named ``r_p`` + :data:`INVERSE_SUFFIX`; validation and test keep
+    their triples (an inverse of a test fact in training would leak it); the data hash changes, so
+    no result of the plain graph is mistaken for this one's.
+    """
+    relation = graph.schema.occupation_relation
+    train = graph.training.triples  # [n, 3] labels
+    facts = train[train[:, 1] == relation]
+    inverse = np.stack([facts[:, 2], np.full(len(facts), relation + INVERSE_SUFFIX, dtype=object), facts[:, 0]], axis=1)
+    extended = from_labeled_triples(
+        name=graph.name, train=np.concatenate([train.astype(object), inverse]).astype(str), schema=graph.schema,
+        valid=None if graph.validation is None else graph.validation.triples,
+        test=None if graph.testing is None else graph.testing.triples,
+        entity_names=graph.entity_names,
+        data_hash=hashlib.sha256(f"{graph.data_hash}+inverse-occupation".encode()).hexdigest(),
+    )
+    return replace(extended, inverse_occupation=True)
 
 
 def check_schema(graph: KnowledgeGraph) -> None:

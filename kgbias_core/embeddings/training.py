@@ -250,6 +250,7 @@ def train_model(
             "train_seconds": seconds,
             "device": str(device),
             "n_train": int(triples.shape[0]),
+            **({"inverse_occupation": True} if graph.inverse_occupation else {}),
         },
     )
 
