@@ -32,6 +32,7 @@ COLUMNS: dict[str, str] = {
     # persons (tables.persons_table)
     "person": "id", "gender": "gender", "degree": "degree", "individual_bias": "B_in",
     "fisher_individual": "B'_in",
+    "individual_bias_centred": "B_in − graph mean", "fisher_individual_centred": "B'_in − graph mean",
     # triples (tables.triples_frame, influence_table)
     "in words": "triple in words", "influence": "δ_z B_gr", "person_gender": "person's gender",
     "person_degree": "person's degree", "relation": "relation", "triple": "triple id",
@@ -298,7 +299,10 @@ def persons_scatter(n: int, *, every_point: bool, sample: int) -> str:
     """The scatter's caption, saying when it draws a sample of the ``n`` persons, not all."""
     return PERSONS_SCATTER + ("" if every_point or n <= sample else SCATTER_SAMPLED.format(shown=sample, n=n))
 PERSONS_TABLE = (
-    "B_in and B'_in per person (> 0 = male-leaning); degree: the person's training triples. Click a header to sort."
+    "B_in and B'_in per person (> 0 = male-leaning; Du et al.'s definitions); degree: the person's training "
+    "triples. Every person of a graph shares one offset, the occupation relation's component along the gender "
+    "direction, so often all lean the same way: \"B_in − graph mean\" says who leans more than the graph's "
+    "typical person. Click a header to sort."
 )
 COMPARE_TWO = "Pick at least two occupations to compare."
 COMPARE_DISTRIBUTIONS = (

@@ -112,7 +112,12 @@ def _group_note(n_male: int, n_female: int) -> str:
 def persons_table(analysis: ModelAnalysis, occupation: str) -> pd.DataFrame:
     """Persons with a binary gender of one occupation, with B_in and B'_in (METHODS §5).
 
-    Columns: ``person`` (label), ``name``, ``gender``, ``degree``, ``individual_bias``, ``fisher_individual``.
+    Columns: ``person`` (label), ``name``, ``gender``, ``degree``, ``individual_bias``, ``fisher_individual``
+    (the paper's definitions), then ``individual_bias_centred`` and ``fisher_individual_centred``: each
+    minus its mean over every (person, occupation) pair of the graph. Every pair shares one offset,
+    -r_p . (m - f) (the occupation relation's component along the gender direction; README, "shared
+    offset"), which makes all persons of a graph lean the same way; the centred values say who leans
+    more than the graph's typical person does.
     """
     groups = analysis.groups
     mine = (groups.pair_occupation == groups.index(occupation)).nonzero().squeeze(-1)
@@ -126,6 +131,8 @@ def persons_table(analysis: ModelAnalysis, occupation: str) -> pd.DataFrame:
             "degree": groups.degree[persons].tolist(),
             "individual_bias": b_in[mine].tolist(),
             "fisher_individual": b_fisher[mine].tolist(),
+            "individual_bias_centred": (b_in[mine] - b_in.mean()).tolist(),
+            "fisher_individual_centred": (b_fisher[mine] - b_fisher.mean()).tolist(),
         }
     )
 

@@ -24,7 +24,8 @@ with widgets.errors_shown():
                        file_name=widgets.csv_name(model.name, occupation, "bin-vs-fisher"), key="individual_scatter")
 
     st.subheader("Persons")
-    widgets.table(persons, ["name", "gender", "degree", "individual_bias", "fisher_individual"], ids=["person"])
+    widgets.table(persons, ["name", "gender", "degree", "individual_bias", "fisher_individual",
+                            "individual_bias_centred"], ids=["person"])
     st.caption(texts.PERSONS_TABLE)
     widgets.download(persons, widgets.csv_name(model.name, occupation, "persons-table"), key="persons:csv",
                      label="Download the table (CSV)")

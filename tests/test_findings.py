@@ -211,3 +211,13 @@ def test_findings_are_cached_with_their_inputs_and_recomputed_when_those_change(
     assert by_key.loc["if_minus_random", "verdict"] == findings.INCONCLUSIVE  # no band: cannot be told from noise
     assert saved_findings(base_dir) is not None
     assert occupation in findings_inputs(base_dir)["curves"]
+
+
+def test_a_correlation_claims_a_direction_only_when_the_test_agrees() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=40)
+    strong = findings.correlation_finding(x, x + rng.normal(scale=0.5, size=40), claim="1", key="k", statement="",
+                                          paper="", scope="")
+    assert strong.p_value < 0.05 and strong.verdict == findings.REPRODUCES
+    flat = findings.correlation_finding(x, rng.normal(size=40), claim="1", key="k", statement="", paper="", scope="")
+    assert flat.verdict == findings.INCONCLUSIVE

@@ -52,7 +52,8 @@ def test_a_sentence_whose_interval_passes_through_zero_says_no_clear_lean(app_st
 
 def test_the_persons_table_shows_display_names_with_the_id_last(app_store: Path) -> None:
     app = page("occupation_explorer").run()
-    assert list(app.dataframe[0].value.columns) == ["name", "gender", "degree", "B_in", "B'_in", "id"]
+    assert list(app.dataframe[0].value.columns) == ["name", "gender", "degree", "B_in", "B'_in", "B_in − graph mean",
+                                                  "id"]
 
 
 def test_every_person_as_a_point_on_request(app_store: Path) -> None:

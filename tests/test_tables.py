@@ -72,13 +72,22 @@ def test_measures_table_reports_empty_groups_in_words(measures) -> None:
 def test_persons_table_lists_the_men_and_women_of_the_occupation(tiny_model, analysis, measures) -> None:
     occupation = both_genders(measures)
     persons = tables.persons_table(analysis, occupation)
-    assert list(persons.columns) == ["person", "name", "gender", "degree", "individual_bias", "fisher_individual"]
+    assert list(persons.columns) == ["person", "name", "gender", "degree", "individual_bias", "fisher_individual",
+                                     "individual_bias_centred", "fisher_individual_centred"]
     naive, degree = naive_groups(tiny_model)
     men, women = naive[occupation]
     assert sorted(persons.person) == sorted(men | women)
     for row in persons.itertuples():
         assert row.gender == ("male" if row.person in men else "female")
         assert row.degree == degree[row.person]
+
+
+def test_centred_individual_bias_subtracts_the_mean_over_every_pair_of_the_graph(analysis, measures) -> None:
+    every = tables.persons_of_occupations(analysis, list(measures.occupation))  # every (person, occupation) pair
+    assert len(every) == analysis.groups.pair_person.shape[0]
+    for column in ("individual_bias", "fisher_individual"):
+        assert every[f"{column}_centred"].to_numpy() == pytest.approx(
+            (every[column] - every[column].mean()).to_numpy(), abs=1e-5)
 
 
 def test_persons_of_occupations_stack_each_occupations_persons(analysis, measures) -> None:
