@@ -1,6 +1,6 @@
 """Where the shared offset of B_in and B'_in comes from (issue 9's first open question).
 
-    python bench/shared_offset.py [--models DIR ...] [--synthetic] [--threads 1]
+    python bench/shared_offset.py [--models DIR ...] [--synthetic] [--seeds N] [--threads 1]
 
 Every person's B'_in(s, o) = -v . d, v = s + r_p - o, d = m - f (METHODS §5; B_in has the same sign,
 scaled by 4/alpha_s). Over the (person, occupation) pairs it splits exactly into three terms:
@@ -73,14 +73,23 @@ def synthetic_variants() -> list[StoredModel]:
     return models
 
 
+def synthetic_seeds(n: int) -> list[StoredModel]:
+    """The synthetic graph's default model under initialisation seeds 0..n-1 (graph and data fixed)."""
+    graph, config = generate_people_graph(SyntheticConfig()), default_train_config("synthetic")
+    return [train_model(graph, replace(config, seed=seed), name=f"seed {seed}", device=torch.device("cpu"))
+            for seed in range(n)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", nargs="*", default=[])
     parser.add_argument("--synthetic", action="store_true")
+    parser.add_argument("--seeds", type=int, default=0, help="also train the synthetic default under this many seeds")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     models = [load_model(path) for path in args.models] + (synthetic_variants() if args.synthetic else [])
+    models += synthetic_seeds(args.seeds)
     frame = pd.DataFrame([offset_terms(model) for model in models])
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(frame.to_string(index=False, float_format=lambda x: f"{x:+.3f}"))

@@ -552,8 +552,8 @@ CENSUS_TOO_FEW = (
     "Only {n} paired occupations have census shares in {year}: a correlation needs at least 3. Pick another year."
 )
 NO_PAIRING = (
-    "No census pairing exists for the {dataset} graph: the pairing covers FB15k-237 professions (Freebase "
-    "MIDs) only. Pick an FB15k-237 model in the sidebar."
+    "No census pairing exists for the {dataset} graph: kgbias ships pairings of the FB15k-237 and FB13 "
+    "professions only. Pick a model of one of those in the sidebar."
 )
 CENSUS_TABLE = (
     "Pearson r and p of each measure against log(p/(1−p)), p = census share of men, across the {n} paired "

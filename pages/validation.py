@@ -4,7 +4,7 @@ import streamlit as st
 
 from kgbias_app import cache, charts, jobs_ui, sidebar, texts, widgets
 from kgbias_core import tasks
-from kgbias_core.data.census import CENSUS_MEASURES, census_file, census_validation, census_years
+from kgbias_core.data.census import CENSUS_MEASURES, PAIRING_RESOURCES, census_file, census_validation, census_years
 from kgbias_core.data.datasets import resolve_data_dir
 from kgbias_core.errors import CENSUS_NOT_PAIRED
 from kgbias_core.influence.retraining_check import REMOVAL_KINDS, summarize_accuracy
@@ -51,14 +51,14 @@ jobs_ui.progress_panel(jobs_ui.session_tasks("validation"), heading=texts.JOBS_O
 st.header("Census (Du §4.1)")
 data_dir = resolve_data_dir()
 census = census_file(data_dir)
-if model.dataset != "fb15k237":
+if model.dataset not in PAIRING_RESOURCES:
     st.info(texts.NO_PAIRING.format(dataset=model.dataset))
 elif not census.is_file():
     st.info(texts.NO_CENSUS.format(path=census, data_dir=data_dir))
 else:
     with widgets.errors_shown():
         year = st.selectbox("Census year", census_years(census), key="val_year")
-        correlations, joined = census_validation(measures, census_path=census, year=year)
+        correlations, joined = census_validation(measures, census_path=census, year=year, dataset=model.dataset)
         if joined.empty:
             st.warning(CENSUS_NOT_PAIRED.format(model=model.name, dataset=model.dataset))
         elif correlations["n"].max() < 3:
