@@ -27,17 +27,19 @@ from kgbias_core.embeddings.training import train_model
 from kgbias_core.findings import DUMMY_PREFIX
 from kgbias_core.measures.group_bias import group_bias, pair_residuals
 from kgbias_core.measures.groups import occupation_groups
+from kgbias_core.tasks import add_runs
 from kgbias_core.whatif.edits import add_edit, retrain
 
 
-def add_effect(base: StoredModel, occupation: str) -> dict[str, object]:
-    """B_gr before/after Add and where the dummies ended up (see the module docstring)."""
+def add_effect(base: StoredModel, occupation: str, *, saved: StoredModel | None = None) -> dict[str, object]:
+    """B_gr before/after Add and where the dummies ended up (see the module docstring); ``saved`` is
+    an Add what-if of this base and occupation already retrained (e.g. by ``kgbias findings --retrain``)."""
     groups = occupation_groups(base)
     index = groups.index(occupation)
     before = float(group_bias(entity_embeddings=base.entity_embeddings,
                               relation_embeddings=base.relation_embeddings, groups=groups)[index])
     edit = add_edit(base, occupation)
-    what_if = retrain(base, edit, name=f"{base.name}-add")
+    what_if = saved if saved is not None else retrain(base, edit, name=f"{base.name}-add")
     after_groups = occupation_groups(what_if)
     dummy = torch.tensor([label.startswith(DUMMY_PREFIX) for label in what_if.entity_labels])
     e, r = what_if.entity_embeddings, what_if.relation_embeddings
@@ -81,8 +83,12 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    saved: dict[str, StoredModel] = {}
     if args.model:
         bases = [load_model(args.model)]
+        for path in add_runs(args.model):  # Add runs of this base already in the store: not retrained again
+            run = load_model(path)
+            saved[run.edit["occupation"]] = run
     else:
         graph = load_dataset(args.dataset, data_dir=args.data_dir)
         bases = []
@@ -93,7 +99,9 @@ def main() -> None:
     rows = []
     for base in bases:
         for occupation in args.occupations:
-            rows.append(add_effect(base, occupation))
+            groups = occupation_groups(base)
+            label = groups.labels[groups.index(occupation)]
+            rows.append(add_effect(base, occupation, saved=saved.get(label)))
             print(rows[-1], flush=True)
     frame = pd.DataFrame(rows)
     if args.out:

@@ -576,7 +576,8 @@ FINDINGS_INTRO = (
 FINDINGS_MISSING = "The findings of {model} are not computed yet (or were made from other runs since): about a minute."
 FINDINGS_RETRAINS = (
     "Claims 4 (IF-REMOVE against Random-REMOVE) and 5 (Add, c = 0.5) need retrains of {model}: the noise band "
-    "(3 retrains under other seeds, once per model), IF-REMOVE and Random-REMOVE of 8% of the triples that move "
-    "B_gr, and Add, each {epochs} epochs, where not already stored. The Add run is saved as a what-if."
+    "(3 retrains under other seeds, once per model), IF-REMOVE and Random-REMOVE of as many triples as are "
+    "predicted to bring B_gr to zero, and Add, each {epochs} epochs, where not already stored. The Add run "
+    "is saved as a what-if."
 )
 FINDING_COLUMNS = {"claim": "Claim", "statement": "Du et al. claim", "paper": "Paper (FB5M)"}

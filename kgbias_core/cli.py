@@ -463,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="first run the retrains behind claims 4-5 for these occupations, where missing "
                                "(noise band, IF-/Random-REMOVE of k, Add c=0.5)")
     findings.add_argument("--k", type=_integer(1), help="triples removed per set for --retrain "
-                                                        "(default: 8%% of those moving B_gr)")
+                                                        "(default: as many as predicted to bring B_gr to 0)")
     findings.add_argument("--year", type=_integer(1000, 9999), help="census year (default: the latest in the file)")
     findings.add_argument("--data-dir", help="data directory with census/ (default: $KGBIAS_DATA_DIR or ./data)")
     findings.add_argument("--out", required=True, type=_csv_out, help="JSON file of the findings")

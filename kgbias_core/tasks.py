@@ -481,7 +481,7 @@ def findings_task(
 
     Claims 4 and 5 use the removal curves, Add what-ifs and noise band already stored. ``retrain``
     names occupations to run them for first, where missing: the noise band, IF-REMOVE and
-    Random-REMOVE of ``k`` triples (default 8% of the triples that move the occupation's B_gr) and
+    Random-REMOVE of ``k`` triples (default: as many as are predicted to bring B_gr to zero) and
     Add with c = 0.5 (saved as a what-if next to the model). ``census`` is the IPUMS file (claim 6;
     None or a graph without a pairing: not measured).
     """
@@ -514,7 +514,6 @@ def findings_task(
 def _findings_retrains(
     model_dir: Path | str, model: StoredModel, occupations: Sequence[str], *, k: int | None, progress: Progress
 ) -> None:
-    from kgbias_core.influence.retraining_check import default_ks
     from kgbias_core.whatif.edits import add_edit
 
     analysis = ModelAnalysis(model)
@@ -524,13 +523,26 @@ def _findings_retrains(
     have_add = {read_config(path)["edit"]["occupation"] for path in add_runs(model_dir)}
     for label in labels:
         if saved_curve(model_dir, label) is None:
-            influence = analysis.influence(label)
-            ks = [k] if k is not None else [default_ks(int((influence != 0).sum()))[1]]
+            ks = [k] if k is not None else [_debiasing_k(analysis, label)]
             removal_curve_task(model_dir, occupation=label, ks=ks).run(progress)
         if label not in have_add:
             edit = add_edit(model, label)
             name = whatif_name(model.name, edit, occupation_name=analysis.groups.names[analysis.groups.index(label)])
             whatif_task(base=model_dir, edit=edit, out=Path(model_dir).parent / name).run(progress)
+
+
+def _debiasing_k(analysis: ModelAnalysis, occupation: str) -> int:
+    """The number of IF-REMOVE triples predicted to bring the occupation's B_gr to zero (calibrated
+    scale where the model has one, else the raw sum), between 1 and 32% of the triples that move B_gr:
+    a k so large that IF-REMOVE overshoots far past zero would test the overshoot, not Du's claim."""
+    from kgbias_core.influence.retraining_check import default_ks
+
+    influence = analysis.influence(occupation)
+    bias = float(analysis.group_bias(occupation))
+    order = debiasing_removal(influence, bias=bias, k=int((influence != 0).sum()))
+    reached = (influence[order].cumsum(0).abs() * (analysis.model.influence_scale or 1.0) >= abs(bias)).nonzero()
+    k = int(reached[0]) + 1 if len(reached) else int(order.shape[0])
+    return max(1, min(k, default_ks(int((influence != 0).sum()))[-1]))
 
 
 def saved_findings(

@@ -121,14 +121,16 @@ def test_pooled_top_shares_sum_the_counts_over_occupations() -> None:
 
 def test_removal_finding_compares_the_strategies_at_the_largest_matched_k() -> None:
     curve = pd.DataFrame({"strategy": ["IF-REMOVE", "Random-REMOVE", "IF-REMOVE", "Random-REMOVE", "IF-REMOVE"],
-                          "k": [0, 0, 10, 10, 20], "group_bias": [0.5, 0.5, 0.1, 0.45, -0.05]})
+                          "k": [0, 0, 10, 10, 20], "group_bias": [0.5, 0.5, -0.1, 0.45, -0.05]})
     found = findings.removal_finding(curve, occupation_name="Nurse", spread=0.1)
     assert found.scope == "Nurse, k = 10"
-    assert found.value == pytest.approx(0.45 - 0.1)
-    assert (found.low, found.high) == pytest.approx((0.25, 0.45))
-    assert found.verdict == findings.REPRODUCES
+    assert found.value == pytest.approx(0.45 - (-0.1))
+    assert (found.low, found.high) == pytest.approx((0.45, 0.65))
+    assert found.verdict == findings.REPRODUCES and "(past zero)" in found.detail
     assert findings.removal_finding(curve, occupation_name="Nurse", spread=None).verdict == findings.INCONCLUSIVE
-    assert findings.removal_finding(curve, occupation_name="Nurse", spread=0.5).verdict == findings.INCONCLUSIVE
+    assert findings.removal_finding(curve, occupation_name="Nurse", spread=0.6).verdict == findings.INCONCLUSIVE
+    female_leaning = curve.assign(group_bias=-curve["group_bias"])  # B_gr < 0: towards zero is upwards
+    assert findings.removal_finding(female_leaning, occupation_name="Nurse", spread=0.1).value == pytest.approx(0.55)
 
 
 def test_census_findings_carry_the_fisher_z_interval() -> None:
