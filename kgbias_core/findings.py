@@ -329,7 +329,7 @@ def _not_measured(claim: str, key: str, scope: str, why: str) -> Finding:
 #: Statement and paper figure of the claims that can lack their input (a retrain, the census file).
 UNMEASURED_CLAIMS = {
     "3": ("the top-influence triples (occupation relation, gender, degree)", "74% / most / negative"),
-    "4": ("IF-REMOVE lowers |B_gr| more than Random-REMOVE", "IF-REMOVE lower"),
+    "4": ("IF-REMOVE moves B_gr towards zero more than Random-REMOVE of as many triples", "IF-REMOVE lower"),
     "5": ("Add (c = 0.5) lowers |B_gr|", "lower"),
     "6": ("census r of each measure", "B_gr 0.668, weighted B_in 0.610"),
 }
@@ -423,11 +423,20 @@ def side_by_side(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     :func:`finding_text` per model (by the given titles); a row per claim key, in claim order, a
     retrain-based claim once per scope ("Actor, k = 200")."""
     rows: dict[tuple[str, str], dict[str, str]] = {}
+    missing: list[tuple[str, str, object]] = []  # (claim, title, row): a retrain-based claim a model lacks
     for title, frame in tables.items():
         for row in frame.itertuples():
-            retrained = row.claim in ("4", "5") and row.verdict != NOT_MEASURED
+            retrained = row.claim in ("4", "5")
+            if retrained and row.verdict == NOT_MEASURED:
+                missing.append((row.claim, title, row))
+                continue
             key = (row.claim, f"{row.key} {row.scope}" if retrained else row.key)
             entry = rows.setdefault(key, {"claim": row.claim, "statement": row.statement, "paper": row.paper})
             entry[title] = f"{row.scope}: {finding_text(row)}" if retrained else finding_text(row)
+    for claim, title, row in missing:  # "not measured" beside the other models' runs, or a row of its own
+        mine = [entry for (c, _), entry in rows.items() if c == claim] or [
+            rows.setdefault((claim, row.key), {"claim": claim, "statement": row.statement, "paper": row.paper})]
+        for entry in mine:
+            entry.setdefault(title, finding_text(row))
     ordered = sorted(rows.items(), key=lambda item: item[0][0])  # stable: keeps each model's order within a claim
     return pd.DataFrame([entry for _, entry in ordered], columns=["claim", "statement", "paper", *tables]).fillna("")

@@ -223,3 +223,18 @@ def test_a_correlation_claims_a_direction_only_when_the_test_agrees() -> None:
     assert strong.p_value < 0.05 and strong.verdict == findings.REPRODUCES
     flat = findings.correlation_finding(x, rng.normal(size=40), claim="1", key="k", statement="", paper="", scope="")
     assert flat.verdict == findings.INCONCLUSIVE
+
+
+def test_side_by_side_puts_each_models_figure_in_its_column() -> None:
+    measured = findings.removal_finding(
+        pd.DataFrame({"strategy": ["IF-REMOVE", "Random-REMOVE"] * 2, "k": [0, 0, 5, 5],
+                      "group_bias": [0.3, 0.3, 0.0, 0.29]}), occupation_name="Actor", spread=0.05)
+    ratio = findings.Finding(claim="1", key="r_bgr_log_ratio", statement="s", paper="positive", scope="9",
+                             value=0.4, low=0.1, high=0.6, p_value=0.01, n=9, verdict=findings.REPRODUCES, detail="")
+    missing = findings._not_measured("4", "if_minus_random", "", "no removal curve")
+    table = findings.side_by_side({"a": findings.findings_frame([ratio, measured]),
+                                   "b": findings.findings_frame([ratio, missing])})
+    assert list(table.columns) == ["claim", "statement", "paper", "a", "b"]
+    assert table["claim"].tolist() == ["1", "4"]
+    assert table.loc[0, "a"] == table.loc[0, "b"] == "+0.400 [+0.100, +0.600], p 0.01: reproduces"
+    assert table.loc[1, "a"].startswith("Actor, k = 5: +0.290") and table.loc[1, "b"].startswith("not measured")
