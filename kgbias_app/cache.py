@@ -169,6 +169,12 @@ def occupation_relation_share(model: ModelRef, occupation: str) -> dict[str, obj
     return tables.occupation_relation_share(analysis(model), occupation)
 
 
+@st.cache_data(max_entries=256, show_spinner="Computing the measures within each subpopulation…")
+def intersections(model: ModelRef, occupation: str, attribute: str) -> tables.Intersections:
+    """The occupation's measures within the subpopulations of ``attribute``, with the permutation test."""
+    return tables.intersection_table(analysis(model), occupation, attribute)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def triples_frame(model: ModelRef, indices: tuple[int, ...]) -> pd.DataFrame:
     return tables.triples_frame(analysis(model), torch.tensor(indices, dtype=torch.long))

@@ -151,6 +151,22 @@ def compare_distributions(persons: pd.DataFrame, *, every_point: bool = False) -
     return fig
 
 
+def subpopulation_bars(table: pd.DataFrame, *, attribute: str) -> go.Figure:
+    """B_gr within each subpopulation with figures, with its bootstrap 95% interval (an
+    :func:`~kgbias_core.tables.intersection_table`'s table; the too-small rows, NaN, are not drawn)."""
+    frame = table[table["group_bias"].notna()].sort_values("group_bias")
+    return diverging_bars(
+        x=frame["group_bias"], y=bar_titles(frame["name"], frame["value"]),
+        colors=lean_colors(frame["group_bias"]),
+        error_x={"type": "data", "array": frame["group_bias_high"] - frame["group_bias"],
+                 "arrayminus": frame["group_bias"] - frame["group_bias_low"], "thickness": 1},
+        customdata=frame[["n_male", "n_female"]],
+        hovertemplate="%{y}: B_gr %{x:.3f}<br>%{customdata[0]} men, %{customdata[1]} women<extra></extra>",
+        yaxis_title=attribute,
+        xaxis_title=f"B_gr among the persons with the value ({SIGN})",
+    )
+
+
 # --- influential triples ------------------------------------------------------------------------
 def influence_degree_scatter(table: pd.DataFrame) -> go.Figure:
     """Influence of each triple against the degree of its person, coloured by gender (Du Fig 1)."""

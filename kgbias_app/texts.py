@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
+from kgbias_core.tables import SubpopulationComparison
 
 #: Axis-title and help suffix of every signed bias.
 SIGN = "> 0 = male-leaning"
@@ -309,6 +310,39 @@ COMPARE_DISTRIBUTIONS = (
     "B_in of each occupation's women and men side by side (box: quartiles; points: outliers, or every person "
     "with the switch above). Occupations whose boxes sit above 0 lean male for most of their persons."
 )
+
+# --- occupation explorer: within subpopulations (intersectional) ----------------------------------
+INTERSECTIONS = "Within subpopulations (intersectional)"
+NO_ATTRIBUTES = (
+    "This graph's schema names no attribute (nationality, ethnicity, religion, …) to split the persons by, so "
+    "there are no subpopulations to compare. A user graph names them under [[attributes]] in its schema."
+)
+INTERSECTIONS_TABLE = (
+    "One row per value of {attribute} held by {name}'s persons: B_gr (with its bootstrap 95% interval), B_in "
+    "and Fisher's b_p computed among the persons with that value only ({sign}). A person with several values "
+    "counts in each; \"no value\" gathers those with none. A subpopulation with fewer than {minimum} men or "
+    "{minimum} women shows \"too few persons\" instead of figures: a mean over a handful of persons is noise. "
+    "b_p averages over every person of the graph with the value, not only this occupation's. Rows with figures "
+    "come first, by |B_gr|: the subpopulations that drive the gap."
+)
+INTERSECTION_BARS = (
+    "B_gr within each subpopulation with enough persons (blue, right: male-leaning; red, left: female-leaning); "
+    "whiskers: bootstrap 95% interval over its persons. Bars far apart with intervals that do not overlap mark "
+    "subpopulations in which the embedding leans differently."
+)
+NO_INTERSECTION_BARS = "No subpopulation has {minimum} men and {minimum} women: nothing to chart."
+
+
+def comparison_sentence(name: str, attribute: str, comparison: SubpopulationComparison) -> str:
+    """The permutation test of B_gr between two subpopulations of occupation ``name``, in one plain sentence."""
+    if comparison.note:
+        return f"No test of the difference: {comparison.note}."
+    verdict = ("a difference this large rarely arises by chance (p < 0.05)" if comparison.p_value < 0.05
+               else "a difference this large could well arise by chance (p ≥ 0.05)")
+    return (f"Among {name}'s persons, B_gr within {comparison.name_a} minus within {comparison.name_b} is "
+            f"{fmt(comparison.difference)}. Shuffling the {attribute} values among persons of the same gender "
+            f"{comparison.n_permutations:,} times gives p = {comparison.p_value:.3g}: {verdict}.")
+
 
 # --- influential triples ------------------------------------------------------------------------
 NEEDS_BOTH_GENDERS = "Influence on B_gr needs at least one man and one woman: pick another occupation."

@@ -39,6 +39,7 @@ from kgbias_core.measures.relation_audit import (
 )
 from kgbias_core.tables import (
     MIN_GROUP_SIZE,
+    Intersections,
     entity_name,
     filter_triples,
     relation_words,
@@ -204,6 +205,51 @@ def headline(row: pd.Series) -> None:
         with columns[i % 3]:
             st.metric(label, value, help=texts.SIGN)
             st.caption(texts.sentence(measure, row[measure], *interval))
+
+
+# --- occupation explorer: within subpopulations (intersectional) ----------------------------------
+#: The figures of an intersection table, in reading order.
+SUBPOPULATION_FIGURES = ["group_bias", "group_bias_low", "group_bias_high", "individual_bias_vanilla",
+                         "individual_bias_weighted", "fisher_bp"]
+
+
+def subpopulation_attribute(schema: Schema, *, key: str = "subpopulation_attribute") -> str | None:
+    """The schema's attribute whose values split the occupation's persons; None, said in words, when it has none."""
+    names = [attribute.name for attribute in schema.attributes]
+    if not names:
+        st.info(texts.NO_ATTRIBUTES)
+        return None
+    return st.selectbox("Attribute that defines the subpopulations", names, key=key)
+
+
+def too_few_as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """An intersection table's figures as text: numbers where the subpopulation has enough persons; for one
+    that has too few, its note ("too few persons (n = …)") in the B_gr column and blanks beside it, so that
+    no cell of it reads as a number."""
+    small = (frame["note"] != "").tolist()
+    shown = frame.copy()
+    for column in SUBPOPULATION_FIGURES:
+        digits = texts.DIGITS.get(column, 3)
+        shown[column] = [(note if column == "group_bias" else "") if too_few else texts.number(value, digits)
+                         for value, note, too_few in zip(frame[column], frame["note"], small, strict=True)]
+    return shown
+
+
+def subpopulations(found: Intersections, *, file_name: str) -> None:
+    """One occupation within the subpopulations of an attribute: the table (too-small ones in words), its
+    download, the chart of B_gr per value with intervals, and the permutation test in a sentence."""
+    table(too_few_as_text(found.table), ["name", "n_male", "n_female", *SUBPOPULATION_FIGURES], ids=["value"],
+          names={"name": found.attribute, "value": "id"})
+    st.caption(texts.INTERSECTIONS_TABLE.format(attribute=found.attribute, name=found.name, sign=texts.SIGN,
+                                                minimum=MIN_GROUP_SIZE))
+    download(found.table, file_name, key="subpopulations:csv", label="Download the table (CSV)")
+    drawn = found.table[found.table["group_bias"].notna()]
+    if drawn.empty:
+        st.info(texts.NO_INTERSECTION_BARS.format(minimum=MIN_GROUP_SIZE))
+    else:
+        show_chart(charts.subpopulation_bars(drawn, attribute=found.attribute), drawn, caption=texts.INTERSECTION_BARS,
+                   file_name=file_name.replace(".csv", "-chart.csv"), key="subpopulation_bars")
+    st.markdown(texts.comparison_sentence(found.name, found.attribute, found.comparison))
 
 
 # --- influential triples and the removal basket -------------------------------------------------

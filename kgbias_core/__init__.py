@@ -58,6 +58,8 @@ _API: dict[str, str] = {
     "fisher_individual_bias": "measures.individual_bias",
     "aggregate_individual": "measures.individual_bias",
     "fisher_bias": "measures.fisher",
+    "attribute_cells": "measures.intersections",
+    "group_bias_difference_test": "measures.intersections",
     "ParityCounts": "measures.parity",
     "parity_counts": "measures.parity",
     "demographic_parity_distance": "measures.parity",
@@ -93,6 +95,7 @@ _API: dict[str, str] = {
     "triples_frame": "tables",
     "influence_table": "tables",
     "fisher_table": "tables",
+    "intersection_table": "tables",
     # errors and jobs
     "KGBiasError": "errors",
     "Progress": "jobs",

@@ -119,16 +119,21 @@ class ModelAnalysis:
         return self._memo.get("pair_biases", compute)
 
     @property
+    def fisher_persons(self) -> LongTensor:
+        """The persons of :attr:`fisher_changes`, one per row: every entity with a binary gender. [J], sorted."""
+        gender = self.groups.gender
+        return ((gender == Gender.MALE) | (gender == Gender.FEMALE)).nonzero().squeeze(-1)
+
+    @property
     def fisher_changes(self) -> FloatTensor:
         """Fisher's nabla_p(j) (METHODS §6), a = male, b = female: each person with a binary gender's
         change of each occupation's score. [J, O], float64; b_p is its mean over persons."""
 
         def compute() -> FloatTensor:
             groups = self.groups
-            binary = (groups.gender == Gender.MALE) | (groups.gender == Gender.FEMALE)
             return fisher_person_changes(
                 pykeen_model(self.model),
-                persons=binary.nonzero().squeeze(-1),
+                persons=self.fisher_persons,
                 attribute_relation=groups.gender_relation,
                 value_a=groups.male,
                 value_b=groups.female,

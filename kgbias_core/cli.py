@@ -180,6 +180,21 @@ def _fisher(args: argparse.Namespace) -> None:
     _write(frame, args.out)
 
 
+def _intersect(args: argparse.Namespace) -> None:
+    from kgbias_core.tables import MIN_GROUP_SIZE, intersection_table
+
+    min_count = MIN_GROUP_SIZE if args.min_count is None else args.min_count
+    found = intersection_table(_analysis(args.model), args.occupation, args.attribute, value_a=args.value_a,
+                               value_b=args.value_b, min_count=min_count)
+    _write(found.table, args.out)
+    test = found.comparison
+    if test.note:
+        print(f"{found.name}: no comparison of B_gr between {found.attribute} values: {test.note}")
+    else:
+        print(f"{found.name}: B_gr among {test.name_a} minus among {test.name_b} {test.difference:+.4f}, "
+              f"permutation p {test.p_value:.3g} ({test.n_permutations} permutations within gender)")
+
+
 def _audit(args: argparse.Namespace) -> None:
     from kgbias_core.embeddings.store import load_model
     from kgbias_core.measures.relation_audit import audit_table
@@ -408,6 +423,19 @@ def build_parser() -> argparse.ArgumentParser:
     fisher.add_argument("--min-count", type=_integer(0), default=0)
     fisher.add_argument("--out", required=True, type=_csv_out)
     fisher.set_defaults(handler=_fisher)
+
+    intersect = commands.add_parser("intersect", help="B_gr, B_in and b_p of an occupation within the subpopulations "
+                                                      "of an attribute (nationality, ...), with a permutation test")
+    intersect.add_argument("--model", required=True)
+    intersect.add_argument("--occupation", required=True, help="occupation label or readable name")
+    intersect.add_argument("--attribute", required=True, help="the schema's attribute name (nationality, ...)")
+    intersect.add_argument("--value-a", help="value compared (entity label); with --value-b. Default: the two "
+                                             "largest subpopulations with enough persons")
+    intersect.add_argument("--value-b", help="the other value compared (entity label)")
+    intersect.add_argument("--min-count", type=_integer(1),
+                           help="men and women a subpopulation needs for figures (default 5 of each)")
+    intersect.add_argument("--out", required=True, type=_csv_out)
+    intersect.set_defaults(handler=_intersect)
 
     audit = commands.add_parser("audit", help="Keidar et al.'s DPD/PPD/TLB per sensitive relation and model")
     audit.add_argument("--models", nargs="+", required=True, help="model directories")

@@ -114,6 +114,19 @@ NOT_TRANSE = (
     "(fisher, audit and fairness take every kind)"
 )
 
+# --- intersections (B_gr within the subpopulations of an attribute) -------------------------------
+UNKNOWN_ATTRIBUTE = "unknown attribute {name!r}: the schema's attributes are {known}"
+NO_ATTRIBUTES = "unknown attribute {name!r}: the schema of this graph names no attribute (nationality, religion, ...)"
+INTERSECT_ONE_VALUE = (
+    "values a and b go together: give both (the two subpopulations to compare) or neither (the two largest are "
+    "compared)"
+)
+INTERSECT_SAME_VALUE = "values a and b are the same value {value!r}: the test compares two different subpopulations"
+INTERSECT_VALUE_NOT_HELD = (
+    "no person of occupation {occupation!r} holds the {attribute} value {value!r}: choose a value listed in "
+    "the table (run without values a and b to see them)"
+)
+
 # --- fisher / audit / fairness -----------------------------------------------------------
 FISHER_NOT_SINGLE_REPRESENTATION = (
     "{model} has {n_entity} entity and {n_relation} relation representations: Fisher's bias "

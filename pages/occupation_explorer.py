@@ -1,4 +1,5 @@
-"""Occupation explorer: one occupation's figures, its persons' B_in and B'_in, and a comparison."""
+"""Occupation explorer: one occupation's figures, its persons' B_in and B'_in, a comparison, and its
+measures within the subpopulations of an attribute."""
 
 import streamlit as st
 
@@ -32,3 +33,9 @@ with widgets.errors_shown():
 
     st.subheader("Compare occupations (Du Fig 2)")
     widgets.compare_occupations(model, measures, current=occupation, every_point=every_point)
+
+    st.subheader(texts.INTERSECTIONS)
+    attribute = widgets.subpopulation_attribute(cache.analysis(model).model.schema)
+    if attribute is not None:
+        widgets.subpopulations(cache.intersections(model, occupation, attribute),
+                               file_name=widgets.csv_name(model.name, occupation, attribute))

@@ -176,6 +176,7 @@ CSV = "--out {out}.csv"
 NEW = "--out {out}"
 TRAIN = "train --dataset {files}/good.tsv --schema {files}/schema.toml"
 DEBIAS = f"debias {MODEL} --occupation nurse"
+INTERSECT = f"intersect {MODEL} --occupation actor"
 
 CASES = [
     # --- bad flags --------------------------------------------------------------------------------
@@ -237,6 +238,8 @@ CASES = [
           "top-0"),
     _case(f"fisher {MODEL} --relation gender --a male --min-count -1 {CSV}",
           "argument --min-count: expected an integer >= 0", "fisher-min-count"),
+    _case(f"{INTERSECT} --attribute nationality --min-count 0 {CSV}",
+          "argument --min-count: expected an integer >= 1, got '0'", "intersect-min-count"),
     _case(f"audit --models {{store}}/tiny-transe --k 0 {CSV}", "argument --k: expected an integer >= 1", "audit-k"),
     _case(f"audit --models {{store}}/tiny-transe --min-persons 0 {CSV}",
           "argument --min-persons: expected an integer >= 1", "audit-min-persons"),
@@ -269,6 +272,7 @@ CASES = [
     _case(f"fisher {MODEL} --relation gender --a male --out {{store}}", "is a directory", "fisher-out-dir"),
     _case("audit --models {store}/tiny-transe --out {root}", "is a directory", "audit-out-dir"),
     _case(f"validate census {MODEL} --out {{files}}", "is a directory", "census-out-dir"),
+    _case(f"{INTERSECT} --attribute nationality --out {{files}}", "is a directory", "intersect-out-dir"),
     _case(f"individuals {MODEL} --occupation nurse --out {{files}}/a_file/persons.csv",
           "persons.csv: could not write the file", "csv-out-under-a-file"),
     _case("train --dataset synthetic --out {precious}",
@@ -350,6 +354,21 @@ CASES = [
           "fisher-b-not-held"),
     _case(f"fisher {MODEL} --relation gender --a male --b male {CSV}", "values a and b are the same entity",
           "fisher-a-is-b"),
+    _case(f"{INTERSECT} --attribute colour {CSV}",
+          "unknown attribute 'colour': the schema's attributes are nationality, birthplace", "intersect-attribute"),
+    _case(f"{INTERSECT} --attribute gender {CSV}", "unknown attribute 'gender'", "intersect-gender"),
+    _case(f"intersect {MODEL} --occupation astronaut --attribute nationality {CSV}", "unknown entity 'astronaut'",
+          "intersect-occupation"),
+    _case(f"intersect {MODEL} --occupation male --attribute nationality {CSV}", "'male' is not an occupation",
+          "intersect-not-an-occupation"),
+    _case(f"{INTERSECT} --attribute nationality --value-a Aland {CSV}", "values a and b go together",
+          "intersect-one-value"),
+    _case(f"{INTERSECT} --attribute nationality --value-a Aland --value-b Aland {CSV}",
+          "values a and b are the same value 'Aland'", "intersect-same-value"),
+    _case(f"{INTERSECT} --attribute nationality --value-a Aland --value-b nurse {CSV}",
+          "no person of occupation 'actor' holds the nationality value 'nurse'", "intersect-value-not-held"),
+    _case(f"{INTERSECT} --attribute nationality --value-a Aland --value-b martian {CSV}",
+          "unknown entity 'martian'", "intersect-value-unknown"),
     _case(f"debias {MODEL} --occupation astronaut --remove-k 3 {NEW}", "unknown entity 'astronaut'",
           "debias-occupation"),
     _case(f"{DEBIAS} --remove-k 10000000 {NEW}", "k = 10000000 exceeds the", "debias-k-too-large"),

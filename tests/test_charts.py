@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from kgbias_app import charts, texts
 from kgbias_core.measures.fisher import associated_sides
@@ -69,6 +70,19 @@ def test_group_bias_bars_draw_exactly_the_ranked_rows() -> None:
     assert list(small["name"]) == ["Judge", "Pilot"]  # one man and one woman do not lead the ranking
     fig = charts.group_bias_bars(ranked)
     assert bars(fig) == dict(zip(ranked["name"], ranked["group_bias"], strict=True)) == {"Nurse": -0.1, "Actor": 0.2}
+
+
+def test_subpopulation_bars_draw_the_values_with_figures_and_their_intervals() -> None:
+    table = pd.DataFrame({
+        "value": ["us", "uk", "fr", ""], "name": ["US", "UK", "France", "no value"],
+        "group_bias": [-0.4, 0.3, np.nan, 0.1], "group_bias_low": [-0.6, 0.1, np.nan, -0.2],
+        "group_bias_high": [-0.1, 0.6, np.nan, 0.3], "n_male": [9, 7, 9, 6], "n_female": [8, 5, 1, 5],
+    })
+    fig = charts.subpopulation_bars(table, attribute="nationality")
+    assert bars(fig) == {"US": -0.4, "no value": 0.1, "UK": 0.3}  # France: too few persons, no bar
+    assert np.asarray(fig.data[0].error_x.array).tolist() == pytest.approx([0.3, 0.2, 0.3])
+    assert np.asarray(fig.data[0].error_x.arrayminus).tolist() == pytest.approx([0.2, 0.3, 0.2])
+    assert fig.layout.yaxis.title.text == "nationality" and texts.SIGN in fig.layout.xaxis.title.text
 
 
 def test_census_scatter_draws_every_point_and_names_only_the_outliers() -> None:

@@ -1,10 +1,15 @@
-"""AppTest of the Occupation explorer: switching occupation, the comparison, an occupation without women."""
+"""AppTest of the Occupation explorer: switching occupation, the comparison, an occupation without women,
+the measures within subpopulations."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from tests.conftest import NO_WOMEN, metric, page, texts
+import pytest
+
+from kgbias_core.embeddings.store import save_model
+from tests.conftest import NO_WOMEN, metric, page, texts, use_store
 
 
 def test_explorer_switching_occupation_changes_the_figures(app_store: Path) -> None:
@@ -13,7 +18,8 @@ def test_explorer_switching_occupation_changes_the_figures(app_store: Path) -> N
     app.selectbox(key="occupation").set_value("nurse").run()
     assert app.header[0].value == "Nurse"
     nurse = metric(app, "B_gr")
-    assert len(app.get("plotly_chart")) == 3  # distribution, B_in vs B'_in, comparison
+    # distribution, B_in vs B'_in, comparison; no nationality has 5 male nurses: no chart of subpopulations
+    assert len(app.get("plotly_chart")) == 3
     app.selectbox(key="occupation").set_value("footballer").run()
     assert not app.exception
     assert app.header[0].value == "Footballer"
@@ -26,7 +32,7 @@ def test_explorer_comparison_needs_two_occupations(app_store: Path) -> None:
     app.multiselect(key="compare").set_value(["nurse"]).run()
     assert not app.exception
     assert "at least two" in texts(app.info)
-    assert len(app.get("plotly_chart")) == 2
+    assert len(app.get("plotly_chart")) == 3  # distribution, B_in vs B'_in, actor's subpopulations
 
 
 def test_no_women_warns_on_the_explorer(app_store: Path) -> None:
@@ -60,5 +66,41 @@ def test_every_person_as_a_point_on_request(app_store: Path) -> None:
     app = page("occupation_explorer").run()
     app.toggle(key="every_point").set_value(True).run()
     assert not app.exception
-    assert len(app.get("plotly_chart")) == 3
+    assert len(app.get("plotly_chart")) == 4
     assert "sample" not in texts(app.caption)
+
+
+def test_subpopulations_show_too_few_persons_in_words_beside_real_figures(app_store: Path) -> None:
+    app = page("occupation_explorer").run()  # actor: Aland and Dunmore have 5 men and 5 women, the others not
+    assert not app.exception
+    assert app.subheader[-1].value == "Within subpopulations (intersectional)"
+    assert app.selectbox(key="subpopulation_attribute").value == "nationality"
+    shown = app.dataframe[-1].value.set_index("nationality")
+    assert list(shown.columns[:3]) == ["men", "women", "B_gr"] and shown.columns[-1] == "id"
+    figures = shown.columns[2:-1]
+    small = shown["B_gr"].str.startswith("too few persons (n = ")
+    assert small.any() and (~small).any()
+    assert shown.loc["Elbonia", "B_gr"] == "too few persons (n = 14 male, 4 female; fewer than 5 of one gender)"
+    assert (shown.loc[small, figures[1:]] == "").all().all()  # no number beside the note
+    assert all(float(v) == float(v) for v in shown.loc[~small, figures].to_numpy().ravel())  # numbers as text
+    assert len(app.get("plotly_chart")) == 4  # the bars of B_gr per defined subpopulation
+    assert "Shuffling the nationality values among persons of the same gender 2,000 times gives p =" in (
+        texts(app.markdown))
+    app.selectbox(key="subpopulation_attribute").set_value("birthplace").run()  # 40 cities: none has 5 + 5
+    assert not app.exception
+    assert "No subpopulation has 5 men and 5 women" in texts(app.info)
+    assert "No test of the difference: fewer than two birthplace values" in texts(app.markdown)
+
+
+@pytest.fixture
+def store_without_attributes(tiny_model, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The tiny model under a schema that names no attribute, as the app's only model."""
+    save_model(replace(tiny_model, schema=replace(tiny_model.schema, attributes=())), tmp_path / "bare")
+    return use_store(tmp_path / "bare", monkeypatch, tmp_path)
+
+
+def test_subpopulations_say_so_when_the_schema_names_no_attribute(store_without_attributes: Path) -> None:
+    app = page("occupation_explorer").run()
+    assert not app.exception
+    assert "names no attribute" in texts(app.info)
+    assert len(app.get("plotly_chart")) == 3

@@ -7,6 +7,7 @@ import math
 from kgbias_app import texts
 from kgbias_core.influence.scale import Calibration, predict
 from kgbias_core.jobs import JobState, JobStatus, ProgressSnapshot
+from kgbias_core.tables import SubpopulationComparison
 
 
 def test_fmt_signs_numbers_and_names_nan_undefined() -> None:
@@ -84,3 +85,15 @@ def test_job_progress_line() -> None:
         "synthetic-transe: training, epoch 3/10 (step 3/10; estimating…)")
     assert texts.job_progress(status(JobState.RUNNING, loss=0.12345, left=41.6)) == (
         "synthetic-transe: training, epoch 3/10 (step 3/10, loss 0.1235; about 42 s left)")
+
+
+def test_the_permutation_test_reads_as_one_sentence_with_its_verdict() -> None:
+    test = SubpopulationComparison("us", "uk", "US", "UK", 0.41234, 0.012, 2000, note="")
+    line = texts.comparison_sentence("Actor", "nationality", test)
+    assert line.startswith("Among Actor's persons, B_gr within US minus within UK is +0.412.")
+    assert "2,000 times gives p = 0.012: a difference this large rarely arises by chance" in line
+    assert "could well arise by chance" in texts.comparison_sentence(
+        "Actor", "nationality", SubpopulationComparison("us", "uk", "US", "UK", -0.1, 0.4, 2000, note=""))
+    none = SubpopulationComparison("", "", "", "", math.nan, math.nan, 2000, note="fewer than two values")
+    assert texts.comparison_sentence("Actor", "nationality", none) == (
+        "No test of the difference: fewer than two values.")
