@@ -48,7 +48,8 @@ def test_individuals_and_influence(trained: Path, tmp_path: Path) -> None:
     out = str(tmp_path / "i.csv")
     assert main(["individuals", "--model", str(trained), "--occupation", "nurse", "--out", out]) == 0
     people = pd.read_csv(tmp_path / "i.csv")
-    assert list(people.columns) == ["person", "name", "gender", "degree", "individual_bias", "fisher_individual"]
+    assert list(people.columns) == ["person", "name", "gender", "degree", "individual_bias", "fisher_individual",
+                                    "individual_bias_centred", "fisher_individual_centred"]
     assert set(people.gender) == {"male", "female"}
     assert main(["influence", "--model", str(trained), "--occupation", "nurse", "--top", "7",
                  "--out", str(tmp_path / "f.csv")]) == 0
