@@ -59,16 +59,21 @@ def diverging_bars(
 # --- overview -----------------------------------------------------------------------------------
 def group_bias_bars(measures: pd.DataFrame) -> go.Figure:
     """All occupations with a B_gr, ranked, with their bootstrap 95% intervals."""
-    frame = measures[measures["group_bias"].notna()].sort_values("group_bias")
+    return _interval_bars(measures, label="occupation", yaxis_title="occupation",
+                          xaxis_title=f"B_gr = mean ψ(women) − mean ψ(men), squared TransE distance ({SIGN})")
+
+
+def _interval_bars(table: pd.DataFrame, *, label: str, yaxis_title: str, xaxis_title: str) -> go.Figure:
+    """The rows of ``table`` with a B_gr, ranked, each with its bootstrap 95% interval and counts on hover."""
+    frame = table[table["group_bias"].notna()].sort_values("group_bias")
     return diverging_bars(
-        x=frame["group_bias"], y=bar_titles(frame["name"], frame["occupation"]),
+        x=frame["group_bias"], y=bar_titles(frame["name"], frame[label]),
         colors=lean_colors(frame["group_bias"]),
         error_x={"type": "data", "array": frame["group_bias_high"] - frame["group_bias"],
                  "arrayminus": frame["group_bias"] - frame["group_bias_low"], "thickness": 1},
         customdata=frame[["n_male", "n_female"]],
         hovertemplate="%{y}: B_gr %{x:.3f}<br>%{customdata[0]} men, %{customdata[1]} women<extra></extra>",
-        yaxis_title="occupation",
-        xaxis_title=f"B_gr = mean ψ(women) − mean ψ(men), squared TransE distance ({SIGN})",
+        yaxis_title=yaxis_title, xaxis_title=xaxis_title,
     )
 
 
@@ -154,17 +159,8 @@ def compare_distributions(persons: pd.DataFrame, *, every_point: bool = False) -
 def subpopulation_bars(table: pd.DataFrame, *, attribute: str) -> go.Figure:
     """B_gr within each subpopulation with figures, with its bootstrap 95% interval (an
     :func:`~kgbias_core.tables.intersection_table`'s table; the too-small rows, NaN, are not drawn)."""
-    frame = table[table["group_bias"].notna()].sort_values("group_bias")
-    return diverging_bars(
-        x=frame["group_bias"], y=bar_titles(frame["name"], frame["value"]),
-        colors=lean_colors(frame["group_bias"]),
-        error_x={"type": "data", "array": frame["group_bias_high"] - frame["group_bias"],
-                 "arrayminus": frame["group_bias"] - frame["group_bias_low"], "thickness": 1},
-        customdata=frame[["n_male", "n_female"]],
-        hovertemplate="%{y}: B_gr %{x:.3f}<br>%{customdata[0]} men, %{customdata[1]} women<extra></extra>",
-        yaxis_title=attribute,
-        xaxis_title=f"B_gr among the persons with the value ({SIGN})",
-    )
+    return _interval_bars(table, label="value", yaxis_title=attribute,
+                          xaxis_title=f"B_gr among the persons with the value ({SIGN})")
 
 
 # --- influential triples ------------------------------------------------------------------------
