@@ -36,6 +36,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.graph import Gender
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.tables import MIN_GROUP_SIZE, occupation_like_relations, top_influence
+from kgbias_core.whatif.runs import noise_spread
 
 #: What a finding says about the paper's claim on this model.
 REPRODUCES, CONTRADICTS, INCONCLUSIVE, NOT_MEASURED = "reproduces", "contradicts", "inconclusive", "not measured"
@@ -378,8 +379,6 @@ def model_findings(
     ``census`` the census correlations (None: claim 6 not measured); ``curves`` the removal curves
     by occupation label (claim 4); ``add_runs`` Add what-ifs retrained from this model (claim 5);
     ``noise`` its noise band (:func:`kgbias_core.whatif.runs.noise_band`), the yardstick of 4 and 5."""
-    from kgbias_core.whatif.runs import noise_spread
-
     found = [gender_ratio_finding(measures), *aggregation_findings(measures)]
     balanced = balanced_occupations(measures)
     counts = pd.DataFrame([top_triple_counts(analysis, o) for o in balanced["occupation"]])

@@ -459,10 +459,15 @@ def add_runs(model_dir: Path | str) -> list[Path]:
 def findings_inputs(model_dir: Path | str, *, census: Path | None = None, year: int | None = None) -> dict[str, Any]:
     """What a findings table was computed from besides the model: the cached curves, the Add runs, the
     noise band and the census file. A table made from other inputs is recomputed (``saved_findings``)."""
+    return _inputs(saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir), census=census, year=year)
+
+
+def _inputs(curves: Mapping[str, pd.DataFrame], runs: Sequence[Path], noise: pd.DataFrame | None, *,
+            census: Path | None, year: int | None) -> dict[str, Any]:
     return {
-        "curves": sorted(saved_curves(model_dir)),
-        "add_runs": sorted(path.name for path in add_runs(model_dir)),
-        "noise_band": saved_noise_band(model_dir) is not None,
+        "curves": sorted(curves),
+        "add_runs": sorted(path.name for path in runs),
+        "noise_band": noise is not None,
         "census": str(Path(census).resolve()) if census is not None and Path(census).is_file() else None,
         "year": year,
     }
@@ -501,11 +506,10 @@ def findings_task(
             correlations, joined = census_validation(measures, census_path=census, year=year, dataset=model.dataset)
             correlations = None if joined.empty else correlations
         progress.update(stage="measuring", message="the top-influence triples of every occupation")
-        inputs = findings_inputs(model_dir, census=census, year=year)
-        runs = [ModelAnalysis(load_model(path)) for path in add_runs(model_dir)]
-        frame = findings_frame(model_findings(analysis, measures, census=correlations, curves=saved_curves(model_dir),
-                                              add_runs=runs, noise=saved_noise_band(model_dir)))
-        save_result(model_dir, FINDINGS, frame, params=inputs)
+        curves, runs, noise = saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir)
+        frame = findings_frame(model_findings(analysis, measures, census=correlations, curves=curves, noise=noise,
+                                              add_runs=[ModelAnalysis(load_model(path)) for path in runs]))
+        save_result(model_dir, FINDINGS, frame, params=_inputs(curves, runs, noise, census=census, year=year))
         return frame
 
     return Task(key=_key("findings", model_dir, census=str(census), year=year, retrain=list(retrain), k=k), run=run)
