@@ -52,5 +52,9 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         driver.find_element(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/findings"]').click()
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Findings"))
         wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, '[data-testid="stMain"]'), "not computed yet"))
-        assert driver.find_elements(By.XPATH, '//button[.//p[text()="Compute the findings"]]')
+        # Streamlit sends the elements one by one: the note can be drawn before the button.
+        button = wait.until(ec.element_to_be_clickable(
+            (By.XPATH, '//button[.//p[text()="Compute the findings"]]')
+        ))
+        assert button.is_displayed()
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
