@@ -194,8 +194,8 @@ def writable_store(tiny_store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 
 def page(name: str) -> AppTest:
-    """The AppTest of ``pages/<name>.py``."""
-    return AppTest.from_file(str(REPO / "pages" / f"{name}.py"), default_timeout=PAGE_TIMEOUT)
+    """The AppTest of ``app_pages/<name>.py``."""
+    return AppTest.from_file(str(REPO / "app_pages" / f"{name}.py"), default_timeout=PAGE_TIMEOUT)
 
 
 def dashboard() -> AppTest:

@@ -26,7 +26,7 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
     with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
         wait = WebDriverWait(driver, 60)
         # Start at the root: a deep link to a fresh server would run the page without the router
-        # (Streamlit's pages/-directory fallback), see dashboard.py.
+        # XX
         driver.get(url)
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
         wait.until(ec.element_to_be_clickable(

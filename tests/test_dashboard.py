@@ -7,14 +7,14 @@ from pathlib import Path
 from tests.conftest import dashboard
 
 PAGES = {
-    "pages/overview.py": "Overview",
-    "pages/occupation_explorer.py": "Occupation explorer",
-    "pages/influential_triples.py": "Influential triples",
-    "pages/attributes.py": "Attributes (Fisher et al.)",
-    "pages/debiasing_lab.py": "Debiasing lab",
-    "pages/validation.py": "Validation",
-    "pages/findings.py": "Findings",
-    "pages/model_comparison.py": "Model comparison",
+    "app_pages/overview.py": "Overview",
+    "app_pages/occupation_explorer.py": "Occupation explorer",
+    "app_pages/influential_triples.py": "Influential triples",
+    "app_pages/attributes.py": "Attributes (Fisher et al.)",
+    "app_pages/debiasing_lab.py": "Debiasing lab",
+    "app_pages/validation.py": "Validation",
+    "app_pages/findings.py": "Findings",
+    "app_pages/model_comparison.py": "Model comparison",
 }
 
 
