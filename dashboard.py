@@ -8,6 +8,9 @@ setting turns that off (Streamlit 1.67, ``PagesManager.uses_pages_directory``).
 """
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+from kgbias_app import links
 
 st.set_page_config(page_title="kgbias: gender bias in knowledge-graph embeddings", layout="wide")
 
@@ -22,4 +25,12 @@ PAGES = [
     st.Page("app_pages/findings.py", title="Findings", icon=":material/checklist:"),
 ]
 
-st.navigation(PAGES).run()
+page = st.navigation(PAGES)
+try:
+    page.run()
+except StopException:
+    # A page that stops (waiting for its model) still gets the sidebar's choice into the URL; one
+    # that reruns does not: the rerun writes it, as one history entry.
+    links.publish(page.url_path)
+    raise
+links.publish(page.url_path)

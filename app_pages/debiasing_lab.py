@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from kgbias_app import cache, charts, jobs_ui, sidebar, texts, widgets
+from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
 from kgbias_core import tasks
 from kgbias_core.whatif.runs import noise_spread, random_baseline
 
@@ -81,7 +81,7 @@ with widgets.errors_shown():
 
 st.subheader("B_gr against k (Du Fig 4d-f)")
 with widgets.errors_shown():
-    ks = st.multiselect("k values", widgets.CURVE_KS, default=widgets.CURVE_DEFAULT, key="lab_curve_ks")
+    ks = links.multiselect("k values", widgets.CURVE_KS, default=widgets.CURVE_DEFAULT, key="lab_curve_ks", what="k")
     removal = tasks.removal_curve_task(model.path, occupation=occupation, ks=sorted(ks))
     if not jobs_ui.is_running(removal) and st.button(f"Compute the curve ({2 * len(ks)} retrains from scratch)",
                                                       disabled=not ks):

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from kgbias_app import cache, charts, sidebar, texts, widgets
+from kgbias_app import cache, charts, links, sidebar, texts, widgets
 from kgbias_core.tables import triples_in_words
 
 model = sidebar.page_header("Influential triples")
@@ -13,7 +13,7 @@ with widgets.errors_shown():
         st.warning(texts.NEEDS_BOTH_GENDERS)
         st.stop()
 
-    k = st.slider("Triples per direction", 5, 100, widgets.TOP_TRIPLES, key="top_k")
+    k = links.number(st.slider, "Triples per direction", 5, 100, widgets.TOP_TRIPLES, key="top_k", what="k")
     shown = widgets.triple_filters(triples_in_words(cache.influence_extremes(model, occupation, k)))
     st.caption(texts.INFLUENCE_READING)
     selected = widgets.selected_triples(shown)

@@ -3,7 +3,7 @@ measures within the subpopulations of an attribute."""
 
 import streamlit as st
 
-from kgbias_app import cache, charts, sidebar, texts, widgets
+from kgbias_app import cache, charts, links, sidebar, texts, widgets
 
 model = sidebar.page_header("Occupation explorer")
 
@@ -14,7 +14,7 @@ with widgets.errors_shown():
 
     persons = cache.persons(model, occupation)
     st.subheader("B_in per person, by gender")
-    every_point = st.toggle(texts.EVERY_POINT, key="every_point")
+    every_point = links.toggle(texts.EVERY_POINT, key="every_point", what="setting")
     widgets.show_chart(cache.persons_figure(model, (occupation,), "distribution", every_point), persons,
                        caption=texts.PERSONS_DISTRIBUTION, key="individual_distribution",
                        file_name=widgets.csv_name(model.name, occupation, "persons"))

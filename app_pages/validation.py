@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from kgbias_app import cache, charts, jobs_ui, sidebar, texts, widgets
+from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
 from kgbias_core import tasks
 from kgbias_core.data.census import CENSUS_MEASURES, PAIRING_RESOURCES, census_file, census_validation, census_years
 from kgbias_core.data.datasets import resolve_data_dir
@@ -20,7 +20,8 @@ with widgets.errors_shown():
         st.warning(texts.NEEDS_BOTH_GENDERS)
     else:
         ks = widgets.removal_ks(analysis, occupation=occupation, name=row["name"])
-        kinds = st.multiselect("Removed sets", list(REMOVAL_KINDS), default=list(REMOVAL_KINDS), key="val_kinds")
+        kinds = links.multiselect("Removed sets", list(REMOVAL_KINDS), default=list(REMOVAL_KINDS), key="val_kinds",
+                                  what="removal set")
         st.caption(texts.VALIDATION_RUNS.format(n_runs=len(ks) * len(kinds) + 1, epochs=analysis.model.config.epochs))
         check = tasks.influence_accuracy_task(model.path, occupation=occupation, ks=ks, kinds=kinds)
         if jobs_ui.is_running(check):
@@ -57,7 +58,7 @@ elif not census.is_file():
     st.info(texts.NO_CENSUS.format(path=census, data_dir=data_dir))
 else:
     with widgets.errors_shown():
-        year = st.selectbox("Census year", census_years(census), key="val_year")
+        year = links.selectbox("Census year", census_years(census), key="val_year", what="census year")
         correlations, joined = census_validation(measures, census_path=census, year=year, dataset=model.dataset)
         if joined.empty:
             st.warning(CENSUS_NOT_PAIRED.format(model=model.name, dataset=model.dataset))
@@ -66,7 +67,8 @@ else:
         else:
             widgets.census_table(correlations)
             st.caption(texts.CENSUS_TABLE.format(n=len(joined)))
-            measure = st.selectbox("Measure", CENSUS_MEASURES, key="val_measure", format_func=texts.measure_name)
+            measure = links.selectbox("Measure", CENSUS_MEASURES, key="val_measure", format_func=texts.measure_name,
+                                      what="measure")
             widgets.show_chart(charts.census_scatter(joined, measure=measure),
                                joined[["occupation", "name", "p_male", "log_prop", measure]],
                                caption=texts.CENSUS_SCATTER, key="census",

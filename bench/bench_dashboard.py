@@ -59,7 +59,7 @@ def bench(store: Path, model: str, graph: str, n_occupations: int) -> None:
     os.environ["KGBIAS_MODEL_DIR"] = str(store)
     app = AppTest.from_file(PAGE, default_timeout=600)
     app.session_state["graph"] = graph
-    app.session_state[f"model:{graph}"] = model
+    app.session_state["model"] = model
     start_ms = timed_run(app)
     from kgbias_app import cache  # imported after the first run: same module objects as the page
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from kgbias_app import cache, jobs_ui, texts
+from kgbias_app import cache, jobs_ui, links, texts
 from kgbias_app.cache import ModelRef
 from kgbias_core.data.datasets import available_datasets, dataset_title, resolve_data_dir
 from kgbias_core.embeddings.store import default_store
@@ -55,6 +55,7 @@ def page_header(title: str) -> ModelRef:
     """The page's title and the sidebar; the selected model, or the page stops (with a message) while there is none."""
     torch.set_num_threads(PAGE_TORCH_THREADS)  # per thread: this script run's thread only
     st.title(title)
+    links.start()
     model = _render()
     if model is None:
         st.stop()
@@ -67,16 +68,16 @@ def _render() -> ModelRef | None:
     graphs = available_datasets(data_dir)
     graphs += sorted({m.dataset for m in models} - set(graphs) - {""})
     with st.sidebar:
-        graph = st.selectbox(
-            "Knowledge graph", graphs, index=default_graph(graphs, models), key="graph",
+        graph = links.selectbox(
+            "Knowledge graph", graphs, index=default_graph(graphs, models), key="graph", what="graph",
             format_func=dataset_title, persist_state="session",
         )
         mine = [m for m in models if m.dataset == graph]
         model = None
         if mine:
-            name = st.selectbox(
-                "Cached model", [m.name for m in mine], index=default_model(graph, mine), key=f"model:{graph}",
-                persist_state="session",
+            name = links.selectbox(
+                "Cached model", [m.name for m in mine], index=default_model(graph, mine), key="model",
+                what="model", persist_state="session",
             )
             model = next(m for m in mine if m.name == name)
         device = default_device()

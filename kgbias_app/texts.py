@@ -615,3 +615,8 @@ FINDINGS_RETRAINS = (
     "is saved as a what-if."
 )
 FINDING_COLUMNS = {"claim": "Claim", "statement": "Du et al. claim", "paper": "Paper (FB5M)"}
+
+# --- links to a view ------------------------------------------------------------------------------
+LINK_UNKNOWN = "The link asks for {what} “{value}”, which this view does not have; showing the default instead."
+LINK_HEADING = "Link to this view"
+LINK_HELP = "Copy it (the button at its right): it opens this page with the same graph, model and choices."

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from kgbias_app import cache, charts, jobs_ui, texts
+from kgbias_app import cache, charts, jobs_ui, links, texts
 from kgbias_app.cache import ModelRef
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
@@ -134,16 +134,16 @@ def occupation_picker(measures: pd.DataFrame, *, key: str = "occupation") -> str
     options = list(titles)
     current = st.session_state.get(key)
     default = options.index(current if current in options else _largest(measures, 1)[0])
-    return st.selectbox("Occupation", options, index=default, format_func=titles.__getitem__, key=key,
-                        persist_state="session", help="Type to search by name or label.")
+    return links.selectbox("Occupation", options, index=default, format_func=titles.__getitem__, key=key,
+                           what="occupation", persist_state="session", help="Type to search by name or label.")
 
 
 def occupations_to_compare(measures: pd.DataFrame, *, current: str, key: str = "compare") -> list[str]:
     """2-6 occupations; by default the current one and the largest ones (four in all)."""
     titles = occupation_titles(measures)
     default = list(dict.fromkeys([current, *_largest(measures, 4)]))[:4]
-    return st.multiselect("Occupations to compare (2 to 6)", list(titles), default=default,
-                          format_func=titles.__getitem__, max_selections=6, key=key)
+    return links.multiselect("Occupations to compare (2 to 6)", list(titles), default=default, what="occupation",
+                             format_func=titles.__getitem__, max_selections=6, key=key)
 
 
 @st.fragment
@@ -151,6 +151,7 @@ def compare_occupations(model: ModelRef, measures: pd.DataFrame, *, current: str
     """Du's Fig 2 for the occupations picked to compare. A fragment: changing the pick reruns this
     section only, not the explorer above it."""
     chosen = occupations_to_compare(measures, current=current)
+    links.publish_fragment()
     if len(chosen) < 2:
         st.info(texts.COMPARE_TWO)
         return
@@ -177,8 +178,8 @@ def occupation_section(measures: pd.DataFrame, *, header: bool = True) -> tuple[
 
 def min_group_size(*, key: str = "min_group_size") -> int:
     """The minimum men and women an occupation needs to be ranked (the rest are listed apart)."""
-    return int(st.number_input("Minimum men and women per ranked occupation", 1, 1000, MIN_GROUP_SIZE, key=key,
-                               help=texts.MIN_GROUP_HELP))
+    return int(links.number(st.number_input, "Minimum men and women per ranked occupation", 1, 1000, MIN_GROUP_SIZE,
+                            key=key, what="minimum", help=texts.MIN_GROUP_HELP))
 
 
 def headline(row: pd.Series) -> None:
@@ -219,7 +220,7 @@ def subpopulation_attribute(schema: Schema, *, key: str = "subpopulation_attribu
     if not names:
         st.info(texts.NO_ATTRIBUTES)
         return None
-    return st.selectbox("Attribute that defines the subpopulations", names, key=key)
+    return links.selectbox("Attribute that defines the subpopulations", names, key=key, what="attribute")
 
 
 def too_few_as_text(frame: pd.DataFrame) -> pd.DataFrame:
@@ -263,9 +264,9 @@ GENDERS = ["male", "female", "other", "unknown"]
 def triple_filters(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of a triples table whose relation and person's gender are picked (none picked = all)."""
     left, right = st.columns(2)
-    relations = left.multiselect("Relations (none = all)", sorted(frame["relation"].unique()), key="relations",
-                                 format_func=lambda r: f"{relation_words(r)} ({r})")
-    genders = right.multiselect("Person's gender (none = all)", GENDERS, key="genders")
+    relations = links.multiselect("Relations (none = all)", sorted(frame["relation"].unique()), key="relations",
+                                  what="relation", format_func=lambda r: f"{relation_words(r)} ({r})", container=left)
+    genders = links.multiselect("Person's gender (none = all)", GENDERS, key="genders", what="gender", container=right)
     return filter_triples(frame, relations=relations, genders=genders)
 
 
@@ -358,22 +359,24 @@ def attribute_choice(model: ModelRef) -> AttributeChoice:
     """Relation, values a and b (gender: male vs female by default, else the commonest vs the rest), minimum count."""
     stored: StoredModel = cache.analysis(model).model
     options = attribute_options(stored.schema, stored.relation_labels)
-    relation = st.selectbox("Attribute relation", list(options), format_func=options.__getitem__, key="attribute")
+    relation = links.selectbox("Attribute relation", list(options), format_func=options.__getitem__, key="attribute",
+                               what="attribute relation")
     values = cache.attribute_values(model, relation)
     titles, names = value_titles(values), dict(zip(values["label"], values["name"], strict=True))
     labels, gender = list(titles), relation == "gender"
     left, middle, right = st.columns(3)
-    value_a = left.selectbox(
-        "Value a", labels, format_func=titles.__getitem__, key=f"value_a:{relation}",
+    value_a = links.selectbox(
+        "Value a", labels, format_func=titles.__getitem__, key="value_a", what="value", container=left,
         index=labels.index(stored.schema.male) if gender and stored.schema.male in labels else 0,
     )
     others = [REST] + [v for v in labels if v != value_a]
-    value_b = middle.selectbox(
-        "Value b", others, key=f"value_b:{relation}",
+    value_b = links.selectbox(
+        "Value b", others, key="value_b", what="value", container=middle,
         format_func=lambda v: texts.ONE_VS_REST if v == REST else titles[v],
         index=others.index(stored.schema.female) if gender and stored.schema.female in others else 0,
     )
-    min_count = right.slider("Minimum a- plus b-persons per profession", 0, 500, MIN_PERSONS, key="min_count")
+    min_count = links.number(right.slider, "Minimum a- plus b-persons per profession", 0, 500, MIN_PERSONS,
+                             key="min_count", what="minimum count")
     return AttributeChoice(relation=relation, value_a=value_a, value_b=None if value_b == REST else value_b,
                            a_name=names[value_a], b_name=texts.REST_NAME if value_b == REST else names[value_b],
                            min_count=min_count)
@@ -417,14 +420,17 @@ class EditChoice:
 
 
 def edit_choice() -> EditChoice:
-    strategy = st.radio("Edit", list(texts.STRATEGIES), format_func=texts.STRATEGIES.__getitem__, key="lab_strategy")
+    strategy = links.radio("Edit", list(texts.STRATEGIES), format_func=texts.STRATEGIES.__getitem__, key="lab_strategy",
+                           what="edit")
     left, right = st.columns(2)
     k, c, cap = 0, LAB_C, MAX_DUMMIES
     if strategy == "add":
-        c = left.slider("c: dummies per missing person, c·(|M| − |F|)", 0.0, 2.0, LAB_C, 0.1, key="lab_c")
-        cap = int(right.number_input("At most this many dummies", 1, 1_000_000, MAX_DUMMIES, key="lab_cap"))
+        c = links.number(left.slider, "c: dummies per missing person, c·(|M| − |F|)", 0.0, 2.0, LAB_C, step=0.1,
+                         key="lab_c", what="c", kind=float)
+        cap = int(links.number(right.number_input, "At most this many dummies", 1, 1_000_000, MAX_DUMMIES,
+                               key="lab_cap", what="cap"))
     elif strategy != "basket":
-        k = int(left.number_input("k: triples to remove", min_value=1, value=LAB_K, key="lab_k"))
+        k = int(links.number(left.number_input, "k: triples to remove", 1, 10**9, LAB_K, key="lab_k", what="k"))
     return EditChoice(strategy=strategy, k=k, c=c, cap=cap)
 
 
@@ -493,7 +499,8 @@ def run_picker(runs: list[ModelRef]) -> ModelRef:
     """One of a model's what-if runs; the one retrained last in this session, else the last one."""
     names = [run.name for run in runs]
     last = st.session_state.get("lab_last_run")
-    name = st.selectbox("Run", names, index=names.index(last) if last in names else len(names) - 1)
+    name = links.selectbox("Run", names, index=names.index(last) if last in names else len(names) - 1, key="run",
+                           what="what-if run")
     return runs[names.index(name)]
 
 
@@ -511,7 +518,7 @@ def models_to_compare(models: list[ModelRef], *, current: str) -> list[ModelRef]
     elif "compare_models" not in state:
         state["compare_models"] = list(dict.fromkeys([current, *names]))[:6] if current in names else names[:6]
     state["compare_seen"] = names
-    chosen = st.multiselect("Models to compare", names, key="compare_models")
+    chosen = links.multiselect("Models to compare", names, key="compare_models", what="model")
     return [m for m in models if m.name in chosen]
 
 
@@ -557,11 +564,11 @@ TOP_MOVED = 5
 def audit_controls(n_triples: int) -> dict[str, Any]:
     """Classifier, k and minimum persons of Keidar et al.'s audit -> its cache parameters."""
     left, middle, right = st.columns(3)
-    kind = left.selectbox("Occupation classifier", list(texts.CLASSIFIERS), format_func=texts.CLASSIFIERS.__getitem__,
-                          key="audit_classifier")
-    k = middle.slider("k most common professions (+ OTHER)", 2, 20, 5, key="audit_k")
-    min_persons = right.number_input("Skip tail values with fewer persons than", 1, 1000,
-                                     default_min_persons(n_triples), key="audit_min_persons")
+    kind = links.selectbox("Occupation classifier", list(texts.CLASSIFIERS), format_func=texts.CLASSIFIERS.__getitem__,
+                           key="audit_classifier", what="classifier", container=left)
+    k = links.number(middle.slider, "k most common professions (+ OTHER)", 2, 20, 5, key="audit_k", what="k")
+    min_persons = links.number(right.number_input, "Skip tail values with fewer persons than", 1, 1000,
+                               default_min_persons(n_triples), key="audit_min_persons", what="minimum")
     return audit_params(k=k, kind=kind, min_persons=int(min_persons))
 
 
@@ -569,7 +576,7 @@ def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef],
                         dataset: str) -> None:
     """One relation's tail values in each model's audit (table and chart), and the professions that
     one value moves most in each model (Keidar Table 3)."""
-    relation = st.selectbox("Relation", relations, key="audit_relation", format_func=relation_words)
+    relation = links.selectbox("Relation", relations, key="audit_relation", format_func=relation_words, what="relation")
     values = value_table(audits, relation)
     table(values, list(values.columns), ids=["value"])
     st.caption(texts.VALUE_TABLE.format(relation=relation))
@@ -577,8 +584,8 @@ def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef],
     show_chart(charts.value_chart(rows, relation), rows, caption=texts.VALUE_CHART,
                file_name=csv_name(dataset, relation, "values"), key="value_chart")
     labels = dict(zip(values["value"], values["value_name"], strict=True))
-    value = st.selectbox("Most biased professions for the value (TLB, Keidar Table 3)", list(labels),
-                         format_func=labels.__getitem__, key="audit_value")
+    value = links.selectbox("Most biased professions for the value (TLB, Keidar Table 3)", list(labels),
+                            format_func=labels.__getitem__, key="audit_value", what="value")
     small = pd.DataFrame()
     for column, model in zip(st.columns(len(models)), models, strict=True):
         every = cache.fisher_table(model, relation, value, None, 0)
@@ -613,8 +620,8 @@ def degenerate_warnings(reports: Mapping[str, FairnessReport], models: list[Mode
 def fairness_min_count(n_facts: int) -> int:
     """Test facts an occupation needs to be a class of its own (the default scales with the test set)."""
     default = default_min_count(n_facts)
-    min_count = st.slider("Minimum test facts for an occupation to be a class of its own", 1, 500, default,
-                          key="min_count")
+    min_count = links.number(st.slider, "Minimum test facts for an occupation to be a class of its own", 1, 500,
+                             default, key="min_count", what="minimum count")
     st.caption(texts.MIN_COUNT_DEFAULT.format(default=default, n_facts=n_facts))
     return min_count
 

@@ -25,21 +25,24 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
     env = os.environ | {"KGBIAS_MODEL_DIR": str(tiny_store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
     with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
         wait = WebDriverWait(driver, 60)
-        # Start at the root: a deep link to a fresh server would run the page without the router
-        # XX
-        driver.get(url)
-        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
-        wait.until(ec.element_to_be_clickable(
-            (By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/occupation_explorer"]')
-        )).click()
+        # A deep link as the fresh server's first request: the router's page, names and layout.
+        driver.get(f"{url}/occupation_explorer?occupation=librarian")
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Occupation explorer"))
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), "Librarian"))
+        nav = [a.text for a in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a')]
+        assert any("Occupation explorer" in name for name in nav) and not any("dashboard" in name for name in nav)
+
+        # Another occupation: the URL follows; Back returns to the librarians.
         picker = wait.until(ec.element_to_be_clickable(
             (By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stSelectbox"] input')
         ))
         picker.click()
-        picker.send_keys("Librarian")
+        picker.send_keys("Engineer")
         picker.send_keys(Keys.ENTER)
-
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), "Engineer"))
+        wait.until(lambda d: "occupation=engineer" in d.current_url)
+        driver.back()
+        wait.until(lambda d: "occupation=librarian" in d.current_url)
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), "Librarian"))
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".js-plotly-plot")))
         time.sleep(1.0)  # let the charts finish drawing before the screenshot

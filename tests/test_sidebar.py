@@ -30,10 +30,10 @@ def test_the_default_graph_has_its_default_model_cached() -> None:
 def test_a_page_opens_on_the_base_model_even_when_a_run_sorts_first(store_with_a_run_first: Path) -> None:
     app = page("overview").run()
     assert not app.exception
-    assert app.selectbox(key="model:synthetic").options == ["a-run", "tiny-transe"]
-    assert app.selectbox(key="model:synthetic").value == "tiny-transe"
+    assert app.selectbox(key="model").options == ["a-run", "tiny-transe"]
+    assert app.selectbox(key="model").value == "tiny-transe"
     assert "Model **tiny-transe**" in texts(app.caption)
-    app.selectbox(key="model:synthetic").set_value("a-run").run()  # a run can still be picked by hand
+    app.selectbox(key="model").set_value("a-run").run()  # a run can still be picked by hand
     assert not app.exception
     assert "Model **a-run**" in texts(app.caption)
     assert "What-if edit:" in texts(app.sidebar.caption)
