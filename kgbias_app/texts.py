@@ -177,6 +177,11 @@ PERSONS_TABLE = (
     "direction, so often all lean the same way: \"B_in − graph mean\" says who leans more than the graph's "
     "typical person. Click a header to sort."
 )
+REPORT_HELP = (
+    "One HTML file that opens offline: the graph, the model's config and data hash, the measures with their "
+    "intervals and readings, the charts (interactive), and for a what-if its predicted and retrained change."
+)
+IMAGE_HELP = "The chart as an image for slides (PNG) or print (SVG), drawn when clicked (a few seconds)."
 COMPARE_TWO = "Pick at least two occupations to compare."
 COMPARE_DISTRIBUTIONS = (
     "B_in of each occupation's women and men side by side (box: quartiles; points: outliers, or every person "
