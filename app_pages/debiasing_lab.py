@@ -71,6 +71,7 @@ with widgets.errors_shown():
         widgets.run_figures(target, spread=noise_spread(noise, edited["occupation"]),
                             baseline=random_baseline(tasks.saved_curve(model.path, edited["occupation"]),
                                                      k=edited["n_removed"]))
+        widgets.report_download(model, edited["occupation"], run=run)
         if edited["occupation"] == occupation and edited["kind"] == "remove":
             run_point = (edited["n_removed"], float(target["group_bias_after"]))
         widgets.show_chart(charts.bias_change_bars(frame, occupation=edited["occupation"], noise=noise), frame,

@@ -9,6 +9,7 @@ model = sidebar.page_header("Influential triples")
 
 with widgets.errors_shown():
     occupation, row, defined = widgets.occupation_section(cache.measures(model))
+    widgets.report_download(model, occupation)
     if not defined:
         st.warning(texts.NEEDS_BOTH_GENDERS)
         st.stop()

@@ -11,6 +11,7 @@ with widgets.errors_shown():
     measures = cache.measures(model)
     occupation, row, _ = widgets.occupation_section(measures)
     widgets.headline(row)
+    widgets.report_download(model, occupation)
 
     persons = cache.persons(model, occupation)
     st.subheader("B_in per person, by gender")

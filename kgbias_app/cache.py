@@ -22,6 +22,7 @@ import streamlit as st
 import torch
 
 from kgbias_app import charts
+from kgbias_core import report as reports
 from kgbias_core import tables, tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.datasets import NAMED_DATASETS
@@ -183,6 +184,18 @@ def triples_frame(model: ModelRef, indices: tuple[int, ...]) -> pd.DataFrame:
 def predicted_removal(model: ModelRef, occupation: str, indices: Sequence[int]) -> PredictedChange:
     """Predicted change of B_gr for removing ``indices`` (a sum over the memoised influence: not cached)."""
     return analysis(model).predicted_removal(occupation, torch.tensor(list(indices), dtype=torch.long))
+
+
+def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str:
+    """The HTML report of ``occupation`` under ``model``, or of ``model``'s what-if ``run`` (its edited
+    occupation), from the cached analyses and measures.
+
+    Not memoised itself: it is built only when "Download report" is clicked, it carries its date, and
+    a noise band or a calibration that finishes later belongs in the next one.
+    """
+    base = analysis(model)
+    whatif = None if run is None else reports.whatif_run(base, analysis(run), noise=tasks.saved_noise_band(model.path))
+    return reports.occupation_report(base, occupation, measures=measures(model), run=whatif)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -7,17 +7,27 @@ reads the same way everywhere: positive = male-leaning (METHODS.md).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
+from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.*)
+    DIGITS,
+    NO_INTERVAL_LEAN,
+    NO_NOISE_BAND,
+    PROJECTION_NO_INTERVAL,
+    SENTENCES,
+    SIGN,
+    UNDEFINED,
+    UNDEFINED_SENTENCE,
+    WHY_THEY_DIFFER,
+    ZERO_SENTENCE,
+    agreement,
+    fmt,
+    is_defined,
+    noise_sentence,
+    number,
+    sentence,
+)
 from kgbias_core.tables import SubpopulationComparison
-
-#: Axis-title and help suffix of every signed bias.
-SIGN = "> 0 = male-leaning"
-#: How a NaN reads in a table or a metric.
-UNDEFINED = "undefined"
 
 # --- tables ---------------------------------------------------------------------------------------
 #: The display name of each column code of the core's tables; ids (labels, indices) read "id".
@@ -66,144 +76,6 @@ MIN_GROUP_HELP = (
     "Occupations with fewer men or fewer women than this are listed apart, not ranked: a figure over one "
     "or two persons is noise, and would lead the ranking."
 )
-
-# --- the measures in one sentence each ----------------------------------------------------------
-#: One plain-language sentence per measure and sign: (positive, negative).
-SENTENCES: dict[str, tuple[str, str]] = {
-    "group_bias": (
-        "Persons of this occupation who are women are linked to it with a larger TransE error than "
-        "its men: the embedding leans male.",
-        "Persons of this occupation who are men are linked to it with a larger TransE error than "
-        "its women: the embedding leans female.",
-    ),
-    "projection_bias": (
-        "The occupation's vector points more towards 'male' than towards 'female' "
-        "(word-embedding-style projection): male-leaning.",
-        "The occupation's vector points more towards 'female' than towards 'male' "
-        "(word-embedding-style projection): female-leaning.",
-    ),
-    "fisher_bp": (
-        "Nudging persons' embeddings towards 'male' makes this occupation more plausible for them: "
-        "male-leaning.",
-        "Nudging persons' embeddings towards 'female' makes this occupation more plausible for them: "
-        "female-leaning.",
-    ),
-    "individual_bias_vanilla": (
-        "Averaged over all its persons, a counterfactual gender flip (Du §3.2) says their link to "
-        "this occupation rests on the male direction: male-leaning.",
-        "Averaged over all its persons, a counterfactual gender flip (Du §3.2) says their link to "
-        "this occupation rests on the female direction: female-leaning.",
-    ),
-    "individual_bias_weighted": (
-        "With women and men weighted equally (mean over women + mean over men), the per-person "
-        "bias is male-leaning.",
-        "With women and men weighted equally (mean over women + mean over men), the per-person "
-        "bias is female-leaning.",
-    ),
-}
-UNDEFINED_SENTENCE = "Undefined: this measure needs at least one man and one woman in the occupation."
-ZERO_SENTENCE = "Exactly 0: no lean either way."
-#: A measure whose 95% interval includes 0 (or that has none) states no direction.
-NO_CLEAR_LEAN = "No clear lean (interval includes 0): {low} to {high}."
-NO_INTERVAL_LEAN = "No clear lean: too few persons for an interval."
-EXCLUDES_ZERO = " (95% interval {low} to {high}, which excludes 0)"
-#: B_wo is one projection of three vectors: there are no persons to resample, hence no interval.
-PROJECTION_NO_INTERVAL = " No interval: B_wo is one projection, not a mean over persons."
-
-
-def is_defined(value: float | None) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
-def _unsigned_zero(text: str) -> str:
-    """"-0.000" and "+0.000" as "0.000": a tiny value rounds to zero, and zero has no sign."""
-    return text.lstrip("+-") if float(text) == 0 else text
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    """A signed number ("0.000" when it rounds to zero), or "undefined" for None and NaN."""
-    return _unsigned_zero(f"{value:+.{digits}f}") if is_defined(value) else UNDEFINED
-
-
-def number(value: float | None, digits: int = 3) -> str:
-    """A number in a table: ``digits`` decimals, never "-0.000"; "undefined" for None and NaN."""
-    return _unsigned_zero(f"{value:.{digits}f}") if is_defined(value) else UNDEFINED
-
-
-def lean(value: float | None, low: float | None = None, high: float | None = None) -> str:
-    """"male", "female", "none" (the 95% interval includes 0, or an interval is missing) or "undefined".
-
-    Without ``low`` and ``high`` (a measure that has no interval, B_wo) the sign alone decides. A
-    zero-width interval (one person per group: every resample alike) counts as missing.
-    """
-    if not is_defined(value):
-        return "undefined"
-    if low is not None or high is not None:
-        if not (is_defined(low) and is_defined(high)) or low == high or low <= 0 <= high:
-            return "none"
-    return "male" if value > 0 else "female" if value < 0 else "none"
-
-
-def sentence(measure: str, value: float | None, low: float | None = None, high: float | None = None) -> str:
-    """The plain-language reading of one measure's value: a direction only where its interval excludes 0.
-
-    ``low``, ``high``: the measure's 95% interval; both None for a measure without one (B_wo).
-    """
-    side = lean(value, low, high)
-    if side == "undefined":
-        return UNDEFINED_SENTENCE
-    if side == "none":
-        if low is None and high is None or value == 0:
-            return ZERO_SENTENCE
-        if not (is_defined(low) and is_defined(high)) or low == high:
-            return NO_INTERVAL_LEAN
-        digits = DIGITS.get(measure, 3)
-        return NO_CLEAR_LEAN.format(low=fmt(low, digits), high=fmt(high, digits))
-    positive, negative = SENTENCES[measure]
-    text = positive if side == "male" else negative
-    if low is None and high is None:
-        return text + PROJECTION_NO_INTERVAL
-    digits = DIGITS.get(measure, 3)
-    return text[:-1] + EXCLUDES_ZERO.format(low=fmt(low, digits), high=fmt(high, digits)) + "."
-
-
-#: The headline measures in the order the agreement line names them: (column, short name).
-HEADLINE_MEASURES = {
-    "group_bias": "B_gr",
-    "projection_bias": "B_wo",
-    "fisher_bp": "Fisher's b_p",
-    "individual_bias_vanilla": "B_in (all persons)",
-    "individual_bias_weighted": "B_in (women + men)",
-}
-#: (one measure, several measures) per lean of :func:`lean`.
-LEAN_WORDS = {"male": ("leans male", "lean male"), "female": ("leans female", "lean female"),
-              "none": ("shows no clear lean", "show no clear lean")}
-MEASURES_AGREE = "**The measures agree in direction:** {parts}."
-MEASURES_DISAGREE = "**The measures disagree in direction:** {parts}."
-UNDEFINED_MEASURES = " Undefined: {names}."
-#: Decimals of a measure in sentences, where 3 would round its interval to one number.
-DIGITS = {"fisher_bp": 4}
-WHY_THEY_DIFFER = (
-    "Why they can differ: B_gr compares how far this occupation's women and men are from it, so what "
-    "all persons share cancels out; B_in and b_p also carry the occupation relation's own pull along the "
-    "male−female direction, the same for every occupation (a shared offset), so they lean the same way "
-    "almost everywhere; B_in over all persons lets the larger gender dominate, B_in (women + men) weighs "
-    "both equally; B_wo is a projection of the occupation's vector alone, with no persons and no interval."
-)
-
-
-def agreement(row: Mapping[str, float]) -> str:
-    """One line: which headline measures lean which way (by :func:`lean`, intervals included); the
-    reason they can differ is :data:`WHY_THEY_DIFFER`. ``row``: an occupation's row of the measures table."""
-    leans: dict[str, list[str]] = {}
-    for column, name in HEADLINE_MEASURES.items():
-        interval = (row.get(f"{column}_low"), row.get(f"{column}_high")) if f"{column}_low" in row else (None, None)
-        leans.setdefault(lean(row[column], *interval), []).append(name)
-    parts = "; ".join(f"{', '.join(leans[side])} {LEAN_WORDS[side][len(leans[side]) > 1]}"
-                      for side in LEAN_WORDS if side in leans)
-    line = (MEASURES_DISAGREE if {"male", "female"} <= set(leans) else MEASURES_AGREE).format(parts=parts)
-    return line + (UNDEFINED_MEASURES.format(names=", ".join(leans["undefined"])) if "undefined" in leans else "")
-
 
 PREDICTED_CHANGE = "Predicted change of B_gr"
 NOT_CALIBRATED = "uncalibrated"
@@ -305,6 +177,11 @@ PERSONS_TABLE = (
     "direction, so often all lean the same way: \"B_in − graph mean\" says who leans more than the graph's "
     "typical person. Click a header to sort."
 )
+REPORT_HELP = (
+    "One HTML file that opens offline: the graph, the model's config and data hash, the measures with their "
+    "intervals and readings, the charts (interactive), and for a what-if its predicted and retrained change."
+)
+IMAGE_HELP = "The chart as an image for slides (PNG) or print (SVG), drawn when clicked (a few seconds)."
 COMPARE_TWO = "Pick at least two occupations to compare."
 COMPARE_DISTRIBUTIONS = (
     "B_in of each occupation's women and men side by side (box: quartiles; points: outliers, or every person "
@@ -488,7 +365,6 @@ EMPTY_BASKET = "The removal basket of {model} is empty: add triples on the Influ
 PREDICTED_HELP = "Sum of δ_z B_gr over the {n} removed triples (METHODS §4)."
 RUN_IN_STORE = "This what-if is already in the store as `{name}`: compare it below."
 RUN_RETRAINING = "`{name}` is being retrained (see the jobs below)."
-NO_NOISE_BAND = "Noise band pending: 3 retrains of the unedited graph, once per model (started when the lab opens)."
 NOISE_BAND_PENDING = (
     "Noise band pending: 3 retrains of the unedited graph under other seeds run in the background (once per "
     "model). Until they are done, no change below can be told apart from retraining drift."
@@ -528,15 +404,6 @@ REMOVAL_CURVE = (
     "B_gr after masked retraining without k triples: IF-REMOVE (by influence, towards 0) against "
     "Random-REMOVE (the baseline). The grey band is the noise of retraining under other seeds."
 )
-
-
-def noise_sentence(change: float | None, spread: float | None) -> str:
-    """Is |change| above the spread of B_gr across retrains of the unedited graph?"""
-    if spread is None or not is_defined(change):
-        return NO_NOISE_BAND
-    verdict = "larger than" if abs(change) > spread else "within"
-    return (f"Retrains of the unedited graph under 3 other seeds spread B_gr over {spread:.3f} (max − min): "
-            f"this change ({fmt(change)}) is {verdict} that noise.")
 
 
 def random_baseline_sentence(k: int, change: float) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -37,6 +38,7 @@ from kgbias_core.measures.relation_audit import (
     relation_values,
     value_table,
 )
+from kgbias_core.static_images import IMAGE_FORMATS, figure_image
 from kgbias_core.tables import (
     MIN_GROUP_SIZE,
     Intersections,
@@ -95,9 +97,9 @@ def too_few(small: pd.DataFrame, columns: Sequence[str], *, rule: str, ids: Sequ
         table(small, columns, ids=ids, names=names)
 
 
-def csv_name(*parts: str) -> str:
+def csv_name(*parts: str, suffix: str = ".csv") -> str:
     """A download's file name from its parts: "a-b-c.csv", no slashes or spaces (labels may hold both)."""
-    return "-".join(parts).replace("/", "_").replace(" ", "_") + ".csv"
+    return "-".join(parts).replace("/", "_").replace(" ", "_") + suffix
 
 
 def download(frame: pd.DataFrame, file_name: str, *, key: str, label: str = "Download the data (CSV)") -> None:
@@ -106,10 +108,26 @@ def download(frame: pd.DataFrame, file_name: str, *, key: str, label: str = "Dow
 
 
 def show_chart(fig: go.Figure, data: pd.DataFrame, *, caption: str, file_name: str, key: str) -> None:
-    """A chart, the caption saying how to read it, and a download of the data behind it."""
+    """A chart, the caption saying how to read it, a download of the data behind it, and the chart as
+    PNG and SVG for slides."""
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
     st.caption(caption)
-    download(data, file_name, key=f"{key}:csv")
+    columns = st.columns(1 + len(IMAGE_FORMATS))
+    with columns[0]:
+        download(data, file_name, key=f"{key}:csv")
+    for column, (image_format, mime) in zip(columns[1:], IMAGE_FORMATS.items(), strict=True):
+        # A callable: Chromium draws the image (seconds) only when the button is clicked, never on a rerun.
+        column.download_button(f"Save the chart ({image_format.upper()})",
+                               partial(figure_image, fig, image_format=image_format),
+                               file_name=file_name.removesuffix(".csv") + f".{image_format}", mime=mime,
+                               key=f"{key}:{image_format}", help=texts.IMAGE_HELP)
+
+
+def report_download(model: ModelRef, occupation: str, *, run: ModelRef | None = None) -> None:
+    """"Download report": one HTML file of the occupation (or of the what-if ``run``), built on the click."""
+    st.download_button("Download report", partial(cache.report, model, occupation, run), key="report",
+                       file_name=csv_name(run.name if run else model.name, occupation, "report", suffix=".html"),
+                       mime="text/html", help=texts.REPORT_HELP)
 
 
 # --- occupations --------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 Each command parses its flags and runs a task of :mod:`kgbias_core.tasks` or builds a table, so the
 command line and the pages compute the same way. Every command writes a CSV (or a model
-directory) and prints progress on stderr; a user error prints one line naming the problem and
-exits with status 2, never a traceback.
+directory, a JSON file, an HTML report) and prints progress on stderr; a user error prints one line
+naming the problem and exits with status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -367,6 +367,27 @@ def _findings(args: argparse.Namespace) -> None:
     print(f"wrote {len(frame)} findings to {args.out}")
 
 
+def _report(args: argparse.Namespace) -> None:
+    from kgbias_core.embeddings.store import read_config
+    from kgbias_core.errors import REPORT_NOT_A_RUN, REPORT_RUN_NOT_OF_MODEL, ModelStoreError
+    from kgbias_core.report import occupation_report, whatif_run
+    from kgbias_core.tasks import saved_noise_band
+    from kgbias_core.whatif.runs import made_from
+
+    analysis = _analysis(args.model)
+    run, occupation = None, args.occupation
+    if args.run is not None:
+        run_config = read_config(args.run)
+        if not run_config.get("edit"):
+            raise ModelStoreError(REPORT_NOT_A_RUN.format(path=args.run))
+        if not made_from(run_config, read_config(args.model)):
+            raise ModelStoreError(REPORT_RUN_NOT_OF_MODEL.format(run=args.run, model=args.model))
+        run = whatif_run(analysis, _analysis(args.run), noise=saved_noise_band(args.model))
+        occupation = run.edit["occupation"]
+    _write_text(occupation_report(analysis, occupation, run=run), args.out)
+    print(f"wrote the report to {args.out}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kgbias", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -436,6 +457,16 @@ def build_parser() -> argparse.ArgumentParser:
                            help="men and women a subpopulation needs for figures (default 5 of each)")
     intersect.add_argument("--out", required=True, type=_csv_out)
     intersect.set_defaults(handler=_intersect)
+
+    report = commands.add_parser("report", help="one occupation (or one what-if run) as a self-contained HTML "
+                                                "report: measures with intervals, sentences, charts, versions")
+    report.add_argument("--model", required=True, help="model directory (the base model of --run)")
+    about = report.add_mutually_exclusive_group(required=True)
+    about.add_argument("--occupation", help="occupation label or readable name")
+    about.add_argument("--run", help="what-if run directory: the report of its edited occupation, with the edit, "
+                                     "the predicted and the retrained change, and the noise band")
+    report.add_argument("--out", required=True, type=_csv_out, help="HTML file to write")
+    report.set_defaults(handler=_report)
 
     audit = commands.add_parser("audit", help="Keidar et al.'s DPD/PPD/TLB per sensitive relation and model")
     audit.add_argument("--models", nargs="+", required=True, help="model directories")

@@ -238,3 +238,22 @@ CSV_OUT_IS_DIRECTORY = "{path} is a directory: --out names the file to write (no
 CSV_WRITE_FAILED = "{path}: could not write the file ({reason}); a previous file of that name is unchanged"
 UNEXPECTED_ERROR = "{exc_type}: {message} (unexpected: rerun with KGBIAS_DEBUG=1 for the traceback)"
 INTERRUPTED = "interrupted: nothing was saved by the unfinished command"
+
+# --- reports and static images -------------------------------------------------------------------
+
+
+class ExportError(KGBiasError):
+    """A chart could not be saved as a static image (PNG, SVG)."""
+
+
+REPORT_NOT_A_RUN = (
+    "{path} is no what-if run: its config.json records no edit (give a run made by 'debias' or the lab)"
+)
+REPORT_RUN_NOT_OF_MODEL = (
+    "{run} is not a what-if of the model {model} as it is stored now (another base, or the base was retrained "
+    "since): give the run's own base as --model"
+)
+STATIC_EXPORT_FAILED = (
+    "could not save the chart as {format}: {reason}. Static export drives a Chromium (kgbias never downloads one): "
+    "install it (scripts/setup.sh dev, or apt-get install chromium) or set BROWSER_PATH to a Chrome or Chromium"
+)

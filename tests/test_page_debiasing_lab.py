@@ -168,3 +168,9 @@ def test_an_old_warm_started_run_is_flagged(store_with_a_run_first: Path) -> Non
     assert "a-run" in next(box for box in app.selectbox if box.label == "Run").options
     assert ui_texts.WARM_RUN in texts(app.warning)
     assert not [radio for radio in app.radio if radio.label == "Retraining"]  # no mode to choose any more
+
+
+def test_the_selected_run_offers_its_report(store_with_a_run_first: Path) -> None:
+    app = page("debiasing_lab").run()
+    assert not app.exception
+    assert [b.label for b in app.get("download_button") if b.key == "report"] == ["Download report"]

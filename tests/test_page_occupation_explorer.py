@@ -104,3 +104,12 @@ def test_subpopulations_say_so_when_the_schema_names_no_attribute(store_without_
     assert not app.exception
     assert "names no attribute" in texts(app.info)
     assert len(app.get("plotly_chart")) == 3
+
+
+def test_explorer_offers_the_report_and_each_chart_as_png_and_svg(app_store: Path) -> None:
+    app = page("occupation_explorer").run()
+    assert not app.exception
+    buttons = {button.key: button.label for button in app.get("download_button")}
+    assert buttons["report"] == "Download report"
+    assert buttons["individual_distribution:png"] == "Save the chart (PNG)"
+    assert buttons["individual_scatter:svg"] == "Save the chart (SVG)"

@@ -19,7 +19,9 @@ def test_overview_shows_the_graph_and_every_chart(app_store: Path) -> None:
     assert app.title[0].value == "Overview"
     assert metric(app, "Persons with a gender") == "600"
     assert len(app.get("plotly_chart")) == 2
-    assert len(app.get("download_button")) == 3
+    labels = [button.label for button in app.get("download_button")]
+    assert len(labels) == 3 + 2 * 2  # the table's and each chart's data, and each chart as PNG and SVG
+    assert labels.count("Save the chart (PNG)") == labels.count("Save the chart (SVG)") == 2
     assert "tiny-transe" in texts(app.caption)
 
 

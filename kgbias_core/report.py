@@ -1,0 +1,267 @@
+"""One occupation's report as a single HTML file that opens offline: the graph, the model's config and
+data hash, the date and the library versions; the measures with their 95% intervals and a sentence each;
+interactive charts (plotly.js inlined once, no CDN); and, for a what-if run, its edit, the predicted and
+the retrained change of B_gr and the retraining noise band.
+
+The dashboard's "Download report" and ``kgbias report`` both call :func:`occupation_report`, so the two
+files are the same. Apart from the date, a report is a function of the model, the occupation and the run:
+the charts get fixed element ids, and the measures' bootstrap is seeded.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+
+from kgbias_core import __version__, readings
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.store import library_versions
+from kgbias_core.errors import REPORT_NOT_A_RUN, MeasureError
+from kgbias_core.influence.scale import PredictedChange
+from kgbias_core.tables import influence_table, measures_table, persons_table, triples_in_words
+from kgbias_core.whatif.runs import bias_change, noise_spread
+
+#: Training triples charted by |delta_z B_gr|: enough to see who moves the occupation, few enough to read.
+TOP_TRIPLES = 15
+GENDER_COLORS = {"male": "#2c7bb6", "female": "#d7191c"}
+#: Bar colours by what removing the triple does to B_gr (positive = towards male-leaning).
+INFLUENCE_COLORS = {True: GENDER_COLORS["male"], False: GENDER_COLORS["female"]}
+
+PERSONS_CAPTION = (
+    "B_in per person of the occupation (Du §3.2: the change of B_gr if that person's gender fact were flipped), "
+    "by gender; boxes show the quartiles, points the outliers. {sign}."
+)
+INFLUENCE_CAPTION = (
+    "The {n} training triples whose removal would move B_gr most (δ_z B_gr, Du Eq. 3; closed-form influence "
+    "gives the direction and the ranking, its size is uncalibrated). A positive δ_z: removing the triple "
+    "makes the occupation more male-leaning."
+)
+NO_INFLUENCE = "No influential triples: {reason}."
+CHANGE_CAPTION = (
+    "Change of B_gr of {name}: predicted by influence (with its calibrated interval, where the model is "
+    "calibrated) and measured after retraining; the band is the retraining noise (± the spread of B_gr "
+    "across retrains of the unedited graph)."
+)
+NOT_PREDICTED = "none: influence predicts removals only (Add is measured by retraining)"
+NO_REMOVED_RECORD = "none: the run's record does not list the removed triples"
+NO_BAND = "No noise band is saved for this model: the retrained change cannot be read against retraining noise."
+
+
+@dataclass(frozen=True)
+class WhatIfRun:
+    """A retrained what-if as its report shows it."""
+
+    name: str  # the run's model name
+    edit: Mapping[str, Any]  # its edit record (config.json "edit"): kind, strategy, occupation, counts
+    change: pd.Series  # the edited occupation's row of bias_change: group_bias_before, group_bias_after, change
+    predicted: PredictedChange | None  # influence's prediction of the change; None for Add or an unlisted removal
+    spread: float | None  # the noise band's spread of the occupation's B_gr; None without a band
+
+
+def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None) -> WhatIfRun:
+    """The report's view of ``run``, a what-if retrained from ``base``; ``noise``: the base's noise band."""
+    edit = run.model.edit
+    if not edit:
+        raise MeasureError(REPORT_NOT_A_RUN.format(path=run.model.name))
+    occupation = edit["occupation"]
+    change = bias_change(base, run).set_index("occupation").loc[occupation]
+    removed = edit.get("removed")
+    predicted = None
+    if edit.get("kind") == "remove" and removed:
+        predicted = base.predicted_removal(occupation, torch.tensor(removed, dtype=torch.long))
+    return WhatIfRun(name=run.model.name, edit=edit, change=change, predicted=predicted,
+                     spread=noise_spread(noise, occupation))
+
+
+# --- figures ------------------------------------------------------------------------------------
+def persons_figure(persons: pd.DataFrame) -> go.Figure:
+    """B_in per person by gender (a :func:`~kgbias_core.tables.persons_table`), one box per gender."""
+    fig = go.Figure()
+    for gender, color in GENDER_COLORS.items():
+        mine = persons[persons["gender"] == gender]
+        fig.add_trace(go.Box(y=mine["individual_bias"], name=gender, text=mine["name"], marker_color=color,
+                             boxpoints="outliers", hovertemplate="%{text}: %{y:.4f}<extra></extra>"))
+    fig.add_hline(y=0, line_color="black", line_width=1)
+    fig.update_layout(yaxis_title=f"B_in per person ({readings.SIGN})", showlegend=False, height=450)
+    return fig
+
+
+def influence_figure(triples: pd.DataFrame) -> go.Figure:
+    """The triples of an influence table (with ``in words``) as horizontal bars of δ_z B_gr, largest on top."""
+    ordered = triples.iloc[::-1]
+    fig = go.Figure(go.Bar(x=ordered["influence"], y=ordered["in words"], orientation="h",
+                           marker_color=[INFLUENCE_COLORS[v > 0] for v in ordered["influence"]],
+                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+    fig.update_layout(xaxis_title="δ_z B_gr (removing the triple changes B_gr by about this)",
+                      height=max(400, 28 * len(triples)), margin={"l": 10})
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def change_figure(run: WhatIfRun) -> go.Figure:
+    """The predicted (with its interval) and the retrained change of B_gr, against the noise band."""
+    predicted = run.predicted
+    shown = predicted is not None and predicted.calibrated
+    bars = ["predicted", "retrained"] if shown else ["retrained"]
+    values = [predicted.point, run.change["change"]] if shown else [run.change["change"]]
+    error = None
+    if shown and predicted.has_interval:
+        error = {"type": "data", "symmetric": False, "array": [predicted.high - predicted.point, 0],
+                 "arrayminus": [predicted.point - predicted.low, 0]}
+    fig = go.Figure(go.Bar(x=bars, y=values, error_y=error, marker_color="#9467bd",
+                           hovertemplate="%{x}: %{y:+.4f}<extra></extra>"))
+    if run.spread is not None:
+        fig.add_hrect(y0=-run.spread, y1=run.spread, fillcolor="grey", opacity=0.2, line_width=0,
+                      annotation_text="retraining noise", annotation_position="top left")
+    fig.add_hline(y=0, line_color="black", line_width=1)
+    fig.update_layout(yaxis_title=f"change of B_gr ({readings.SIGN})", height=400)
+    return fig
+
+
+# --- HTML ---------------------------------------------------------------------------------------
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; padding: 0 1rem; color: #222; }
+table { border-collapse: collapse; margin: 0.5rem 0 1rem; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
+td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.caption { color: #555; font-size: 0.9rem; }
+"""
+
+
+def _text(value: Any) -> str:
+    """``value`` as escaped text, with **bold** (the readings' Markdown) as <strong>."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(str(value)))
+
+
+def _table(rows: Sequence[Sequence[Any]], *, header: Sequence[str], numbers: Sequence[int] = ()) -> str:
+    """An HTML table, every cell escaped; the columns at ``numbers`` right-aligned."""
+    head = "".join(f"<th>{_text(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="number">{_text(v)}</td>' if i in numbers else f"<td>{_text(v)}</td>"
+                         for i, v in enumerate(row)) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _chart(fig: go.Figure, *, number: int, title: str, caption: str) -> str:
+    """A figure as a <div> and its script; the first one carries plotly.js, the others reuse it."""
+    div = fig.to_html(full_html=False, include_plotlyjs=number == 1, div_id=f"chart-{number}",
+                      config={"displaylogo": False})
+    return f'<h3>{_text(title)}</h3>{div}<p class="caption">{_text(caption)}</p>'
+
+
+def _measures(row: pd.Series) -> str:
+    """The headline measures with their 95% intervals and a sentence each, after whether they agree."""
+    rows = []
+    for column, short in readings.HEADLINE_MEASURES.items():
+        digits = readings.DIGITS.get(column, 3)
+        low, high = (row.get(f"{column}_low"), row.get(f"{column}_high")) if f"{column}_low" in row else (None, None)
+        interval = "none" if low is None else f"{readings.fmt(low, digits)} to {readings.fmt(high, digits)}"
+        reading = readings.sentence(column, row[column], low, high)
+        rows.append((short, readings.fmt(row[column], digits), interval, reading))
+    table = _table(rows, header=("measure", "value", "95% interval", "reading"), numbers=(1, 2))
+    return (f"<p>{_text(readings.agreement(row))}</p>{table}"
+            f'<p class="caption">{_text(readings.WHY_THEY_DIFFER)}</p>')
+
+
+def _model_rows(analysis: ModelAnalysis) -> list[tuple[str, Any]]:
+    """The graph and the model: what made the weights, and the influence scale."""
+    model = analysis.model
+    calibration = model.calibration
+    rows = [("model", model.name), ("graph", model.dataset), ("data hash (SHA-256)", model.data_hash),
+            ("training triples", f"{model.triples.shape[0]:,}"), ("entities", f"{model.n_entities:,}"),
+            ("relations", f"{model.n_relations:,}"), ("gender relation", model.schema.gender_relation),
+            ("occupation relation", model.schema.occupation_relation)]
+    # The training config: its "model" is the kind of embedding; "damping" the λ in use (the config's may be
+    # None, meaning the default 2|G|/|E| that the stored model holds).
+    config = {**model.config.to_dict(), "damping": f"{model.damping:.6g}"}
+    rows += [("embedding" if key == "model" else key, value) for key, value in config.items()]
+    rows.append(("influence scale", "not calibrated" if model.influence_scale is None
+                 else f"{model.influence_scale:.4g}" + ("" if calibration is None else
+                                                        f" (range {calibration.low:.4g} to {calibration.high:.4g} "
+                                                        f"over {len(calibration.occupations)} occupations)")))
+    return rows
+
+
+def _versions() -> dict[str, str]:
+    import plotly
+
+    return {**library_versions(), "plotly": plotly.__version__, "kgbias": __version__}
+
+
+def _whatif(run: WhatIfRun, *, name: str) -> str:
+    """The edit, the predicted and the retrained change of B_gr, and the noise band."""
+    edit, change, predicted = run.edit, run.change, run.predicted
+    if predicted is not None:
+        predicted_text = predicted.summary()
+    else:
+        predicted_text = NOT_PREDICTED if edit.get("kind") != "remove" else NO_REMOVED_RECORD
+    rows = [("run", run.name), ("edit", f"{edit.get('strategy')} on {name} ({edit.get('occupation')})"),
+            ("triples removed", edit.get("n_removed", 0)), ("triples added", edit.get("n_added_triples", 0)),
+            ("B_gr before", readings.fmt(change["group_bias_before"])),
+            ("B_gr after retraining", readings.fmt(change["group_bias_after"])),
+            ("retrained change", readings.fmt(change["change"])), ("predicted change", predicted_text),
+            ("noise band (spread of B_gr)", "none saved" if run.spread is None else f"{run.spread:.3f}")]
+    noise = NO_BAND if run.spread is None else readings.noise_sentence(change["change"], run.spread)
+    return f"{_table(rows, header=('', ''))}<p>{_text(noise)}</p>"
+
+
+def occupation_report(
+    analysis: ModelAnalysis,
+    occupation: str,
+    *,
+    measures: pd.DataFrame | None = None,
+    run: WhatIfRun | None = None,
+    created: datetime | None = None,
+) -> str:
+    """The report of ``occupation`` (label or readable name) under ``analysis``'s model, as one HTML page.
+
+    ``measures``: the model's :func:`~kgbias_core.tables.measures_table` where the caller has it (the
+    dashboard's cache), else computed here. ``run``: a what-if of the occupation (:func:`whatif_run`),
+    whose section and chart are added. ``created``: the report's date (default now, UTC).
+    """
+    groups = analysis.groups
+    label = groups.labels[groups.index(occupation)]  # a name resolves to its label; an unknown one raises
+    measures = measures_table(analysis) if measures is None else measures
+    row = measures.set_index("occupation").loc[label]
+    name = str(row["name"])
+    created = created or datetime.now(UTC)
+    charts = [("B_in per person, by gender", persons_figure(persons_table(analysis, label)),
+               PERSONS_CAPTION.format(sign=readings.SIGN))]
+    try:
+        triples = triples_in_words(influence_table(analysis, label, top=TOP_TRIPLES))
+        charts.append(("Most influential training triples", influence_figure(triples),
+                       INFLUENCE_CAPTION.format(n=len(triples))))
+        influence_note = ""
+    except MeasureError as exc:  # one gender only, or a model without the negatives influence needs
+        influence_note = f"<p>{_text(NO_INFLUENCE.format(reason=exc))}</p>"
+    if run is not None:
+        charts.append(("Predicted and retrained change of B_gr", change_figure(run), CHANGE_CAPTION.format(name=name)))
+    drawn = "".join(_chart(fig, number=i, title=title, caption=caption)
+                    for i, (title, fig, caption) in enumerate(charts, start=1))
+    title = f"{name} ({label}) in {analysis.model.name}" + ("" if run is None else f", what-if {run.name}")
+    persons = f"{row['n_male']} men, {row['n_female']} women" + (f"; note: {row['note']}" if row["note"] else "")
+    sections = [
+        f"<h1>kgbias report: {_text(title)}</h1>",
+        f'<p class="caption">Made {created:%Y-%m-%d %H:%M} UTC by kgbias {__version__}. Every bias: '
+        f"{_text(readings.SIGN)}.</p>",
+        f"<section><h2>Graph and model</h2>{_table(_model_rows(analysis), header=('', ''))}</section>",
+        f"<section><h2>Measures of {_text(name)}</h2><p>Persons: {_text(persons)}.</p>{_measures(row)}</section>",
+    ]
+    if run is not None:
+        sections.append(f"<section><h2>What-if</h2>{_whatif(run, name=name)}</section>")
+    sections.append(f"<section><h2>Charts</h2>{drawn}{influence_note}</section>")
+    versions = _table(list(_versions().items()), header=("library", "version"))
+    sections.append(f"<section><h2>Library versions</h2>{versions}</section>")
+    head = f'<head>\n<meta charset="utf-8">\n<title>{_text(title)}</title>\n<style>{STYLE}</style>\n</head>'
+    body = "\n".join(sections)
+    return f'<!DOCTYPE html>\n<html lang="en">\n{head}\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n'

@@ -1,0 +1,182 @@
+"""The HTML report of an occupation and of a what-if run (kgbias_core.report), and ``kgbias report``."""
+
+from __future__ import annotations
+
+import platform
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from importlib.metadata import version
+from pathlib import Path
+
+import pandas as pd
+import plotly
+import pytest
+import torch
+from plotly.offline import get_plotlyjs
+
+import kgbias_core
+from kgbias_core import tasks
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.cli import main
+from kgbias_core.embeddings.store import StoredModel, load_model
+from kgbias_core.jobs import Progress
+from kgbias_core.report import NO_BAND, occupation_report, whatif_run
+from kgbias_core.tables import measures_table
+from kgbias_core.whatif.edits import make_edit
+
+#: Elements that have no end tag in HTML.
+VOID = {"meta", "br", "hr", "img", "input", "link", "col", "source", "area", "base", "wbr"}
+WHEN = datetime(2025, 1, 2, 3, 4, tzinfo=UTC)
+
+
+class Page(HTMLParser):
+    """Checks that every element closes in order, and reads the report's tables as {first cell: cells}."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.problems: list[str] = []
+        self.rows: dict[str, list[str]] = {}
+        self.texts: list[str] = []  # text outside <script> and <style>
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in VOID:
+            return
+        self.open.append(tag)
+        if tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open or self.open[-1] != tag:
+            self.problems.append(f"</{tag}> closes {self.open[-1] if self.open else 'nothing'}")
+            return
+        self.open.pop()
+        if tag in ("td", "th") and self._row is not None:
+            self._row.append("".join(self._cell or []).strip())
+            self._cell = None
+        elif tag == "tr" and self._row:
+            self.rows.setdefault(self._row[0], self._row[1:])
+            self._row = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+        if not self.open or self.open[-1] not in ("script", "style"):
+            self.texts.append(data)
+
+
+@pytest.fixture(scope="module")
+def analysis(tiny_model: StoredModel) -> ModelAnalysis:
+    return ModelAnalysis(tiny_model)
+
+
+@pytest.fixture(scope="module")
+def nurse_report(analysis: ModelAnalysis) -> str:
+    return occupation_report(analysis, "nurse", created=WHEN)
+
+
+@pytest.fixture(scope="module")
+def removal_run(tiny_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real what-if of the tiny model: IF-REMOVE of the 5 triples that move Nurse's B_gr most towards 0."""
+    base = tiny_store / "tiny-transe"
+    edit = make_edit(ModelAnalysis(load_model(base)), "nurse", strategy="if", k=5)
+    return Path(tasks.whatif_task(base=base, edit=edit, out=tmp_path_factory.mktemp("runs") / "run").run(Progress()))
+
+
+def test_the_report_is_well_nested_html(nurse_report: str) -> None:
+    page = Page(nurse_report)
+    assert page.problems == []
+    assert page.open == []
+    assert nurse_report.startswith("<!DOCTYPE html>")
+
+
+def test_the_report_shows_the_measures_table_values_with_their_intervals(nurse_report: str, analysis) -> None:
+    row = measures_table(analysis).set_index("occupation").loc["nurse"]
+    cells = Page(nurse_report).rows
+    assert cells["B_gr"][:2] == [f"{row['group_bias']:+.3f}",
+                                 f"{row['group_bias_low']:+.3f} to {row['group_bias_high']:+.3f}"]
+    assert cells["Fisher's b_p"][0] == f"{row['fisher_bp']:+.4f}"
+    assert cells["B_wo"][1] == "none"  # one projection: no persons to resample
+    assert cells["B_gr"][2].endswith(".")  # a plain-language sentence beside each figure
+
+
+def test_the_report_names_its_data_config_date_and_library_versions(nurse_report: str, tiny_model) -> None:
+    cells = Page(nurse_report).rows
+    assert cells["data hash (SHA-256)"] == [tiny_model.data_hash]
+    assert cells["epochs"] == [str(tiny_model.config.epochs)]
+    assert "2025-01-02 03:04 UTC" in nurse_report
+    expected = {"python": platform.python_version(), "torch": torch.__version__, "pykeen": version("pykeen"),
+                "plotly": plotly.__version__, "kgbias": kgbias_core.__version__}
+    assert {name: cells[name] for name in expected} == {name: [v] for name, v in expected.items()}
+
+
+def test_the_report_opens_offline_with_plotly_inlined_once(nurse_report: str) -> None:
+    assert nurse_report.count(get_plotlyjs()) == 1  # plotly.js itself, once for every chart
+    assert nurse_report.count("Plotly.newPlot") >= 2  # B_in by gender, the influential triples
+    assert not re.search(r"<script[^>]*\bsrc\s*=", nurse_report)  # nothing fetched: no CDN, no file
+
+
+def test_the_report_escapes_names(tiny_model) -> None:
+    names = list(tiny_model.entity_names)
+    names[tiny_model.entity_id("nurse")] = "Nurse <b>&"
+    report = occupation_report(ModelAnalysis(replace(tiny_model, entity_names=tuple(names))), "nurse")
+    assert "Nurse &lt;b&gt;&amp;" in report
+    assert "Nurse <b>" not in report
+
+
+def test_a_report_apart_from_its_date_is_a_function_of_model_and_occupation(analysis, nurse_report) -> None:
+    again = occupation_report(ModelAnalysis(analysis.model), "Nurse", created=WHEN)  # a fresh memo, the name
+    assert again == nurse_report
+
+
+def test_a_whatif_report_shows_the_edit_and_the_retrained_and_predicted_change(tiny_store, removal_run) -> None:
+    base = ModelAnalysis(load_model(tiny_store / "tiny-transe"))
+    run = ModelAnalysis(load_model(removal_run))
+    before, after = base.group_bias("nurse").item(), run.group_bias("nurse").item()
+    noise = pd.DataFrame({"occupation": ["nurse"], "spread": [0.01]})
+    report = occupation_report(base, "nurse", run=whatif_run(base, run, noise=noise))
+    cells = Page(report).rows
+    assert cells["run"] == [removal_run.name]
+    assert cells["edit"] == [f"{run.model.edit['strategy']} on Nurse (nurse)"]
+    assert cells["triples removed"] == ["5"]
+    assert cells["retrained change"] == [f"{after - before:+.3f}"]
+    removed = torch.tensor(run.model.edit["removed"])
+    assert cells["predicted change"] == [base.predicted_removal("nurse", removed).summary()]
+    assert cells["noise band (spread of B_gr)"] == ["0.010"]
+    assert "spread B_gr over 0.010" in report
+    assert report.count("Plotly.newPlot") == 3  # and the predicted against the retrained change
+    without = occupation_report(base, "nurse", run=whatif_run(base, run))
+    assert NO_BAND in without
+
+
+def test_cli_report_writes_the_html_file(tiny_store: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "reports" / "nurse.html"
+    assert main(["report", "--model", str(tiny_store / "tiny-transe"), "--occupation", "Nurse", "--out", str(out)]) == 0
+    written = out.read_text(encoding="utf-8")
+    assert Page(written).open == [] and "<h1>kgbias report: Nurse (nurse) in tiny-transe</h1>" in written
+    assert capsys.readouterr().out.strip() == f"wrote the report to {out}"
+
+
+def test_cli_report_of_a_whatif_run(tiny_store: Path, removal_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run.html"
+    assert main(["report", "--model", str(tiny_store / "tiny-transe"), "--run", str(removal_run), "--out",
+                 str(out)]) == 0
+    strategy = load_model(removal_run).edit["strategy"]
+    assert Page(out.read_text(encoding="utf-8")).rows["edit"] == [f"{strategy} on Nurse (nurse)"]
+
+
+def test_cli_report_errors_are_one_line(tiny_store: Path, tmp_path: Path, capsys) -> None:
+    model, out = str(tiny_store / "tiny-transe"), str(tmp_path / "r.html")
+    assert main(["report", "--model", model, "--occupation", "astronaut", "--out", out]) == 2
+    assert capsys.readouterr().err == "error: unknown entity 'astronaut': it does not occur in the model's graph\n"
+    assert main(["report", "--model", model, "--run", model, "--out", out]) == 2  # a base model is no run
+    assert capsys.readouterr().err.startswith(f"error: {model} is no what-if run")
+    assert not Path(out).exists()
