@@ -68,8 +68,9 @@ def dashboard(env: Mapping[str, str], *, timeout: float = 60) -> Iterator[str]:
 
 
 @contextmanager
-def chromium(profile: Path) -> Iterator[Any]:
-    """Headless Chromium (a Selenium ``webdriver.Chrome``) with its profile in ``profile``; quit on exit."""
+def chromium(profile: Path, *, downloads: Path | None = None) -> Iterator[Any]:
+    """Headless Chromium (a Selenium ``webdriver.Chrome``) with its profile in ``profile``, saving
+    downloads into ``downloads`` (without asking) when given; quit on exit."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -77,6 +78,9 @@ def chromium(profile: Path) -> Iterator[Any]:
     options.binary_location = str(CHROMIUM)
     for arg in (*CHROMIUM_ARGS, f"--user-data-dir={profile}"):
         options.add_argument(arg)
+    if downloads is not None:
+        options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
+                                                  "download.prompt_for_download": False})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     try:
         yield driver

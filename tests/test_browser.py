@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from kgbias_app.serve import CHROMIUM, chromium, dashboard
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.store import load_model
+from kgbias_core.readings import fmt
+from kgbias_core.tables import measures_table
 
 pytestmark = [
     pytest.mark.browser,
@@ -23,7 +28,10 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
     from selenium.webdriver.support.ui import WebDriverWait
 
     env = os.environ | {"KGBIAS_MODEL_DIR": str(tiny_store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
-    with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
+    downloads = tmp_path / "downloads"
+    measures = measures_table(ModelAnalysis(load_model(tiny_store / "tiny-transe")))
+    librarian_b_gr = float(measures.set_index("occupation").loc["librarian", "group_bias"])
+    with dashboard(env) as url, chromium(tmp_path / "chromium", downloads=downloads) as driver:
         wait = WebDriverWait(driver, 60)
         # A deep link as the fresh server's first request: the router's page, names and layout.
         driver.get(f"{url}/occupation_explorer?occupation=librarian")
@@ -31,6 +39,8 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), "Librarian"))
         nav = [a.text for a in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a')]
         assert any("Occupation explorer" in name for name in nav) and not any("dashboard" in name for name in nav)
+
+        assert driver.find_elements(By.XPATH, '//*[@data-testid="stSidebar"]//*[text()="Link to this view"]')
 
         # Another occupation: the URL follows; Back returns to the librarians.
         picker = wait.until(ec.element_to_be_clickable(
@@ -50,6 +60,15 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         assert driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         driver.save_screenshot(str(tmp_path / "occupation_explorer.png"))
+
+        # "Download report": one HTML file holding the occupation's B_gr and an interactive chart.
+        driver.find_element(By.XPATH, '//button[.//p[text()="Download report"]]').click()
+        report = wait.until(lambda d: next(iter(downloads.glob("*librarian*report*.html")), False))
+        page = report.read_text(encoding="utf-8")
+        HTMLParser().feed(page)  # raises on HTML it cannot read
+        assert page.lstrip().lower().startswith("<!doctype html>")
+        assert "Librarian" in page and fmt(librarian_b_gr) in page
+        assert "Plotly.newPlot" in page
 
         # The Findings page, as a person first sees it: the claims are offered for computing.
         driver.find_element(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/findings"]').click()
