@@ -26,7 +26,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from kgbias_core.data.datasets import has_dataset, resolve_data_dir  # noqa: E402
 from kgbias_core.embeddings.store import default_store, list_models, load_model, save_model  # noqa: E402
 
-PAGE = str(REPO / "pages" / "occupation_explorer.py")
+PAGE = str(REPO / "app_pages" / "occupation_explorer.py")
 
 
 def synthetic_store(store: Path) -> Path:

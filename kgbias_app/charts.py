@@ -100,15 +100,64 @@ def ratio_scatter(ratios: pd.DataFrame) -> go.Figure:
 POINTS = {False: "outliers", True: "all"}
 
 
+def box_summary(values: np.ndarray) -> dict[str, float]:
+    """Tukey's box of ``values``: quartiles (linear interpolation, Plotly's default) and the whiskers'
+    ends, the most extreme values within 1.5 IQR of the box."""
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
+    return {"q1": q1, "median": median, "q3": q3, "lowerfence": values[values >= low].min(),
+            "upperfence": values[values <= high].max()}
+
+
+#: Points of the density outline per gender; enough for a smooth curve, a few KB to send.
+DENSITY_GRID = 80
+
+
+def density(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Gaussian kernel density of ``values`` on ``grid``; bandwidth 1.06 σ n^(-1/5) (Silverman's rule of thumb)."""
+    bandwidth = 1.06 * values.std(ddof=1) * len(values) ** (-1 / 5)
+    z = (grid[:, None] - values[None, :]) / bandwidth
+    return np.exp(-0.5 * z**2).sum(axis=1) / (len(values) * bandwidth * np.sqrt(2 * np.pi))
+
+
 def individual_distribution(persons: pd.DataFrame, *, every_point: bool = False) -> go.Figure:
-    """B_in per gender: violin with box, the outliers (or every person) as points (hover: name, degree)."""
-    fig = px.violin(
-        persons, x="gender", y="individual_bias", color="gender", box=True, points=POINTS[every_point],
-        hover_name="name", hover_data={"degree": True, "fisher_individual": ":.3f", "gender": False},
-        color_discrete_map=GENDER_COLORS, category_orders={"gender": ["male", "female"]},
-        labels={"individual_bias": f"B_in per person (influence-based; {SIGN})", "gender": "gender",
-                "fisher_individual": "B'_in", "degree": "degree"},
-    )
+    """B_in per gender: the density as a violin, the box of quartiles, and the outliers (or every
+    person) as points (hover: name, degree, B'_in).
+
+    The density and the box are computed here, not by Plotly in the browser: the figure then carries a
+    few dozen numbers per gender instead of every person's value (Actor: 1,874), which is what kept an
+    occupation switch from being drawn in under half a second (issue 15, bench/bench_browser.py).
+    """
+    fig = go.Figure()
+    rng = np.random.default_rng(0)  # the points' horizontal jitter, the same at every draw
+    genders = [g for g in ("male", "female") if (persons["gender"] == g).any()]
+    for position, gender in enumerate(genders):
+        group = persons[persons["gender"] == gender]
+        values = group["individual_bias"].to_numpy(dtype=float)
+        color = GENDER_COLORS[gender]
+        if len(values) > 1 and values.std() > 0:
+            grid = np.linspace(values.min(), values.max(), DENSITY_GRID)
+            width = density(values, grid)
+            width = 0.4 * width / width.max()
+            fig.add_trace(go.Scatter(
+                x=np.concatenate([position - width, (position + width)[::-1]]), y=np.concatenate([grid, grid[::-1]]),
+                fill="toself", mode="lines", line={"color": color, "width": 1}, opacity=0.45, name=gender,
+                legendgroup=gender, hoverinfo="skip"))
+        box = box_summary(values)
+        fig.add_trace(go.Box(x=[position], **{k: [v] for k, v in box.items()}, width=0.12, name=gender,
+                             legendgroup=gender, showlegend=False, marker_color=color, boxpoints=False,
+                             hovertemplate=f"{gender}<br>median %{{median:.3f}}<br>quartiles %{{q1:.3f}} to "
+                                           f"%{{q3:.3f}}<extra></extra>"))
+        shown = group if every_point else group[(values < box["lowerfence"]) | (values > box["upperfence"])]
+        fig.add_trace(go.Scatter(
+            x=position + rng.uniform(-0.08, 0.08, len(shown)), y=shown["individual_bias"], mode="markers",
+            marker={"color": color, "size": 5}, name=gender, legendgroup=gender, showlegend=False,
+            text=shown["name"], customdata=shown[["degree", "fisher_individual"]].to_numpy(),
+            hovertemplate="<b>%{text}</b><br>B_in %{y:.3f}<br>degree %{customdata[0]}<br>"
+                          "B'_in %{customdata[1]:.3f}<extra></extra>"))
+    fig.update_layout(
+        xaxis={"tickvals": list(range(len(genders))), "ticktext": genders, "title": "gender"},
+        yaxis_title=f"B_in per person (influence-based; {SIGN})", legend_title_text="gender")
     fig.add_hline(y=0, line_color="black", line_width=1)
     return fig
 

@@ -5,7 +5,7 @@ browser's Back button would leave the page instead of returning to the previous 
 an unknown value without a word. So kgbias keeps the URL itself:
 
 - a linked widget (:func:`selectbox`, :func:`multiselect`, :func:`number`, :func:`toggle`,
-  :func:`radio`) takes its value from the URL when the URL changed behind the page's back (a link
+  :func:`radio`, :func:`tabs`) takes its value from the URL when the URL changed behind the page's back (a link
   opened, Back or Forward pressed), else from the session; an unknown value gets a warning naming
   it, and the widget its default;
 - :func:`publish`, once at the end of each run (``dashboard.py``), writes every linked widget's value
@@ -138,6 +138,14 @@ def toggle(label: str, *, key: str, what: str, **kwargs: Any) -> bool:
         return words[raw[-1].lower()]
     return _linked(key, what=what, decode=decode, encode=lambda v: [str(bool(v)).lower()],
                    make=lambda seeded: st.toggle(label, key=key, **kwargs))
+
+
+def tabs(labels: Sequence[str], *, key: str, what: str = "tab") -> list[Any]:
+    """``st.tabs`` that track the open tab (``tab.open``: draw only that one), kept in the URL under ``key``."""
+    one = _choice(labels, str)
+    return _linked(key, what=what, decode=lambda raw: one(raw[-1]),
+                   encode=lambda made: [next((t for t, tab in zip(labels, made, strict=True) if tab.open), labels[0])],
+                   make=lambda seeded: list(st.tabs(labels, key=key, on_change="rerun")))
 
 
 def _fragment_run() -> bool:

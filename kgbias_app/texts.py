@@ -487,3 +487,7 @@ FINDING_COLUMNS = {"claim": "Claim", "statement": "Du et al. claim", "paper": "P
 LINK_UNKNOWN = "The link asks for {what} “{value}”, which this view does not have; showing the default instead."
 LINK_HEADING = "Link to this view"
 LINK_HELP = "Copy it (the button at its right): it opens this page with the same graph, model and choices."
+
+#: The occupation explorer's sections, one tab each (only the open one is drawn).
+EXPLORER_TABS = ["B_in per person, by gender", "B_in against B'_in (Du Fig 3)", "Persons",
+                 "Compare occupations (Du Fig 2)", INTERSECTIONS]

@@ -135,8 +135,9 @@ def test_the_explorer_charts_draw_one_point_per_person() -> None:
     scatter = charts.individual_scatter(persons)
     assert sorted((t.name, float(x), float(y)) for t in scatter.data for x, y in zip(t.x, t.y, strict=True)) == sorted(
         zip(persons["gender"], persons["fisher_individual"], persons["individual_bias"], strict=True))
-    violin = charts.individual_distribution(persons)
-    assert sorted(float(y) for t in violin.data for y in t.y) == sorted(persons["individual_bias"])
+    violin = charts.individual_distribution(persons, every_point=True)
+    points = [t for t in violin.data if t.type == "scatter" and t.mode == "markers"]
+    assert sorted(float(y) for t in points for y in t.y) == sorted(persons["individual_bias"])
 
 
 def test_the_scatter_draws_a_sample_by_default_and_every_person_on_request() -> None:
@@ -156,5 +157,36 @@ def test_the_distributions_draw_the_outliers_by_default_and_every_person_on_requ
     persons = pd.DataFrame({"person": ["a", "b"], "name": ["A", "B"], "gender": ["male", "female"], "degree": 1,
                             "individual_bias": [0.1, -0.1], "fisher_individual": [0.0, 0.0],
                             "occupation_name": "Nurse"})
-    assert {t.points for t in charts.individual_distribution(persons).data} == {"outliers"}
     assert {t.boxpoints for t in charts.compare_distributions(persons, every_point=True).data} == {"all"}
+
+
+def test_the_distribution_draws_tukeys_box_a_kernel_density_and_exactly_the_outliers() -> None:
+    rng = np.random.default_rng(5)
+    values = np.concatenate([rng.normal(0.0, 0.1, 200), [1.5, -1.2, 2.0]])  # three far outliers among men
+    persons = pd.DataFrame({"name": [f"P{i}" for i in range(len(values) + 50)], "degree": 2,
+                            "gender": ["male"] * len(values) + ["female"] * 50,
+                            "individual_bias": np.concatenate([values, rng.normal(0.2, 0.1, 50)]),
+                            "fisher_individual": 0.0})
+    fig = charts.individual_distribution(persons)
+    box = next(t for t in fig.data if t.type == "box" and t.name == "male")
+    # Tukey's box by brute force: sorted values, linear quartiles, whiskers at the last value within 1.5 IQR.
+    ordered = np.sort(values)
+    q = [np.interp(p * (len(ordered) - 1), np.arange(len(ordered)), ordered) for p in (0.25, 0.5, 0.75)]
+    iqr = q[2] - q[0]
+    inside = [v for v in ordered if q[0] - 1.5 * iqr <= v <= q[2] + 1.5 * iqr]
+    assert np.allclose([box.q1[0], box.median[0], box.q3[0]], q)
+    assert box.lowerfence[0] == inside[0] and box.upperfence[0] == inside[-1]
+    male_points = next(t for t in fig.data if t.type == "scatter" and t.mode == "markers" and t.name == "male")
+    assert sorted(male_points.y) == sorted(v for v in values if v not in inside)  # exactly the outliers
+    assert len(male_points.y) >= 3
+    # The violin's outline: the kernel density, checked against scipy's on the same bandwidth rule.
+    from scipy.stats import gaussian_kde
+    outline = next(t for t in fig.data if t.type == "scatter" and t.fill == "toself" and t.name == "male")
+    grid = np.asarray(outline.y[: charts.DENSITY_GRID])
+    reference = gaussian_kde(values, bw_method=1.06 * values.std(ddof=1) * len(values) ** (-1 / 5) / values.std(ddof=1))
+    mine = charts.density(values, grid)
+    assert np.allclose(mine, reference(grid), rtol=1e-6)
+    half_width = np.asarray(outline.x[: charts.DENSITY_GRID])
+    assert np.allclose(0 - half_width, 0.4 * mine / mine.max())
+    # A figure of a few dozen numbers per gender, not one per person (what the browser must draw).
+    assert len(fig.to_json()) < 20_000
