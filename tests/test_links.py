@@ -105,4 +105,5 @@ def test_the_open_tab_is_part_of_the_link(app_store: Path) -> None:
     app = opened("occupation_explorer", {"view": EXPLORER_TABS[3]})
     assert "compare_distributions:csv" in {b.key for b in app.get("download_button")}
     assert url(app)["view"] == [EXPLORER_TABS[3]]
-    assert LINK_UNKNOWN.format(what="tab", value="Nope") in texts(opened("occupation_explorer", {"view": "Nope"}).warning)
+    unknown = opened("occupation_explorer", {"view": "Nope"})
+    assert LINK_UNKNOWN.format(what="tab", value="Nope") in texts(unknown.warning)

@@ -7,7 +7,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from streamlit.testing.v1 import AppTest
 
 from kgbias_app.texts import EXPLORER_TABS
