@@ -109,7 +109,14 @@ def multiselect(label: str, options: Sequence[Any], *, key: str, what: str, form
                 container: Any = st, **kwargs: Any) -> list[Any]:
     """``st.multiselect`` kept in the URL under ``key`` (one parameter per value; none chosen: empty)."""
     one = _choice(options, format_func)
-    return _linked(key, what=what, decode=lambda raw: [one(v) for v in raw if v != ""],
+    most = kwargs.get("max_selections")
+
+    def decode(raw: list[str]) -> list[Any]:
+        chosen = [one(v) for v in raw if v != ""]
+        if most is not None and len(chosen) > most:
+            raise ValueError(f"{len(chosen)} values, at most {most}")
+        return chosen
+    return _linked(key, what=what, decode=decode,
                    encode=lambda v: [str(x) for x in v] or [""],
                    make=lambda seeded: container.multiselect(label, options, key=key, format_func=format_func,
                                                              **_without(kwargs, seeded, "default")))

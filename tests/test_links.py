@@ -107,3 +107,10 @@ def test_the_open_tab_is_part_of_the_link(app_store: Path) -> None:
     assert url(app)["view"] == [EXPLORER_TABS[3]]
     unknown = opened("occupation_explorer", {"view": "Nope"})
     assert LINK_UNKNOWN.format(what="tab", value="Nope") in texts(unknown.warning)
+
+
+def test_a_link_with_more_values_than_a_picker_allows_is_refused(app_store: Path) -> None:
+    seven = ["actor", "dancer", "engineer", "footballer", "nurse", "singer", "politician"]
+    app = opened("occupation_explorer", {"view": EXPLORER_TABS[3], "compare": seven})
+    assert LINK_UNKNOWN.format(what="occupation", value=", ".join(seven)) in texts(app.warning)
+    assert len(app.multiselect(key="compare").value) == 4  # the default comparison
