@@ -102,6 +102,7 @@ class ModelAnalysis:
             entity_embeddings=self.model.entity_embeddings,
             relation_embeddings=self.model.relation_embeddings,
             groups=self.groups,
+            distance=self.model.config.distance,
         ))
         return values if occupation is None else values[self.groups.index(occupation)]
 
@@ -110,10 +111,12 @@ class ModelAnalysis:
         """(B_in, B'_in) per (person, occupation) pair (METHODS §5), [P] each."""
 
         def compute() -> tuple[FloatTensor, FloatTensor]:
-            e, r = self.model.entity_embeddings, self.model.relation_embeddings
+            e, r, distance = self.model.entity_embeddings, self.model.relation_embeddings, self.model.config.distance
             return (
-                individual_bias(entity_embeddings=e, relation_embeddings=r, groups=self.groups, alpha=self.alpha),
-                fisher_individual_bias(entity_embeddings=e, relation_embeddings=r, groups=self.groups),
+                individual_bias(entity_embeddings=e, relation_embeddings=r, groups=self.groups, alpha=self.alpha,
+                                distance=distance),
+                fisher_individual_bias(entity_embeddings=e, relation_embeddings=r, groups=self.groups,
+                                       distance=distance),
             )
 
         return self._memo.get("pair_biases", compute)

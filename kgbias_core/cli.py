@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from kgbias_core.embeddings.config import MODELS
+from kgbias_core.embeddings.config import DISTANCES, IMPORT_FORMATS, MODELS
 from kgbias_core.errors import (
     BAD_NUMBER,
     CSV_OUT_IS_DIRECTORY,
@@ -121,6 +121,24 @@ def _train(args: argparse.Namespace) -> None:
                       inverse_occupation=args.inverse_occupation)
     path = task.run(_PrintedProgress())
     print(f"saved {path} ({read_config(path)['train_seconds']:.1f}s)")
+
+
+def _import(args: argparse.Namespace) -> None:
+    from kgbias_core.tasks import import_task
+
+    task = import_task(args.format, path=Path(args.path), graph=args.graph, out=Path(args.out),
+                       data_dir=args.data_dir, schema=args.schema, names=args.names, distance=args.distance,
+                       trust_pickle=args.trust_pickle, overwrite=args.force)
+    print(f"saved {task.run(_PrintedProgress())} (imported from {args.format}; no frozen negatives: "
+          f"influence and retrains are not available)")
+
+
+def _graph_flags(command: argparse.ArgumentParser, flag: str, meaning: str) -> None:
+    """The graph flags of ``train`` and ``import``: a data set name or a user graph with its schema."""
+    command.add_argument(flag, required=True, help=f"{meaning}: fb15k237 | fb13 | synthetic | PATH (TSV or directory)")
+    command.add_argument("--data-dir", help="data directory (default: $KGBIAS_DATA_DIR or ./data)")
+    command.add_argument("--schema", help="schema TOML/JSON for a user graph")
+    command.add_argument("--names", help="id<TAB>name file for a user graph")
 
 
 def _analysis(path: str):
@@ -394,10 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     seed = _integer(0, MAX_SEED)
 
     train = commands.add_parser("train", help="train an embedding and save it as a model directory")
-    train.add_argument("--dataset", required=True, help="fb15k237 | fb13 | synthetic | PATH (TSV or directory)")
-    train.add_argument("--data-dir", help="data directory (default: $KGBIAS_DATA_DIR or ./data)")
-    train.add_argument("--schema", help="schema TOML/JSON for a user graph")
-    train.add_argument("--names", help="id<TAB>name file for a user graph")
+    _graph_flags(train, "--dataset", "the graph trained on")
     train.add_argument("--model", choices=MODELS)
     for flag, kind, meaning in (
         ("--dim", _integer(1, MAX_DIM), "embedding dimension"),
@@ -417,6 +432,27 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", required=True, help="model directory, e.g. cached_models/fb15k237-transe")
     train.add_argument("--force", action="store_true", help="replace the model already at --out")
     train.set_defaults(handler=_train)
+
+    imports = commands.add_parser(
+        "import", help="import TransE embeddings trained elsewhere (PyKEEN, DGL-KE, plain .npy) as a model directory",
+        description="npy: PATH holds entities.npy [E, d], relations.npy [R, d], entities.tsv and relations.tsv "
+                    "(one 'id<TAB>label' line per row, no header) and optionally config.json "
+                    "{\"distance\": \"l1\" | \"l2\" | \"squared_l2\"}. pykeen: PATH is save_to_directory's folder "
+                    "(trained_model.pt state dict, or trained_model.pkl with --trust-pickle; training_triples/). "
+                    "dglke: PATH is dglke_train's save folder (config.json, <dataset>_<model>_entity.npy, "
+                    "_relation.npy) with entities.tsv and relations.tsv. Imported models have no frozen negatives: "
+                    "influence and retrains refuse them.")
+    imports.add_argument("--format", required=True, choices=IMPORT_FORMATS)
+    imports.add_argument("--path", required=True, help="the embeddings' folder (or PyKEEN state-dict file)")
+    _graph_flags(imports, "--graph", "the triples the embeddings were trained on")
+    imports.add_argument("--distance", choices=DISTANCES,
+                         help="TransE's distance where the files do not record it (npy without config.json, "
+                              "a PyKEEN state dict; PyKEEN's default TransE is l1)")
+    imports.add_argument("--trust-pickle", action="store_true",
+                         help="read a pickled PyKEEN model (trained_model.pkl): unpickling runs any code it holds")
+    imports.add_argument("--out", required=True, help="model directory, e.g. cached_models/fb15k237-pykeen")
+    imports.add_argument("--force", action="store_true", help="replace the model already at --out")
+    imports.set_defaults(handler=_import)
 
     measures = commands.add_parser("measures", help="every measure per occupation")
     measures.add_argument("--model", required=True)

@@ -109,6 +109,12 @@ NO_NEGATIVES = (
     "model {model!r} has no frozen negatives: influence needs TransE trained by kgbias (METHODS §2)"
 )
 UNKNOWN_MODEL = "unknown model {model!r}: choose one of {known}"
+UNKNOWN_DISTANCE = "unknown distance {distance!r}: choose one of {known}"
+NO_NEGATIVES_IMPORTED = (
+    "model {model!r} was imported from {source} and has no frozen negatives: Du's closed-form influence and "
+    "every retrain (what-if, noise band, calibration) need each training triple's negative (METHODS §2). "
+    "B_gr, B_wo, B_in, B'_in, b_p, link prediction, audit and fairness work on it"
+)
 NOT_TRANSE = (
     "model {model!r} is {kind}: B_gr, B_in and influence read TransE vectors; pick a TransE model "
     "(fisher, audit and fairness take every kind)"
@@ -257,3 +263,23 @@ STATIC_EXPORT_FAILED = (
     "could not save the chart as {format}: {reason}. Static export drives a Chromium (kgbias never downloads one): "
     "install it (scripts/setup.sh dev, or apt-get install chromium) or set BROWSER_PATH to a Chrome or Chromium"
 )
+
+# --- importing embeddings trained elsewhere (kgbias_core.embeddings.importers) ---------------------
+IMPORT_FILE_MISSING = "{format} import: {path} is missing ({expected})"
+IMPORT_BAD_FILE = "{format} import: cannot read {path}: {problem}"
+IMPORT_NO_DISTANCE = (
+    "{format} import from {path}: the files do not record TransE's distance; pass --distance l1, l2 or squared_l2"
+)
+IMPORT_NOT_TRANSE = (
+    "{format} import from {path}: the model is {found}, not TransE-like; only translation embeddings with an L1, "
+    "L2 or squared L2 distance can be imported yet"
+)
+IMPORT_MISSING_LABEL = (
+    "{kind} {label!r} of graph {graph!r} is not in the imported {kind} map {path}: {found} of the graph's "
+    "{needed} {kinds} found, the map holds {imported}"
+)
+IMPORT_PICKLE_REFUSED = (
+    "{path} is a pickle, and unpickling runs whatever code it holds: pass --trust-pickle only for a file from a "
+    "source you trust, or save the model's state_dict() beside it as trained_model.pt"
+)
+IMPORT_PICKLE_TRUSTED = "warning: unpickling {path} (--trust-pickle): this runs any code the file holds"

@@ -86,7 +86,8 @@ def measures_table(analysis: ModelAnalysis, *, n_resamples: int = 1000) -> pd.Da
     """
     model, groups = analysis.model, analysis.groups
     e, r = model.entity_embeddings, model.relation_embeddings
-    low, high = group_bias_interval(entity_embeddings=e, relation_embeddings=r, groups=groups, n_resamples=n_resamples)
+    low, high = group_bias_interval(entity_embeddings=e, relation_embeddings=r, groups=groups, n_resamples=n_resamples,
+                                    distance=model.config.distance)
     b_in, b_fisher = analysis.pair_biases
     in_vanilla, in_weighted = aggregate_individual(b_in, groups)
     (vanilla_low, vanilla_high), (weighted_low, weighted_high) = aggregate_interval(b_in, groups,
@@ -478,7 +479,7 @@ def intersection_table(
     e, r = model.entity_embeddings, model.relation_embeddings
     defined = defined_cells(cells, min_count=min_count)
     low, high = group_bias_interval(entity_embeddings=e, relation_embeddings=r, groups=cells,
-                                    n_resamples=n_resamples, seed=seed)
+                                    n_resamples=n_resamples, seed=seed, distance=model.config.distance)
     b_in, _ = analysis.pair_biases
     vanilla, weighted = aggregate_individual(b_in[split.pair_index], cells)
     b_p = subpopulation_means(analysis.fisher_changes[:, index], persons=analysis.fisher_persons,
@@ -490,7 +491,8 @@ def intersection_table(
         "n_male": cells.n_male.tolist(),
         "n_female": cells.n_female.tolist(),
         **{column: guarded(figure, defined).tolist() for column, figure in (
-            ("group_bias", group_bias(entity_embeddings=e, relation_embeddings=r, groups=cells)),
+            ("group_bias", group_bias(entity_embeddings=e, relation_embeddings=r, groups=cells,
+                                      distance=model.config.distance)),
             ("group_bias_low", low), ("group_bias_high", high),
             ("individual_bias_vanilla", vanilla), ("individual_bias_weighted", weighted),
             ("fisher_bp", b_p.to(torch.float32)),

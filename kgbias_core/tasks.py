@@ -39,7 +39,7 @@ from kgbias_core.embeddings.store import (
     save_model,
     save_result,
 )
-from kgbias_core.embeddings.training import train_model
+from kgbias_core.embeddings.training import graph_labels, graph_model, train_model
 from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError, ModelStoreError
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.calibration import calibrate
@@ -185,6 +185,56 @@ def train_task(
         return str(path)
 
     return Task(key=_key("train", out=str(out)), run=run)
+
+
+def import_task(
+    fmt: str,
+    *,
+    path: Path,
+    graph: str,
+    out: Path,
+    data_dir: Path | str | None = None,
+    schema: str | None = None,
+    names: str | None = None,
+    distance: str | None = None,
+    trust_pickle: bool = False,
+    overwrite: bool = False,
+) -> Task[str]:
+    """Import TransE embeddings trained elsewhere (``fmt``: :data:`~kgbias_core.embeddings.config.IMPORT_FORMATS`)
+    as the model directory ``out`` over ``graph``, the triples they were trained on (a data set name
+    or a user graph, as for :func:`train_task`). The task returns the directory.
+
+    The model keeps its engine's distance (``config.distance``) and has no frozen negatives
+    (``info``: ``imported_from``, ``"negatives": "none"``), so influence and retrains refuse it
+    with a named error while every other measure works. ``out`` is checked before anything is read.
+    """
+    from kgbias_core.embeddings.importers import READERS, onto_graph
+
+    def run(progress: Progress) -> str:
+        check_output(out, overwrite=overwrite)
+        progress.update(stage="loading data")
+        kg = load_graph(graph, data_dir, schema=schema, names=names)
+        progress.update(stage="reading", message=f"read {kg.name}: {kg.training.num_triples} training triples; "
+                                                 f"reading the {fmt} embeddings at {path}")
+        imported = READERS[fmt](path, distance=distance, trust_pickle=trust_pickle)
+        for warning in imported.warnings:
+            progress.update(message=warning)
+        entity_labels, relation_labels = graph_labels(kg)
+        entities, relations = onto_graph(imported, entity_labels=entity_labels, relation_labels=relation_labels,
+                                         graph=kg.name)
+        margin = TrainConfig.margin if imported.margin is None else imported.margin
+        config = TrainConfig(model="transe", dim=int(entities.shape[1]), epochs=0, margin=margin,
+                             distance=imported.distance)
+        digest = hashlib.sha256(entities.numpy().tobytes() + relations.numpy().tobytes()).hexdigest()
+        model = graph_model(kg, config, name=out.name, negatives=None,
+                            weights={"entity_embeddings": entities, "relation_embeddings": relations},
+                            info={"imported_from": fmt, "negatives": "none", "source": str(path),
+                                  "source_hash": digest, "unpickled": bool(imported.warnings),
+                                  "train_seconds": 0.0})
+        progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
+        return str(save_model(model, out.parent, overwrite=overwrite))
+
+    return Task(key=_key("import", out=str(out)), run=run)
 
 
 def store_calibration(model_dir: Path | str, calibration: Calibration, runs: pd.DataFrame | None = None) -> Path:

@@ -8,6 +8,11 @@ from typing import Any
 #: Models trained by name through PyKEEN's pipeline (TransE has its own deterministic loop).
 PYKEEN_MODELS = ("distmult", "complex", "rotate")
 MODELS = ("transe", *PYKEEN_MODELS)
+#: TransE distances psi(h, r, t) = d(h + r - t): kgbias trains with squared L2 (the objective influence
+#: differentiates, METHODS §2); embeddings imported from other engines keep their own (L1, L2).
+DISTANCES = ("squared_l2", "l2", "l1")
+#: Formats of embeddings trained elsewhere that :mod:`kgbias_core.embeddings.importers` reads.
+IMPORT_FORMATS = ("npy", "pykeen", "dglke")
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,7 @@ class TrainConfig:
     l2: float = 20.0  # L2 coefficient in summed-loss units; Adam weight_decay = l2 / |G|
     damping: float | None = None  # lambda of METHODS §3; None means 2|G|/|E|
     seed: int = 0  # initialisation, frozen negatives and the batch permutation stream
+    distance: str = "squared_l2"  # TransE's psi of h + r - t (DISTANCES); others only for imported models
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

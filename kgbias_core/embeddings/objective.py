@@ -17,6 +17,38 @@ from torch.nn import functional
 from kgbias_core.types import FloatTensor, LongTensor
 
 
+def residual_distance(residuals: FloatTensor, *, distance: str = "squared_l2") -> FloatTensor:
+    """psi as a function of the residual v = h + r - t: ||v||_2^2, ||v||_2 or ||v||_1. [n, d] -> [n].
+
+    ``distance`` is a :data:`~kgbias_core.embeddings.config.DISTANCES` name. kgbias trains with
+    squared L2; L1 and L2 are the distances of embeddings imported from PyKEEN, DGL-KE or PBG, whose
+    measures must rank triples as their own engine does.
+    """
+    if distance == "squared_l2":
+        return residuals.pow(2).sum(-1)
+    if distance == "l2":
+        return torch.linalg.vector_norm(residuals, ord=2, dim=-1)
+    if distance == "l1":
+        return residuals.abs().sum(-1)
+    raise ValueError(f"unknown distance {distance!r}")
+
+
+def distance_gradient(residuals: FloatTensor, *, distance: str = "squared_l2") -> FloatTensor:
+    """d psi / d v at each residual v: 2v (squared L2), v / ||v||_2 (L2), sign(v) (L1). [n, d] -> [n, d].
+
+    The individual measures (B_in, B'_in) move a person along this gradient; for squared L2 it is
+    Du's 2v. At v = 0 the L2 and L1 gradients are taken as 0 (a subgradient).
+    """
+    if distance == "squared_l2":
+        return 2 * residuals
+    if distance == "l2":
+        norm = torch.linalg.vector_norm(residuals, ord=2, dim=-1, keepdim=True)
+        return residuals / norm.clamp_min(torch.finfo(residuals.dtype).tiny)
+    if distance == "l1":
+        return residuals.sign()
+    raise ValueError(f"unknown distance {distance!r}")
+
+
 def transe_distance(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor) -> FloatTensor:
     """psi(h, r, t) = ||h + r - t||_2^2 (METHODS Notation); lower = more plausible.
 

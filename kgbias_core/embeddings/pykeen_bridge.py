@@ -16,7 +16,8 @@ def pykeen_model(model: StoredModel, *, device: torch.device | str | None = None
     device = torch.device(device) if device is not None else first.device
     if model.config.model == "transe":
         module = transe_module(
-            entities=model.entity_embeddings, relations=model.relation_embeddings, device=device
+            entities=model.entity_embeddings, relations=model.relation_embeddings, device=device,
+            distance=model.config.distance,
         )
     else:
         factory = CoreTriplesFactory.create(

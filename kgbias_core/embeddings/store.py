@@ -39,18 +39,21 @@ from safetensors.torch import load_file, save_file
 
 from kgbias_core.data.schema import Schema
 from kgbias_core.data.text import text_lines
-from kgbias_core.embeddings.config import MODELS, TrainConfig
+from kgbias_core.embeddings.config import DISTANCES, MODELS, TrainConfig
 from kgbias_core.errors import (
     MODEL_CORRUPT,
     MODEL_INCOMPLETE,
     MODEL_NOT_FOUND,
     MODEL_WRITE_FAILED,
+    NO_NEGATIVES,
+    NO_NEGATIVES_IMPORTED,
     NON_FINITE_WEIGHTS,
     NOT_TRANSE,
     OUT_BAD_NAME,
     OUT_EXISTS,
     OUT_IS_INPUT,
     OUT_NOT_A_MODEL,
+    UNKNOWN_DISTANCE,
     UNKNOWN_ENTITY,
     UNKNOWN_MODEL,
     UNKNOWN_RELATION,
@@ -113,6 +116,15 @@ class StoredModel:
         if self.config.model != "transe":
             raise MeasureError(NOT_TRANSE.format(model=self.name, kind=self.config.model))
         return self.weights[key]
+
+    @property
+    def frozen_negatives(self) -> LongTensor:
+        """The frozen negatives [n, 3] that influence and every retrain need; a named error if absent."""
+        if self.negatives is not None:
+            return self.negatives
+        if self.info.get("imported_from"):
+            raise MeasureError(NO_NEGATIVES_IMPORTED.format(model=self.name, source=self.info["imported_from"]))
+        raise MeasureError(NO_NEGATIVES.format(model=self.name))
 
     @property
     def n_entities(self) -> int:
@@ -412,6 +424,8 @@ def _train_config(config: dict[str, Any], file: Path) -> TrainConfig:
     train_config = TrainConfig.from_dict(config)
     if train_config.model not in MODELS:
         raise corrupt(UNKNOWN_MODEL.format(model=train_config.model, known=", ".join(MODELS)))
+    if train_config.distance not in DISTANCES:
+        raise corrupt(UNKNOWN_DISTANCE.format(distance=train_config.distance, known=", ".join(DISTANCES)))
     return train_config
 
 
@@ -522,4 +536,8 @@ def _fingerprint(config: dict[str, Any]) -> dict[str, Any]:
     """The parts of a model's config that determine its weights."""
     keys = ("dataset", "data_hash", "model", "dim", "epochs", "batch_size", "lr", "lr_min", "margin", "l2",
             "seed", "edit")
-    return {k: config.get(k) for k in keys}
+    # Only where set: a model stored before these keys existed keeps its fingerprint (and its cached results).
+    extra = {k: config[k] for k in ("distance", "imported_from", "source_hash") if config.get(k) is not None}
+    if extra.get("distance") == "squared_l2":
+        del extra["distance"]
+    return {**{k: config.get(k) for k in keys}, **extra}

@@ -78,8 +78,16 @@ def initial_embeddings(
     return entities, relations
 
 
-def transe_module(*, entities: FloatTensor, relations: FloatTensor, device: torch.device) -> TransE:
-    """A PyKEEN TransE scoring -||h + r - t||_2^2 (power_norm, no entity constraint) holding these weights."""
+#: PyKEEN's TransE (scoring_fct_norm p, power_norm) for each distance: its score is -psi.
+_PYKEEN_NORMS = {"squared_l2": (2, True), "l2": (2, False), "l1": (1, False)}
+
+
+def transe_module(
+    *, entities: FloatTensor, relations: FloatTensor, device: torch.device, distance: str = "squared_l2"
+) -> TransE:
+    """A PyKEEN TransE scoring -psi(h, r, t) (-||h + r - t||_2^2 by default; no entity constraint)
+    holding these weights; ``distance`` as :data:`~kgbias_core.embeddings.config.DISTANCES`."""
+    norm, power_norm = _PYKEEN_NORMS[distance]
     from pykeen.triples import CoreTriplesFactory
 
     factory = CoreTriplesFactory.create(
@@ -90,8 +98,8 @@ def transe_module(*, entities: FloatTensor, relations: FloatTensor, device: torc
     model = TransE(
         triples_factory=factory,
         embedding_dim=entities.shape[1],
-        scoring_fct_norm=2,
-        power_norm=True,
+        scoring_fct_norm=norm,
+        power_norm=power_norm,
         entity_constrainer=None,
         random_seed=0,
     ).to(device)
@@ -222,11 +230,38 @@ def train_model(
         )
     else:
         raise KGBiasError(UNKNOWN_MODEL.format(model=config.model, known=", ".join(MODELS)))
+    return graph_model(graph, config, name=name, weights=weights, negatives=negatives, info={
+        "final_loss": losses[-1] if losses else None,
+        "train_seconds": seconds,
+        "device": str(device),
+    })
+
+
+def graph_labels(graph: KnowledgeGraph) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(entity labels, relation labels) of ``graph``'s training split, each in id order."""
+    factory = graph.training
     # str(): labels read from numpy arrays are np.str_, which JSON and reprs should not see.
-    id_to_entity = [str(e) for e in sorted(factory.entity_to_id, key=factory.entity_to_id.__getitem__)]
-    id_to_relation = [str(r) for r in sorted(factory.relation_to_id, key=factory.relation_to_id.__getitem__)]
+    entities = tuple(str(e) for e in sorted(factory.entity_to_id, key=factory.entity_to_id.__getitem__))
+    relations = tuple(str(r) for r in sorted(factory.relation_to_id, key=factory.relation_to_id.__getitem__))
+    return entities, relations
+
+
+def graph_model(
+    graph: KnowledgeGraph,
+    config: TrainConfig,
+    *,
+    name: str,
+    weights: dict[str, torch.Tensor],
+    negatives: LongTensor | None,
+    info: dict[str, object],
+) -> StoredModel:
+    """A :class:`StoredModel` of ``weights`` (rows in ``graph``'s id order) over ``graph``'s training
+    split, id maps, names and held-out splits: the one place a model meets its graph, whether trained
+    here or imported (:mod:`kgbias_core.embeddings.importers`)."""
+    triples = graph.training.mapped_triples.clone()
+    entity_labels, relation_labels = graph_labels(graph)
     damping = config.damping if config.damping is not None else default_damping(
-        n_triples=triples.shape[0], n_entities=n_entities
+        n_triples=triples.shape[0], n_entities=len(entity_labels)
     )
     config = replace(config, damping=damping)  # record the lambda actually used
     return StoredModel(
@@ -235,9 +270,9 @@ def train_model(
         data_hash=graph.data_hash,
         schema=graph.schema,
         config=config,
-        entity_labels=tuple(id_to_entity),
-        entity_names=tuple(graph.entity_name(e) for e in id_to_entity),
-        relation_labels=tuple(id_to_relation),
+        entity_labels=entity_labels,
+        entity_names=tuple(graph.entity_name(e) for e in entity_labels),
+        relation_labels=relation_labels,
         weights=weights,
         triples=triples,
         negatives=negatives,
@@ -246,9 +281,7 @@ def train_model(
         damping=damping,
         info={
             "versions": library_versions(),
-            "final_loss": losses[-1] if losses else None,
-            "train_seconds": seconds,
-            "device": str(device),
+            **info,
             "n_train": int(triples.shape[0]),
             **({"inverse_occupation": True} if graph.inverse_occupation else {}),
         },

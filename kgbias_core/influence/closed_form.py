@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.errors import EMPTY_GROUP, NO_NEGATIVES, MeasureError
+from kgbias_core.errors import EMPTY_GROUP, MeasureError
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
 from kgbias_core.types import BoolTensor, FloatTensor, LongTensor
 
@@ -75,11 +75,10 @@ def influence_context(
 
     ``groups``: the model's :func:`occupation_groups` where the caller has them already.
     """
-    if model.negatives is None:
-        raise MeasureError(NO_NEGATIVES.format(model=model.name))
+    negatives = model.frozen_negatives  # first: a model without them fails at once, with a named error
     groups = occupation_groups(model) if groups is None else groups
     entities, relations = model.entity_embeddings, model.relation_embeddings
-    triples, negatives = model.triples, model.negatives
+    triples = model.triples
     u = entities[triples[:, 0]] + relations[triples[:, 1]] - entities[triples[:, 2]]
     u_neg = entities[negatives[:, 0]] + relations[negatives[:, 1]] - entities[negatives[:, 2]]
     margin = model.config.margin + u.pow(2).sum(-1) - u_neg.pow(2).sum(-1)

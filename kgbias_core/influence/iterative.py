@@ -26,7 +26,7 @@ Vector = tuple[FloatTensor, FloatTensor]  # (entity part [E, d], relation part [
 
 def objective_hvp(model: StoredModel, *, batch: LongTensor | None = None) -> Callable[[Vector], Vector]:
     """v -> H v for J on the summed scale; with ``batch`` (row indices), an unbiased estimate from it."""
-    triples, negatives = model.triples, model.negatives
+    triples, negatives = model.triples, model.frozen_negatives
     n = triples.shape[0]
     rows = torch.arange(n, device=triples.device) if batch is None else batch
     weights = torch.full((rows.shape[0],), n / rows.shape[0], device=triples.device)  # [b]: |G| / b each

@@ -59,7 +59,7 @@ def masked_retrain_bias(
     if removed is not None:
         weights[removed.cpu()] = 0
     result = train_transe(
-        triples=model.triples.cpu(), negatives=model.negatives.cpu(), n_entities=model.n_entities,
+        triples=model.triples.cpu(), negatives=model.frozen_negatives.cpu(), n_entities=model.n_entities,
         n_relations=model.n_relations, config=model.config, weights=weights, device=device,
         on_epoch=on_epoch, should_stop=should_stop,
     )

@@ -1,7 +1,9 @@
 """Du et al.'s group-level bias measures for TransE (B_gr, its bootstrap interval, B_wo).
 
 Notation of METHODS: psi(h, r, t) = ||h + r - t||_2^2, lower = more plausible; for a pair
-(s, o) the residual is v = s + r_p - o. **Positive bias = male-leaning**, everywhere.
+(s, o) the residual is v = s + r_p - o. An imported model keeps its own engine's psi (L1 or L2,
+``distance``, :func:`~kgbias_core.embeddings.objective.residual_distance`).
+**Positive bias = male-leaning**, everywhere.
 All functions are pure and run on the device of the embeddings they are given.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from kgbias_core.embeddings.objective import residual_distance
 from kgbias_core.measures.bootstrap import percentile_interval, resampled_group_means
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor
@@ -39,17 +42,19 @@ def group_means(values: FloatTensor, groups: OccupationGroups) -> tuple[FloatTen
 
 
 def group_bias(
-    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups
+    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups,
+    distance: str = "squared_l2",
 ) -> FloatTensor:
     """B_gr(o) = mean_{s in F_o} psi(s, r_p, o) - mean_{s in M_o} psi(s, r_p, o) (Du §3.1, METHODS §1).
 
     Shapes: entity_embeddings [E, d], relation_embeddings [R, d] -> [O] (order of
     ``groups.occupations``). Positive: women are linked to o with the larger distance, i.e. the
-    embedding leans male. NaN where M_o or F_o is empty (callers report why).
+    embedding leans male. NaN where M_o or F_o is empty (callers report why). ``distance``: the
+    model's psi (``model.config.distance``).
     """
-    psi = pair_residuals(
+    psi = residual_distance(pair_residuals(
         entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
-    ).pow(2).sum(-1)
+    ), distance=distance)
     male, female = group_means(psi, groups)
     return female - male
 
@@ -62,15 +67,16 @@ def group_bias_interval(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    distance: str = "squared_l2",
 ) -> tuple[FloatTensor, FloatTensor]:
     """Percentile bootstrap interval of B_gr over persons, resampled within M_o and F_o. -> ([O], [O]).
 
     Each resample draws |M_o| men and |F_o| women with replacement, for all occupations at once
     (:func:`~kgbias_core.measures.bootstrap.resampled_group_means`). NaN where a group is empty.
     """
-    psi = pair_residuals(
+    psi = residual_distance(pair_residuals(
         entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
-    ).pow(2).sum(-1)
+    ), distance=distance)
     means = resampled_group_means(psi, groups, n_resamples=n_resamples, seed=seed)  # [B, O, (male, female)]
     return percentile_interval(means[..., 1] - means[..., 0], confidence)
 

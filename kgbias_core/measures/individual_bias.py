@@ -1,13 +1,17 @@
 """Du et al.'s individual bias B_in and Fisher's one-step B'_in per (person, occupation) pair.
 
 Notation of METHODS: psi(h, r, t) = ||h + r - t||_2^2; v = s + r_p - o. **Positive bias =
-male-leaning**. Pure functions on the device of the embeddings they are given.
+male-leaning**. Pure functions on the device of the embeddings they are given. Both measures move
+s along the gradient g = d psi / d v, Du's 2v; an imported model's L1 or L2 psi has its own g
+(:func:`~kgbias_core.embeddings.objective.distance_gradient`), and there B_in's alpha_s, derived
+for squared L2, is an approximation.
 """
 
 from __future__ import annotations
 
 import torch
 
+from kgbias_core.embeddings.objective import distance_gradient
 from kgbias_core.measures.bootstrap import percentile_interval, resampled_group_means
 from kgbias_core.measures.group_bias import group_means, pair_residuals
 from kgbias_core.measures.groups import OccupationGroups
@@ -20,32 +24,36 @@ def individual_bias(
     relation_embeddings: FloatTensor,
     groups: OccupationGroups,
     alpha: FloatTensor,
+    distance: str = "squared_l2",
 ) -> FloatTensor:
-    """B_in(s, o) = -4 / alpha_s * v . (m - f), v = s + r_p - o (Du Corollary 4, METHODS §5). -> [P].
+    """B_in(s, o) = -2 / alpha_s * g . (m - f), g = d psi / d v = 2v at v = s + r_p - o, i.e.
+    -4 / alpha_s * v . (m - f) (Du Corollary 4, METHODS §5). -> [P].
 
     The change of psi(s, r_p, o) when s's gender fact flips, predicted by influence. Positive =
     male-leaning. Du's extra constant 1/|G| is left out (it changes no ranking or correlation).
     """
     direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
-    v = pair_residuals(
+    g = distance_gradient(pair_residuals(
         entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
-    )
-    return -4.0 / alpha[groups.pair_person] * (v @ direction)
+    ), distance=distance)
+    return -2.0 / alpha[groups.pair_person] * (g @ direction)
 
 
 def fisher_individual_bias(
-    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups
+    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups,
+    distance: str = "squared_l2",
 ) -> FloatTensor:
-    """B'_in(s, o) = -v . (m - f), up to a positive constant (Fisher's one-step update, Du Eq. 6). -> [P].
+    """B'_in(s, o) = -g . (m - f) / 2 = -v . (m - f) for squared L2, up to a positive constant
+    (Fisher's one-step update, Du Eq. 6). -> [P].
 
-    Moving s a small step along (m - f) changes psi(s, r_p, o) by 2 step v.(m - f); the sign is
+    Moving s a small step along (m - f) changes psi(s, r_p, o) by step g.(m - f); the sign is
     flipped so that positive = the occupation becomes more plausible for a more male s.
     """
     direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
-    v = pair_residuals(
+    g = distance_gradient(pair_residuals(
         entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
-    )
-    return -(v @ direction)
+    ), distance=distance)
+    return -0.5 * (g @ direction)
 
 
 def aggregate_individual(values: FloatTensor, groups: OccupationGroups) -> tuple[FloatTensor, FloatTensor]:

@@ -150,7 +150,7 @@ def retrain(
     should_stop: Callable[[], bool] | None = None,
 ) -> StoredModel:
     """Retrain ``model`` with ``edit`` applied, from its seed; the result records the edit and base model."""
-    triples, negatives = model.triples.cpu(), model.negatives.cpu()
+    triples, negatives = model.triples.cpu(), model.frozen_negatives.cpu()
     n_entities = model.n_entities
     weights = torch.ones(triples.shape[0])
     labels, names = model.entity_labels, model.entity_names

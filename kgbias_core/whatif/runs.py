@@ -75,7 +75,7 @@ def noise_band(
                                   relation_embeddings=model.relation_embeddings, groups=groups)}
     for seed in seeds:
         result = train_transe(
-            triples=model.triples.cpu(), negatives=model.negatives.cpu(), n_entities=model.n_entities,
+            triples=model.triples.cpu(), negatives=model.frozen_negatives.cpu(), n_entities=model.n_entities,
             n_relations=model.n_relations, config=replace(model.config, seed=seed), device=device,
             on_epoch=on_epoch, should_stop=should_stop,
         )
