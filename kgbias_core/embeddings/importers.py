@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from kgbias_core.embeddings.config import DISTANCES, IMPORT_FORMATS
+from kgbias_core.embeddings.training import PYKEEN_NORMS
 from kgbias_core.errors import (
     IMPORT_BAD_FILE,
     IMPORT_FILE_MISSING,
@@ -53,8 +54,8 @@ from kgbias_core.types import FloatTensor
 #: PyKEEN's TransE state-dict keys of the entity and relation vectors.
 PYKEEN_ENTITY_KEY = "entity_representations.0._embeddings.weight"
 PYKEEN_RELATION_KEY = "relation_representations.0._embeddings.weight"
-#: PyKEEN's (scoring_fct_norm p, power_norm) -> distance.
-_PYKEEN_DISTANCES = {(1, False): "l1", (2, False): "l2", (2, True): "squared_l2"}
+#: PyKEEN's (scoring_fct_norm p, power_norm) -> distance: the inverse of the table kgbias scores through.
+_PYKEEN_DISTANCES = {norms: distance for distance, norms in PYKEEN_NORMS.items()}
 #: DGL-KE's TransE model names -> distance (``TransE`` is its alias of ``TransE_l2``).
 _DGLKE_DISTANCES = {"TransE": "l2", "TransE_l2": "l2", "TransE_l1": "l1"}
 

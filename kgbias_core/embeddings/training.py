@@ -79,7 +79,7 @@ def initial_embeddings(
 
 
 #: PyKEEN's TransE (scoring_fct_norm p, power_norm) for each distance: its score is -psi.
-_PYKEEN_NORMS = {"squared_l2": (2, True), "l2": (2, False), "l1": (1, False)}
+PYKEEN_NORMS = {"squared_l2": (2, True), "l2": (2, False), "l1": (1, False)}
 
 
 def transe_module(
@@ -87,7 +87,7 @@ def transe_module(
 ) -> TransE:
     """A PyKEEN TransE scoring -psi(h, r, t) (-||h + r - t||_2^2 by default; no entity constraint)
     holding these weights; ``distance`` as :data:`~kgbias_core.embeddings.config.DISTANCES`."""
-    norm, power_norm = _PYKEEN_NORMS[distance]
+    norm, power_norm = PYKEEN_NORMS[distance]
     from pykeen.triples import CoreTriplesFactory
 
     factory = CoreTriplesFactory.create(
