@@ -40,7 +40,9 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         nav = [a.text for a in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a')]
         assert any("Occupation explorer" in name for name in nav) and not any("dashboard" in name for name in nav)
 
-        assert driver.find_elements(By.XPATH, '//*[@data-testid="stSidebar"]//*[text()="Link to this view"]')
+        # The link to the view, drawn at the end of the page's run.
+        wait.until(ec.presence_of_element_located(
+            (By.XPATH, '//*[@data-testid="stSidebar"]//*[text()="Link to this view"]')))
 
         # Another occupation: the URL follows; Back returns to the librarians.
         picker = wait.until(ec.element_to_be_clickable(
