@@ -440,8 +440,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "{\"distance\": \"l1\" | \"l2\" | \"squared_l2\"}. pykeen: PATH is save_to_directory's folder "
                     "(trained_model.pt state dict, or trained_model.pkl with --trust-pickle; training_triples/). "
                     "dglke: PATH is dglke_train's save folder (config.json, <dataset>_<model>_entity.npy, "
-                    "_relation.npy) with entities.tsv and relations.tsv. Imported models have no frozen negatives: "
-                    "influence and retrains refuse them.")
+                    "_relation.npy) with entities.tsv and relations.tsv. pbg: PATH is PyTorch-BigGraph's checkpoint "
+                    "folder (the config.json PBG writes there, never its Python config; checkpoint_version.txt, "
+                    "embeddings_<type>_<part>.v<N>.h5, model.v<N>.h5) with entity_names_<type>_<part>.json there or "
+                    "in config.json's entity_path; translation operator with the l2 or squared_l2 comparator only, "
+                    "its relation vectors negated (PBG adds them to the tail). Imported models have no frozen "
+                    "negatives: influence and retrains refuse them.")
     imports.add_argument("--format", required=True, choices=IMPORT_FORMATS)
     imports.add_argument("--path", required=True, help="the embeddings' folder (or PyKEEN state-dict file)")
     _graph_flags(imports, "--graph", "the triples the embeddings were trained on")

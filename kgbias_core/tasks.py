@@ -230,7 +230,7 @@ def import_task(
                             weights={"entity_embeddings": entities, "relation_embeddings": relations},
                             info={"imported_from": fmt, "negatives": "none", "source": str(path),
                                   "source_hash": digest, "unpickled": bool(imported.warnings),
-                                  "train_seconds": 0.0})
+                                  "train_seconds": 0.0, **({"sign": imported.sign} if imported.sign else {})})
         progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
         return str(save_model(model, out.parent, overwrite=overwrite))
 

@@ -3,7 +3,9 @@
 Oracles: PyKEEN's own ``score_hrt`` on the model PyKEEN trained and saved; for the npy and DGL-KE
 layouts (DGL-KE is not installed here; its files are written with numpy in the layout its
 documentation gives, docs/source/format_out.rst) the engine's documented formula computed from the
-raw arrays by label: -||h + r - t|| and gamma - ||h + r - t||_2.
+raw arrays by label: -||h + r - t|| and gamma - ||h + r - t||_2; for PyTorch-BigGraph (not installed
+either; its HDF5 checkpoint written with h5py in the layout of its checkpoint_storage.py) its
+translation + l2 score -||h - (t + r)||_2, the operator on the tail.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.embeddings.store import StoredModel, load_model, read_config
 from kgbias_core.errors import (
+    IMPORT_FILE_MISSING,
     IMPORT_MISSING_LABEL,
     IMPORT_NO_DISTANCE,
     IMPORT_PICKLE_REFUSED,
@@ -227,3 +230,94 @@ def test_dglke_import_scores_as_gamma_minus_the_l2_distance(graph: KnowledgeGrap
     triples = some_triples(model)
     dgl_scores = gamma + scores_by_label(model, triples, vectors, norm=2)  # gamma - ||h + r - t||_2
     np.testing.assert_allclose(gamma + kgbias_scores(model, triples), dgl_scores, rtol=1e-5, atol=1e-4)
+
+
+def write_pbg_checkpoint(root: Path, graph: KnowledgeGraph, *, dynamic: bool, comparator: str = "l2",
+                         version: int = 3) -> tuple[Path, dict, dict]:
+    """A PyTorch-BigGraph checkpoint written with h5py in PBG's documented layout (checkpoint_storage.py:
+    ``embeddings_<type>_<part>.v<N>.h5`` / ``model.v<N>.h5`` with ``format_version`` 1, the public names
+    ``model/relations/<i>/operator/rhs/translation(s)`` and ``model/entities/<type>/global_embedding``;
+    ``checkpoint_version.txt``; the ``config.json`` PBG saves) - not by PBG, which is not installed here.
+    Two partitions, names in a separate entity_path, two extra entities.
+    -> (checkpoint folder, raw rows by entity label (global embedding added), PBG's r by relation label)."""
+    import h5py
+
+    rng = np.random.default_rng(7)
+    entities, relations = labels(graph)
+    entities = [*entities, "extra_1", "extra_2"]
+    order = [entities[i] for i in rng.permutation(len(entities))]
+    parts = [order[: len(order) // 2], order[len(order) // 2:]]
+    checkpoint, names_dir = root / "model", root / "partitioned"
+    checkpoint.mkdir(parents=True)
+    names_dir.mkdir()
+    (checkpoint / "checkpoint_version.txt").write_text(f"{version}\n")
+    global_emb = rng.normal(size=DIM).astype(np.float32)
+    raw_entities = {}
+    for part, names in enumerate(parts):
+        (names_dir / f"entity_names_all_{part}.json").write_text(json.dumps(names), encoding="utf-8")
+        rows = rng.normal(size=(len(names), DIM)).astype(np.float32)
+        with h5py.File(checkpoint / f"embeddings_all_{part}.v{version}.h5", "w") as hf:
+            hf.attrs["format_version"] = 1
+            hf.create_dataset("embeddings", data=rows)
+        raw_entities.update({name: row + global_emb for name, row in zip(names, rows, strict=True)})
+    translations = rng.normal(size=(len(relations), DIM)).astype(np.float32)
+    with h5py.File(checkpoint / f"model.v{version}.h5", "w") as hf:
+        hf.attrs["format_version"] = 1
+        if dynamic:
+            hf.create_dataset("model/relations/0/operator/rhs/translations", data=translations)
+            hf.create_dataset("model/relations/0/operator/lhs/translations", data=-translations)  # unused
+        else:
+            for i, row in enumerate(translations):
+                hf.create_dataset(f"model/relations/{i}/operator/rhs/translation", data=row)
+            hf.create_dataset("model/entities/all/global_embedding", data=global_emb)
+    if dynamic:  # PBG forbids global embeddings with dynamic relations
+        raw_entities = {name: row - global_emb for name, row in raw_entities.items()}
+        (names_dir / "dynamic_rel_names.json").write_text(json.dumps(relations), encoding="utf-8")
+    config_relations = ([{"name": "all_edges", "lhs": "all", "rhs": "all", "operator": "translation"}] if dynamic
+                        else [{"name": r, "lhs": "all", "rhs": "all", "operator": "translation"} for r in relations])
+    (checkpoint / "config.json").write_text(json.dumps({
+        "entities": {"all": {"num_partitions": 2, "featurized": False}}, "relations": config_relations,
+        "dimension": DIM, "comparator": comparator, "bias": False, "global_emb": not dynamic,
+        "dynamic_relations": dynamic, "entity_path": str(names_dir), "checkpoint_path": str(checkpoint)}),
+        encoding="utf-8")
+    return checkpoint, raw_entities, dict(zip(relations, translations, strict=True))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_pbg_import_scores_as_minus_the_distance_of_h_to_t_plus_r(graph: KnowledgeGraph, tmp_path: Path,
+                                                                    dynamic: bool) -> None:
+    """PBG's translation + l2: score = -||h - (t + r)||_2 from the raw arrays (the operator on the tail)."""
+    pytest.importorskip("h5py")
+    src, ent, rel = write_pbg_checkpoint(tmp_path / "pbg", graph, dynamic=dynamic)
+    assert main(["import", "--format", "pbg", "--path", str(src), "--graph", "synthetic",
+                 "--out", str(tmp_path / "out")]) == 0
+    model = load_model(tmp_path / "out")
+    assert model.config.distance == "l2"
+    assert read_config(tmp_path / "out")["sign"].startswith("pbg: relation applied to the tail")
+    triples = some_triples(model)
+    pbg_scores = np.array([-np.linalg.norm(ent[model.entity_labels[h]] - (ent[model.entity_labels[t]]
+                                                                           + rel[model.relation_labels[r]]))
+                           for h, r, t in triples.tolist()])
+    np.testing.assert_allclose(kgbias_scores(model, triples), pbg_scores, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("comparator", ["dot", "cos"])
+def test_pbg_with_a_dot_or_cos_comparator_exits_2(graph: KnowledgeGraph, tmp_path: Path, capsys,
+                                                  comparator: str) -> None:
+    pytest.importorskip("h5py")
+    src, _, _ = write_pbg_checkpoint(tmp_path / "pbg", graph, dynamic=False, comparator=comparator)
+    assert main(["import", "--format", "pbg", "--path", str(src), "--graph", "synthetic",
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: pbg import") and comparator in err and "translation distance" in err
+
+
+def test_pbg_missing_model_file_exits_2_naming_it(graph: KnowledgeGraph, tmp_path: Path, capsys) -> None:
+    pytest.importorskip("h5py")
+    src, _, _ = write_pbg_checkpoint(tmp_path / "pbg", graph, dynamic=False)
+    (src / "model.v3.h5").unlink()
+    assert main(["import", "--format", "pbg", "--path", str(src), "--graph", "synthetic",
+                 "--out", str(tmp_path / "out")]) == 2
+    expected = IMPORT_FILE_MISSING.format(format="pbg", path=src / "model.v3.h5",
+                                          expected="a PyTorch-BigGraph checkpoint HDF5 file")
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: {expected}"

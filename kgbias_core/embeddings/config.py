@@ -12,7 +12,7 @@ MODELS = ("transe", *PYKEEN_MODELS)
 #: differentiates, METHODS §2); embeddings imported from other engines keep their own (L1, L2).
 DISTANCES = ("squared_l2", "l2", "l1")
 #: Formats of embeddings trained elsewhere that :mod:`kgbias_core.embeddings.importers` reads.
-IMPORT_FORMATS = ("npy", "pykeen", "dglke")
+IMPORT_FORMATS = ("npy", "pykeen", "dglke", "pbg")
 
 
 @dataclass(frozen=True)

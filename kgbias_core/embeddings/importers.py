@@ -18,6 +18,15 @@ plausible, so kgbias's measures read the vectors unchanged):
 - ``dglke``: DGL-KE's ``TransE_l1`` / ``TransE_l2`` (``TransE`` = ``TransE_l2``): score =
   gamma - ||h + r - t||_1 or _2 (not squared). ``config.json`` names the model, dataset, gamma and the
   id map files; weights in ``<dataset>_<model>_entity.npy`` / ``_relation.npy``.
+- ``pbg``: PyTorch-BigGraph's checkpoint folder with the ``translation`` operator and the ``l2`` /
+  ``squared_l2`` comparator: score = -dist(h, t + r), the operator on the right-hand side, so kgbias's
+  relation vector is -r (h + (-r) - t = h - (t + r)). Read from the JSON PBG writes, never its Python
+  config: ``config.json`` (entities, relations, comparator, ``entity_path``), ``checkpoint_version.txt``
+  = N, ``embeddings_<type>_<part>.v<N>.h5`` (dataset ``embeddings``, parts concatenated in order, plus
+  ``model/entities/<type>/global_embedding`` where ``global_emb``), ``model.v<N>.h5``
+  (``model/relations/<i>/operator/rhs/translation``, or ``.../relations/0/.../translations`` [R, d] with
+  dynamic relations) and the names ``entity_names_<type>_<part>.json`` / ``dynamic_rel_names.json``
+  from the checkpoint folder, else ``entity_path``.
 
 Untrusted files are never unpickled: ``numpy.load(allow_pickle=False)``,
 ``torch.load(weights_only=True)``, JSON and TSV; a pickle only with ``trust_pickle``.
@@ -74,6 +83,7 @@ class ImportedEmbeddings:
     relation_map: Path
     margin: float | None = None  # the engine's gamma where it records one (DGL-KE: score = gamma - psi)
     warnings: tuple[str, ...] = ()  # printed by the caller (an unpickled file)
+    sign: str | None = None  # how the engine's relation vectors were turned into h + r - t (PBG: negated)
 
 
 def onto_graph(
@@ -276,6 +286,100 @@ def read_dglke(path: Path, *, distance: str | None = None, trust_pickle: bool = 
     )
 
 
+#: PBG's comparators that are a translation distance -> kgbias's distance (``dot`` and ``cos`` are not).
+_PBG_DISTANCES = {"l2": "l2", "squared_l2": "squared_l2"}
+PBG_SIGN = "pbg: relation applied to the tail (score -dist(h, t + r)), negated on import"
+
+
+def _h5(path: Path, dataset: str, fmt: str) -> np.ndarray:
+    """One HDF5 dataset as a finite float array, or a one-line error naming the file."""
+    try:
+        import h5py
+    except ImportError:
+        raise _bad(path, fmt, "reading PyTorch-BigGraph's HDF5 files needs h5py (pip install h5py)") from None
+    try:
+        with h5py.File(_need(path, fmt, "a PyTorch-BigGraph checkpoint HDF5 file"), "r") as handle:
+            if not isinstance(handle.get(dataset), h5py.Dataset):
+                raise _bad(path, fmt, f"no dataset {dataset!r}")
+            array = handle[dataset][...]
+    except OSError as exc:
+        raise _bad(path, fmt, exc) from None
+    if not np.issubdtype(array.dtype, np.floating):
+        raise _bad(path, fmt, f"{dataset!r} is {array.dtype}, not floats")
+    return _finite(torch.from_numpy(np.ascontiguousarray(array)), path, fmt).numpy()
+
+
+def _name_list(path: Path, fmt: str) -> list[str]:
+    try:
+        names = json.loads(_need(path, fmt, "a JSON list of names in row order").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _bad(path, fmt, exc) from None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise _bad(path, fmt, "expected a JSON list of names")
+    return names
+
+
+def _rows(names: list[str], path: Path, fmt: str, n_rows: int) -> dict[str, int]:
+    return _id_map([[str(i), name] for i, name in enumerate(names)], path=path, fmt=fmt, n_rows=n_rows)
+
+
+def read_pbg(path: Path, *, distance: str | None = None, trust_pickle: bool = False) -> ImportedEmbeddings:
+    """PyTorch-BigGraph's checkpoint folder (module docstring): one entity type, any number of partitions.
+    PBG's config is Python and is never executed: the reader takes the ``config.json`` PBG writes beside
+    the checkpoint. ``trust_pickle`` is unused: nothing here is a pickle."""
+    path, fmt = Path(path), "pbg"
+    config_file = _need(path / "config.json", fmt, "the config.json PyTorch-BigGraph writes into the checkpoint")
+    config = _json(config_file, fmt)
+    entity_types, relations = config.get("entities"), config.get("relations")
+    if not isinstance(entity_types, dict) or len(entity_types) != 1 or not isinstance(relations, list) or not relations:
+        raise _bad(config_file, fmt, "kgbias imports one entity type and at least one relation type; found "
+                                     f"entities {sorted(entity_types or {})}")
+    (entity_type, entity_config), = entity_types.items()
+    operators = {str(relation.get("operator", "none")) for relation in relations if isinstance(relation, dict)}
+    comparator = str(config.get("comparator", "cos"))
+    if (operators != {"translation"} or comparator not in _PBG_DISTANCES or config.get("bias")
+            or (entity_config or {}).get("featurized")):
+        found = (f"operator {'/'.join(sorted(operators))} with the {comparator} comparator"
+                 + (" and bias" if config.get("bias") else "") + (" on featurized entities"
+                                                                 if (entity_config or {}).get("featurized") else ""))
+        raise DataError(IMPORT_NOT_TRANSE.format(format=fmt, path=config_file, found=found)
+                        + " (Du's measures need a translation distance)")
+    try:
+        version = int(_need(path / "checkpoint_version.txt", fmt, "the checkpoint's version").read_text().strip())
+    except ValueError as exc:
+        raise _bad(path / "checkpoint_version.txt", fmt, exc) from None
+    parts = int((entity_config or {}).get("num_partitions", 1))
+    entity_path = Path(str(config.get("entity_path") or path))
+    names_dir = path if (path / f"entity_names_{entity_type}_0.json").is_file() else entity_path
+    names, blocks = [], []
+    for part in range(parts):
+        names += _name_list(names_dir / f"entity_names_{entity_type}_{part}.json", fmt)
+        blocks.append(_h5(path / f"embeddings_{entity_type}_{part}.v{version}.h5", "embeddings", fmt))
+    entities = np.concatenate(blocks)
+    model_file = path / f"model.v{version}.h5"
+    if config.get("global_emb", True):
+        entities = entities + _h5(model_file, f"model/entities/{entity_type}/global_embedding", fmt)
+    if config.get("dynamic_relations"):
+        relation_map = names_dir / "dynamic_rel_names.json"
+        relation_names = _name_list(relation_map, fmt)
+        translations = _h5(model_file, "model/relations/0/operator/rhs/translations", fmt)
+    else:
+        relation_map = config_file
+        relation_names = [str(relation.get("name")) for relation in relations]
+        translations = np.stack([_h5(model_file, f"model/relations/{i}/operator/rhs/translation", fmt)
+                                 for i in range(len(relations))])
+    entity_map = names_dir / f"entity_names_{entity_type}_0.json"
+    if len(names) != entities.shape[0]:
+        raise _bad(entity_map, fmt, f"{len(names)} names for {entities.shape[0]} embedding rows")
+    return ImportedEmbeddings(
+        format=fmt, entity_embeddings=torch.from_numpy(entities), relation_embeddings=torch.from_numpy(-translations),
+        entity_rows=_rows(names, entity_map, fmt, entities.shape[0]),
+        relation_rows=_rows(relation_names, relation_map, fmt, translations.shape[0]),
+        distance=_distance(_PBG_DISTANCES[comparator], distance, path=config_file, fmt=fmt),
+        entity_map=entity_map, relation_map=relation_map, sign=PBG_SIGN,
+    )
+
+
 #: The readers by format name (the CLI's ``--format``).
-READERS: dict[str, Callable[..., ImportedEmbeddings]] = dict(zip(IMPORT_FORMATS, (read_npy, read_pykeen, read_dglke),
-                                                                   strict=True))
+READERS: dict[str, Callable[..., ImportedEmbeddings]] = dict(
+    zip(IMPORT_FORMATS, (read_npy, read_pykeen, read_dglke, read_pbg), strict=True))
