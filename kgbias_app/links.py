@@ -131,8 +131,8 @@ def number(widget: Callable[..., Any], label: str, low: float, high: float, defa
             raise ValueError(raw[-1])
         return value
     return _linked(key, what=what, decode=decode, encode=lambda v: [str(v)],
-                   make=lambda seeded: widget(label, low, high, key=key, **({} if seeded else {"value": default}),
-                                              **kwargs))
+                   make=lambda seeded: widget(label, low, high, key=key,
+                                              **_without({"value": default, **kwargs}, seeded, "value")))
 
 
 def toggle(label: str, *, key: str, what: str, **kwargs: Any) -> bool:
