@@ -124,13 +124,16 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
+    from kgbias_core.embeddings.store import read_config
     from kgbias_core.tasks import import_task
 
     task = import_task(args.format, path=Path(args.path), graph=args.graph, out=Path(args.out),
                        data_dir=args.data_dir, schema=args.schema, names=args.names, distance=args.distance,
                        trust_pickle=args.trust_pickle, overwrite=args.force)
-    print(f"saved {task.run(_PrintedProgress())} (imported from {args.format}; no frozen negatives: "
-          f"influence and retrains are not available)")
+    path = task.run(_PrintedProgress())
+    kind = read_config(path).get("model", "transe")
+    print(f"saved {path} (imported from {args.format} as {kind}; no frozen negatives: influence and retrains are "
+          f"not available" + ("" if kind == "transe" else "; nor Du's B_gr and B_in: the model is not TransE") + ")")
 
 
 def _graph_flags(command: argparse.ArgumentParser, flag: str, meaning: str) -> None:
