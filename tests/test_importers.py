@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -30,6 +31,7 @@ from kgbias_core.errors import (
     IMPORT_NO_DISTANCE,
     IMPORT_PICKLE_REFUSED,
     NO_NEGATIVES_IMPORTED,
+    NOT_TRANSE,
     MeasureError,
 )
 from kgbias_core.influence.closed_form import influence_context
@@ -448,3 +450,66 @@ def test_pbg_missing_model_file_exits_2_naming_it(graph: KnowledgeGraph, tmp_pat
     expected = IMPORT_FILE_MISSING.format(format="pbg", path=src / "model.v3.h5",
                                           expected="a PyTorch-BigGraph checkpoint HDF5 file")
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: {expected}"
+
+
+@pytest.fixture(scope="module")
+def pbg_dot_model(graph: KnowledgeGraph, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dict]:
+    """PBG's translation + dot (kind "pbg", no PyKEEN model scores as it) imported into a store of its own.
+    -> (model directory, PBG's entity rows by label, its operator parameters by relation label)."""
+    pytest.importorskip("h5py")
+    root = tmp_path_factory.mktemp("pbg-dot")
+    src, ent, params = write_pbg_checkpoint(root / "pbg", graph, dynamic=False, comparator="dot")
+    import_pbg(src, root / "store" / "pbg-dot")
+    return root / "store" / "pbg-dot", ent, params
+
+
+def test_fisher_audit_and_fairness_run_on_an_imported_dot_model(pbg_dot_model, tmp_path: Path) -> None:
+    """Fisher's b_p, Keidar's audit and Schwertmann's fairness run on a PBG dot model; the occupation each
+    person is predicted (fairness's top-1 tail) is the argmax of PBG's formula over every entity."""
+    from kgbias_core.evaluation.link_prediction import predict_top1_tails
+
+    path, ent, params = pbg_dot_model
+    model = load_model(path)
+    s = model.schema
+    assert main(["fisher", "--model", str(path), "--relation", s.gender_relation, "--a", s.male, "--b", s.female,
+                 "--out", str(tmp_path / "fisher.csv")]) == 0
+    fisher = pd.read_csv(tmp_path / "fisher.csv")
+    assert len(fisher) > 5 and np.isfinite(fisher["bias"]).all() and (fisher["bias"] != 0).any()
+    assert main(["audit", "--models", str(path), "--min-persons", "5", "--out", str(tmp_path / "audit.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "audit.csv")["model"]) == {"pbg-dot"}
+    assert main(["fairness", "--models", str(path), "--bootstrap", "20", "--out", str(tmp_path / "fair.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "fair.csv")) > 0
+    occupation = model.relation_id(s.occupation_relation)
+    heads = model.triples[model.triples[:, 1] == occupation][:20, 0]
+    predicted = predict_top1_tails(pykeen_model(model, device="cpu"), heads=heads, relation=occupation)
+    entity_rows = np.stack([ent[label] for label in model.entity_labels])
+    for head, tail in zip(heads.tolist(), predicted.tolist(), strict=True):
+        scores = [pbg_formula(ent[model.entity_labels[head]], params[s.occupation_relation], row,
+                              operator="translation", comparator="dot", dynamic=False) for row in entity_rows]
+        assert tail == int(np.argmax(scores))
+
+
+def test_du_measures_refuse_an_imported_dot_model_in_one_line(pbg_dot_model, tmp_path: Path, capsys) -> None:
+    path, _, _ = pbg_dot_model
+    expected = NOT_TRANSE.format(model="pbg-dot", kind="pbg (PyTorch-BigGraph's translation operator, dot comparator)")
+    assert "psi = dist(h + r, t)" in expected
+    for command in (["measures", "--model", str(path), "--out", str(tmp_path / "m.csv")],
+                    ["influence", "--model", str(path), "--occupation", "nurse", "--out", str(tmp_path / "i.csv")]):
+        assert main(command) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [f"error: {expected}"]
+
+
+def test_pages_show_why_du_measures_do_not_apply_and_keep_fisher(pbg_dot_model, monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """Du's pages show NOT_TRANSE, never a traceback; the attributes page (Fisher's b_p) still draws."""
+    from .conftest import page, use_store
+
+    path, _, _ = pbg_dot_model
+    use_store(path.parent, monkeypatch, tmp_path)
+    expected = NOT_TRANSE.format(model="pbg-dot", kind="pbg (PyTorch-BigGraph's translation operator, dot comparator)")
+    for name in ("overview", "debiasing_lab", "validation", "influential_triples"):
+        app = page(name).run()
+        assert not app.exception, name
+        assert expected in [e.value for e in app.error], name
+    app = page("attributes").run()
+    assert not app.exception and not app.error and len(app.dataframe) > 0

@@ -131,6 +131,8 @@ class StoredModel:
         """The frozen negatives [n, 3] that influence and every retrain need; a named error if absent."""
         if self.negatives is not None:
             return self.negatives
+        if self.config.model != "transe":  # the deeper reason: Du's influence differentiates TransE's distance
+            raise MeasureError(NOT_TRANSE.format(model=self.name, kind=self.kind))
         if self.info.get("imported_from"):
             raise MeasureError(NO_NEGATIVES_IMPORTED.format(model=self.name, source=self.info["imported_from"]))
         raise MeasureError(NO_NEGATIVES.format(model=self.name))
