@@ -400,6 +400,16 @@ def test_pbg_import_scores_as_pbgs_formula(graph: KnowledgeGraph, tmp_path: Path
     assert_scores_as_pbg(model, ent, params, operator=operator, comparator=comparator, dynamic=dynamic)
 
 
+def test_pbg_distance_flag_on_a_dot_model_exits_2(graph: KnowledgeGraph, tmp_path: Path, capsys) -> None:
+    pytest.importorskip("h5py")
+    src, _, _ = write_pbg_checkpoint(tmp_path / "pbg", graph, dynamic=False, comparator="dot", operator="diagonal")
+    assert main(["import", "--format", "pbg", "--path", str(src), "--graph", "synthetic", "--distance", "l1",
+                 "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: pbg import: cannot read {src / 'config.json'}: --distance l1 names TransE's distance; the diagonal "
+        "operator with the dot comparator is scored as PBG scores it, with none")
+
+
 def test_pbg_max_norm_rescales_only_the_rows_above_it(graph: KnowledgeGraph, tmp_path: Path) -> None:
     """The imported TransE rows: min(1, max_norm / (||e|| + 1e-7)) e + g, by the formula in numpy."""
     pytest.importorskip("h5py")

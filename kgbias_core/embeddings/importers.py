@@ -476,6 +476,9 @@ def read_pbg(path: Path, *, distance: str | None = None, trust_pickle: bool = Fa
     params = _pbg_params(model_file, operator=operator, dynamic=dynamic, n_relations=len(relation_names), dim=dim,
                          fmt=fmt)
     kind, relation_rows = _pbg_kind(operator, comparator, side, params, dim)
+    if kind != "transe" and distance is not None:
+        raise _bad(config_file, fmt, f"--distance {distance} names TransE's distance; the {operator} operator "
+                                     f"with the {comparator} comparator is scored as PBG scores it, with none")
     if kind == "complex":
         entities = _interleaved(entities)
     entity_map = names_dir / f"entity_names_{entity_type}_0.json"
