@@ -1,4 +1,5 @@
-"""Readers of TransE embeddings trained elsewhere, and their mapping onto a graph's ids.
+"""Readers of embeddings trained elsewhere (TransE; PyTorch-BigGraph with any operator and comparator),
+and their mapping onto a graph's ids.
 
 One reader per format returns an :class:`ImportedEmbeddings` in its source's own row order, with its
 label -> row maps and its scoring convention; :func:`onto_graph` is the one place rows are matched to
