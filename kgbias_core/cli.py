@@ -158,12 +158,14 @@ def _analysis(path: str, negative_seed: int | None = None):
     return ModelAnalysis(load_model(path), negative_seed=seed)
 
 
-def _print_negatives(analysis, occupation: str | None, *, negative_seed: int | None) -> None:
-    """Say which negatives influence used; for re-drawn ones, the occupation's stability over 3 seeds (METHODS §4)."""
+def _print_negatives(analysis, occupation: str | None, *, negative_seed: int | None, exact_too: bool = True) -> None:
+    """Say which negatives influence used (``exact_too``: also when they are the frozen ones); for re-drawn
+    ones, the occupation's stability over 3 seeds (METHODS §4)."""
     if analysis.model.config.model != "transe":
         return  # no influence at all: nothing to label
     negatives = analysis.negatives
-    print(f"influence: {negatives.label}")
+    if exact_too or not negatives.exact:
+        print(f"influence: {negatives.label}")
     if negatives.exact:
         if negative_seed is not None:
             print("--negative-seed not used: the model has the frozen negatives it was trained with")
@@ -391,6 +393,7 @@ def _findings(args: argparse.Namespace) -> None:
     from kgbias_core.data.census import census_file
     from kgbias_core.data.datasets import resolve_data_dir
     from kgbias_core.embeddings.store import model_fingerprint, read_config
+    from kgbias_core.influence.negatives import DEFAULT_NEGATIVE_SEED, negatives_label
     from kgbias_core.tasks import findings_task
 
     census = census_file(resolve_data_dir(args.data_dir))
@@ -407,7 +410,8 @@ def _findings(args: argparse.Namespace) -> None:
         p_value = f" p {row.p_value:.2g}" if row.p_value == row.p_value else ""
         print(f"{row.claim:3s} {row.key:30s} paper {row.paper:>16s}  {row.value:+.3f}{interval}{p_value}  "
               f"{row.verdict}  ({row.scope})")
-    _print_negatives(_analysis(args.model, args.negative_seed), None, negative_seed=args.negative_seed)
+    if config.get("negatives") == "none":  # imported: claim 3's influence re-drew the negatives
+        print(f"influence: {negatives_label(seed=args.negative_seed or DEFAULT_NEGATIVE_SEED)}")
     print(f"wrote {len(frame)} findings to {args.out}")
 
 
@@ -429,7 +433,7 @@ def _report(args: argparse.Namespace) -> None:
         run = whatif_run(analysis, _analysis(args.run), noise=saved_noise_band(args.model))
         occupation = run.edit["occupation"]
     _write_text(occupation_report(analysis, occupation, run=run), args.out)
-    _print_negatives(analysis, None, negative_seed=args.negative_seed)
+    _print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
     print(f"wrote the report to {args.out}")
 
 

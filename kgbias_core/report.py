@@ -47,7 +47,9 @@ INFLUENCE_CAPTION = (
 #: Beside the influence chart of a model whose negatives were re-drawn (an imported one).
 REDRAWN_CAPTION = (
     " This model has no frozen negatives (it was not trained by kgbias): one negative per training triple was "
-    "re-drawn, so δ_z is approximate. Stability: {stability}."
+    "re-drawn, so δ_z is approximate. Stability: {stability}. On a FB15k-237 model whose true negatives are "
+    "known, re-drawn ones found about 6% of its true top 1% (README): these are examples of triples that can "
+    "move B_gr, not the ones that do."
 )
 NO_INFLUENCE = "No influential triples: {reason}."
 CHANGE_CAPTION = (

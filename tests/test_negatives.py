@@ -228,3 +228,14 @@ def test_a_whatif_on_an_imported_model_is_still_refused(exported, tmp_path: Path
     assert code == 2 and "Traceback" not in err
     assert err.strip().splitlines()[-1] == "error: " + NO_NEGATIVES_IMPORTED.format(model="imported", source="npy")
     assert not (tmp_path / "whatif").exists()
+
+
+def test_findings_on_an_imported_model_label_claim_3_approximate(exported, tmp_path: Path, capsys) -> None:
+    _, out = exported
+    assert main(["findings", "--model", str(out), "--negative-seed", "2", "--data-dir", str(tmp_path / "no-data"),
+                 "--out", str(tmp_path / "findings.json")]) == 0
+    assert f"influence: {APPROXIMATE}, seed 2" in capsys.readouterr().out
+    rows = json.loads((tmp_path / "findings.json").read_text(encoding="utf-8"))["findings"]
+    claim3 = [row for row in rows if row["claim"].startswith("3")]
+    assert claim3 and all(f"influence {APPROXIMATE}, seed 2" in row["detail"] for row in claim3)
+    assert not any(APPROXIMATE in row["detail"] for row in rows if not row["claim"].startswith("3"))
