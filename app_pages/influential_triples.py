@@ -14,6 +14,7 @@ with widgets.errors_shown():
         st.warning(texts.NEEDS_BOTH_GENDERS)
         st.stop()
 
+    widgets.negatives_badge(model, occupation)
     k = links.number(st.slider, "Triples per direction", 5, 100, widgets.TOP_TRIPLES, key="top_k", what="k")
     shown = widgets.triple_filters(triples_in_words(cache.influence_extremes(model, occupation, k)))
     st.caption(texts.INFLUENCE_READING)

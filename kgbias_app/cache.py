@@ -29,6 +29,7 @@ from kgbias_core.data.datasets import NAMED_DATASETS
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store, list_models, load_model, model_version, read_config
 from kgbias_core.errors import KGBiasError
+from kgbias_core.influence.negatives import RedrawStability
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
@@ -163,6 +164,12 @@ def influence_extremes(model: ModelRef, occupation: str, k: int) -> pd.DataFrame
 @st.cache_data(max_entries=256, show_spinner=False)
 def influence_table(model: ModelRef, occupation: str, top: int) -> pd.DataFrame:
     return tables.influence_table(analysis(model), occupation, top=top)
+
+
+@st.cache_data(max_entries=256, show_spinner="Re-drawing the negatives under 3 seeds…")
+def redraw_stability(model: ModelRef, occupation: str) -> RedrawStability:
+    """The occupation's top-1% stability across negative seeds (for a model whose negatives are re-drawn)."""
+    return analysis(model).redraw_stability(occupation)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

@@ -228,6 +228,22 @@ INFLUENCE_READING = (
     "that retraining without the triple raises B_gr (more male-leaning). Select rows to put them in the "
     "removal basket."
 )
+#: The badge beside influence computed from re-drawn negatives (a model kgbias did not train).
+APPROXIMATE_INFLUENCE = (
+    "Influence {label}: this model has no frozen negatives (it was trained elsewhere and imported), so one "
+    "negative per training triple was re-drawn, as kgbias's training draws them. Which triples lead, and their "
+    "δ_z, depend on that draw; the stability beside this says how much. Checked on a FB15k-237 model whose true "
+    "negatives are known, re-drawn ones found about 6% of its true top 1% (README): read these triples as "
+    "examples of what can move B_gr, not as the ones that do."
+)
+STABILITY_METRIC = "Top-1% stability across 3 negative seeds"
+STABILITY_CAPTION = (
+    "Spearman's ρ of δ_z over the union of each seed's top 1% moving triples ({n} triples), for each pair of "
+    "the negative seeds {seeds}: lowest {low}, mean {mean}; the seeds' top sets overlap (Jaccard) at least "
+    "{overlap}. Near 1: the re-draw barely changes which triples lead and in what order."
+)
+#: Under the basket's predicted change when influence is approximate.
+APPROXIMATE_CHANGE = "Predicted from influence {label}."
 DIRECTIONS = {
     "raises": "Removing these raises B_gr (towards male-leaning)",
     "lowers": "Removing these lowers B_gr (towards female-leaning)",

@@ -320,6 +320,21 @@ def add_to_basket(model_name: str, indices: list[int]) -> None:
     baskets[model_name] = sorted(set(baskets.get(model_name, [])) | {int(i) for i in indices})
 
 
+def negatives_badge(model: ModelRef, occupation: str) -> None:
+    """Where influence rests on re-drawn negatives (an imported model): the approximate label, visibly, and
+    the occupation's top-1% stability across 3 negative seeds. Nothing for a model with frozen negatives."""
+    negatives = cache.analysis(model).negatives
+    if negatives.exact:
+        return
+    badge, number = st.columns([3, 1])
+    badge.warning(texts.APPROXIMATE_INFLUENCE.format(label=negatives.label), icon="⚠️")
+    stability = cache.redraw_stability(model, occupation)
+    number.metric(texts.STABILITY_METRIC, f"ρ ≥ {texts.number(stability.spearman_min, 2)}")
+    st.caption(texts.STABILITY_CAPTION.format(
+        n=stability.n_union, seeds=", ".join(map(str, stability.seeds)), low=f"{stability.spearman_min:.2f}",
+        mean=f"{stability.spearman_mean:.2f}", overlap=f"{stability.overlap_min:.0%}"))
+
+
 def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     """The basket's triples in words, its predicted change of the occupation's B_gr, download and Empty."""
     chosen = basket(model.name)
@@ -335,6 +350,9 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
         st.caption(texts.BASKET_CHANGE.format(n=len(chosen), name=row["name"], before=texts.fmt(row["group_bias"]),
                                               change=texts.fmt(change.point), sign=texts.SIGN))
     st.caption(texts.predicted_range(change))
+    negatives = cache.analysis(model).negatives
+    if not negatives.exact:
+        st.caption(texts.APPROXIMATE_CHANGE.format(label=negatives.label))
     download(frame, csv_name(model.name, "basket"), key="basket:csv", label="Download the basket (CSV)")
     if st.button("Empty the basket"):
         st.session_state.setdefault(BASKET_KEY, {}).pop(model.name, None)

@@ -80,6 +80,8 @@ _API: dict[str, str] = {
     "influence_context": "influence.closed_form",
     "triple_influence": "influence.closed_form",
     "predicted_change": "influence.closed_form",
+    "influence_negatives": "influence.negatives",
+    "redraw_stability": "influence.negatives",
     "masked_retrain_bias": "influence.retraining_check",
     "influence_accuracy": "influence.retraining_check",
     # what-ifs

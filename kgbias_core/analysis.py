@@ -24,6 +24,15 @@ from kgbias_core.influence.closed_form import (
     predicted_change,
     triple_influence,
 )
+from kgbias_core.influence.negatives import (
+    DEFAULT_NEGATIVE_SEED,
+    InfluenceNegatives,
+    RedrawStability,
+    influence_negatives,
+    redraw_stability,
+    redrawn_negatives,
+    stability_seeds,
+)
 from kgbias_core.influence.scale import PredictedChange, predict
 from kgbias_core.measures.fisher import fisher_person_changes
 from kgbias_core.measures.group_bias import group_bias
@@ -60,14 +69,18 @@ class _Memo:
 class ModelAnalysis:
     """Lazily computed, memoised tensors of one TransE model (thread-safe; callers must not modify them)."""
 
-    def __init__(self, model: StoredModel, *, damping: float | None = None) -> None:
+    def __init__(
+        self, model: StoredModel, *, damping: float | None = None, negative_seed: int = DEFAULT_NEGATIVE_SEED
+    ) -> None:
         self.model = model
         self.damping = model.damping if damping is None else damping
+        # Used only where the model has no frozen negatives (an imported one): influence re-draws them.
+        self.negative_seed = negative_seed
         self._memo = _Memo()
 
     def warm_up(self) -> threading.Thread | None:
         """Precompute the influence context in a background thread, so the first influence query is fast."""
-        if self.model.negatives is None:
+        if self.model.config.model != "transe":
             return None
         thread = threading.Thread(target=lambda: self.context, name="kgbias-warm-up", daemon=True)
         thread.start()
@@ -86,10 +99,15 @@ class ModelAnalysis:
         ))
 
     @property
+    def negatives(self) -> InfluenceNegatives:
+        """The negatives influence uses: frozen (exact) or re-drawn from ``negative_seed`` (approximate)."""
+        return self._memo.get("negatives", lambda: influence_negatives(self.model, seed=self.negative_seed))
+
+    @property
     def context(self) -> InfluenceContext:
         """Margins and residuals shared by every influence query (METHODS §4)."""
         return self._memo.get("context", lambda: influence_context(
-            self.model, damping=self.damping, groups=self.groups
+            self.model, damping=self.damping, groups=self.groups, negatives=self.negatives.negatives
         ))
 
     def group_bias(self, occupation: str | None = None) -> FloatTensor:
@@ -155,6 +173,31 @@ class ModelAnalysis:
         """delta_z B_gr of every training triple for the occupation labelled ``occupation`` (METHODS §4). [|G|]."""
         index = self.groups.index(occupation)
         return self._memo.get(("influence", index), lambda: triple_influence(self.context, index))
+
+    def redraw_stability(self, occupation: str) -> RedrawStability:
+        """Stability of the occupation's top 1% under the draw of the negatives (METHODS §4): its
+        influence re-drawn from :func:`~kgbias_core.influence.negatives.stability_seeds` (this analysis's
+        seed first, whose influence is the memoised one), compared by
+        :func:`~kgbias_core.influence.negatives.redraw_stability`. Meaningful where the negatives are
+        re-drawn; on a model with frozen ones it measures what a re-draw would change.
+
+        The other seeds' contexts are built, used and dropped (not memoised): one context per seed
+        would multiply the memory of the largest tensors of the analysis.
+        """
+        index = self.groups.index(occupation)
+
+        def compute() -> RedrawStability:
+            seeds = stability_seeds(self.negative_seed)
+            first = self.influence(occupation) if not self.negatives.exact else None
+            influences = [first] if first is not None else []
+            for seed in seeds[len(influences):]:
+                context = influence_context(self.model, damping=self.damping, groups=self.groups,
+                                            negatives=redrawn_negatives(self.model, seed=seed))
+                influences.append(triple_influence(context, index))
+                del context
+            return redraw_stability(influences, seeds=seeds)
+
+        return self._memo.get(("redraw_stability", index), compute)
 
     def predicted_removal(self, occupation: str, removed: LongTensor) -> PredictedChange:
         """Predicted change of B_gr when ``removed`` (triple indices) are dropped: the raw sum of delta_z,

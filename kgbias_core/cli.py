@@ -132,8 +132,16 @@ def _import(args: argparse.Namespace) -> None:
                        trust_pickle=args.trust_pickle, overwrite=args.force)
     path = task.run(_PrintedProgress())
     kind = read_config(path).get("model", "transe")
-    print(f"saved {path} (imported from {args.format} as {kind}; no frozen negatives: influence and retrains are "
-          f"not available" + ("" if kind == "transe" else "; nor Du's B_gr and B_in: the model is not TransE") + ")")
+    print(f"saved {path} (imported from {args.format} as {kind}; no frozen negatives: "
+          + ("influence is approximate (negatives re-drawn), retrains are not available)" if kind == "transe" else
+             "Du's B_gr, B_in, influence and retrains need TransE; Fisher, audit and fairness work on it)"))
+
+
+def _negative_seed_flag(command: argparse.ArgumentParser) -> None:
+    """``--negative-seed``: for a model without frozen negatives (imported), influence re-draws one per triple."""
+    command.add_argument("--negative-seed", type=_integer(0), default=None, metavar="S",
+                         help="a model without frozen negatives (imported): re-draw one negative per training "
+                              "triple from seed S (default 0); influence is then approximate")
 
 
 def _graph_flags(command: argparse.ArgumentParser, flag: str, meaning: str) -> None:
@@ -144,11 +152,29 @@ def _graph_flags(command: argparse.ArgumentParser, flag: str, meaning: str) -> N
     command.add_argument("--names", help="id<TAB>name file for a user graph")
 
 
-def _analysis(path: str):
+def _analysis(path: str, negative_seed: int | None = None):
+    """The model's analysis; ``negative_seed``: the re-draw seed of a model without frozen negatives (default 0)."""
     from kgbias_core.analysis import ModelAnalysis
     from kgbias_core.embeddings.store import load_model
+    from kgbias_core.influence.negatives import DEFAULT_NEGATIVE_SEED
 
-    return ModelAnalysis(load_model(path))
+    seed = DEFAULT_NEGATIVE_SEED if negative_seed is None else negative_seed
+    return ModelAnalysis(load_model(path), negative_seed=seed)
+
+
+def _print_negatives(analysis, occupation: str | None, *, negative_seed: int | None, exact_too: bool = True) -> None:
+    """Say which negatives influence used (``exact_too``: also when they are the frozen ones); for re-drawn
+    ones, the occupation's stability over 3 seeds (METHODS §4)."""
+    if analysis.model.config.model != "transe":
+        return  # no influence at all: nothing to label
+    negatives = analysis.negatives
+    if exact_too or not negatives.exact:
+        print(f"influence: {negatives.label}")
+    if negatives.exact:
+        if negative_seed is not None:
+            print("--negative-seed not used: the model has the frozen negatives it was trained with")
+    elif occupation is not None:
+        print(f"stability: {analysis.redraw_stability(occupation).summary()}")
 
 
 def _write(frame, out: str) -> None:
@@ -188,8 +214,10 @@ def _individuals(args: argparse.Namespace) -> None:
 def _influence(args: argparse.Namespace) -> None:
     from kgbias_core.tables import influence_table
 
-    frame = influence_table(_analysis(args.model), args.occupation, top=args.top)
-    _write(frame[["head", "relation", "tail", "head_name", "tail_name", "influence"]], args.out)
+    analysis = _analysis(args.model, args.negative_seed)
+    frame = influence_table(analysis, args.occupation, top=args.top)
+    _write(frame[["head", "relation", "tail", "head_name", "tail_name", "influence", "negatives"]], args.out)
+    _print_negatives(analysis, args.occupation, negative_seed=args.negative_seed)
 
 
 def _fisher(args: argparse.Namespace) -> None:
@@ -369,13 +397,14 @@ def _findings(args: argparse.Namespace) -> None:
     from kgbias_core.data.census import census_file
     from kgbias_core.data.datasets import resolve_data_dir
     from kgbias_core.embeddings.store import model_fingerprint, read_config
+    from kgbias_core.influence.negatives import DEFAULT_NEGATIVE_SEED, negatives_label
     from kgbias_core.tasks import findings_task
 
     census = census_file(resolve_data_dir(args.data_dir))
     if not census.is_file():
         print(f"no census file at {census}: claim 6 is not measured", file=sys.stderr)
     frame = findings_task(Path(args.model), census=census, year=args.year, retrain=args.retrain or (),
-                          k=args.k).run(_PrintedProgress())
+                          k=args.k, negative_seed=args.negative_seed).run(_PrintedProgress())
     config = read_config(args.model)
     document = {"model": config.get("name"), "dataset": config.get("dataset"), **model_fingerprint(args.model),
                 "findings": json.loads(frame.to_json(orient="records"))}
@@ -385,6 +414,8 @@ def _findings(args: argparse.Namespace) -> None:
         p_value = f" p {row.p_value:.2g}" if row.p_value == row.p_value else ""
         print(f"{row.claim:3s} {row.key:30s} paper {row.paper:>16s}  {row.value:+.3f}{interval}{p_value}  "
               f"{row.verdict}  ({row.scope})")
+    if config.get("negatives") == "none":  # imported: claim 3's influence re-drew the negatives
+        print(f"influence: {negatives_label(seed=args.negative_seed or DEFAULT_NEGATIVE_SEED)}")
     print(f"wrote {len(frame)} findings to {args.out}")
 
 
@@ -395,7 +426,7 @@ def _report(args: argparse.Namespace) -> None:
     from kgbias_core.tasks import saved_noise_band
     from kgbias_core.whatif.runs import made_from
 
-    analysis = _analysis(args.model)
+    analysis = _analysis(args.model, args.negative_seed)
     run, occupation = None, args.occupation
     if args.run is not None:
         run_config = read_config(args.run)
@@ -406,6 +437,7 @@ def _report(args: argparse.Namespace) -> None:
         run = whatif_run(analysis, _analysis(args.run), noise=saved_noise_band(args.model))
         occupation = run.edit["occupation"]
     _write_text(occupation_report(analysis, occupation, run=run), args.out)
+    _print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
     print(f"wrote the report to {args.out}")
 
 
@@ -477,6 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     influence.add_argument("--occupation", required=True, help="occupation label or readable name")
     influence.add_argument("--top", type=_integer(1), default=20)
     influence.add_argument("--out", required=True, type=_csv_out)
+    _negative_seed_flag(influence)
     influence.set_defaults(handler=_influence)
 
     fisher = commands.add_parser("fisher", help="Fisher et al.'s b_p per profession for an attribute")
@@ -509,6 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     about.add_argument("--run", help="what-if run directory: the report of its edited occupation, with the edit, "
                                      "the predicted and the retrained change, and the noise band")
     report.add_argument("--out", required=True, type=_csv_out, help="HTML file to write")
+    _negative_seed_flag(report)
     report.set_defaults(handler=_report)
 
     audit = commands.add_parser("audit", help="Keidar et al.'s DPD/PPD/TLB per sensitive relation and model")
@@ -561,6 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     findings = commands.add_parser("findings", help="Du et al.'s claims next to what this model shows (JSON)")
     findings.add_argument("--model", required=True)
+    _negative_seed_flag(findings)
     findings.add_argument("--retrain", nargs="+", metavar="OCCUPATION",
                           help="first run the retrains behind claims 4-5 for these occupations, where missing "
                                "(noise band, IF-/Random-REMOVE of k, Add c=0.5)")

@@ -111,9 +111,10 @@ NO_NEGATIVES = (
 UNKNOWN_MODEL = "unknown model {model!r}: choose one of {known}"
 UNKNOWN_DISTANCE = "unknown distance {distance!r}: choose one of {known}"
 NO_NEGATIVES_IMPORTED = (
-    "model {model!r} was imported from {source} and has no frozen negatives: Du's closed-form influence and "
-    "every retrain (what-if, noise band, calibration) need each training triple's negative (METHODS §2). "
-    "B_gr, B_wo, B_in, B'_in, b_p, link prediction, audit and fairness work on it"
+    "model {model!r} was imported from {source} and has no frozen negatives: every retrain (what-if, noise band, "
+    "calibration) needs each training triple's negative (METHODS §2), and retraining belongs to the engine that "
+    "trained it. Influence works with re-drawn negatives (approximate); B_gr, B_wo, B_in, B'_in, b_p, link "
+    "prediction, audit and fairness work on it"
 )
 NOT_TRANSE = (
     "model {model!r} is {kind}: Du's B_gr, B_in, influence and what-ifs measure the translational distance "

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -382,7 +382,11 @@ def model_findings(
     found = [gender_ratio_finding(measures), *aggregation_findings(measures)]
     balanced = balanced_occupations(measures)
     counts = pd.DataFrame([top_triple_counts(analysis, o) for o in balanced["occupation"]])
-    found += top_triple_findings(counts) if len(counts) else [_not_measured("3", "top_triples", "", "no occupation")]
+    top = top_triple_findings(counts) if len(counts) else [_not_measured("3", "top_triples", "", "no occupation")]
+    if not analysis.negatives.exact:  # claim 3's influence rests on re-drawn negatives: say so on each row
+        top = [replace(f, detail=f"{f.detail}; influence {analysis.negatives.label}" if f.detail
+                       else f"influence {analysis.negatives.label}") for f in top]
+    found += top
     for occupation, curve in sorted((curves or {}).items()):
         name = analysis.groups.names[analysis.groups.index(occupation)]
         found.append(removal_finding(curve, occupation_name=name, spread=noise_spread(noise, occupation)))

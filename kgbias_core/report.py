@@ -42,7 +42,14 @@ PERSONS_CAPTION = (
 INFLUENCE_CAPTION = (
     "The {n} training triples whose removal would move B_gr most (δ_z B_gr, Du Eq. 3; closed-form influence "
     "gives the direction and the ranking, its size is uncalibrated). A positive δ_z: removing the triple "
-    "makes the occupation more male-leaning."
+    "makes the occupation more male-leaning. Negatives: {negatives}."
+)
+#: Beside the influence chart of a model whose negatives were re-drawn (an imported one).
+REDRAWN_CAPTION = (
+    " This model has no frozen negatives (it was not trained by kgbias): one negative per training triple was "
+    "re-drawn, so δ_z is approximate. Stability: {stability}. On a FB15k-237 model whose true negatives are "
+    "known, re-drawn ones found about 6% of its true top 1% (README): these are examples of triples that can "
+    "move B_gr, not the ones that do."
 )
 NO_INFLUENCE = "No influential triples: {reason}."
 CHANGE_CAPTION = (
@@ -239,8 +246,12 @@ def occupation_report(
                PERSONS_CAPTION.format(sign=readings.SIGN))]
     try:
         triples = triples_in_words(influence_table(analysis, label, top=TOP_TRIPLES))
-        charts.append(("Most influential training triples", influence_figure(triples),
-                       INFLUENCE_CAPTION.format(n=len(triples))))
+        negatives = analysis.negatives
+        caption, title = INFLUENCE_CAPTION.format(n=len(triples), negatives=negatives.label), ""
+        if not negatives.exact:
+            caption += REDRAWN_CAPTION.format(stability=analysis.redraw_stability(label).summary())
+            title = f" ({negatives.label})"
+        charts.append((f"Most influential training triples{title}", influence_figure(triples), caption))
         influence_note = ""
     except MeasureError as exc:  # one gender only, or a model without the negatives influence needs
         influence_note = f"<p>{_text(NO_INFLUENCE.format(reason=exc))}</p>"

@@ -29,6 +29,7 @@ from kgbias_core.errors import (
     UNKNOWN_ATTRIBUTE,
     MeasureError,
 )
+from kgbias_core.influence.closed_form import top_influence  # re-exported: findings and benches import it here
 from kgbias_core.measures.bootstrap import mean_interval
 from kgbias_core.measures.fisher import fisher_profession_table
 from kgbias_core.measures.group_bias import group_bias, group_bias_interval, pair_residuals, projection_bias
@@ -248,7 +249,9 @@ def filter_triples(frame: pd.DataFrame, *, relations: Sequence[str], genders: Se
 def influence_table(
     analysis: ModelAnalysis, occupation: str, *, top: int = 20, direction: str = "both"
 ) -> pd.DataFrame:
-    """The ``top`` training triples by delta_z B_gr with names (METHODS §4): :func:`triples_frame` + ``influence``.
+    """The ``top`` training triples by delta_z B_gr with names (METHODS §4): :func:`triples_frame` + ``influence``
+    + ``negatives``, the label of the negatives it was computed from ("exact (frozen negatives)" or
+    "approximate (negatives re-drawn), seed S": :mod:`kgbias_core.influence.negatives`).
 
     ``direction``: "both" ranks by |delta_z|; "raises" takes the most positive (removing them
     makes the embedding more male-leaning), "lowers" the most negative.
@@ -259,6 +262,7 @@ def influence_table(
     indices = torch.topk(signed, k).indices
     frame = triples_frame(analysis, indices)
     frame["influence"] = influence[indices].tolist()
+    frame["negatives"] = analysis.negatives.label  # travels with every row, into CSVs and reports
     return frame
 
 
@@ -286,20 +290,6 @@ def occupation_like_relations(analysis: ModelAnalysis) -> list[int]:
         if label == model.schema.occupation_relation
         or {"profession", "occupation"} & set(re.split(r"[^a-z]+", label.lower()))
     ]
-
-
-def top_influence(influence: torch.Tensor, *, fraction: float, sign: str = "any") -> LongTensor:
-    """The top ``fraction`` (at least one) of the triples that move B_gr, by |delta_z| ("any"), by
-    delta_z among the positive ones ("positive") or by -delta_z among the negative ones ("negative").
-
-    The base is the triples with a non-zero influence of that sign, not the whole graph: on a
-    star-shaped graph (FB13) 1% of |G| is more than every triple that moves one occupation.
-    """
-    signed = {"any": influence.abs(), "positive": influence, "negative": -influence}[sign]
-    n_moving = int((signed > 0).sum())
-    if n_moving == 0:
-        return torch.empty(0, dtype=torch.long)
-    return torch.topk(signed, max(1, math.ceil(fraction * n_moving))).indices
 
 
 def occupation_relation_share(

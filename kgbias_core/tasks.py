@@ -44,6 +44,7 @@ from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError, ModelSt
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.calibration import calibrate
 from kgbias_core.influence.closed_form import debiasing_removal
+from kgbias_core.influence.negatives import DEFAULT_NEGATIVE_SEED
 from kgbias_core.influence.retraining_check import (
     REMOVAL_KINDS,
     influence_accuracy,
@@ -206,9 +207,10 @@ def import_task(
 
     The model keeps its engine's distance (``config.distance``), or for PyTorch-BigGraph the kind that
     scores as PBG does (``config.model``: transe, distmult, complex or pbg, with ``info["pbg"]``: operator,
-    comparator, side, max_norm), and has no frozen negatives
-    (``info``: ``imported_from``, ``"negatives": "none"``), so influence and retrains refuse it
-    with a named error while every other measure works. ``out`` is checked before anything is read.
+    comparator, side, max_norm), and has no frozen negatives (``info``: ``imported_from``,
+    ``"negatives": "none"``): on TransE influence re-draws them (approximate,
+    :mod:`kgbias_core.influence.negatives`), retrains refuse it with a named error, and every other
+    measure works. ``out`` is checked before anything is read.
     """
     from kgbias_core.embeddings.importers import READERS, onto_graph
     from kgbias_core.embeddings.pykeen_bridge import imported_weights
@@ -515,21 +517,33 @@ def add_runs(model_dir: Path | str) -> list[Path]:
     return found
 
 
-def findings_inputs(model_dir: Path | str, *, census: Path | None = None, year: int | None = None) -> dict[str, Any]:
+def findings_inputs(model_dir: Path | str, *, census: Path | None = None, year: int | None = None,
+                    negative_seed: int | None = None) -> dict[str, Any]:
     """What a findings table was computed from besides the model: the cached curves, the Add runs, the
-    noise band and the census file. A table made from other inputs is recomputed (``saved_findings``)."""
-    return _inputs(saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir), census=census, year=year)
+    noise band, the census file and, for a model without frozen negatives, the seed influence re-drew
+    them from. A table made from other inputs is recomputed (``saved_findings``)."""
+    return _inputs(saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir), census=census, year=year,
+                   negative_seed=_redraw_seed(model_dir, negative_seed))
+
+
+def _redraw_seed(model_dir: Path | str, negative_seed: int | None) -> int | None:
+    """The seed influence re-draws the negatives from (default 0), or None for a model that has its own."""
+    if read_config(model_dir).get("negatives") != "none":  # the importer records "none"
+        return None
+    return DEFAULT_NEGATIVE_SEED if negative_seed is None else negative_seed
 
 
 def _inputs(curves: Mapping[str, pd.DataFrame], runs: Sequence[Path], noise: pd.DataFrame | None, *,
-            census: Path | None, year: int | None) -> dict[str, Any]:
-    return {
+            census: Path | None, year: int | None, negative_seed: int | None = None) -> dict[str, Any]:
+    inputs = {
         "curves": sorted(curves),
         "add_runs": sorted(path.name for path in runs),
         "noise_band": noise is not None,
         "census": str(Path(census).resolve()) if census is not None and Path(census).is_file() else None,
         "year": year,
     }
+    # Only where re-drawn: a model with frozen negatives keeps its cached findings' key.
+    return inputs if negative_seed is None else {**inputs, "negative_seed": negative_seed}
 
 
 def findings_task(
@@ -539,6 +553,7 @@ def findings_task(
     year: int | None = None,
     retrain: Sequence[str] = (),
     k: int | None = None,
+    negative_seed: int | None = None,
 ) -> Task[pd.DataFrame]:
     """Du et al.'s claims measured on the model at ``model_dir`` (:func:`kgbias_core.findings.model_findings`),
     cached beside it.
@@ -547,7 +562,8 @@ def findings_task(
     names occupations to run them for first, where missing: the noise band, IF-REMOVE and
     Random-REMOVE of ``k`` triples (default: as many as are predicted to bring B_gr to zero) and
     Add with c = 0.5 (saved as a what-if next to the model). ``census`` is the IPUMS file (claim 6;
-    None or a graph without a pairing: not measured).
+    None or a graph without a pairing: not measured). ``negative_seed``: for a model without frozen
+    negatives, the seed claim 3's influence re-draws them from (default 0; its findings say approximate).
     """
     from kgbias_core.data.census import PAIRING_RESOURCES, census_validation
     from kgbias_core.findings import findings_frame, model_findings
@@ -557,7 +573,8 @@ def findings_task(
         model = load_model(model_dir)
         if retrain:
             _findings_retrains(model_dir, model, retrain, k=k, progress=progress)
-        analysis = ModelAnalysis(model)
+        seed = _redraw_seed(model_dir, negative_seed)
+        analysis = ModelAnalysis(model, negative_seed=DEFAULT_NEGATIVE_SEED if seed is None else seed)
         progress.update(stage="measuring", message="every measure with its bootstrap interval")
         measures = measures_table(analysis)
         correlations = None
@@ -568,10 +585,12 @@ def findings_task(
         curves, runs, noise = saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir)
         frame = findings_frame(model_findings(analysis, measures, census=correlations, curves=curves, noise=noise,
                                               add_runs=[ModelAnalysis(load_model(path)) for path in runs]))
-        save_result(model_dir, FINDINGS, frame, params=_inputs(curves, runs, noise, census=census, year=year))
+        save_result(model_dir, FINDINGS, frame,
+                    params=_inputs(curves, runs, noise, census=census, year=year, negative_seed=seed))
         return frame
 
-    return Task(key=_key("findings", model_dir, census=str(census), year=year, retrain=list(retrain), k=k), run=run)
+    return Task(key=_key("findings", model_dir, census=str(census), year=year, retrain=list(retrain), k=k,
+                         negative_seed=negative_seed), run=run)
 
 
 def _findings_retrains(

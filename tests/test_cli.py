@@ -15,6 +15,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.cli import DEBUG_ENV, main
 from kgbias_core.embeddings.store import load_model, read_config
 from kgbias_core.errors import FAIRNESS_FEW_CLASSES
+from kgbias_core.influence.negatives import EXACT
 from kgbias_core.tables import MEASURE_COLUMNS
 
 from .conftest import REPO
@@ -54,7 +55,8 @@ def test_individuals_and_influence(trained: Path, tmp_path: Path) -> None:
     assert main(["influence", "--model", str(trained), "--occupation", "nurse", "--top", "7",
                  "--out", str(tmp_path / "f.csv")]) == 0
     top = pd.read_csv(tmp_path / "f.csv")
-    assert list(top.columns) == ["head", "relation", "tail", "head_name", "tail_name", "influence"]
+    assert list(top.columns) == ["head", "relation", "tail", "head_name", "tail_name", "influence", "negatives"]
+    assert set(top.negatives) == {EXACT}  # trained by kgbias: its own frozen negatives
     assert len(top) == 7 and top.influence.abs().is_monotonic_decreasing
 
 

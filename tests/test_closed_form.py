@@ -3,6 +3,8 @@ and against actual retraining."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -51,6 +53,42 @@ def test_triple_influence_equals_autograd_formula(tiny_model) -> None:
         (grad_l,) = torch.autograd.grad(loss, E)
         expected = float((grad_b * grad_l / context.alpha[:, None]).sum())
         assert float(influence[i]) == pytest.approx(expected, rel=1e-4, abs=1e-6)
+
+
+#: psi of a residual v, written out independently of kgbias's objective module.
+PSI = {"l1": lambda v: v.abs().sum(-1), "l2": lambda v: (v**2).sum(-1).sqrt(), "squared_l2": lambda v: (v**2).sum(-1)}
+
+
+@pytest.mark.parametrize("distance", ["l1", "l2"])
+def test_triple_influence_with_an_l1_or_l2_distance_equals_autograd(tiny_model, distance: str) -> None:
+    """An imported model's own distance: grad B_gr and grad L(z) of [gamma + psi(z) - psi(z')]_+ by autograd,
+    with psi = ||.||_1 or ||.||_2, against the closed form (same alpha, Du Eq. 3)."""
+    model = replace(tiny_model, config=replace(tiny_model.config, distance=distance, margin=1.0))
+    context = influence_context(model)
+    index = occupation_with_both(context)
+    influence = triple_influence(context, index)
+    E0, R = model.entity_embeddings, model.relation_embeddings
+    E = E0.clone().requires_grad_(True)
+    b = group_bias(entity_embeddings=E, relation_embeddings=R, groups=context.groups, distance=distance)
+    (grad_b,) = torch.autograd.grad(b[index], E)
+    psi = PSI[distance]
+    n = model.triples.shape[0]
+    margins = model.config.margin + psi(E0[model.triples[:, 0]] + R[model.triples[:, 1]] - E0[model.triples[:, 2]]) \
+        - psi(E0[model.negatives[:, 0]] + R[model.negatives[:, 1]] - E0[model.negatives[:, 2]])
+    assert 0 < int((margins > 0).sum()) < n  # both active and inactive margins are checked
+    picks = torch.cat([torch.topk(influence.abs(), 30).indices,
+                       torch.randint(n, (30,), generator=torch.Generator().manual_seed(0))])
+    for i in picks.tolist():
+        E = E0.clone().requires_grad_(True)
+        (h, r, t), (h2, _, t2) = model.triples[i].tolist(), model.negatives[i].tolist()
+        loss = torch.relu(model.config.margin + psi(E[h] + R[r] - E[t]) - psi(E[h2] + R[r] - E[t2]))
+        if float(loss.detach()) == 0:
+            assert float(influence[i]) == 0  # an inactive margin has no influence
+            continue
+        (grad_l,) = torch.autograd.grad(loss, E)
+        expected = float((grad_b * grad_l / context.alpha[:, None]).sum())
+        assert float(influence[i]) == pytest.approx(expected, rel=1e-4, abs=1e-6)
+    assert influence.abs().max() > 0
 
 
 def test_all_occupations_table_equals_one_by_one(tiny_model) -> None:

@@ -118,7 +118,7 @@ def test_npy_import_scores_as_the_l1_formula_and_b_gr_uses_l1(graph: KnowledgeGr
     assert float(analysis.group_bias(occupation)) == pytest.approx(expected, abs=1e-4)
 
 
-def test_an_imported_model_has_every_measure_but_influence(graph: KnowledgeGraph, tmp_path: Path) -> None:
+def test_an_imported_model_has_every_measure_and_no_frozen_negatives(graph: KnowledgeGraph, tmp_path: Path) -> None:
     write_npy_folder(tmp_path / "src", graph, config=None)
     out = tmp_path / "imported"
     assert main(["import", "--format", "npy", "--path", str(tmp_path / "src"), "--graph", "synthetic",

@@ -1,10 +1,15 @@
-"""AppTest of the Influential triples page: both directions, filters, the removal basket."""
+"""AppTest of the Influential triples page: both directions, filters, the removal basket, and the approximate
+label with its stability for a model whose negatives are re-drawn."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from tests.conftest import NO_WOMEN, button, metric, page, texts
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.store import save_model
+from kgbias_core.influence.negatives import APPROXIMATE
+from tests.conftest import NO_WOMEN, button, metric, page, texts, use_store
 
 
 def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
@@ -38,3 +43,34 @@ def test_no_women_warns_on_the_influence_page(app_store: Path) -> None:
     app.selectbox(key="occupation").set_value(NO_WOMEN).run()
     assert not app.exception
     assert "needs at least one man and one woman" in texts(app.warning)
+
+
+def test_an_imported_model_shows_approximate_influence_and_its_stability(tiny_model, monkeypatch,
+                                                                          tmp_path: Path) -> None:
+    """A model without frozen negatives: the page re-draws them (seed 0), says so beside the tables, and shows
+    the top-1% stability across seeds 0, 1, 2 as the core computes it."""
+    imported = replace(tiny_model, name="tiny-imported", negatives=None,
+                       info={**tiny_model.info, "imported_from": "npy", "negatives": "none"})
+    save_model(imported, tmp_path / "imported-store")
+    use_store(tmp_path / "imported-store", monkeypatch, tmp_path)
+    app = page("influential_triples").run()
+    app.selectbox(key="occupation").set_value("nurse").run()
+    assert not app.exception
+    assert f"Influence {APPROXIMATE}, seed 0" in texts(app.warning)
+    expected = ModelAnalysis(imported).redraw_stability("nurse")
+    assert metric(app, "Top-1% stability across 3 negative seeds") == f"ρ ≥ {expected.spearman_min:.2f}"
+    assert (f"({expected.n_union} triples), for each pair of the negative seeds 0, 1, 2: lowest "
+            f"{expected.spearman_min:.2f}, mean {expected.spearman_mean:.2f}") in texts(app.caption)
+    table = app.dataframe[0].value
+    assert len(table) == 20 and (table["δ_z B_gr"] > 0).all()
+    app.session_state["removal_basket"] = {"tiny-imported": table["triple id"].head(3).tolist()}
+    app.run()
+    assert not app.exception
+    assert f"Predicted from influence {APPROXIMATE}, seed 0." in texts(app.caption)
+
+
+def test_a_model_with_frozen_negatives_shows_no_approximate_badge(app_store: Path) -> None:
+    app = page("influential_triples").run()
+    app.selectbox(key="occupation").set_value("nurse").run()
+    assert not app.exception
+    assert APPROXIMATE not in texts(app.warning) and not any(m.label.startswith("Top-1%") for m in app.metric)

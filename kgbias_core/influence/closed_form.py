@@ -6,7 +6,12 @@ negative z' contribute:
 
     delta_z = sum_{e in slots} grad_e(B_gr) . grad_e L(z) / alpha_e,     (0 if z's margin is inactive)
 
-with grad_h psi = 2u, grad_t psi = -2u for u = h + r - t, and grad L(z) = grad psi(z) - grad psi(z').
+with grad_h psi = psi'(u), grad_t psi = -psi'(u) for u = h + r - t, and grad L(z) = grad psi(z) - grad psi(z').
+psi'(u) is the model's own distance gradient (:func:`~kgbias_core.embeddings.objective.distance_gradient`):
+Du's 2u for kgbias's squared L2; u / ||u||_2 or sign(u) for an imported L2 / L1 model, whose active-margin
+test uses that distance and the model's recorded margin (``config.margin``: DGL-KE's gamma, else kgbias's 2).
+alpha stays the squared-L2 diagonal for every distance, as in B_in (an approximation for L1 / L2).
+The negatives z' come from the caller (:mod:`kgbias_core.influence.negatives`: frozen, or re-drawn).
 delta_z > 0 means: retraining without z raises B_gr (more male-leaning). Removing a set S is
 predicted to change B_gr by sum_{z in S} delta_z (times the calibrated scale, if any).
 
@@ -17,10 +22,12 @@ M_o ∪ F_o ∪ {o}.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
+from kgbias_core.embeddings.objective import distance_gradient, residual_distance
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import EMPTY_GROUP, MeasureError
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
@@ -52,6 +59,7 @@ class InfluenceContext:
     # touches the slots of its own persons and itself:
     slot_offsets: LongTensor  # [E + 1] slots of entity e are slot_order[offsets[e]:offsets[e+1]]
     slot_order: LongTensor  # [4A] slot ids j = kind * A + a, kind 0..3 = h, t, h', t'
+    distance: str = "squared_l2"  # the model's psi (DISTANCES): its gradient psi'(u) enters grad L and grad B_gr
 
     @property
     def residual(self) -> FloatTensor:
@@ -69,19 +77,27 @@ class InfluenceContext:
 
 
 def influence_context(
-    model: StoredModel, *, damping: float | None = None, groups: OccupationGroups | None = None
+    model: StoredModel,
+    *,
+    damping: float | None = None,
+    groups: OccupationGroups | None = None,
+    negatives: LongTensor | None = None,
 ) -> InfluenceContext:
-    """Precompute margins and residuals of ``model`` (TransE with frozen negatives).
+    """Precompute margins and residuals of ``model`` (TransE) against one negative per training triple.
 
     ``groups``: the model's :func:`occupation_groups` where the caller has them already.
+    ``negatives`` [|G|, 3]: row i's negative (None: the model's frozen ones;
+    :func:`~kgbias_core.influence.negatives.influence_negatives` re-draws them for a model without).
     """
-    negatives = model.frozen_negatives  # first: a model without them fails at once, with a named error
+    # first: a model without frozen negatives, and none given, fails at once with a named error
+    negatives = model.frozen_negatives if negatives is None else negatives
     groups = occupation_groups(model) if groups is None else groups
     entities, relations = model.entity_embeddings, model.relation_embeddings
     triples = model.triples
     u = entities[triples[:, 0]] + relations[triples[:, 1]] - entities[triples[:, 2]]
     u_neg = entities[negatives[:, 0]] + relations[negatives[:, 1]] - entities[negatives[:, 2]]
-    margin = model.config.margin + u.pow(2).sum(-1) - u_neg.pow(2).sum(-1)
+    distance = model.config.distance
+    margin = model.config.margin + residual_distance(u, distance=distance) - residual_distance(u_neg, distance=distance)
     active = (margin > 0).nonzero().squeeze(-1)
     lam = model.damping if damping is None else damping
     slots = torch.stack(
@@ -102,13 +118,15 @@ def influence_context(
         residuals=torch.cat([u[active], u_neg[active]]),
         slot_offsets=slot_offsets,
         slot_order=slot_order,
+        distance=distance,
     )
 
 
 def _gradient_rows(context: InfluenceContext, occupation_index: int) -> tuple[LongTensor, FloatTensor]:
     """The non-zero rows of grad B_gr: (entities [k], rows [k, d]) for M_o ∪ F_o and then o (METHODS §4).
 
-    grad_s = +2 v_s / |F_o| (s in F_o), -2 v_s / |M_o| (s in M_o); grad_o = -2 mean_F v + 2 mean_M v.
+    grad_s = +psi'(v_s) / |F_o| (s in F_o), -psi'(v_s) / |M_o| (s in M_o); grad_o = -(the sum of those)
+    (psi'(v) = 2v for squared L2: Du's +2 v_s / |F_o|, ...).
     """
     groups = context.groups
     n_male = int(groups.n_male[occupation_index])
@@ -121,8 +139,8 @@ def _gradient_rows(context: InfluenceContext, occupation_index: int) -> tuple[Lo
     occupation = groups.occupations[occupation_index]
     E = context.entity_embeddings
     v = E[persons] + context.relation_embeddings[groups.occupation_relation] - E[occupation]  # [p, d]
-    coefficient = torch.where(groups.pair_female[mine], 2.0 / n_female, -2.0 / n_male).to(v)  # [p]
-    person_rows = coefficient[:, None] * v
+    coefficient = torch.where(groups.pair_female[mine], 1.0 / n_female, -1.0 / n_male).to(v)  # [p]
+    person_rows = coefficient[:, None] * distance_gradient(v, distance=context.distance)
     entities = torch.cat([persons, occupation.view(1)])
     return entities, torch.cat([person_rows, -person_rows.sum(0, keepdim=True)])
 
@@ -135,7 +153,7 @@ def group_bias_gradient(context: InfluenceContext, occupation_index: int) -> Flo
     return gradient
 
 
-_SLOT_SIGN = (1.0, -1.0, -1.0, 1.0)  # grad L(z): +2u at h, -2u at t, -2u' at h', +2u' at t'
+_SLOT_SIGN = (1.0, -1.0, -1.0, 1.0)  # grad L(z): +psi'(u) at h, -psi'(u) at t, -psi'(u') at h', +psi'(u') at t'
 
 
 def triple_influence(context: InfluenceContext, occupation_index: int) -> FloatTensor:
@@ -157,7 +175,8 @@ def triple_influence(context: InfluenceContext, occupation_index: int) -> FloatT
     kind, triple = slot // n_active, slot % n_active
     residual = context.residuals[triple + n_active * (kind >= 2)]  # [m, d] u or u' by slot
     sign = torch.tensor(_SLOT_SIGN, dtype=scaled.dtype, device=context.device)[kind]
-    contribution = 2.0 * sign * (scaled[owner] * residual).sum(-1)  # [m]
+    gradient = distance_gradient(residual, distance=context.distance)  # [m, d] psi'(u), 2u for squared L2
+    contribution = sign * (scaled[owner] * gradient).sum(-1)  # [m]
     per_active = torch.zeros(n_active, dtype=scaled.dtype, device=context.device)
     per_active.index_add_(0, triple, contribution)
     influence = torch.zeros(context.n_triples, dtype=scaled.dtype, device=context.device)
@@ -203,3 +222,17 @@ def debiasing_removal(influence: FloatTensor, *, bias: float, k: int) -> LongTen
     signed = -influence if bias > 0 else influence
     k = min(k, int((signed > 0).sum()))
     return torch.topk(signed, k).indices
+
+
+def top_influence(influence: FloatTensor, *, fraction: float, sign: str = "any") -> LongTensor:
+    """The top ``fraction`` (at least one) of the triples that move B_gr, by |delta_z| ("any"), by
+    delta_z among the positive ones ("positive") or by -delta_z among the negative ones ("negative").
+
+    The base is the triples with a non-zero influence of that sign, not the whole graph: on a
+    star-shaped graph (FB13) 1% of |G| is more than every triple that moves one occupation.
+    """
+    signed = {"any": influence.abs(), "positive": influence, "negative": -influence}[sign]
+    n_moving = int((signed > 0).sum())
+    if n_moving == 0:
+        return torch.empty(0, dtype=torch.long)
+    return torch.topk(signed, max(1, math.ceil(fraction * n_moving))).indices

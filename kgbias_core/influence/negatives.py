@@ -1,0 +1,184 @@
+"""Which negatives a model's influence uses, and how much the answer depends on them (METHODS §2, §4).
+
+Du's closed form (:mod:`kgbias_core.influence.closed_form`) needs the negative z' that each training
+triple z was trained against. A TransE trained by kgbias stores one frozen negative per triple: its
+influence is **exact** (within Du's approximation). A model trained elsewhere (``kgbias import``) has
+none: its engine drew fresh negatives every batch. kgbias then draws one negative per triple as its own
+training loop does (:func:`~kgbias_core.embeddings.training.frozen_negatives`, head or tail replaced
+50/50 by a uniform entity) from an explicit seed: the influence is **approximate (negatives re-drawn)**,
+and every place that shows it says so. How much the re-draw matters is measured, not assumed:
+:func:`redraw_stability` compares the top 1% across three seeds, and ``bench/redrawn_negatives.py``
+compares re-drawn against the true frozen negatives of a kgbias model.
+
+Retraining (what-ifs, noise band, calibration) never re-draws: it would train a different model
+from the one imported, so it keeps refusing a model without frozen negatives
+(:attr:`~kgbias_core.embeddings.store.StoredModel.frozen_negatives`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy import stats
+
+from kgbias_core.embeddings.store import StoredModel
+from kgbias_core.embeddings.training import frozen_negatives
+from kgbias_core.influence.closed_form import top_influence
+from kgbias_core.types import FloatTensor, LongTensor
+
+#: The label of influence computed from re-drawn negatives, wherever it is shown (CLI, tables, page, report).
+APPROXIMATE = "approximate (negatives re-drawn)"
+#: The label of influence computed from the model's own frozen negatives.
+EXACT = "exact (frozen negatives)"
+#: The re-draw seed when none is given (CLI ``--negative-seed``, the dashboard).
+DEFAULT_NEGATIVE_SEED = 0
+#: Seeds compared by :func:`redraw_stability`: the chosen one and the next ones.
+STABILITY_SEEDS = 3
+#: Du's "top 1%": the share of the moving triples whose ranks the stability compares.
+TOP_FRACTION = 0.01
+
+
+@dataclass(frozen=True)
+class InfluenceNegatives:
+    """The negatives one model's influence uses, and whether they are the ones it was trained with."""
+
+    negatives: LongTensor  # [|G|, 3] row i: the negative of training triple i
+    seed: int | None  # the re-draw seed; None when these are the model's own frozen negatives
+
+    @property
+    def exact(self) -> bool:
+        return self.seed is None
+
+    @property
+    def label(self) -> str:
+        """:func:`negatives_label` of these negatives."""
+        return negatives_label(seed=self.seed)
+
+
+def negatives_label(*, seed: int | None) -> str:
+    """:data:`EXACT` (``seed`` None), or :data:`APPROXIMATE` with its seed:
+    "approximate (negatives re-drawn), seed 0"."""
+    return EXACT if seed is None else f"{APPROXIMATE}, seed {seed}"
+
+
+def redrawn_negatives(model: StoredModel, *, seed: int) -> LongTensor:
+    """One negative per training triple of ``model``, drawn as kgbias's training draws its frozen ones.
+
+    Shapes: -> [|G|, 3] on the model's device. With the model's own ``config.seed`` on an unedited
+    kgbias model this reproduces its frozen negatives exactly (the training loop's call).
+    """
+    drawn = frozen_negatives(model.triples.cpu(), n_entities=model.n_entities, seed=seed)  # a CPU generator
+    return drawn.to(model.triples.device)
+
+
+def influence_negatives(model: StoredModel, *, seed: int = DEFAULT_NEGATIVE_SEED) -> InfluenceNegatives:
+    """The one home of "which negatives does this model's influence use": the frozen ones where the
+    model has them (exact; ``seed`` unused), otherwise re-drawn from ``seed`` (approximate).
+
+    A model that is no TransE fails first, with the named error of its missing vectors.
+    """
+    model.entity_embeddings  # noqa: B018 -- NOT_TRANSE before anything is drawn
+    if model.negatives is not None:
+        return InfluenceNegatives(negatives=model.negatives, seed=None)
+    return InfluenceNegatives(negatives=redrawn_negatives(model, seed=seed), seed=seed)
+
+
+def stability_seeds(seed: int = DEFAULT_NEGATIVE_SEED) -> tuple[int, ...]:
+    """The :data:`STABILITY_SEEDS` seeds whose re-draws :func:`redraw_stability` compares: seed, seed + 1, ..."""
+    return tuple(range(seed, seed + STABILITY_SEEDS))
+
+
+def _correlation(kind: str, x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rho or Pearson's r of two equally long vectors; NaN under 3 values or a constant one."""
+    if x.shape[0] < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        found = stats.spearmanr(x, y) if kind == "spearman" else stats.pearsonr(x, y)
+    return float(found.statistic)
+
+
+@dataclass(frozen=True)
+class InfluenceAgreement:
+    """How far two influence vectors of one occupation agree (:func:`influence_agreement`)."""
+
+    spearman: float  # Spearman's rho of delta_z over the moving triples (non-zero under either)
+    pearson: float  # Pearson's r over the same triples
+    n_moving: int  # how many triples that is
+    top_overlap: float  # |T_a ∩ T_b| / |T_a|: share of a's top fraction that is in b's
+    top_spearman: float  # Spearman's rho of delta_z over T_a ∪ T_b
+    n_top: int  # |T_a ∪ T_b|
+
+
+def influence_agreement(a: FloatTensor, b: FloatTensor, *, fraction: float = TOP_FRACTION) -> InfluenceAgreement:
+    """Agreement of two vectors of delta_z B_gr over the same training triples (``a`` the reference).
+
+    Shapes: a, b [|G|]. T_x is the top ``fraction`` of x's moving triples by |delta_z|
+    (:func:`~kgbias_core.influence.closed_form.top_influence`, at least one); a triple in the union
+    that does not move under one vector enters with its delta_z = 0 there. Signed delta_z throughout,
+    so a triple whose sign flips counts against the agreement.
+    """
+    x, y = a.detach().double().cpu(), b.detach().double().cpu()
+    moving = ((x != 0) | (y != 0)).numpy()
+    top_a, top_b = top_influence(x, fraction=fraction), top_influence(y, fraction=fraction)
+    union = torch.unique(torch.cat([top_a, top_b])).numpy()
+    shared = int(np.isin(top_a.numpy(), top_b.numpy()).sum())
+    xs, ys = x.numpy(), y.numpy()
+    return InfluenceAgreement(
+        spearman=_correlation("spearman", xs[moving], ys[moving]),
+        pearson=_correlation("pearson", xs[moving], ys[moving]),
+        n_moving=int(moving.sum()),
+        top_overlap=shared / top_a.shape[0] if top_a.shape[0] else math.nan,
+        top_spearman=_correlation("spearman", xs[union], ys[union]),
+        n_top=int(union.shape[0]),
+    )
+
+
+@dataclass(frozen=True)
+class RedrawStability:
+    """Stability of the top influences across negative seeds (:func:`redraw_stability`)."""
+
+    seeds: tuple[int, ...]  # the re-draw seeds compared
+    spearman_min: float  # lowest Spearman's rho of delta_z over U between two seeds
+    spearman_mean: float  # mean over the seed pairs
+    overlap_min: float  # lowest |T_i ∩ T_j| / |T_i ∪ T_j| (Jaccard) between two seeds
+    n_union: int  # |U|: the triples compared
+    fraction: float = TOP_FRACTION  # the share of each seed's moving triples in its top set
+
+    def summary(self) -> str:
+        """One line: 'Spearman of the top 1% across seeds 0, 1, 2: min 0.91, mean 0.94 (312 triples)'."""
+        return (f"Spearman of the top {self.fraction:.0%} across negative seeds {', '.join(map(str, self.seeds))}: "
+                f"min {self.spearman_min:.2f}, mean {self.spearman_mean:.2f} ({self.n_union} triples; "
+                f"top sets overlap at least {self.overlap_min:.0%})")
+
+
+def redraw_stability(
+    influences: Sequence[FloatTensor], *, seeds: Sequence[int], fraction: float = TOP_FRACTION
+) -> RedrawStability:
+    """How stable the top influences of one occupation are under the draw of the negatives.
+
+    Shapes: ``influences`` k vectors [|G|] of delta_z B_gr, one per seed in ``seeds`` (k >= 2).
+    T_i = the top ``fraction`` of seed i's moving triples by |delta_z| (at least one;
+    :func:`~kgbias_core.influence.closed_form.top_influence`); U = T_1 ∪ ... ∪ T_k. For each pair
+    i < j: rho_ij = Spearman's rho of (delta_z^i)_{z in U} and (delta_z^j)_{z in U} (signed; a
+    triple of U that does not move under a seed counts with 0 there), and J_ij = |T_i ∩ T_j| / |T_i ∪ T_j|.
+    Reported: min and mean of rho_ij, min of J_ij, |U|. rho near 1: the re-draw barely changes
+    which triples lead and in what order; NaN when U has fewer than 3 triples.
+    """
+    vectors = [v.detach().double().cpu() for v in influences]
+    tops = [top_influence(v, fraction=fraction) for v in vectors]
+    union = torch.unique(torch.cat(tops)).numpy()
+    rhos, overlaps = [], []
+    for i, j in itertools.combinations(range(len(vectors)), 2):
+        rhos.append(_correlation("spearman", vectors[i].numpy()[union], vectors[j].numpy()[union]))
+        pair = set(tops[i].tolist()) | set(tops[j].tolist())
+        overlaps.append(len(set(tops[i].tolist()) & set(tops[j].tolist())) / len(pair) if pair else math.nan)
+    return RedrawStability(seeds=tuple(seeds), spearman_min=float(np.min(rhos)), spearman_mean=float(np.mean(rhos)),
+                           overlap_min=float(np.min(overlaps)), n_union=int(union.shape[0]),
+                           fraction=fraction)
