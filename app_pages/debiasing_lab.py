@@ -9,7 +9,7 @@ from kgbias_core.whatif.runs import noise_spread, random_baseline
 model = sidebar.page_header("Debiasing lab")
 run_point = None  # the selected run on the curve, when it removed triples of this occupation
 
-with widgets.errors_shown():
+with widgets.errors_shown(stop=True):
     analysis = cache.analysis(model)
     occupation, row, _ = widgets.occupation_section(cache.measures(model))
     noise = tasks.saved_noise_band(model.path)

@@ -12,7 +12,7 @@ from kgbias_core.influence.retraining_check import REMOVAL_KINDS, summarize_accu
 model = sidebar.page_header("Validation")
 
 st.header("Influence against retraining (Du §4.2)")
-with widgets.errors_shown():
+with widgets.errors_shown(stop=True):
     analysis = cache.analysis(model)
     measures = cache.measures(model)
     occupation, row, defined = widgets.occupation_section(measures, header=False)

@@ -52,12 +52,16 @@ from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
 
 
 @contextmanager
-def errors_shown() -> Iterator[None]:
-    """Show a :class:`KGBiasError` as ``st.error`` (its message names the problem), never a traceback."""
+def errors_shown(*, stop: bool = False) -> Iterator[None]:
+    """Show a :class:`KGBiasError` as ``st.error`` (its message names the problem), never a traceback;
+    ``stop``: end the page there, for a block the rest of the page needs (a non-TransE model on a page of
+    Du's measures only)."""
     try:
         yield
     except KGBiasError as exc:
         st.error(str(exc))
+        if stop:
+            st.stop()
 
 
 # --- tables, charts and their downloads ---------------------------------------------------------

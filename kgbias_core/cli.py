@@ -124,13 +124,17 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
+    from kgbias_core.embeddings.store import read_config
     from kgbias_core.tasks import import_task
 
     task = import_task(args.format, path=Path(args.path), graph=args.graph, out=Path(args.out),
                        data_dir=args.data_dir, schema=args.schema, names=args.names, distance=args.distance,
                        trust_pickle=args.trust_pickle, overwrite=args.force)
-    print(f"saved {task.run(_PrintedProgress())} (imported from {args.format}; no frozen negatives: influence is "
-          f"approximate (negatives re-drawn), retrains are not available)")
+    path = task.run(_PrintedProgress())
+    kind = read_config(path).get("model", "transe")
+    print(f"saved {path} (imported from {args.format} as {kind}; no frozen negatives: "
+          + ("influence is approximate (negatives re-drawn), retrains are not available)" if kind == "transe" else
+             "Du's B_gr, B_in, influence and retrains need TransE; Fisher, audit and fairness work on it)"))
 
 
 def _negative_seed_flag(command: argparse.ArgumentParser) -> None:

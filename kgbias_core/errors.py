@@ -117,8 +117,9 @@ NO_NEGATIVES_IMPORTED = (
     "prediction, audit and fairness work on it"
 )
 NOT_TRANSE = (
-    "model {model!r} is {kind}: B_gr, B_in and influence read TransE vectors; pick a TransE model "
-    "(fisher, audit and fairness take every kind)"
+    "model {model!r} is {kind}: Du's B_gr, B_in, influence and what-ifs measure the translational distance "
+    "psi = dist(h + r, t) of TransE, which this model's score is not; pick a TransE model for them "
+    "(Fisher's b_p, the relation audit and prediction fairness take every kind)"
 )
 
 # --- intersections (B_gr within the subpopulations of an attribute) -------------------------------
@@ -274,6 +275,10 @@ IMPORT_NO_DISTANCE = (
 IMPORT_NOT_TRANSE = (
     "{format} import from {path}: the model is {found}, not TransE-like; only translation embeddings with an L1, "
     "L2 or squared L2 distance can be imported yet"
+)
+IMPORT_PBG_UNSUPPORTED = (
+    "pbg import from {path}: kgbias cannot score {problem} exactly as PyTorch-BigGraph does; it imports one "
+    "entity type, one operator for every relation and no bias term"
 )
 IMPORT_MISSING_LABEL = (
     "{kind} {label!r} of graph {graph!r} is not in the imported {kind} map {path}: {found} of the graph's "

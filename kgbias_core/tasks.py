@@ -201,16 +201,19 @@ def import_task(
     trust_pickle: bool = False,
     overwrite: bool = False,
 ) -> Task[str]:
-    """Import TransE embeddings trained elsewhere (``fmt``: :data:`~kgbias_core.embeddings.config.IMPORT_FORMATS`)
+    """Import embeddings trained elsewhere (``fmt``: :data:`~kgbias_core.embeddings.config.IMPORT_FORMATS`)
     as the model directory ``out`` over ``graph``, the triples they were trained on (a data set name
     or a user graph, as for :func:`train_task`). The task returns the directory.
 
-    The model keeps its engine's distance (``config.distance``) and has no frozen negatives
-    (``info``: ``imported_from``, ``"negatives": "none"``): influence re-draws them (approximate,
+    The model keeps its engine's distance (``config.distance``), or for PyTorch-BigGraph the kind that
+    scores as PBG does (``config.model``: transe, distmult, complex or pbg, with ``info["pbg"]``: operator,
+    comparator, side, max_norm), and has no frozen negatives (``info``: ``imported_from``,
+    ``"negatives": "none"``): on TransE influence re-draws them (approximate,
     :mod:`kgbias_core.influence.negatives`), retrains refuse it with a named error, and every other
     measure works. ``out`` is checked before anything is read.
     """
     from kgbias_core.embeddings.importers import READERS, onto_graph
+    from kgbias_core.embeddings.pykeen_bridge import imported_weights
 
     def run(progress: Progress) -> str:
         check_output(out, overwrite=overwrite)
@@ -225,14 +228,20 @@ def import_task(
         entities, relations = onto_graph(imported, entity_labels=entity_labels, relation_labels=relation_labels,
                                          graph=kg.name)
         margin = TrainConfig.margin if imported.margin is None else imported.margin
-        config = TrainConfig(model="transe", dim=int(entities.shape[1]), epochs=0, margin=margin,
-                             distance=imported.distance)
+        # PyKEEN's ComplEx dimension counts complex numbers: its real rows hold (re, im) pairs.
+        dim = int(entities.shape[1]) // (2 if imported.model == "complex" else 1)
+        config = TrainConfig(model=imported.model, dim=dim, epochs=0, margin=margin, distance=imported.distance)
         digest = hashlib.sha256(entities.numpy().tobytes() + relations.numpy().tobytes()).hexdigest()
-        model = graph_model(kg, config, name=out.name, negatives=None,
-                            weights={"entity_embeddings": entities, "relation_embeddings": relations},
+        if imported.model == "transe":
+            weights = {"entity_embeddings": entities, "relation_embeddings": relations}
+        else:
+            weights = imported_weights(imported.model, entities=entities, relations=relations, dim=dim,
+                                       triples=kg.training.mapped_triples, pbg=imported.pbg)
+        model = graph_model(kg, config, name=out.name, negatives=None, weights=weights,
                             info={"imported_from": fmt, "negatives": "none", "source": str(path),
                                   "source_hash": digest, "unpickled": bool(imported.warnings),
-                                  "train_seconds": 0.0, **({"sign": imported.sign} if imported.sign else {})})
+                                  "train_seconds": 0.0, **({"sign": imported.sign} if imported.sign else {}),
+                                  **({"pbg": imported.pbg} if imported.pbg else {})})
         progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
         return str(save_model(model, out.parent, overwrite=overwrite))
 

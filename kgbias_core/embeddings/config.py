@@ -8,6 +8,9 @@ from typing import Any
 #: Models trained by name through PyKEEN's pipeline (TransE has its own deterministic loop).
 PYKEEN_MODELS = ("distmult", "complex", "rotate")
 MODELS = ("transe", *PYKEEN_MODELS)
+#: Kinds only an import makes, never trained here: ``pbg`` scores with PyTorch-BigGraph's own formula
+#: (:mod:`kgbias_core.embeddings.pbg_score`) where no PyKEEN model scores as PBG does.
+IMPORTED_MODELS = ("pbg",)
 #: TransE distances psi(h, r, t) = d(h + r - t): kgbias trains with squared L2 (the objective influence
 #: differentiates, METHODS §2); embeddings imported from other engines keep their own (L1, L2).
 DISTANCES = ("squared_l2", "l2", "l1")
@@ -19,7 +22,7 @@ IMPORT_FORMATS = ("npy", "pykeen", "dglke", "pbg")
 class TrainConfig:
     """How an embedding is trained. Defaults reach a stable optimum on FB15k-237 (METHODS §2)."""
 
-    model: str = "transe"  # transe | distmult | complex | rotate
+    model: str = "transe"  # transe | distmult | complex | rotate; an import may also make pbg
     dim: int = 100  # embedding dimension
     epochs: int = 80  # passes over the training triples (80: random-removal noise <= 0.01 on FB15k-237)
     batch_size: int = 4096  # triples per optimiser step

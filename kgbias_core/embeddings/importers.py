@@ -1,4 +1,5 @@
-"""Readers of TransE embeddings trained elsewhere, and their mapping onto a graph's ids.
+"""Readers of embeddings trained elsewhere (TransE; PyTorch-BigGraph with any operator and comparator),
+and their mapping onto a graph's ids.
 
 One reader per format returns an :class:`ImportedEmbeddings` in its source's own row order, with its
 label -> row maps and its scoring convention; :func:`onto_graph` is the one place rows are matched to
@@ -18,15 +19,20 @@ plausible, so kgbias's measures read the vectors unchanged):
 - ``dglke``: DGL-KE's ``TransE_l1`` / ``TransE_l2`` (``TransE`` = ``TransE_l2``): score =
   gamma - ||h + r - t||_1 or _2 (not squared). ``config.json`` names the model, dataset, gamma and the
   id map files; weights in ``<dataset>_<model>_entity.npy`` / ``_relation.npy``.
-- ``pbg``: PyTorch-BigGraph's checkpoint folder with the ``translation`` operator and the ``l2`` /
-  ``squared_l2`` comparator: score = -dist(h, t + r), the operator on the right-hand side, so kgbias's
-  relation vector is -r (h + (-r) - t = h - (t + r)). Read from the JSON PBG writes, never its Python
-  config: ``config.json`` (entities, relations, comparator, ``entity_path``), ``checkpoint_version.txt``
-  = N, ``embeddings_<type>_<part>.v<N>.h5`` (dataset ``embeddings``, parts concatenated in order, plus
-  ``model/entities/<type>/global_embedding`` where ``global_emb``), ``model.v<N>.h5``
-  (``model/relations/<i>/operator/rhs/translation``, or ``.../relations/0/.../translations`` [R, d] with
-  dynamic relations) and the names ``entity_names_<type>_<part>.json`` / ``dynamic_rel_names.json``
-  from the checkpoint folder, else ``entity_path``.
+- ``pbg``: PyTorch-BigGraph's checkpoint folder, any operator and comparator
+  (:mod:`kgbias_core.embeddings.pbg_score` states its score). The ``translation`` operator with the
+  ``l2`` / ``squared_l2`` comparator is TransE: score = -dist(h, t + r), the operator on the right-hand
+  side, so kgbias's relation vector is -r (h + (-r) - t = h - (t + r)); with dynamic relations PBG ranks
+  tails with the left-hand operator, -dist(h + r, t), and r is kept. ``diagonal`` + ``dot`` is DistMult,
+  ``complex_diagonal`` + ``dot`` ComplEx (r conjugated on the tail side), the rest PBG's own formula
+  (kind ``pbg``): :func:`_pbg_kind`. Entity rows are rescaled to ``max_norm`` as PBG does on every
+  lookup (:func:`renormed`), then the global embedding is added. Read from the JSON PBG writes, never
+  its Python config: ``config.json`` (entities, relations, comparator, ``entity_path``, ``max_norm``),
+  ``checkpoint_version.txt`` = N, ``embeddings_<type>_<part>.v<N>.h5`` (dataset ``embeddings``, parts
+  concatenated in order, plus ``model/entities/<type>/global_embedding`` where ``global_emb``),
+  ``model.v<N>.h5`` (``model/relations/<i>/operator/rhs/<param>``, or the dynamic
+  ``model/relations/0/operator/lhs/<param>s`` [R, ...]) and the names ``entity_names_<type>_<part>.json``
+  / ``dynamic_rel_names.json`` from the checkpoint folder, else ``entity_path``.
 
 Untrusted files are never unpickled: ``numpy.load(allow_pickle=False)``,
 ``torch.load(weights_only=True)``, JSON and TSV; a pickle only with ``trust_pickle``.
@@ -47,6 +53,7 @@ import numpy as np
 import torch
 
 from kgbias_core.embeddings.config import DISTANCES, IMPORT_FORMATS
+from kgbias_core.embeddings.pbg_score import PBG_COMPARATORS, PBG_OPERATORS, operator_width
 from kgbias_core.embeddings.training import PYKEEN_NORMS
 from kgbias_core.errors import (
     IMPORT_BAD_FILE,
@@ -54,6 +61,7 @@ from kgbias_core.errors import (
     IMPORT_MISSING_LABEL,
     IMPORT_NO_DISTANCE,
     IMPORT_NOT_TRANSE,
+    IMPORT_PBG_UNSUPPORTED,
     IMPORT_PICKLE_REFUSED,
     IMPORT_PICKLE_TRUSTED,
     DataError,
@@ -71,11 +79,12 @@ _DGLKE_DISTANCES = {"TransE": "l2", "TransE_l2": "l2", "TransE_l1": "l1"}
 
 @dataclass(frozen=True)
 class ImportedEmbeddings:
-    """TransE vectors read from another engine's files, in the source's own row order."""
+    """Vectors read from another engine's files, in the source's own row order: TransE's, or for PBG
+    the rows of the kind that scores as it does (``model``)."""
 
-    format: str  # the reader's name: npy | pykeen | dglke
-    entity_embeddings: FloatTensor  # [E_source, d]
-    relation_embeddings: FloatTensor  # [R_source, d]
+    format: str  # the reader's name: npy | pykeen | dglke | pbg
+    entity_embeddings: FloatTensor  # [E_source, w_e]: d, or 2k for ComplEx ((re, im) pairs, PyKEEN's layout)
+    relation_embeddings: FloatTensor  # [R_source, w_r]: d; 2k for ComplEx; pbg_score's flat operator width
     entity_rows: dict[str, int]  # entity label -> row of entity_embeddings
     relation_rows: dict[str, int]  # relation label -> row of relation_embeddings
     distance: str  # psi of h + r - t (DISTANCES): the engine's own, so measures rank as it does
@@ -83,7 +92,9 @@ class ImportedEmbeddings:
     relation_map: Path
     margin: float | None = None  # the engine's gamma where it records one (DGL-KE: score = gamma - psi)
     warnings: tuple[str, ...] = ()  # printed by the caller (an unpickled file)
-    sign: str | None = None  # how the engine's relation vectors were turned into h + r - t (PBG: negated)
+    sign: str | None = None  # how the engine's relation vectors were turned into kgbias's (PBG: negated)
+    model: str = "transe"  # the kind that scores as the engine: transe; PBG also distmult | complex | pbg
+    pbg: dict[str, Any] | None = None  # PBG's operator, comparator, side, max_norm, ...: config.json's "pbg"
 
 
 def onto_graph(
@@ -286,9 +297,22 @@ def read_dglke(path: Path, *, distance: str | None = None, trust_pickle: bool = 
     )
 
 
-#: PBG's comparators that are a translation distance -> kgbias's distance (``dot`` and ``cos`` are not).
-_PBG_DISTANCES = {"l2": "l2", "squared_l2": "squared_l2"}
-PBG_SIGN = "pbg: relation applied to the tail (score -dist(h, t + r)), negated on import"
+#: PBG's parameter names of each operator (torchbiggraph/operators.py), in the order kgbias flattens them
+#: (:mod:`kgbias_core.embeddings.pbg_score`); a dynamic operator stacks them under the plural name.
+_PBG_PARAMS = {"none": (), "diagonal": ("diagonal",), "translation": ("translation",),
+               "linear": ("linear_transformation",), "affine": ("linear_transformation", "translation"),
+               "complex_diagonal": ("real", "imag")}
+#: How PBG's relation parameters became kgbias's, per (kind, side): recorded as ``sign`` in config.json.
+PBG_SIGN = {
+    ("transe", "tail"): "pbg: relation applied to the tail (score -dist(h, t + r)), negated on import",
+    ("transe", "head"): "pbg: dynamic relations, the left-hand operator on the head (score -dist(h + r, t)), as is",
+    ("distmult", "tail"): "pbg: diagonal on the tail, <h, r * t> = sum h r t, as is",
+    ("distmult", "head"): "pbg: diagonal on the head, <r * h, t> = sum h r t, as is",
+    ("complex", "tail"): "pbg: complex_diagonal on the tail, <h, r * t> = Re(sum h conj(r) conj(t)): r conjugated",
+    ("complex", "head"): "pbg: complex_diagonal on the head, <r * h, t> = Re(sum h r conj(t)): r as is",
+    ("pbg", "tail"): "pbg: PBG's own score, the operator on the tail",
+    ("pbg", "head"): "pbg: PBG's own score, the left-hand operator on the head",
+}
 
 
 def _h5(path: Path, dataset: str, fmt: str) -> np.ndarray:
@@ -323,60 +347,154 @@ def _rows(names: list[str], path: Path, fmt: str, n_rows: int) -> dict[str, int]
     return _id_map([[str(i), name] for i, name in enumerate(names)], path=path, fmt=fmt, n_rows=n_rows)
 
 
+def renormed(rows: np.ndarray, max_norm: float | None) -> np.ndarray:
+    """PBG's ``max_norm`` (``torch.nn.functional.embedding(..., max_norm=)`` on every lookup): a row whose
+    L2 norm exceeds it is scaled by max_norm / (norm + 1e-7), torch's ``embedding_renorm_``; [n, d] -> [n, d]."""
+    if max_norm is None:
+        return rows
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)  # [n, 1]
+    return np.where(norms > max_norm, rows * (max_norm / (norms + 1e-7)), rows).astype(rows.dtype)
+
+
+def _interleaved(halves: np.ndarray) -> np.ndarray:
+    """PBG's complex layout (real half, imaginary half) [n, 2k] -> PyKEEN's (re, im) pairs [n, 2k]."""
+    half = halves.shape[1] // 2
+    return np.stack([halves[:, :half], halves[:, half:]], axis=-1).reshape(halves.shape[0], 2 * half)
+
+
+def _pbg_kind(operator: str, comparator: str, side: str, params: np.ndarray, dim: int) -> tuple[str, np.ndarray]:
+    """The kgbias model kind that scores exactly as PBG does, and its relation rows [R, k] from PBG's flat
+    operator parameters ``params`` [R, k] (pbg_score's layout). Entity rows stay as they are, except
+    ComplEx's, interleaved by the caller.
+
+    - translation / none with l2 or squared_l2: TransE with r' = -r on the tail side (-dist(h, t + r)
+      = -dist(h + (-r), t)), r' = r on the head side, r' = 0 for none;
+    - diagonal / none with dot: DistMult, sum h_i r_i t_i (none: r = 1), the same on either side;
+    - complex_diagonal with dot: ComplEx, Re(sum h r conj(t)): PBG's <h, r ⊙ t> = Re(sum conj(h) r t)
+      = Re(sum h conj(r) conj(t)), so the tail side stores conj(r) and the head side (<r ⊙ h, t>) r;
+    - everything else (cos, which normalises after the operator; translation, linear or affine with dot;
+      l2 with a non-translation operator): the ``pbg`` kind, PBG's own formula.
+    """
+    n_relations = params.shape[0]
+    if comparator in ("l2", "squared_l2") and operator in ("translation", "none"):
+        if operator == "none":
+            return "transe", np.zeros((n_relations, dim), dtype=np.float32)
+        return "transe", -params if side == "tail" else params
+    if comparator == "dot" and operator in ("diagonal", "none"):
+        return "distmult", np.ones((n_relations, dim), dtype=np.float32) if operator == "none" else params
+    if comparator == "dot" and operator == "complex_diagonal":
+        half = dim // 2
+        conjugated = np.concatenate([params[:, :half], -params[:, half:]], axis=1) if side == "tail" else params
+        return "complex", _interleaved(conjugated)
+    return "pbg", params
+
+
+def _pbg_params(model_file: Path, *, operator: str, dynamic: bool, n_relations: int, dim: int,
+                fmt: str) -> np.ndarray:
+    """Each relation's operator parameters, flattened [R, k]: a static relation i's right-hand operator
+    (``model/relations/<i>/operator/rhs/<param>``), or the dynamic left-hand stack
+    (``model/relations/0/operator/lhs/<param>s``), the operator PBG ranks tails with."""
+    width = operator_width(operator, dim)
+    if operator == "none":
+        return np.zeros((n_relations, width), dtype=np.float32)
+    if dynamic:
+        blocks = []
+        for param in _PBG_PARAMS[operator]:
+            plural = param if param in ("real", "imag") else f"{param}s"
+            stacked = _h5(model_file, f"model/relations/0/operator/lhs/{plural}", fmt)
+            if stacked.shape[0] != n_relations:
+                raise _bad(model_file, fmt, f"the dynamic {operator} operator has {stacked.shape[0]} rows for "
+                                            f"{n_relations} relation names")
+            blocks.append(stacked.reshape(n_relations, -1))
+        params = np.concatenate(blocks, axis=1)
+    else:
+        params = np.stack([np.concatenate([_h5(model_file, f"model/relations/{i}/operator/rhs/{p}", fmt).reshape(-1)
+                                           for p in _PBG_PARAMS[operator]]) for i in range(n_relations)])
+    if params.shape[1] != width:
+        raise _bad(model_file, fmt, f"the {operator} operator holds {params.shape[1]} values per relation, "
+                                    f"{width} expected for dimension {dim}")
+    return params.astype(np.float32)
+
+
 def read_pbg(path: Path, *, distance: str | None = None, trust_pickle: bool = False) -> ImportedEmbeddings:
-    """PyTorch-BigGraph's checkpoint folder (module docstring): one entity type, any number of partitions.
+    """PyTorch-BigGraph's checkpoint folder (module docstring): one entity type, any number of partitions,
+    one operator for every relation and any comparator; see :func:`_pbg_kind` for the kind it becomes.
     PBG's config is Python and is never executed: the reader takes the ``config.json`` PBG writes beside
     the checkpoint. ``trust_pickle`` is unused: nothing here is a pickle."""
     path, fmt = Path(path), "pbg"
     config_file = _need(path / "config.json", fmt, "the config.json PyTorch-BigGraph writes into the checkpoint")
     config = _json(config_file, fmt)
     entity_types, relations = config.get("entities"), config.get("relations")
-    if not isinstance(entity_types, dict) or len(entity_types) != 1 or not isinstance(relations, list) or not relations:
+    if (not isinstance(entity_types, dict) or len(entity_types) != 1 or not isinstance(relations, list)
+            or not relations or not all(isinstance(relation, dict) for relation in relations)):
         raise _bad(config_file, fmt, "kgbias imports one entity type and at least one relation type; found "
                                      f"entities {sorted(entity_types or {})}")
     (entity_type, entity_config), = entity_types.items()
-    operators = {str(relation.get("operator", "none")) for relation in relations if isinstance(relation, dict)}
+    entity_config = entity_config or {}
+    operators = sorted({str(relation.get("operator", "none")) for relation in relations})
     comparator = str(config.get("comparator", "cos"))
-    if (operators != {"translation"} or comparator not in _PBG_DISTANCES or config.get("bias")
-            or (entity_config or {}).get("featurized")):
-        found = (f"operator {'/'.join(sorted(operators))} with the {comparator} comparator"
-                 + (" and bias" if config.get("bias") else "") + (" on featurized entities"
-                                                                 if (entity_config or {}).get("featurized") else ""))
-        raise DataError(IMPORT_NOT_TRANSE.format(format=fmt, path=config_file, found=found)
-                        + " (Du's measures need a translation distance)")
+    max_norm = config.get("max_norm")
+    refused = [problem for problem, found in (
+        (f"relations with different operators ({', '.join(operators)})", len(operators) > 1),
+        (f"the operator {operators[0]!r} (PBG's are {', '.join(PBG_OPERATORS)})", operators[0] not in PBG_OPERATORS),
+        (f"the comparator {comparator!r} (PBG's are {', '.join(PBG_COMPARATORS)})", comparator not in PBG_COMPARATORS),
+        ("the bias term (bias: true), which takes the first coordinate out of the comparison",
+         bool(config.get("bias"))),
+        ("featurized entities, whose vectors are sums of feature vectors", bool(entity_config.get("featurized"))),
+        (f"max_norm {max_norm!r}, not a positive number", max_norm is not None and not (
+            isinstance(max_norm, int | float) and not isinstance(max_norm, bool) and max_norm > 0)),
+    ) if found]
+    if refused:
+        raise DataError(IMPORT_PBG_UNSUPPORTED.format(path=config_file, problem=refused[0]))
+    operator = operators[0]
     try:
         version = int(_need(path / "checkpoint_version.txt", fmt, "the checkpoint's version").read_text().strip())
     except ValueError as exc:
         raise _bad(path / "checkpoint_version.txt", fmt, exc) from None
-    parts = int((entity_config or {}).get("num_partitions", 1))
+    parts = int(entity_config.get("num_partitions", 1))
     entity_path = Path(str(config.get("entity_path") or path))
     names_dir = path if (path / f"entity_names_{entity_type}_0.json").is_file() else entity_path
     names, blocks = [], []
     for part in range(parts):
         names += _name_list(names_dir / f"entity_names_{entity_type}_{part}.json", fmt)
         blocks.append(_h5(path / f"embeddings_{entity_type}_{part}.v{version}.h5", "embeddings", fmt))
-    entities = np.concatenate(blocks)
+    # PBG looks a row up with max_norm first, then adds the global embedding (model.py: adjust_embs).
+    entities = renormed(np.concatenate(blocks), max_norm)
     model_file = path / f"model.v{version}.h5"
     if config.get("global_emb", True):
         entities = entities + _h5(model_file, f"model/entities/{entity_type}/global_embedding", fmt)
-    if config.get("dynamic_relations"):
+    dim = entities.shape[1]
+    if operator == "complex_diagonal" and dim % 2:
+        raise _bad(config_file, fmt, f"complex_diagonal needs an even dimension, the embeddings have {dim}")
+    dynamic = bool(config.get("dynamic_relations"))
+    if dynamic:
         relation_map = names_dir / "dynamic_rel_names.json"
         relation_names = _name_list(relation_map, fmt)
-        translations = _h5(model_file, "model/relations/0/operator/rhs/translations", fmt)
     else:
         relation_map = config_file
         relation_names = [str(relation.get("name")) for relation in relations]
-        translations = np.stack([_h5(model_file, f"model/relations/{i}/operator/rhs/translation", fmt)
-                                 for i in range(len(relations))])
+    side = "head" if dynamic else "tail"
+    params = _pbg_params(model_file, operator=operator, dynamic=dynamic, n_relations=len(relation_names), dim=dim,
+                         fmt=fmt)
+    kind, relation_rows = _pbg_kind(operator, comparator, side, params, dim)
+    if kind != "transe" and distance is not None:
+        raise _bad(config_file, fmt, f"--distance {distance} names TransE's distance; the {operator} operator "
+                                     f"with the {comparator} comparator is scored as PBG scores it, with none")
+    if kind == "complex":
+        entities = _interleaved(entities)
     entity_map = names_dir / f"entity_names_{entity_type}_0.json"
     if len(names) != entities.shape[0]:
         raise _bad(entity_map, fmt, f"{len(names)} names for {entities.shape[0]} embedding rows")
     return ImportedEmbeddings(
-        format=fmt, entity_embeddings=torch.from_numpy(entities), relation_embeddings=torch.from_numpy(-translations),
+        format=fmt, entity_embeddings=torch.from_numpy(np.ascontiguousarray(entities)),
+        relation_embeddings=torch.from_numpy(np.ascontiguousarray(relation_rows)),
         entity_rows=_rows(names, entity_map, fmt, entities.shape[0]),
-        relation_rows=_rows(relation_names, relation_map, fmt, translations.shape[0]),
-        distance=_distance(_PBG_DISTANCES[comparator], distance, path=config_file, fmt=fmt),
-        entity_map=entity_map, relation_map=relation_map, sign=PBG_SIGN,
+        relation_rows=_rows(relation_names, relation_map, fmt, relation_rows.shape[0]),
+        distance=_distance(comparator, distance, path=config_file, fmt=fmt) if kind == "transe" else DISTANCES[0],
+        entity_map=entity_map, relation_map=relation_map, sign=PBG_SIGN[kind, side],
+        model=kind,
+        pbg={"operator": operator, "comparator": comparator, "side": side, "max_norm": max_norm,
+             "global_emb": bool(config.get("global_emb", True)), "dynamic_relations": dynamic, "dim": dim},
     )
 
 

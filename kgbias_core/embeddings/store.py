@@ -39,7 +39,7 @@ from safetensors.torch import load_file, save_file
 
 from kgbias_core.data.schema import Schema
 from kgbias_core.data.text import text_lines
-from kgbias_core.embeddings.config import DISTANCES, MODELS, TrainConfig
+from kgbias_core.embeddings.config import DISTANCES, IMPORTED_MODELS, MODELS, TrainConfig
 from kgbias_core.errors import (
     MODEL_CORRUPT,
     MODEL_INCOMPLETE,
@@ -114,14 +114,25 @@ class StoredModel:
     def _transe_weights(self, key: str) -> FloatTensor:
         # Other kinds hold PyKEEN's state dict: the TransE measures have no vectors to read there.
         if self.config.model != "transe":
-            raise MeasureError(NOT_TRANSE.format(model=self.name, kind=self.config.model))
+            raise MeasureError(NOT_TRANSE.format(model=self.name, kind=self.kind))
         return self.weights[key]
+
+    @property
+    def kind(self) -> str:
+        """The model kind as a reader names it: ``distmult``, or ``pbg (linear operator, cos comparator)``."""
+        pbg = self.info.get("pbg")
+        if not isinstance(pbg, dict):
+            return self.config.model
+        operator, comparator = pbg.get("operator"), pbg.get("comparator")
+        return f"{self.config.model} (PyTorch-BigGraph's {operator} operator, {comparator} comparator)"
 
     @property
     def frozen_negatives(self) -> LongTensor:
         """The frozen negatives [n, 3] that influence and every retrain need; a named error if absent."""
         if self.negatives is not None:
             return self.negatives
+        if self.config.model != "transe":  # the deeper reason: Du's influence differentiates TransE's distance
+            raise MeasureError(NOT_TRANSE.format(model=self.name, kind=self.kind))
         if self.info.get("imported_from"):
             raise MeasureError(NO_NEGATIVES_IMPORTED.format(model=self.name, source=self.info["imported_from"]))
         raise MeasureError(NO_NEGATIVES.format(model=self.name))
@@ -422,8 +433,8 @@ def _train_config(config: dict[str, Any], file: Path) -> TrainConfig:
     if not isinstance(config.get("edit"), dict | None):
         raise corrupt(f"'edit' must be a JSON object or null, found {config['edit']!r}")
     train_config = TrainConfig.from_dict(config)
-    if train_config.model not in MODELS:
-        raise corrupt(UNKNOWN_MODEL.format(model=train_config.model, known=", ".join(MODELS)))
+    if train_config.model not in (*MODELS, *IMPORTED_MODELS):
+        raise corrupt(UNKNOWN_MODEL.format(model=train_config.model, known=", ".join((*MODELS, *IMPORTED_MODELS))))
     if train_config.distance not in DISTANCES:
         raise corrupt(UNKNOWN_DISTANCE.format(distance=train_config.distance, known=", ".join(DISTANCES)))
     return train_config
