@@ -42,6 +42,10 @@ ID_TOO_LONG = (
     "{path}, line {line}: column {column} is {length:,} characters long; an id has at most {limit:,} "
     "(a missing tab or line break?)"
 )
+SYNTHETIC_TOO_FEW_TRIPLES = (
+    "synthetic: {triples:,} triples cannot hold {persons:,} persons (each has a gender, occupations, a birthplace "
+    "and a nationality): give --triples at least {minimum:,} (about 6 per person), or fewer --persons (at least 100)"
+)
 DATA_DIR_NOT_A_DIRECTORY = "{path} is a file, not a directory: give --data-dir a directory (it is created if missing)"
 DATA_DIR_UNWRITABLE = "cannot create the data directory {path}: {reason}"
 NO_DATA_DIR = (
