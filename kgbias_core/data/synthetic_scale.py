@@ -220,6 +220,8 @@ def _stack(relation: int, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
 
 def _labels(prefix: str, count: int, width: int) -> np.ndarray:
     """``prefix_000..`` labels, [count] str, formatted by numpy (no Python loop)."""
+    if count == 0:
+        return np.array([], dtype=str)
     numbers = np.char.zfill(np.arange(count).astype(str), width)
     return np.char.add(prefix, numbers)
 
