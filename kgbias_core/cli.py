@@ -23,6 +23,7 @@ from kgbias_core.errors import (
     BAD_NUMBER,
     CSV_OUT_IS_DIRECTORY,
     CSV_WRITE_FAILED,
+    IMPORT_NEEDS_PATH,
     INTERRUPTED,
     UNEXPECTED_ERROR,
     DataError,
@@ -124,8 +125,16 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
-    from kgbias_core.tasks import import_task
+    from kgbias_core.tasks import import_task, random_import_task
 
+    if args.format == RANDOM_FORMAT:
+        task = random_import_task(graph=args.graph, out=Path(args.out), dim=args.dim, seed=args.seed,
+                                  data_dir=args.data_dir, schema=args.schema, names=args.names, overwrite=args.force)
+        print(f"saved {task.run(_PrintedProgress())} (random, untrained {args.dim}-dimensional TransE vectors: "
+              f"for scale tests only; no frozen negatives)")
+        return
+    if args.path is None:
+        raise DataError(IMPORT_NEEDS_PATH.format(format=args.format))
     task = import_task(args.format, path=Path(args.path), graph=args.graph, out=Path(args.out),
                        data_dir=args.data_dir, schema=args.schema, names=args.names, distance=args.distance,
                        trust_pickle=args.trust_pickle, overwrite=args.force)
@@ -414,6 +423,10 @@ def _report(args: argparse.Namespace) -> None:
     print(f"wrote the report to {args.out}")
 
 
+#: ``import --format random``: untrained vectors, no files read.
+RANDOM_FORMAT = "random"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kgbias", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -454,8 +467,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "in config.json's entity_path; translation operator with the l2 or squared_l2 comparator only, "
                     "its relation vectors negated (PBG adds them to the tail). Imported models have no frozen "
                     "negatives: influence and retrains refuse them.")
-    imports.add_argument("--format", required=True, choices=IMPORT_FORMATS)
-    imports.add_argument("--path", required=True, help="the embeddings' folder (or PyKEEN state-dict file)")
+    imports.add_argument("--format", required=True, choices=(*IMPORT_FORMATS, RANDOM_FORMAT),
+                         help=f"{RANDOM_FORMAT}: no files, random untrained vectors over --graph (a graph too large "
+                              "to train here, for scale tests; config.json says untrained)")
+    imports.add_argument("--path", help="the embeddings' folder (or PyKEEN state-dict file); not with random")
+    imports.add_argument("--dim", type=_integer(1, MAX_DIM), default=64, help="random: embedding dimension")
+    imports.add_argument("--seed", type=seed, default=0, help="random: seed of the vectors")
     _graph_flags(imports, "--graph", "the triples the embeddings were trained on")
     imports.add_argument("--distance", choices=DISTANCES,
                          help="TransE's distance where the files do not record it (npy without config.json, "

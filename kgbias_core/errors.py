@@ -269,6 +269,7 @@ STATIC_EXPORT_FAILED = (
 )
 
 # --- importing embeddings trained elsewhere (kgbias_core.embeddings.importers) ---------------------
+IMPORT_NEEDS_PATH = "import --format {format} needs --path: the folder (or file) holding the embeddings"
 IMPORT_FILE_MISSING = "{format} import: {path} is missing ({expected})"
 IMPORT_BAD_FILE = "{format} import: cannot read {path}: {problem}"
 IMPORT_NO_DISTANCE = (

@@ -237,6 +237,47 @@ def import_task(
     return Task(key=_key("import", out=str(out)), run=run)
 
 
+def random_import_task(
+    *,
+    graph: str,
+    out: Path,
+    dim: int = 64,
+    seed: int = 0,
+    data_dir: Path | str | None = None,
+    schema: str | None = None,
+    names: str | None = None,
+    overwrite: bool = False,
+) -> Task[str]:
+    """Random, untrained TransE vectors over ``graph`` as the model directory ``out`` (``import --format random``).
+
+    For graphs too large to train here (20M triples on a CPU): every measure and the app run on the
+    model's shapes and sizes, none of its numbers means anything. The vectors are TransE's own
+    initialisation (:func:`~kgbias_core.embeddings.training.initial_embeddings`, seeded); config.json
+    records ``"imported_from": "random"``, ``"untrained": true`` and ``epochs`` 0, and, as any imported
+    model, no frozen negatives. ``out`` is checked before anything is read.
+    """
+    from kgbias_core.embeddings.training import initial_embeddings
+
+    def run(progress: Progress) -> str:
+        check_output(out, overwrite=overwrite)
+        progress.update(stage="loading data")
+        kg = load_graph(graph, data_dir, schema=schema, names=names)
+        progress.update(stage="drawing", message=f"read {kg.name}: {kg.training.num_triples:,} training triples; "
+                                                 f"drawing random {dim}-dimensional vectors (seed {seed})")
+        entities, relations = initial_embeddings(n_entities=kg.training.num_entities,
+                                                 n_relations=kg.training.num_relations, dim=dim, seed=seed)
+        config = TrainConfig(model="transe", dim=dim, epochs=0, seed=seed)
+        model = graph_model(kg, config, name=out.name, negatives=None,
+                            weights={"entity_embeddings": entities, "relation_embeddings": relations},
+                            info={"imported_from": "random", "untrained": True, "negatives": "none",
+                                  "source": f"random uniform(-6/sqrt(d), 6/sqrt(d)), seed {seed}",
+                                  "train_seconds": 0.0})
+        progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
+        return str(save_model(model, out.parent, overwrite=overwrite))
+
+    return Task(key=_key("import-random", out=str(out)), run=run)
+
+
 def store_calibration(model_dir: Path | str, calibration: Calibration, runs: pd.DataFrame | None = None) -> Path:
     """Save the model with ``calibration`` (atomic save_model), keeping its cached results; cache ``runs``."""
     model_dir = Path(model_dir)
