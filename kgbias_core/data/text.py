@@ -107,7 +107,9 @@ def read_columns(path: Path, *, columns: tuple[str, ...], id_columns: tuple[str,
         return None
     for column in columns:
         values = table[column]
-        lengths = pc.utf8_length(values)
+        # Lengths in bytes (read off the offsets, no decoding): a field of more than MAX_ID_LENGTH bytes
+        # may still be short enough in characters, and the line reader decides it.
+        lengths = pc.binary_length(values)
         if nonempty and pc.any(pc.equal(lengths, 0)).as_py():
             return None
         if column in id_columns and pc.any(pc.greater(lengths, MAX_ID_LENGTH)).as_py():
