@@ -292,10 +292,11 @@ def _debias(args: argparse.Namespace) -> None:
 
     from kgbias_core.analysis import ModelAnalysis
     from kgbias_core.embeddings.store import load_model
-    from kgbias_core.tasks import whatif_task
+    from kgbias_core.tasks import check_retrains, whatif_task
     from kgbias_core.whatif.edits import make_edit
     from kgbias_core.whatif.runs import bias_change
 
+    check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
     analysis = ModelAnalysis(load_model(args.model))
     occupation = args.occupation
     strategy = "add" if args.add else args.strategy if args.remove_k is not None else "basket"

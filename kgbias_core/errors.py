@@ -25,6 +25,10 @@ class MeasureError(KGBiasError):
     """A measure was asked for something it cannot compute (unknown occupation, empty group)."""
 
 
+class TooLargeError(KGBiasError):
+    """Work refused up front: it would not finish in reasonable time on this machine."""
+
+
 class CancelledError(KGBiasError):
     """A long job (training, evaluation) was cancelled by the user."""
 
@@ -269,6 +273,11 @@ STATIC_EXPORT_FAILED = (
 )
 
 # --- importing embeddings trained elsewhere (kgbias_core.embeddings.importers) ---------------------
+RETRAIN_TOO_LARGE = (
+    "{what} refused before starting: {retrains} retrain(s) of {n_triples:,} triples x {epochs} epochs at dim {dim} "
+    "would take about {hours:.1f} h on this CPU ({rate} s per epoch per million triples per 100 dimensions); "
+    "the limit is {limit_hours:.1f} h (set {env} to change it), so nothing was started"
+)
 IMPORT_NEEDS_PATH = "import --format {format} needs --path: the folder (or file) holding the embeddings"
 IMPORT_FILE_MISSING = "{format} import: {path} is missing ({expected})"
 IMPORT_BAD_FILE = "{format} import: cannot read {path}: {problem}"

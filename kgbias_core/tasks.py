@@ -116,6 +116,18 @@ def load_graph(
     return load_dataset(dataset, data_dir=data_dir, schema=schema, names=names, inverse_occupation=inverse_occupation)
 
 
+def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
+    """Refuse ``retrains`` full retrains of the model at ``model_dir`` that would not finish in reasonable
+    time here (:func:`~kgbias_core.embeddings.training_cost.check_retrain_fits`), from its config.json alone:
+    before the model is loaded or anything else is done."""
+    from kgbias_core.embeddings.training_cost import check_retrain_fits
+
+    config = read_config(model_dir)
+    epochs = int(config.get("epochs") or TrainConfig.epochs)  # an imported model (0 epochs) retrains with the default
+    check_retrain_fits(what=what, n_triples=int(config.get("n_train") or 0), epochs=epochs,
+                       dim=int(config.get("dim") or TrainConfig.dim), retrains=retrains)
+
+
 def train_config(dataset: str) -> TrainConfig:
     """The training config of ``dataset``'s default model (tests replace this with a tiny config)."""
     return default_train_config(dataset)
@@ -168,6 +180,12 @@ def train_task(
         progress.update(message=f"read {graph.name}: {graph.training.num_triples} training triples, "
                                 f"{graph.training.num_entities} entities, {graph.training.num_relations} relations")
         config = replace(train_config(graph.name), **(overrides or {}))
+        from kgbias_core.embeddings.training_cost import check_retrain_fits
+        from kgbias_core.influence.calibration import CALIBRATION_OCCUPATIONS
+
+        check_retrain_fits(what="training" + (" with calibration" if calibrate else ""),
+                           n_triples=graph.training.num_triples, epochs=config.epochs, dim=config.dim,
+                           retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate)
         # The stage clock starts now, so that the time left is estimated from the epochs alone.
         progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
         model = train_model(graph, config, name=out.name, on_epoch=progress.as_callback(),
@@ -306,6 +324,9 @@ def calibration_task(model_dir: Path | str) -> Task[Calibration]:
     """Calibrate the model at ``model_dir`` on several occupations and store the calibration in it."""
 
     def run(progress: Progress) -> Calibration:
+        from kgbias_core.influence.calibration import CALIBRATION_OCCUPATIONS
+
+        check_retrains(model_dir, what="calibration", retrains=1 + 2 * CALIBRATION_OCCUPATIONS)
         model = load_model(model_dir)
         calibrated, runs = _calibrated(model, progress)
         progress.update(stage="saving", message=f"storing the calibration in {Path(model_dir).name}")
@@ -348,6 +369,7 @@ def whatif_task(
 
     def run(progress: Progress) -> str:
         check_output(out, overwrite=overwrite, reading=base)
+        check_retrains(base, what="the what-if (a full retrain)", retrains=1)
         model = load_model(base)
         fingerprint = model_fingerprint(base)
         progress.update(stage="retraining", message=f"retraining {model.name} from its seed: {edit.strategy}")
@@ -369,6 +391,7 @@ def noise_band_task(model_dir: Path | str, *, seeds: Sequence[int] = NOISE_SEEDS
     """Retrain the unedited graph under ``seeds`` and cache B_gr's spread beside the model."""
 
     def run(progress: Progress) -> pd.DataFrame:
+        check_retrains(model_dir, what="the noise band", retrains=len(seeds))
         model = load_model(model_dir)
         done = [0]
 
@@ -403,6 +426,7 @@ def removal_curve_task(
     """
 
     def run(progress: Progress) -> pd.DataFrame:
+        check_retrains(model_dir, what="the removal curve", retrains=2 * len(ks))
         model = load_model(model_dir)
         _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)
@@ -458,6 +482,7 @@ def influence_accuracy_task(
     """
 
     def run(progress: Progress) -> pd.DataFrame:
+        check_retrains(model_dir, what="the influence check", retrains=1 + len(kinds) * len(ks))
         model = load_model(model_dir)
         _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)

@@ -175,3 +175,38 @@ def test_influence_at_scale_matches_a_dense_closed_form(scale_model) -> None:
         fast = triple_influence(context, index).double()
         assert torch.count_nonzero(fast) > 1000
         torch.testing.assert_close(fast, dense, rtol=1e-3, atol=1e-6 * float(dense.abs().max()))
+
+
+def test_a_retrain_too_large_for_this_machine_is_refused_before_any_work(tiny_store: Path, tmp_path: Path,
+                                                                          monkeypatch, capsys) -> None:
+    """The limit lowered to 1 s: the tiny model's 25 epochs are 'too large', and nothing starts."""
+    import time
+
+    from kgbias_core.embeddings.training_cost import LIMIT_ENV, SECONDS_PER_EPOCH, retrain_seconds
+    from kgbias_core.errors import RETRAIN_TOO_LARGE, TooLargeError
+    from kgbias_core.jobs import Progress
+    from kgbias_core.tasks import calibration_task, noise_band_task
+
+    model = tiny_store / "tiny-transe"
+    config = json.loads((model / "config.json").read_text())
+    monkeypatch.setenv(LIMIT_ENV, "0.001")
+    seconds = retrain_seconds(n_triples=config["n_train"], epochs=config["epochs"], dim=config["dim"])
+    assert seconds == pytest.approx(SECONDS_PER_EPOCH * config["n_train"] / 1e6 * config["dim"] / 100
+                                    * config["epochs"])
+    start = time.perf_counter()
+    out = tmp_path / "whatif"
+    assert main(["debias", "--model", str(model), "--occupation", "nurse", "--remove-k", "5",
+                 "--out", str(out)]) == 2
+    expected = RETRAIN_TOO_LARGE.format(
+        what="debias (a full retrain)", retrains=1, n_triples=config["n_train"], epochs=config["epochs"],
+        dim=config["dim"], hours=seconds / 3600, rate=SECONDS_PER_EPOCH, limit_hours=0.001 / 3600, env=LIMIT_ENV)
+    assert expected in capsys.readouterr().err
+    assert not out.exists()
+    for task in (calibration_task(model), noise_band_task(model)):
+        with pytest.raises(TooLargeError, match="refused before starting"):
+            task.run(Progress())
+    assert time.perf_counter() - start < 5  # not one epoch was trained (a retrain takes longer)
+    monkeypatch.setenv(LIMIT_ENV, "1e9")  # under the limit the same work is accepted
+    from kgbias_core.tasks import check_retrains
+
+    check_retrains(model, what="x", retrains=13)
