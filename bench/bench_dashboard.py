@@ -88,11 +88,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--occupations", type=int, default=5, help="how many occupations to switch through")
     parser.add_argument("--store", type=Path, default=default_store(), help="model store (default: $KGBIAS_MODEL_DIR)")
+    parser.add_argument("--model", help="only this model of --store (e.g. a 20M-triple random import, issue 10)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
     args = parser.parse_args()
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     os.environ.setdefault("KGBIAS_DATA_DIR", str(resolve_data_dir()))
+    if args.model:
+        bench(args.store, args.model, load_model(args.store / args.model).dataset, args.occupations)
+        return
     bench(synthetic_store(args.store), "synthetic-transe", "synthetic", args.occupations)
     fb_store = REPO / "cached_models"
     if has_dataset("fb15k237", resolve_data_dir()) and "fb15k237-transe" in list_models(fb_store):

@@ -210,3 +210,20 @@ def test_a_retrain_too_large_for_this_machine_is_refused_before_any_work(tiny_st
     from kgbias_core.tasks import check_retrains
 
     check_retrains(model, what="x", retrains=13)
+
+
+def test_the_measures_table_leaves_out_fisher_and_bootstraps_beyond_their_limits(tiny_model, monkeypatch) -> None:
+    from kgbias_core import tables
+
+    full = tables.measures_table(ModelAnalysis(tiny_model), n_resamples=50)
+    monkeypatch.setattr(tables, "MAX_FISHER_CELLS", 0)
+    monkeypatch.setattr(tables, "MAX_BOOTSTRAP_DRAWS", 0)
+    scaled = tables.measures_table(ModelAnalysis(tiny_model), n_resamples=50)
+    kept = ["group_bias", "projection_bias", "individual_bias_vanilla", "individual_bias_weighted",
+            "fisher_individual_vanilla", "fisher_individual_weighted"]
+    pd_testing = pytest.importorskip("pandas.testing")
+    pd_testing.assert_frame_equal(scaled[kept], full[kept])
+    for column in ("group_bias_low", "individual_bias_weighted_high", "fisher_bp", "fisher_bp_low"):
+        assert scaled[column].isna().all() and full[column].notna().any()
+    note = tables.SKIPPED_AT_SCALE.format(what="bootstrap intervals and Fisher's b_p")
+    assert all(note in text for text in scaled["note"])
