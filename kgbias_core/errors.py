@@ -274,9 +274,10 @@ STATIC_EXPORT_FAILED = (
 
 # --- importing embeddings trained elsewhere (kgbias_core.embeddings.importers) ---------------------
 RETRAIN_TOO_LARGE = (
-    "{what} refused before starting: {retrains} retrain(s) of {n_triples:,} triples x {epochs} epochs at dim {dim} "
-    "would take about {hours:.1f} h on this CPU ({rate} s per epoch per million triples per 100 dimensions); "
-    "the limit is {limit_hours:.1f} h (set {env} to change it), so nothing was started"
+    "{what} refused before starting: {retrains} retrain(s) of {n_triples:,} triples and {n_entities:,} entities x "
+    "{epochs} epochs at dim {dim} would take about {hours:,.1f} h on this CPU ({rate} s per parameter update, "
+    "every embedding row at each step); the limit is {limit_hours:.1f} h (set {env} to change it), so nothing "
+    "was started"
 )
 IMPORT_NEEDS_PATH = "import --format {format} needs --path: the folder (or file) holding the embeddings"
 IMPORT_FILE_MISSING = "{format} import: {path} is missing ({expected})"

@@ -30,6 +30,7 @@ from kgbias_core.embeddings.config import TrainConfig, default_train_config
 from kgbias_core.embeddings.store import (
     StoredModel,
     check_output,
+    count_rows,
     list_models,
     load_model,
     load_result,
@@ -124,8 +125,12 @@ def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
 
     config = read_config(model_dir)
     epochs = int(config.get("epochs") or TrainConfig.epochs)  # an imported model (0 epochs) retrains with the default
-    check_retrain_fits(what=what, n_triples=int(config.get("n_train") or 0), epochs=epochs,
-                       dim=int(config.get("dim") or TrainConfig.dim), retrains=retrains)
+    check_retrain_fits(what=what, n_triples=int(config.get("n_train") or 0),
+                       n_entities=count_rows(Path(model_dir) / "entities.tsv"),
+                       n_relations=count_rows(Path(model_dir) / "relations.tsv"),
+                       dim=int(config.get("dim") or TrainConfig.dim),
+                       batch_size=int(config.get("batch_size") or TrainConfig.batch_size), epochs=epochs,
+                       retrains=retrains)
 
 
 def train_config(dataset: str) -> TrainConfig:
@@ -184,8 +189,9 @@ def train_task(
         from kgbias_core.influence.calibration import CALIBRATION_OCCUPATIONS
 
         check_retrain_fits(what="training" + (" with calibration" if calibrate else ""),
-                           n_triples=graph.training.num_triples, epochs=config.epochs, dim=config.dim,
-                           retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate)
+                           n_triples=graph.training.num_triples, n_entities=graph.training.num_entities,
+                           n_relations=graph.training.num_relations, dim=config.dim, batch_size=config.batch_size,
+                           epochs=config.epochs, retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate)
         # The stage clock starts now, so that the time left is estimated from the epochs alone.
         progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
         model = train_model(graph, config, name=out.name, on_epoch=progress.as_callback(),

@@ -182,24 +182,28 @@ def test_a_retrain_too_large_for_this_machine_is_refused_before_any_work(tiny_st
     """The limit lowered to 1 s: the tiny model's 25 epochs are 'too large', and nothing starts."""
     import time
 
-    from kgbias_core.embeddings.training_cost import LIMIT_ENV, SECONDS_PER_EPOCH, retrain_seconds
+    from kgbias_core.embeddings.training_cost import LIMIT_ENV, SECONDS_PER_UPDATE, retrain_seconds
     from kgbias_core.errors import RETRAIN_TOO_LARGE, TooLargeError
     from kgbias_core.jobs import Progress
     from kgbias_core.tasks import calibration_task, noise_band_task
 
     model = tiny_store / "tiny-transe"
     config = json.loads((model / "config.json").read_text())
+    stored = load_model(model)
     monkeypatch.setenv(LIMIT_ENV, "0.001")
-    seconds = retrain_seconds(n_triples=config["n_train"], epochs=config["epochs"], dim=config["dim"])
-    assert seconds == pytest.approx(SECONDS_PER_EPOCH * config["n_train"] / 1e6 * config["dim"] / 100
-                                    * config["epochs"])
+    n_parameters = (stored.n_entities + stored.n_relations) * config["dim"]
+    seconds = retrain_seconds(n_triples=config["n_train"], n_parameters=n_parameters,
+                              batch_size=config["batch_size"], epochs=config["epochs"])
+    steps = -(-config["n_train"] // config["batch_size"])  # the optimiser steps of one epoch
+    assert seconds == pytest.approx(SECONDS_PER_UPDATE * steps * n_parameters * config["epochs"])
     start = time.perf_counter()
     out = tmp_path / "whatif"
     assert main(["debias", "--model", str(model), "--occupation", "nurse", "--remove-k", "5",
                  "--out", str(out)]) == 2
     expected = RETRAIN_TOO_LARGE.format(
-        what="debias (a full retrain)", retrains=1, n_triples=config["n_train"], epochs=config["epochs"],
-        dim=config["dim"], hours=seconds / 3600, rate=SECONDS_PER_EPOCH, limit_hours=0.001 / 3600, env=LIMIT_ENV)
+        what="debias (a full retrain)", retrains=1, n_triples=config["n_train"], n_entities=stored.n_entities,
+        epochs=config["epochs"], dim=config["dim"], hours=seconds / 3600, rate=SECONDS_PER_UPDATE,
+        limit_hours=0.001 / 3600, env=LIMIT_ENV)
     assert expected in capsys.readouterr().err
     assert not out.exists()
     for task in (calibration_task(model), noise_band_task(model)):
@@ -210,6 +214,20 @@ def test_a_retrain_too_large_for_this_machine_is_refused_before_any_work(tiny_st
     from kgbias_core.tasks import check_retrains
 
     check_retrains(model, what="x", retrains=13)
+
+
+def test_the_estimate_refuses_a_20m_retrain_and_accepts_fb15k237() -> None:
+    """At the default limit: the 20M graph's what-if (5.66M entities, dim 64, 80 epochs) is refused, a
+    FB15k-237 retrain (14,541 entities, dim 200, batch 8000: ~0.75 s/epoch measured) is not."""
+    from kgbias_core.embeddings.training_cost import check_retrain_fits
+    from kgbias_core.errors import TooLargeError
+
+    fb = check_retrain_fits(what="x", n_triples=272_115, n_entities=14_541, n_relations=237, dim=200,
+                            batch_size=8000, epochs=80)
+    assert 0.5 * 80 < fb < 1.5 * 80  # ~0.75 s per epoch, as bench/bench_training.py measured
+    with pytest.raises(TooLargeError, match="refused before starting"):
+        check_retrain_fits(what="x", n_triples=19_828_685, n_entities=5_657_567, n_relations=10, dim=64,
+                           batch_size=4096, epochs=80)
 
 
 def test_the_measures_table_leaves_out_fisher_and_bootstraps_beyond_their_limits(tiny_model, monkeypatch) -> None:

@@ -347,6 +347,11 @@ def _count_lines(path: Path) -> int:
     return count + (last != b"\n")
 
 
+def count_rows(path: Path | str) -> int:
+    """Rows of a model's id-map TSV (entities.tsv, relations.tsv) below its header, without parsing it."""
+    return max(_count_lines(Path(path)) - 1, 0)
+
+
 def load_model(path: Path | str) -> StoredModel:
     """Read a model directory written by :func:`save_model`; never unpickles anything."""
     path = Path(path)
