@@ -62,11 +62,12 @@ def run_group(group: str, size: float, work: Path, threads: int) -> list[dict]:
         graph = load_dataset(str(graph_dir))
         _stage(rows, "read graph", start, triples=graph.training.num_triples, entities=graph.training.num_entities)
     elif group == "import":
+        from kgbias_core.embeddings.config import RANDOM_FORMAT
         from kgbias_core.jobs import Progress
-        from kgbias_core.tasks import random_import_task
+        from kgbias_core.tasks import import_task
 
         start = time.perf_counter()
-        random_import_task(graph=str(graph_dir), out=model_dir, overwrite=True).run(Progress())
+        import_task(RANDOM_FORMAT, path=None, graph=str(graph_dir), out=model_dir, overwrite=True).run(Progress())
         _stage(rows, "import random (reads the graph)", start)
     elif group == "analysis":
         rows = _analysis(model_dir)

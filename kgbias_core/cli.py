@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from kgbias_core.embeddings.config import DISTANCES, IMPORT_FORMATS, MODELS
+from kgbias_core.embeddings.config import DISTANCES, IMPORT_FORMATS, MODELS, RANDOM_FORMAT
 from kgbias_core.errors import (
     BAD_NUMBER,
     CSV_OUT_IS_DIRECTORY,
@@ -125,19 +125,18 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
-    from kgbias_core.tasks import import_task, random_import_task
+    from kgbias_core.tasks import import_task
 
+    if args.path is None and args.format != RANDOM_FORMAT:
+        raise DataError(IMPORT_NEEDS_PATH.format(format=args.format))
+    task = import_task(args.format, path=None if args.path is None else Path(args.path), graph=args.graph,
+                       out=Path(args.out), data_dir=args.data_dir, schema=args.schema, names=args.names,
+                       distance=args.distance, trust_pickle=args.trust_pickle, overwrite=args.force, dim=args.dim,
+                       seed=args.seed)
     if args.format == RANDOM_FORMAT:
-        task = random_import_task(graph=args.graph, out=Path(args.out), dim=args.dim, seed=args.seed,
-                                  data_dir=args.data_dir, schema=args.schema, names=args.names, overwrite=args.force)
         print(f"saved {task.run(_PrintedProgress())} (random, untrained {args.dim}-dimensional TransE vectors: "
               f"for scale tests only; no frozen negatives)")
         return
-    if args.path is None:
-        raise DataError(IMPORT_NEEDS_PATH.format(format=args.format))
-    task = import_task(args.format, path=Path(args.path), graph=args.graph, out=Path(args.out),
-                       data_dir=args.data_dir, schema=args.schema, names=args.names, distance=args.distance,
-                       trust_pickle=args.trust_pickle, overwrite=args.force)
     print(f"saved {task.run(_PrintedProgress())} (imported from {args.format}; no frozen negatives: "
           f"influence and retrains are not available)")
 
@@ -422,10 +421,6 @@ def _report(args: argparse.Namespace) -> None:
         occupation = run.edit["occupation"]
     _write_text(occupation_report(analysis, occupation, run=run), args.out)
     print(f"wrote the report to {args.out}")
-
-
-#: ``import --format random``: untrained vectors, no files read.
-RANDOM_FORMAT = "random"
 
 
 def build_parser() -> argparse.ArgumentParser:

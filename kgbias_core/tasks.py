@@ -26,7 +26,7 @@ import pandas as pd
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.datasets import load_dataset
 from kgbias_core.data.graph import KnowledgeGraph
-from kgbias_core.embeddings.config import TrainConfig, default_train_config
+from kgbias_core.embeddings.config import RANDOM_FORMAT, TrainConfig, default_train_config
 from kgbias_core.embeddings.store import (
     StoredModel,
     check_output,
@@ -214,7 +214,7 @@ def train_task(
 def import_task(
     fmt: str,
     *,
-    path: Path,
+    path: Path | None,
     graph: str,
     out: Path,
     data_dir: Path | str | None = None,
@@ -223,6 +223,8 @@ def import_task(
     distance: str | None = None,
     trust_pickle: bool = False,
     overwrite: bool = False,
+    dim: int = 64,
+    seed: int = 0,
 ) -> Task[str]:
     """Import TransE embeddings trained elsewhere (``fmt``: :data:`~kgbias_core.embeddings.config.IMPORT_FORMATS`)
     as the model directory ``out`` over ``graph``, the triples they were trained on (a data set name
@@ -231,13 +233,27 @@ def import_task(
     The model keeps its engine's distance (``config.distance``) and has no frozen negatives
     (``info``: ``imported_from``, ``"negatives": "none"``), so influence and retrains refuse it
     with a named error while every other measure works. ``out`` is checked before anything is read.
+
+    ``fmt`` :data:`~kgbias_core.embeddings.config.RANDOM_FORMAT` reads no files (``path`` None): random,
+    untrained ``dim``-dimensional vectors, TransE's own initialisation drawn from ``seed``
+    (:func:`~kgbias_core.embeddings.training.initial_embeddings`), for graphs too large to train here
+    (20M triples on a CPU): every measure and the app run on the model's sizes, none of its numbers
+    means anything; config.json records ``"imported_from": "random"``, ``"untrained": true``, ``epochs`` 0.
     """
     from kgbias_core.embeddings.importers import READERS, onto_graph
+    from kgbias_core.embeddings.training import initial_embeddings
 
-    def run(progress: Progress) -> str:
-        check_output(out, overwrite=overwrite)
-        progress.update(stage="loading data")
-        kg = load_graph(graph, data_dir, schema=schema, names=names)
+    def vectors(kg: KnowledgeGraph, progress: Progress) -> tuple[dict, TrainConfig, dict[str, Any]]:
+        """(weights, config, info) of the imported or drawn vectors, rows in the graph's id order."""
+        if fmt == RANDOM_FORMAT:
+            progress.update(stage="drawing", message=f"read {kg.name}: {kg.training.num_triples:,} training "
+                                                     f"triples; drawing random {dim}-dimensional vectors (seed {seed})")
+            entities, relations = initial_embeddings(n_entities=kg.training.num_entities,
+                                                     n_relations=kg.training.num_relations, dim=dim, seed=seed)
+            info = {"imported_from": RANDOM_FORMAT, "untrained": True, "negatives": "none", "train_seconds": 0.0,
+                    "source": f"random uniform(-6/sqrt(d), 6/sqrt(d)), seed {seed}"}
+            return ({"entity_embeddings": entities, "relation_embeddings": relations},
+                    TrainConfig(model="transe", dim=dim, epochs=0, seed=seed), info)
         progress.update(stage="reading", message=f"read {kg.name}: {kg.training.num_triples} training triples; "
                                                  f"reading the {fmt} embeddings at {path}")
         imported = READERS[fmt](path, distance=distance, trust_pickle=trust_pickle)
@@ -250,56 +266,21 @@ def import_task(
         config = TrainConfig(model="transe", dim=int(entities.shape[1]), epochs=0, margin=margin,
                              distance=imported.distance)
         digest = hashlib.sha256(entities.numpy().tobytes() + relations.numpy().tobytes()).hexdigest()
-        model = graph_model(kg, config, name=out.name, negatives=None,
-                            weights={"entity_embeddings": entities, "relation_embeddings": relations},
-                            info={"imported_from": fmt, "negatives": "none", "source": str(path),
-                                  "source_hash": digest, "unpickled": bool(imported.warnings),
-                                  "train_seconds": 0.0, **({"sign": imported.sign} if imported.sign else {})})
-        progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
-        return str(save_model(model, out.parent, overwrite=overwrite))
-
-    return Task(key=_key("import", out=str(out)), run=run)
-
-
-def random_import_task(
-    *,
-    graph: str,
-    out: Path,
-    dim: int = 64,
-    seed: int = 0,
-    data_dir: Path | str | None = None,
-    schema: str | None = None,
-    names: str | None = None,
-    overwrite: bool = False,
-) -> Task[str]:
-    """Random, untrained TransE vectors over ``graph`` as the model directory ``out`` (``import --format random``).
-
-    For graphs too large to train here (20M triples on a CPU): every measure and the app run on the
-    model's shapes and sizes, none of its numbers means anything. The vectors are TransE's own
-    initialisation (:func:`~kgbias_core.embeddings.training.initial_embeddings`, seeded); config.json
-    records ``"imported_from": "random"``, ``"untrained": true`` and ``epochs`` 0, and, as any imported
-    model, no frozen negatives. ``out`` is checked before anything is read.
-    """
-    from kgbias_core.embeddings.training import initial_embeddings
+        info = {"imported_from": fmt, "negatives": "none", "source": str(path), "source_hash": digest,
+                "unpickled": bool(imported.warnings), "train_seconds": 0.0,
+                **({"sign": imported.sign} if imported.sign else {})}
+        return {"entity_embeddings": entities, "relation_embeddings": relations}, config, info
 
     def run(progress: Progress) -> str:
         check_output(out, overwrite=overwrite)
         progress.update(stage="loading data")
         kg = load_graph(graph, data_dir, schema=schema, names=names)
-        progress.update(stage="drawing", message=f"read {kg.name}: {kg.training.num_triples:,} training triples; "
-                                                 f"drawing random {dim}-dimensional vectors (seed {seed})")
-        entities, relations = initial_embeddings(n_entities=kg.training.num_entities,
-                                                 n_relations=kg.training.num_relations, dim=dim, seed=seed)
-        config = TrainConfig(model="transe", dim=dim, epochs=0, seed=seed)
-        model = graph_model(kg, config, name=out.name, negatives=None,
-                            weights={"entity_embeddings": entities, "relation_embeddings": relations},
-                            info={"imported_from": "random", "untrained": True, "negatives": "none",
-                                  "source": f"random uniform(-6/sqrt(d), 6/sqrt(d)), seed {seed}",
-                                  "train_seconds": 0.0})
+        weights, config, info = vectors(kg, progress)
+        model = graph_model(kg, config, name=out.name, negatives=None, weights=weights, info=info)
         progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
         return str(save_model(model, out.parent, overwrite=overwrite))
 
-    return Task(key=_key("import-random", out=str(out)), run=run)
+    return Task(key=_key("import", out=str(out)), run=run)
 
 
 def store_calibration(model_dir: Path | str, calibration: Calibration, runs: pd.DataFrame | None = None) -> Path:
