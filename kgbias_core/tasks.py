@@ -31,6 +31,7 @@ from kgbias_core.embeddings.store import (
     StoredModel,
     check_output,
     count_rows,
+    is_model_dir,
     list_models,
     load_model,
     load_result,
@@ -123,6 +124,8 @@ def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
     before the model is loaded or anything else is done."""
     from kgbias_core.embeddings.training_cost import check_retrain_fits
 
+    if not is_model_dir(model_dir):
+        return  # load_model, next, names what is missing
     config = read_config(model_dir)
     epochs = int(config.get("epochs") or TrainConfig.epochs)  # an imported model (0 epochs) retrains with the default
     check_retrain_fits(what=what, n_triples=int(config.get("n_train") or 0),
