@@ -214,18 +214,21 @@ def _slot_dots(
 
     In blocks of :data:`MARGIN_BLOCK` slots through reused buffers: [m, d] temporaries for the largest
     occupations of a 20M-triple graph are GBs, and their page faults cost more than the arithmetic.
+    The ids are gathered once for all slots ([m] each), the rows block by block.
     """
+    kind = negative.to(triple.dtype) * 2  # 0: (h, t) slots, 2: (h', t') slots
+    heads, tails = context.slots[triple, kind], context.slots[triple, kind + 1]  # [m] entity ids
+    relations = context.relation[triple]  # [m]
     dots = scaled.new_empty(triple.shape[0])
     width = context.entity_embeddings.shape[1]
-    u, tail, weight = (scaled.new_empty(MARGIN_BLOCK, width) for _ in range(3))
-    kind = negative.to(triple.dtype) * 2  # 0: (h, t) slots, 2: (h', t') slots
+    u, tail, weight, relation = (scaled.new_empty(MARGIN_BLOCK, width) for _ in range(4))
     for first in range(0, triple.shape[0], MARGIN_BLOCK):
         rows = slice(first, first + MARGIN_BLOCK)
-        block, block_kind = triple[rows], kind[rows]
-        b = block.shape[0]
-        torch.index_select(context.entity_embeddings, 0, context.slots[block, block_kind], out=u[:b])
-        u[:b].add_(context.relation_embeddings[context.relation[block]])
-        torch.index_select(context.entity_embeddings, 0, context.slots[block, block_kind + 1], out=tail[:b])
+        b = heads[rows].shape[0]
+        torch.index_select(context.entity_embeddings, 0, heads[rows], out=u[:b])
+        torch.index_select(context.relation_embeddings, 0, relations[rows], out=relation[:b])
+        u[:b].add_(relation[:b])
+        torch.index_select(context.entity_embeddings, 0, tails[rows], out=tail[:b])
         u[:b].sub_(tail[:b])
         torch.index_select(scaled, 0, owner[rows], out=weight[:b])
         dots[rows] = torch.einsum("ij,ij->i", weight[:b], u[:b])
