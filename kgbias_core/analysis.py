@@ -37,7 +37,7 @@ from kgbias_core.influence.scale import PredictedChange, predict
 from kgbias_core.measures.fisher import fisher_person_changes
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
-from kgbias_core.measures.individual_bias import fisher_individual_bias, individual_bias
+from kgbias_core.measures.individual_bias import fisher_individual_bias, gradient_projection, individual_bias
 from kgbias_core.types import FloatTensor, LongTensor
 
 T = TypeVar("T")
@@ -130,11 +130,14 @@ class ModelAnalysis:
 
         def compute() -> tuple[FloatTensor, FloatTensor]:
             e, r, distance = self.model.entity_embeddings, self.model.relation_embeddings, self.model.config.distance
+            # One pass over the pairs for both (3M pairs x d at 20M triples).
+            projection = gradient_projection(entity_embeddings=e, relation_embeddings=r, groups=self.groups,
+                                             distance=distance)
             return (
                 individual_bias(entity_embeddings=e, relation_embeddings=r, groups=self.groups, alpha=self.alpha,
-                                distance=distance),
+                                distance=distance, projection=projection),
                 fisher_individual_bias(entity_embeddings=e, relation_embeddings=r, groups=self.groups,
-                                       distance=distance),
+                                       distance=distance, projection=projection),
             )
 
         return self._memo.get("pair_biases", compute)

@@ -18,11 +18,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from kgbias_core.embeddings.config import DISTANCES, IMPORT_FORMATS, MODELS
+from kgbias_core.embeddings.config import DISTANCES, IMPORT_FORMATS, MODELS, RANDOM_FORMAT
 from kgbias_core.errors import (
     BAD_NUMBER,
     CSV_OUT_IS_DIRECTORY,
     CSV_WRITE_FAILED,
+    IMPORT_NEEDS_PATH,
     INTERRUPTED,
     UNEXPECTED_ERROR,
     DataError,
@@ -127,10 +128,17 @@ def _import(args: argparse.Namespace) -> None:
     from kgbias_core.embeddings.store import read_config
     from kgbias_core.tasks import import_task
 
-    task = import_task(args.format, path=Path(args.path), graph=args.graph, out=Path(args.out),
-                       data_dir=args.data_dir, schema=args.schema, names=args.names, distance=args.distance,
-                       trust_pickle=args.trust_pickle, overwrite=args.force)
+    if args.path is None and args.format != RANDOM_FORMAT:
+        raise DataError(IMPORT_NEEDS_PATH.format(format=args.format))
+    task = import_task(args.format, path=None if args.path is None else Path(args.path), graph=args.graph,
+                       out=Path(args.out), data_dir=args.data_dir, schema=args.schema, names=args.names,
+                       distance=args.distance, trust_pickle=args.trust_pickle, overwrite=args.force, dim=args.dim,
+                       seed=args.seed)
     path = task.run(_PrintedProgress())
+    if args.format == RANDOM_FORMAT:
+        print(f"saved {path} (random, untrained {args.dim}-dimensional TransE vectors: "
+              f"for scale tests only; no frozen negatives)")
+        return
     kind = read_config(path).get("model", "transe")
     print(f"saved {path} (imported from {args.format} as {kind}; no frozen negatives: "
           + ("influence is approximate (negatives re-drawn), retrains are not available)" if kind == "transe" else
@@ -142,6 +150,14 @@ def _negative_seed_flag(command: argparse.ArgumentParser) -> None:
     command.add_argument("--negative-seed", type=_integer(0), default=None, metavar="S",
                          help="a model without frozen negatives (imported): re-draw one negative per training "
                               "triple from seed S (default 0); influence is then approximate")
+
+
+def _synthetic(args: argparse.Namespace) -> None:
+    from kgbias_core.data.synthetic_scale import ScaleConfig, generate_scale_graph
+
+    out = generate_scale_graph(ScaleConfig(n_persons=args.persons, n_triples=args.triples, seed=args.seed), args.out)
+    print(f"wrote {args.triples:,} triples over {args.persons:,} persons to {out} "
+          f"(train.txt, valid.txt, test.txt, entity_names.tsv, schema.toml); load it with --dataset {out}")
 
 
 def _graph_flags(command: argparse.ArgumentParser, flag: str, meaning: str) -> None:
@@ -306,10 +322,11 @@ def _debias(args: argparse.Namespace) -> None:
 
     from kgbias_core.analysis import ModelAnalysis
     from kgbias_core.embeddings.store import load_model
-    from kgbias_core.tasks import whatif_task
+    from kgbias_core.tasks import check_retrains, whatif_task
     from kgbias_core.whatif.edits import make_edit
     from kgbias_core.whatif.runs import bias_change
 
+    check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
     analysis = ModelAnalysis(load_model(args.model))
     occupation = args.occupation
     strategy = "add" if args.add else args.strategy if args.remove_k is not None else "basket"
@@ -481,8 +498,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "in config.json's entity_path; translation operator with the l2 or squared_l2 comparator only, "
                     "its relation vectors negated (PBG adds them to the tail). Imported models have no frozen "
                     "negatives: influence and retrains refuse them.")
-    imports.add_argument("--format", required=True, choices=IMPORT_FORMATS)
-    imports.add_argument("--path", required=True, help="the embeddings' folder (or PyKEEN state-dict file)")
+    imports.add_argument("--format", required=True, choices=(*IMPORT_FORMATS, RANDOM_FORMAT),
+                         help=f"{RANDOM_FORMAT}: no files, random untrained vectors over --graph (a graph too large "
+                              "to train here, for scale tests; config.json says untrained)")
+    imports.add_argument("--path", help="the embeddings' folder (or PyKEEN state-dict file); not with random")
+    imports.add_argument("--dim", type=_integer(1, MAX_DIM), default=64, help="random: embedding dimension")
+    imports.add_argument("--seed", type=seed, default=0, help="random: seed of the vectors")
     _graph_flags(imports, "--graph", "the triples the embeddings were trained on")
     imports.add_argument("--distance", choices=DISTANCES,
                          help="TransE's distance where the files do not record it (npy without config.json, "
@@ -561,6 +582,18 @@ def build_parser() -> argparse.ArgumentParser:
     fairness.add_argument("--bootstrap", type=_integer(0, MAX_BOOTSTRAP), default=1000)
     fairness.add_argument("--out", required=True, type=_csv_out)
     fairness.set_defaults(handler=_fairness)
+
+    synthetic = commands.add_parser(
+        "synthetic", help="write a seeded synthetic people graph of any size to a folder (--dataset/--graph DIR)",
+        description="Heavy-tailed degrees, skewed occupation sizes and gender shares; numpy-vectorised, "
+                    "2M persons / 20M triples in about a minute. Writes train.txt, valid.txt, test.txt, "
+                    "entity_names.tsv and schema.toml.")
+    synthetic.add_argument("--persons", type=_integer(100, 100_000_000), required=True, help="number of persons")
+    synthetic.add_argument("--triples", type=_integer(1000, 2_000_000_000), required=True,
+                           help="number of triples over train + valid + test (about 10 per person is realistic)")
+    synthetic.add_argument("--seed", type=seed, default=0)
+    synthetic.add_argument("--out", required=True, help="folder to write (created)")
+    synthetic.set_defaults(handler=_synthetic)
 
     download = commands.add_parser("download", help="fetch FB15k-237 (and the census) or FB13 (needs a network)")
     download.add_argument("--dataset", choices=("fb15k237", "fb13"), default="fb15k237")

@@ -25,6 +25,10 @@ class MeasureError(KGBiasError):
     """A measure was asked for something it cannot compute (unknown occupation, empty group)."""
 
 
+class TooLargeError(KGBiasError):
+    """Work refused up front: it would not finish in reasonable time on this machine."""
+
+
 class CancelledError(KGBiasError):
     """A long job (training, evaluation) was cancelled by the user."""
 
@@ -41,6 +45,10 @@ NOT_UTF8 = "{path}, line {line}: not UTF-8 text (bytes {bad}); save the file as 
 ID_TOO_LONG = (
     "{path}, line {line}: column {column} is {length:,} characters long; an id has at most {limit:,} "
     "(a missing tab or line break?)"
+)
+SYNTHETIC_TOO_FEW_TRIPLES = (
+    "synthetic: {triples:,} triples cannot hold {persons:,} persons (each has a gender, occupations, a birthplace "
+    "and a nationality): give --triples at least {minimum:,} (about 6 per person), or fewer --persons (at least 100)"
 )
 DATA_DIR_NOT_A_DIRECTORY = "{path} is a file, not a directory: give --data-dir a directory (it is created if missing)"
 DATA_DIR_UNWRITABLE = "cannot create the data directory {path}: {reason}"
@@ -267,6 +275,13 @@ STATIC_EXPORT_FAILED = (
 )
 
 # --- importing embeddings trained elsewhere (kgbias_core.embeddings.importers) ---------------------
+RETRAIN_TOO_LARGE = (
+    "{what} refused before starting: {retrains} retrain(s) of {n_triples:,} triples and {n_entities:,} entities x "
+    "{epochs} epochs at dim {dim} would take about {hours:,.1f} h on this CPU ({rate} s per parameter update, "
+    "every embedding row at each step); the limit is {limit_hours:.1f} h (set {env} to change it), so nothing "
+    "was started"
+)
+IMPORT_NEEDS_PATH = "import --format {format} needs --path: the folder (or file) holding the embeddings"
 IMPORT_FILE_MISSING = "{format} import: {path} is missing ({expected})"
 IMPORT_BAD_FILE = "{format} import: cannot read {path}: {problem}"
 IMPORT_NO_DISTANCE = (

@@ -79,22 +79,47 @@ def occupations_frame(analysis: ModelAnalysis) -> pd.DataFrame:
     )
 
 
+#: Sizes beyond which the measures table leaves out what does not scale to 20M triples (issue 10), with
+#: a note on every row: Fisher's b_p needs one forward per (person, occupation) ([J, O] float64: 32 GB at
+#: 2M persons x 2000 occupations); a bootstrap draws resamples x pairs (3e9 at 20M triples, 1000 resamples).
+MAX_FISHER_CELLS = 50_000_000
+MAX_BOOTSTRAP_DRAWS = 300_000_000
+SKIPPED_AT_SCALE = "at this size: {what} left out (see README 'At scale')"
+
+
 def measures_table(analysis: ModelAnalysis, *, n_resamples: int = 1000) -> pd.DataFrame:
     """Every measure per occupation: columns :data:`MEASURE_COLUMNS`, then ``n_other_gender``,
     ``n_unknown_gender`` and ``note`` (why a figure is undefined or noisy).
 
-    ``n_resamples`` is the bootstrap's size for the 95% intervals of B_gr, B_in and b_p.
+    ``n_resamples`` is the bootstrap's size for the 95% intervals of B_gr, B_in and b_p. On a graph
+    beyond :data:`MAX_BOOTSTRAP_DRAWS` / :data:`MAX_FISHER_CELLS` the intervals / Fisher's b_p are NaN
+    and the note says so; B_gr, B_wo, B_in and B'_in are always there.
     """
     model, groups = analysis.model, analysis.groups
     e, r = model.entity_embeddings, model.relation_embeddings
-    low, high = group_bias_interval(entity_embeddings=e, relation_embeddings=r, groups=groups, n_resamples=n_resamples,
-                                    distance=model.config.distance)
+    n_pairs, n_occupations = int(groups.pair_person.shape[0]), groups.n_occupations
+    nan = torch.full((n_occupations,), math.nan)
+    skipped = []
+    if n_resamples * n_pairs <= MAX_BOOTSTRAP_DRAWS:
+        low, high = group_bias_interval(entity_embeddings=e, relation_embeddings=r, groups=groups,
+                                        n_resamples=n_resamples, distance=model.config.distance)
+    else:
+        low = high = nan
+        skipped.append("bootstrap intervals")
     b_in, b_fisher = analysis.pair_biases
     in_vanilla, in_weighted = aggregate_individual(b_in, groups)
-    (vanilla_low, vanilla_high), (weighted_low, weighted_high) = aggregate_interval(b_in, groups,
-                                                                                    n_resamples=n_resamples)
+    if skipped:
+        (vanilla_low, vanilla_high), (weighted_low, weighted_high) = (nan, nan), (nan, nan)
+    else:
+        (vanilla_low, vanilla_high), (weighted_low, weighted_high) = aggregate_interval(b_in, groups,
+                                                                                        n_resamples=n_resamples)
     fi_vanilla, fi_weighted = aggregate_individual(b_fisher, groups)
-    bp_low, bp_high = mean_interval(analysis.fisher_changes, n_resamples=n_resamples)
+    if int(analysis.fisher_persons.shape[0]) * n_occupations <= MAX_FISHER_CELLS:
+        fisher_bp = analysis.fisher_bp
+        bp_low, bp_high = (nan, nan) if skipped else mean_interval(analysis.fisher_changes, n_resamples=n_resamples)
+    else:
+        fisher_bp = bp_low = bp_high = nan
+        skipped.append("Fisher's b_p")
     frame = occupations_frame(analysis).assign(
         group_bias=analysis.group_bias().tolist(),
         group_bias_low=low.tolist(),
@@ -108,13 +133,15 @@ def measures_table(analysis: ModelAnalysis, *, n_resamples: int = 1000) -> pd.Da
         individual_bias_weighted_high=weighted_high.tolist(),
         fisher_individual_vanilla=fi_vanilla.tolist(),
         fisher_individual_weighted=fi_weighted.tolist(),
-        fisher_bp=analysis.fisher_bp.tolist(),
+        fisher_bp=fisher_bp.tolist(),
         fisher_bp_low=bp_low.tolist(),
         fisher_bp_high=bp_high.tolist(),
         n_other_gender=groups.n_other.tolist(),
         n_unknown_gender=groups.n_unknown.tolist(),
     )
-    frame["note"] = [_group_note(m, f) for m, f in zip(frame["n_male"], frame["n_female"], strict=True)]
+    scale_note = SKIPPED_AT_SCALE.format(what=" and ".join(skipped)) if skipped else ""
+    frame["note"] = ["; ".join(n for n in (_group_note(m, f), scale_note) if n)
+                     for m, f in zip(frame["n_male"], frame["n_female"], strict=True)]
     return frame
 
 

@@ -26,10 +26,12 @@ import pandas as pd
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.datasets import load_dataset
 from kgbias_core.data.graph import KnowledgeGraph
-from kgbias_core.embeddings.config import TrainConfig, default_train_config
+from kgbias_core.embeddings.config import RANDOM_FORMAT, TrainConfig, default_train_config
 from kgbias_core.embeddings.store import (
     StoredModel,
     check_output,
+    count_rows,
+    is_model_dir,
     list_models,
     load_model,
     load_result,
@@ -117,6 +119,24 @@ def load_graph(
     return load_dataset(dataset, data_dir=data_dir, schema=schema, names=names, inverse_occupation=inverse_occupation)
 
 
+def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
+    """Refuse ``retrains`` full retrains of the model at ``model_dir`` that would not finish in reasonable
+    time here (:func:`~kgbias_core.embeddings.training_cost.check_retrain_fits`), from its config.json alone:
+    before the model is loaded or anything else is done."""
+    from kgbias_core.embeddings.training_cost import check_retrain_fits
+
+    if not is_model_dir(model_dir):
+        return  # load_model, next, names what is missing
+    config = read_config(model_dir)
+    epochs = int(config.get("epochs") or TrainConfig.epochs)  # an imported model (0 epochs) retrains with the default
+    check_retrain_fits(what=what, n_triples=int(config.get("n_train") or 0),
+                       n_entities=count_rows(Path(model_dir) / "entities.tsv"),
+                       n_relations=count_rows(Path(model_dir) / "relations.tsv"),
+                       dim=int(config.get("dim") or TrainConfig.dim),
+                       batch_size=int(config.get("batch_size") or TrainConfig.batch_size), epochs=epochs,
+                       retrains=retrains)
+
+
 def train_config(dataset: str) -> TrainConfig:
     """The training config of ``dataset``'s default model (tests replace this with a tiny config)."""
     return default_train_config(dataset)
@@ -169,6 +189,13 @@ def train_task(
         progress.update(message=f"read {graph.name}: {graph.training.num_triples} training triples, "
                                 f"{graph.training.num_entities} entities, {graph.training.num_relations} relations")
         config = replace(train_config(graph.name), **(overrides or {}))
+        from kgbias_core.embeddings.training_cost import check_retrain_fits
+        from kgbias_core.influence.calibration import CALIBRATION_OCCUPATIONS
+
+        check_retrain_fits(what="training" + (" with calibration" if calibrate else ""),
+                           n_triples=graph.training.num_triples, n_entities=graph.training.num_entities,
+                           n_relations=graph.training.num_relations, dim=config.dim, batch_size=config.batch_size,
+                           epochs=config.epochs, retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate)
         # The stage clock starts now, so that the time left is estimated from the epochs alone.
         progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
         model = train_model(graph, config, name=out.name, on_epoch=progress.as_callback(),
@@ -191,7 +218,7 @@ def train_task(
 def import_task(
     fmt: str,
     *,
-    path: Path,
+    path: Path | None,
     graph: str,
     out: Path,
     data_dir: Path | str | None = None,
@@ -200,6 +227,8 @@ def import_task(
     distance: str | None = None,
     trust_pickle: bool = False,
     overwrite: bool = False,
+    dim: int = 64,
+    seed: int = 0,
 ) -> Task[str]:
     """Import embeddings trained elsewhere (``fmt``: :data:`~kgbias_core.embeddings.config.IMPORT_FORMATS`)
     as the model directory ``out`` over ``graph``, the triples they were trained on (a data set name
@@ -211,14 +240,28 @@ def import_task(
     ``"negatives": "none"``): on TransE influence re-draws them (approximate,
     :mod:`kgbias_core.influence.negatives`), retrains refuse it with a named error, and every other
     measure works. ``out`` is checked before anything is read.
+
+    ``fmt`` :data:`~kgbias_core.embeddings.config.RANDOM_FORMAT` reads no files (``path`` None): random,
+    untrained ``dim``-dimensional vectors, TransE's own initialisation drawn from ``seed``
+    (:func:`~kgbias_core.embeddings.training.initial_embeddings`), for graphs too large to train here
+    (20M triples on a CPU): every measure and the app run on the model's sizes, none of its numbers
+    means anything; config.json records ``"imported_from": "random"``, ``"untrained": true``, ``epochs`` 0.
     """
     from kgbias_core.embeddings.importers import READERS, onto_graph
     from kgbias_core.embeddings.pykeen_bridge import imported_weights
+    from kgbias_core.embeddings.training import initial_embeddings
 
-    def run(progress: Progress) -> str:
-        check_output(out, overwrite=overwrite)
-        progress.update(stage="loading data")
-        kg = load_graph(graph, data_dir, schema=schema, names=names)
+    def vectors(kg: KnowledgeGraph, progress: Progress) -> tuple[dict, TrainConfig, dict[str, Any]]:
+        """(weights, config, info) of the imported or drawn vectors, rows in the graph's id order."""
+        if fmt == RANDOM_FORMAT:
+            progress.update(stage="drawing", message=f"read {kg.name}: {kg.training.num_triples:,} training "
+                                                     f"triples; drawing random {dim}-dimensional vectors (seed {seed})")
+            entities, relations = initial_embeddings(n_entities=kg.training.num_entities,
+                                                     n_relations=kg.training.num_relations, dim=dim, seed=seed)
+            info = {"imported_from": RANDOM_FORMAT, "untrained": True, "negatives": "none", "train_seconds": 0.0,
+                    "source": f"random uniform(-6/sqrt(d), 6/sqrt(d)), seed {seed}"}
+            return ({"entity_embeddings": entities, "relation_embeddings": relations},
+                    TrainConfig(model="transe", dim=dim, epochs=0, seed=seed), info)
         progress.update(stage="reading", message=f"read {kg.name}: {kg.training.num_triples} training triples; "
                                                  f"reading the {fmt} embeddings at {path}")
         imported = READERS[fmt](path, distance=distance, trust_pickle=trust_pickle)
@@ -229,19 +272,27 @@ def import_task(
                                          graph=kg.name)
         margin = TrainConfig.margin if imported.margin is None else imported.margin
         # PyKEEN's ComplEx dimension counts complex numbers: its real rows hold (re, im) pairs.
-        dim = int(entities.shape[1]) // (2 if imported.model == "complex" else 1)
-        config = TrainConfig(model=imported.model, dim=dim, epochs=0, margin=margin, distance=imported.distance)
+        model_dim = int(entities.shape[1]) // (2 if imported.model == "complex" else 1)
+        config = TrainConfig(model=imported.model, dim=model_dim, epochs=0, margin=margin,
+                             distance=imported.distance)
         digest = hashlib.sha256(entities.numpy().tobytes() + relations.numpy().tobytes()).hexdigest()
         if imported.model == "transe":
             weights = {"entity_embeddings": entities, "relation_embeddings": relations}
         else:
-            weights = imported_weights(imported.model, entities=entities, relations=relations, dim=dim,
+            weights = imported_weights(imported.model, entities=entities, relations=relations, dim=model_dim,
                                        triples=kg.training.mapped_triples, pbg=imported.pbg)
-        model = graph_model(kg, config, name=out.name, negatives=None, weights=weights,
-                            info={"imported_from": fmt, "negatives": "none", "source": str(path),
-                                  "source_hash": digest, "unpickled": bool(imported.warnings),
-                                  "train_seconds": 0.0, **({"sign": imported.sign} if imported.sign else {}),
-                                  **({"pbg": imported.pbg} if imported.pbg else {})})
+        info = {"imported_from": fmt, "negatives": "none", "source": str(path), "source_hash": digest,
+                "unpickled": bool(imported.warnings), "train_seconds": 0.0,
+                **({"sign": imported.sign} if imported.sign else {}),
+                **({"pbg": imported.pbg} if imported.pbg else {})}
+        return weights, config, info
+
+    def run(progress: Progress) -> str:
+        check_output(out, overwrite=overwrite)
+        progress.update(stage="loading data")
+        kg = load_graph(graph, data_dir, schema=schema, names=names)
+        weights, config, info = vectors(kg, progress)
+        model = graph_model(kg, config, name=out.name, negatives=None, weights=weights, info=info)
         progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
         return str(save_model(model, out.parent, overwrite=overwrite))
 
@@ -276,6 +327,9 @@ def calibration_task(model_dir: Path | str) -> Task[Calibration]:
     """Calibrate the model at ``model_dir`` on several occupations and store the calibration in it."""
 
     def run(progress: Progress) -> Calibration:
+        from kgbias_core.influence.calibration import CALIBRATION_OCCUPATIONS
+
+        check_retrains(model_dir, what="calibration", retrains=1 + 2 * CALIBRATION_OCCUPATIONS)
         model = load_model(model_dir)
         calibrated, runs = _calibrated(model, progress)
         progress.update(stage="saving", message=f"storing the calibration in {Path(model_dir).name}")
@@ -318,6 +372,7 @@ def whatif_task(
 
     def run(progress: Progress) -> str:
         check_output(out, overwrite=overwrite, reading=base)
+        check_retrains(base, what="the what-if (a full retrain)", retrains=1)
         model = load_model(base)
         fingerprint = model_fingerprint(base)
         progress.update(stage="retraining", message=f"retraining {model.name} from its seed: {edit.strategy}")
@@ -339,6 +394,7 @@ def noise_band_task(model_dir: Path | str, *, seeds: Sequence[int] = NOISE_SEEDS
     """Retrain the unedited graph under ``seeds`` and cache B_gr's spread beside the model."""
 
     def run(progress: Progress) -> pd.DataFrame:
+        check_retrains(model_dir, what="the noise band", retrains=len(seeds))
         model = load_model(model_dir)
         done = [0]
 
@@ -373,6 +429,7 @@ def removal_curve_task(
     """
 
     def run(progress: Progress) -> pd.DataFrame:
+        check_retrains(model_dir, what="the removal curve", retrains=2 * len(ks))
         model = load_model(model_dir)
         _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)
@@ -428,6 +485,7 @@ def influence_accuracy_task(
     """
 
     def run(progress: Progress) -> pd.DataFrame:
+        check_retrains(model_dir, what="the influence check", retrains=1 + len(kinds) * len(ks))
         model = load_model(model_dir)
         _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)

@@ -16,6 +16,8 @@ IMPORTED_MODELS = ("pbg",)
 DISTANCES = ("squared_l2", "l2", "l1")
 #: Formats of embeddings trained elsewhere that :mod:`kgbias_core.embeddings.importers` reads.
 IMPORT_FORMATS = ("npy", "pykeen", "dglke", "pbg")
+#: ``import --format random``: no files read, random untrained vectors (graphs too large to train here).
+RANDOM_FORMAT = "random"
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from kgbias_core.data.schema import Schema
-from kgbias_core.data.text import text_lines
+from kgbias_core.data.text import read_columns, text_lines
 from kgbias_core.embeddings.config import DISTANCES, IMPORTED_MODELS, MODELS, TrainConfig
 from kgbias_core.errors import (
     MODEL_CORRUPT,
@@ -318,7 +320,18 @@ def _clean(text: str) -> str:
     return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
 
 
-def _read_tsv(path: Path, columns: int) -> list[list[str]]:
+def _read_tsv(path: Path, columns: int) -> list[tuple[str, ...]]:
+    """The columns after the id (each a tuple of str, header dropped) of an id-ordered TSV written by
+    :func:`save_model`. Columns, not rows: millions of small lists would cost seconds."""
+    table = read_columns(path, columns=tuple(f"c{i}" for i in range(columns)), nonempty=False, stripped=False,
+                         header=True)
+    # Columnar for millions of entities; any doubt (ids out of order, blank lines) goes to the line reader,
+    # whose message names the line at fault.
+    if table is not None and _count_lines(path) == table.num_rows + 1:
+        ids = pc.cast(table["c0"], pa.int64(), safe=False) if pc.all(
+            pc.match_substring_regex(table["c0"], r"^(0|[1-9][0-9]*)$")).as_py() else None
+        if ids is not None and pc.all(pc.equal(ids, pa.array(range(table.num_rows)))).as_py():
+            return [tuple(table[f"c{i}"].to_pylist()) for i in range(1, columns)]
     rows = []
     try:
         lines = text_lines(path)
@@ -332,7 +345,22 @@ def _read_tsv(path: Path, columns: int) -> list[list[str]]:
             problem = f"line {number} is not 'id' + {columns - 1} columns in id order"
             raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem=problem))
         rows.append(parts)
-    return rows
+    return [tuple(row[i] for row in rows) for i in range(1, columns)]
+
+
+def _count_lines(path: Path) -> int:
+    """Lines of a file (the newlines, plus a last line without one), counted in blocks."""
+    count, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 24):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")
+
+
+def count_rows(path: Path | str) -> int:
+    """Rows of a model's id-map TSV (entities.tsv, relations.tsv) below its header, without parsing it."""
+    return max(_count_lines(Path(path)) - 1, 0)
 
 
 def load_model(path: Path | str) -> StoredModel:
@@ -356,7 +384,7 @@ def load_model(path: Path | str) -> StoredModel:
                 raise ModelStoreError(NON_FINITE_WEIGHTS.format(path=path / "model.safetensors", tensor=key, count=bad))
     if train_config.model == "transe":
         for key, rows in (("entity_embeddings", entities), ("relation_embeddings", relations)):
-            if key not in weights or weights[key].shape[0] != len(rows):
+            if key not in weights or weights[key].shape[0] != len(rows[0]):
                 raise ModelStoreError(
                     MODEL_CORRUPT.format(path=path, problem=f"{key} does not match the id maps")
                 )
@@ -364,7 +392,7 @@ def load_model(path: Path | str) -> StoredModel:
     if triples is None or triples.ndim != 2 or triples.shape[1] != 3:
         raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem="training.safetensors lacks triples [n, 3]"))
     for key, value in training.items():
-        _check_id_triples(value, key=key, n_entities=len(entities), n_relations=len(relations),
+        _check_id_triples(value, key=key, n_entities=len(entities[0]), n_relations=len(relations[0]),
                           file=path / "training.safetensors")
     reserved = {"name", "dataset", "data_hash", "schema", "damping", "influence_scale", "calibration", "edit"}
     reserved |= set(train_config.to_dict())
@@ -374,9 +402,9 @@ def load_model(path: Path | str) -> StoredModel:
         data_hash=config.get("data_hash", ""),
         schema=Schema.from_dict(config["schema"], source=str(path / "config.json")),
         config=train_config,
-        entity_labels=tuple(r[1] for r in entities),
-        entity_names=tuple(r[2] for r in entities),
-        relation_labels=tuple(r[1] for r in relations),
+        entity_labels=entities[0],
+        entity_names=entities[1],
+        relation_labels=relations[0],
         weights=weights,
         triples=triples,
         negatives=training.get("negatives"),

@@ -53,27 +53,76 @@ class InfluenceContext:
     alpha: FloatTensor  # [E] diagonal Hessian (METHODS §3)
     active: LongTensor  # [A] indices of training triples whose margin is active
     slots: LongTensor  # [A, 4] entity ids (h, t, h', t') of the active triples
+    relation: LongTensor  # [A] relation id of each active triple (its negative shares it)
     n_triples: int  # |G|
-    residuals: FloatTensor  # [2A, d] u = h + r - t of each active triple, then u' of its negative
     # Entity -> slot index (CSR over the 4A slots, sorted by entity), so that one occupation only
     # touches the slots of its own persons and itself:
     slot_offsets: LongTensor  # [E + 1] slots of entity e are slot_order[offsets[e]:offsets[e+1]]
     slot_order: LongTensor  # [4A] slot ids j = kind * A + a, kind 0..3 = h, t, h', t'
     distance: str = "squared_l2"  # the model's psi (DISTANCES): its gradient psi'(u) enters grad L and grad B_gr
 
+    # The residuals u = h + r - t are not stored: [2A, d] floats are 6.6 GB at 20M triples, and a
+    # query recomputes the few it needs from the slots, with the same float operations.
+    def residuals_of(self, triple: LongTensor, negative: BoolTensor) -> FloatTensor:
+        """u (or u' where ``negative``) of the active triples ``triple`` (indices into ``active``). [m, d]."""
+        kind = negative.to(triple.dtype) * 2  # 0: (h, t) slots, 2: (h', t') slots
+        heads = self.slots[triple, kind]
+        tails = self.slots[triple, kind + 1]
+        E = self.entity_embeddings
+        return E[heads] + self.relation_embeddings[self.relation[triple]] - E[tails]
+
     @property
     def residual(self) -> FloatTensor:
-        """[A, d] u = h + r - t of the active positive triples (a view)."""
-        return self.residuals[: self.active.shape[0]]
+        """[A, d] u = h + r - t of the active positive triples (computed on each call)."""
+        everything = torch.arange(self.active.shape[0], device=self.device)
+        return self.residuals_of(everything, torch.zeros_like(everything, dtype=torch.bool))
 
     @property
     def residual_negative(self) -> FloatTensor:
-        """[A, d] u' = h' + r - t' of their frozen negatives (a view)."""
-        return self.residuals[self.active.shape[0] :]
+        """[A, d] u' = h' + r - t' of their frozen negatives (computed on each call)."""
+        everything = torch.arange(self.active.shape[0], device=self.device)
+        return self.residuals_of(everything, torch.ones_like(everything, dtype=torch.bool))
 
     @property
     def device(self) -> torch.device:
         return self.entity_embeddings.device
+
+
+#: Triples per block when the margins are computed. Small on purpose: the [block, d] buffers are reused
+#: and stay in cache; fresh 100 MB temporaries cost more in page faults than in arithmetic (3x at 1M).
+MARGIN_BLOCK = 1 << 14
+
+
+def _block_distances(entities: FloatTensor, relations: FloatTensor, block: LongTensor, buffers: tuple[
+        FloatTensor, FloatTensor], distance: str) -> FloatTensor:
+    """psi(h + r - t) of the rows of ``block`` [b, 3] -> [b], through the reused ``buffers`` ([B, d] each)."""
+    u, tail = (buffer[: block.shape[0]] for buffer in buffers)
+    torch.index_select(entities, 0, block[:, 0], out=u)
+    u.add_(relations[block[:, 1]])
+    torch.index_select(entities, 0, block[:, 2], out=tail)
+    u.sub_(tail)
+    if distance == "squared_l2":  # kgbias's own models: no [b, d] temporary
+        return torch.einsum("ij,ij->i", u, u)
+    return residual_distance(u, distance=distance)
+
+
+def active_margins(
+    *, entities: FloatTensor, relations: FloatTensor, triples: LongTensor, negatives: LongTensor, margin: float,
+    distance: str = "squared_l2",
+) -> BoolTensor:
+    """margin + psi(z) - psi(z') > 0 for every training triple z and its negative z'. [n, 3] x 2 -> [n].
+
+    ``distance``: the model's psi (:func:`~kgbias_core.embeddings.objective.residual_distance`). In blocks
+    of :data:`MARGIN_BLOCK` rows: all at once, u and u' alone are 10 GB at 20M triples.
+    """
+    active = torch.empty(triples.shape[0], dtype=torch.bool, device=triples.device)
+    buffers = tuple(entities.new_empty(MARGIN_BLOCK, entities.shape[1]) for _ in range(2))
+    for first in range(0, triples.shape[0], MARGIN_BLOCK):
+        rows = slice(first, first + MARGIN_BLOCK)
+        positive = _block_distances(entities, relations, triples[rows], buffers, distance)
+        negative = _block_distances(entities, relations, negatives[rows], buffers, distance)
+        active[rows] = margin + positive - negative > 0
+    return active
 
 
 def influence_context(
@@ -83,7 +132,7 @@ def influence_context(
     groups: OccupationGroups | None = None,
     negatives: LongTensor | None = None,
 ) -> InfluenceContext:
-    """Precompute margins and residuals of ``model`` (TransE) against one negative per training triple.
+    """Precompute margins and the slot index of ``model`` (TransE) against one negative per training triple.
 
     ``groups``: the model's :func:`occupation_groups` where the caller has them already.
     ``negatives`` [|G|, 3]: row i's negative (None: the model's frozen ones;
@@ -94,17 +143,15 @@ def influence_context(
     groups = occupation_groups(model) if groups is None else groups
     entities, relations = model.entity_embeddings, model.relation_embeddings
     triples = model.triples
-    u = entities[triples[:, 0]] + relations[triples[:, 1]] - entities[triples[:, 2]]
-    u_neg = entities[negatives[:, 0]] + relations[negatives[:, 1]] - entities[negatives[:, 2]]
     distance = model.config.distance
-    margin = model.config.margin + residual_distance(u, distance=distance) - residual_distance(u_neg, distance=distance)
-    active = (margin > 0).nonzero().squeeze(-1)
+    active = active_margins(entities=entities, relations=relations, triples=triples, negatives=negatives,
+                            margin=model.config.margin, distance=distance).nonzero().squeeze(-1)
     lam = model.damping if damping is None else damping
     slots = torch.stack(
         [triples[active, 0], triples[active, 2], negatives[active, 0], negatives[active, 2]], dim=1
     )  # [A, 4]
     slot_entity = slots.T.reshape(-1)  # [4A], kind-major: j = kind * A + a
-    slot_order = torch.argsort(slot_entity, stable=True)
+    slot_order = torch.sort(slot_entity, stable=True).indices
     counts = torch.bincount(slot_entity, minlength=model.n_entities)
     slot_offsets = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
     return InfluenceContext(
@@ -114,8 +161,8 @@ def influence_context(
         alpha=hessian_diagonal(degree=groups.degree, n_triples=triples.shape[0], damping=lam),
         active=active,
         slots=slots,
+        relation=triples[active, 1],
         n_triples=int(triples.shape[0]),
-        residuals=torch.cat([u[active], u_neg[active]]),
         slot_offsets=slot_offsets,
         slot_order=slot_order,
         distance=distance,
@@ -173,15 +220,45 @@ def triple_influence(context: InfluenceContext, occupation_index: int) -> FloatT
     slot = context.slot_order[starts[owner] + torch.arange(total, device=context.device) - first[owner]]  # [m]
     n_active = context.active.shape[0]
     kind, triple = slot // n_active, slot % n_active
-    residual = context.residuals[triple + n_active * (kind >= 2)]  # [m, d] u or u' by slot
     sign = torch.tensor(_SLOT_SIGN, dtype=scaled.dtype, device=context.device)[kind]
-    gradient = distance_gradient(residual, distance=context.distance)  # [m, d] psi'(u), 2u for squared L2
-    contribution = sign * (scaled[owner] * gradient).sum(-1)  # [m]
+    # [m] scaled_e . psi'(u) per slot (2 scaled_e . u for squared L2)
+    contribution = sign * _slot_gradient_dots(context, scaled, owner=owner, triple=triple, negative=kind >= 2)
     per_active = torch.zeros(n_active, dtype=scaled.dtype, device=context.device)
     per_active.index_add_(0, triple, contribution)
     influence = torch.zeros(context.n_triples, dtype=scaled.dtype, device=context.device)
     influence[context.active] = per_active
     return influence
+
+
+def _slot_gradient_dots(
+    context: InfluenceContext, scaled: FloatTensor, *, owner: LongTensor, triple: LongTensor, negative: BoolTensor
+) -> FloatTensor:
+    """scaled[owner] . psi'(u) for each slot, u = u or u' of its active triple. [k, d], [m] x 3 -> [m].
+
+    In blocks of :data:`MARGIN_BLOCK` slots through reused buffers: [m, d] temporaries for the largest
+    occupations of a 20M-triple graph are GBs, and their page faults cost more than the arithmetic.
+    The ids are gathered once for all slots ([m] each), the rows block by block.
+    """
+    kind = negative.to(triple.dtype) * 2  # 0: (h, t) slots, 2: (h', t') slots
+    heads, tails = context.slots[triple, kind], context.slots[triple, kind + 1]  # [m] entity ids
+    relations = context.relation[triple]  # [m]
+    dots = scaled.new_empty(triple.shape[0])
+    width = context.entity_embeddings.shape[1]
+    u, tail, weight, relation = (scaled.new_empty(MARGIN_BLOCK, width) for _ in range(4))
+    for first in range(0, triple.shape[0], MARGIN_BLOCK):
+        rows = slice(first, first + MARGIN_BLOCK)
+        b = heads[rows].shape[0]
+        torch.index_select(context.entity_embeddings, 0, heads[rows], out=u[:b])
+        torch.index_select(context.relation_embeddings, 0, relations[rows], out=relation[:b])
+        u[:b].add_(relation[:b])
+        torch.index_select(context.entity_embeddings, 0, tails[rows], out=tail[:b])
+        u[:b].sub_(tail[:b])
+        torch.index_select(scaled, 0, owner[rows], out=weight[:b])
+        if context.distance == "squared_l2":  # psi'(u) = 2u, without a [b, d] temporary
+            dots[rows] = 2.0 * torch.einsum("ij,ij->i", weight[:b], u[:b])
+        else:
+            dots[rows] = torch.einsum("ij,ij->i", weight[:b], distance_gradient(u[:b], distance=context.distance))
+    return dots
 
 
 def all_triple_influences(context: InfluenceContext) -> tuple[LongTensor, FloatTensor]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from kgbias_core.data.graph import Gender, display_name, gender_of
+from kgbias_core.data.graph import Gender, display_name, gender_of, relation_facts
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import AMBIGUOUS_OCCUPATION, NOT_AN_OCCUPATION, UNKNOWN_ENTITY, MeasureError
 from kgbias_core.types import BoolTensor, LongTensor
@@ -107,7 +107,7 @@ def occupation_groups(model: StoredModel) -> OccupationGroups:
     is_male, is_female = gender == Gender.MALE, gender == Gender.FEMALE
     has_any = gender != Gender.UNKNOWN
 
-    facts = torch.unique(triples[triples[:, 1] == r_p][:, [0, 2]], dim=0)  # [k, 2] (person, occupation)
+    facts = relation_facts(triples, r_p, n_entities=n)  # [k, 2] (person, occupation)
     occupations, occ_index = torch.unique(facts[:, 1], return_inverse=True)
     persons = facts[:, 0]
     binary = is_male[persons] | is_female[persons]

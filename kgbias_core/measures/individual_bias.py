@@ -18,6 +18,21 @@ from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor
 
 
+def gradient_projection(
+    *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups,
+    distance: str = "squared_l2",
+) -> FloatTensor:
+    """g . (m - f) for every (person, occupation) pair, g = d psi / d v at v = s + r_p - o. -> [P].
+
+    The one pass over the pairs that B_in and B'_in share (each is a per-pair multiple of it).
+    """
+    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
+    g = distance_gradient(pair_residuals(
+        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
+    ), distance=distance)
+    return g @ direction
+
+
 def individual_bias(
     *,
     entity_embeddings: FloatTensor,
@@ -25,35 +40,36 @@ def individual_bias(
     groups: OccupationGroups,
     alpha: FloatTensor,
     distance: str = "squared_l2",
+    projection: FloatTensor | None = None,
 ) -> FloatTensor:
     """B_in(s, o) = -2 / alpha_s * g . (m - f), g = d psi / d v = 2v at v = s + r_p - o, i.e.
     -4 / alpha_s * v . (m - f) (Du Corollary 4, METHODS §5). -> [P].
 
     The change of psi(s, r_p, o) when s's gender fact flips, predicted by influence. Positive =
     male-leaning. Du's extra constant 1/|G| is left out (it changes no ranking or correlation).
+    ``projection``: :func:`gradient_projection` where the caller has it already.
     """
-    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
-    g = distance_gradient(pair_residuals(
-        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
-    ), distance=distance)
-    return -2.0 / alpha[groups.pair_person] * (g @ direction)
+    if projection is None:
+        projection = gradient_projection(entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings,
+                                         groups=groups, distance=distance)
+    return -2.0 / alpha[groups.pair_person] * projection
 
 
 def fisher_individual_bias(
     *, entity_embeddings: FloatTensor, relation_embeddings: FloatTensor, groups: OccupationGroups,
-    distance: str = "squared_l2",
+    distance: str = "squared_l2", projection: FloatTensor | None = None,
 ) -> FloatTensor:
     """B'_in(s, o) = -g . (m - f) / 2 = -v . (m - f) for squared L2, up to a positive constant
     (Fisher's one-step update, Du Eq. 6). -> [P].
 
     Moving s a small step along (m - f) changes psi(s, r_p, o) by step g.(m - f); the sign is
     flipped so that positive = the occupation becomes more plausible for a more male s.
+    ``projection``: :func:`gradient_projection` where the caller has it already.
     """
-    direction = entity_embeddings[groups.male] - entity_embeddings[groups.female]
-    g = distance_gradient(pair_residuals(
-        entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings, groups=groups
-    ), distance=distance)
-    return -0.5 * (g @ direction)
+    if projection is None:
+        projection = gradient_projection(entity_embeddings=entity_embeddings, relation_embeddings=relation_embeddings,
+                                         groups=groups, distance=distance)
+    return -0.5 * projection
 
 
 def aggregate_individual(values: FloatTensor, groups: OccupationGroups) -> tuple[FloatTensor, FloatTensor]:
