@@ -9,8 +9,9 @@ that the peak RSS of one group (``ru_maxrss``) is not inflated by the previous o
 - generate: ``synthetic`` (skipped, and shown as reused, when the folder exists);
 - read graph: :func:`~kgbias_core.data.datasets.load_dataset` on the folder (columnar path);
 - import random: ``import --format random`` (reads the graph again, draws and saves the model);
-- analysis: model load; negatives (frozen, drawn once); measures for every occupation (groups, B_gr,
-  B_wo, B_in and B'_in with their vanilla/weighted aggregates: no bootstrap, no Fisher); the
+- analysis: model load; negatives (re-drawn once from seed 0, as for any imported model); measures for
+  every occupation (groups, B_gr, B_wo, B_in and B'_in with their vanilla/weighted aggregates: no
+  bootstrap, no Fisher); the
   influence context; one occupation (median and max over several occupations of the middle sizes,
   and the largest occupation separately).
 
@@ -75,14 +76,13 @@ def run_group(group: str, size: float, work: Path, threads: int) -> list[dict]:
 
 
 def _analysis(model_dir: Path) -> list[dict]:
-    from dataclasses import replace
 
     import torch
 
     from kgbias_core.analysis import ModelAnalysis
     from kgbias_core.embeddings.store import load_model
-    from kgbias_core.embeddings.training import frozen_negatives
     from kgbias_core.influence.closed_form import influence_context, triple_influence
+    from kgbias_core.influence.negatives import influence_negatives
     from kgbias_core.measures.group_bias import projection_bias
     from kgbias_core.measures.individual_bias import aggregate_individual
 
@@ -91,9 +91,9 @@ def _analysis(model_dir: Path) -> list[dict]:
     model = load_model(model_dir)
     _stage(rows, "model load", start)
     start = time.perf_counter()
-    # Until the re-drawn-negatives path lands: the trained models' frozen negatives, drawn here.
-    model = replace(model, negatives=frozen_negatives(model.triples, n_entities=model.n_entities, seed=0))
-    _stage(rows, "negatives (one per triple)", start)
+    # An imported (random) model has no frozen negatives: influence re-draws one per triple (seed 0).
+    negatives = influence_negatives(model, seed=0)
+    _stage(rows, "negatives (re-drawn, one per triple)", start)
     analysis = ModelAnalysis(model)
     start = time.perf_counter()
     groups = analysis.groups
@@ -105,7 +105,7 @@ def _analysis(model_dir: Path) -> list[dict]:
     _stage(rows, "B_gr, B_wo, B_in, B'_in: every occupation", start, occupations=groups.n_occupations,
            pairs=int(groups.pair_person.shape[0]))
     start = time.perf_counter()
-    context = influence_context(model, groups=groups)
+    context = influence_context(model, groups=groups, negatives=negatives.negatives)
     _stage(rows, "influence context", start, active=int(context.active.shape[0]))
     sizes = groups.n_male + groups.n_female
     both = ((groups.n_male > 0) & (groups.n_female > 0)).nonzero().squeeze(-1)

@@ -169,18 +169,20 @@ def persons_table(analysis: ModelAnalysis, occupation: str) -> pd.DataFrame:
     """
     groups = analysis.groups
     mine = (groups.pair_occupation == groups.index(occupation)).nonzero().squeeze(-1)
-    persons = groups.pair_person[mine].tolist()
+    persons = groups.pair_person[mine]
     b_in, b_fisher = analysis.pair_biases
+    labels = analysis.model.entity_labels
+    # Numeric columns straight from the tensors (no Python floats): an occupation of 130k persons.
     return pd.DataFrame(
         {
-            "person": [analysis.model.entity_labels[p] for p in persons],
-            "name": [entity_name(analysis, p) for p in persons],
-            "gender": ["female" if f else "male" for f in groups.pair_female[mine].tolist()],
-            "degree": groups.degree[persons].tolist(),
-            "individual_bias": b_in[mine].tolist(),
-            "fisher_individual": b_fisher[mine].tolist(),
-            "individual_bias_centred": (b_in[mine] - b_in.mean()).tolist(),
-            "fisher_individual_centred": (b_fisher[mine] - b_fisher.mean()).tolist(),
+            "person": [labels[p] for p in persons.tolist()],
+            "name": [entity_name(analysis, p) for p in persons.tolist()],
+            "gender": np.where(groups.pair_female[mine].cpu().numpy(), "female", "male").tolist(),
+            "degree": groups.degree[persons].cpu().numpy(),
+            "individual_bias": b_in[mine].double().cpu().numpy(),
+            "fisher_individual": b_fisher[mine].double().cpu().numpy(),
+            "individual_bias_centred": (b_in[mine] - b_in.mean()).double().cpu().numpy(),
+            "fisher_individual_centred": (b_fisher[mine] - b_fisher.mean()).double().cpu().numpy(),
         }
     )
 

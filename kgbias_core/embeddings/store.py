@@ -156,9 +156,12 @@ class StoredModel:
         return {label: i for i, label in enumerate(self.relation_labels)}
 
     def entity_id(self, label: str) -> int:
+        # Until the label -> id map exists, a scan of the labels: a few lookups (the gender values, an
+        # occupation) need no 5.7M-entry dict, which takes 3 s to build at 20M triples.
+        ids = self.__dict__.get("entity_to_id")
         try:
-            return self.entity_to_id[label]
-        except KeyError:
+            return ids[label] if ids is not None else self.entity_labels.index(label)
+        except (KeyError, ValueError):
             raise MeasureError(UNKNOWN_ENTITY.format(entity=label)) from None
 
     def relation_id(self, label: str) -> int:

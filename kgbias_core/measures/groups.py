@@ -9,7 +9,7 @@ as ``n_unknown``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -41,8 +41,9 @@ class OccupationGroups:
     labels: tuple[str, ...]  # [O] entity label of each occupation, the key every page and command uses
     names: tuple[str, ...]  # [O] readable name of each occupation: users may type it instead of the label
     occupation_relation_label: str  # r_p's label, to name it in messages
-    # The model's label -> entity id map (shared, not copied): tells an unknown label from a non-occupation.
-    entity_ids: Mapping[str, int] = field(repr=False, compare=False)
+    # The model's entity labels (shared, not copied): tell an unknown label from a non-occupation. Only the
+    # error path looks, so a scan of the tuple beats building a label -> id map (3 s at 20M triples).
+    entity_labels: Container[str] = field(repr=False, compare=False)
 
     @property
     def n_occupations(self) -> int:
@@ -64,7 +65,7 @@ class OccupationGroups:
         if hits:
             candidates = ", ".join(f"{self.labels[i]} ({self.names[i]})" for i in hits)
             raise MeasureError(AMBIGUOUS_OCCUPATION.format(name=label, count=len(hits), candidates=candidates))
-        if label not in self.entity_ids:
+        if label not in self.entity_labels:
             raise MeasureError(UNKNOWN_ENTITY.format(entity=label))
         raise MeasureError(NOT_AN_OCCUPATION.format(entity=label, relation=self.occupation_relation_label))
 
@@ -134,5 +135,5 @@ def occupation_groups(model: StoredModel) -> OccupationGroups:
         labels=tuple(model.entity_labels[o] for o in occupations.tolist()),
         names=tuple(display_name(model.entity_names[o]) for o in occupations.tolist()),
         occupation_relation_label=schema.occupation_relation,
-        entity_ids=model.entity_to_id,
+        entity_labels=model.entity_labels,
     )
