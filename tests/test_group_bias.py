@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kgbias_core.measures.group_bias import group_bias, group_bias_interval, projection_bias
+from kgbias_core.measures.group_bias import group_bias, group_bias_interval, projection_bias, summed_by
 from kgbias_core.measures.groups import occupation_groups
 
 from .conftest import double_vectors, naive_group_bias
@@ -37,3 +37,16 @@ def test_bootstrap_interval_brackets_the_estimate_and_narrows_with_confidence(ti
     # Same seed, same interval: the bootstrap is deterministic.
     again, _ = group_bias_interval(**args, confidence=0.95)
     assert torch.equal(torch.nan_to_num(again), torch.nan_to_num(low))
+
+
+def test_summed_by_equals_a_loop_in_float64_and_keeps_the_dtype() -> None:
+    generator = torch.Generator().manual_seed(0)
+    # Large and small values in one group: float32 sums would depend on the order they are added in.
+    values = (torch.randn(500, generator=generator) * 10.0 ** torch.randint(-4, 5, (500,), generator=generator))
+    index = torch.randint(7, (500,), generator=generator)
+    sums = summed_by(values, index, 9)
+    assert sums.dtype == torch.float32 and sums.shape == (9,)
+    expected = [sum(float(v) for v, i in zip(values.double(), index, strict=True) if int(i) == k) for k in range(9)]
+    assert sums.tolist() == pytest.approx([float(torch.tensor(e, dtype=torch.float32)) for e in expected], rel=0, abs=0)
+    shuffled = torch.randperm(500, generator=generator)
+    assert torch.equal(summed_by(values[shuffled], index[shuffled], 9), sums)  # the order does not show

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -39,6 +40,45 @@ _EXTRA_STREAM = 3_000_017
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def retrain_device(model: StoredModel) -> torch.device:
+    """Where a retrain of ``model`` runs when no device is named: the kind of device it was trained on.
+
+    float32 sums in another order change a training as another seed would: the same config trained
+    on an H100 and on the CPU gave B_gr up to 0.074 apart on FB15k-237 (0.019 on FB13). A what-if
+    retrained on another kind of device than its base would count that drift as the edit's effect;
+    on the base's own kind an unedited retrain reproduces it bit for bit. Only where that kind is
+    absent (a GPU-trained model on a CPU-only machine) does the default device, and the drift, remain.
+    """
+    trained_on = str(model.info.get("device") or "")
+    if trained_on == "cpu":
+        return torch.device("cpu")
+    if trained_on.startswith("cuda") and torch.cuda.is_available():
+        return torch.device("cuda")
+    return default_device()
+
+
+@contextmanager
+def reproducible(device: torch.device) -> Iterator[None]:
+    """Deterministic kernels while training on a GPU (CPU kernels are already).
+
+    On CUDA the embedding gradient is accumulated atomically, in an order that changes from run to
+    run: two FB15k-237 trainings from one seed differed by up to 0.035 in B_gr on an H100, more than
+    the 0.01 retraining noise that influence is judged against. PyTorch's switch is process-wide, so
+    it is on only for the loop and restored after; an op without a deterministic CUDA kernel that
+    another thread runs meanwhile raises instead of silently varying.
+    """
+    if device.type != "cuda":
+        yield
+        return
+    before = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before, warn_only=warn_only)
 
 
 def frozen_negatives(triples: LongTensor, *, n_entities: int, seed: int, stream: int = 0) -> LongTensor:
@@ -143,7 +183,7 @@ def train_transe(
     Each batch's loss is divided by its full row count and Adam's weight_decay is l2 / n, so the
     optimum is that of the summed objective for every mask.
     """
-    device = device or default_device()
+    device = torch.device(device) if device is not None else default_device()  # a name ("cpu") too
     start = time.perf_counter()
     n = triples.shape[0]
     weights = torch.ones(n) if weights is None else weights.to(torch.float32)
@@ -165,26 +205,27 @@ def train_transe(
     pos_all, neg_all, w_all = triples.to(device), negatives.to(device), weights.to(device)
     permutations = torch.Generator().manual_seed(config.seed)
     losses: list[float] = []
-    for epoch in range(1, n_epochs + 1):
-        order = torch.randperm(n, generator=permutations).to(device)
-        total = torch.zeros((), device=device)
-        for batch in order.split(config.batch_size):
-            both = torch.cat([pos_all[batch], neg_all[batch]])  # [2b, 3]
-            psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
-            psi_pos, psi_neg = psi.split(batch.shape[0])
-            per_triple = margin_loss(distance=psi_pos, negative_distance=psi_neg, margin=config.margin,
-                                     weights=w_all[batch])
-            loss = per_triple.sum() / batch.shape[0]
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            total += per_triple.detach().sum()
-        losses.append(float(total) / max(float(weights.sum()), 1.0))
-        if on_epoch is not None:
-            on_epoch(epoch, n_epochs, losses[-1])
-        if should_stop is not None and should_stop():
-            raise CancelledError(CANCELLED.format(epoch=epoch))
+    with reproducible(device):
+        for epoch in range(1, n_epochs + 1):
+            order = torch.randperm(n, generator=permutations).to(device)
+            total = torch.zeros((), device=device)
+            for batch in order.split(config.batch_size):
+                both = torch.cat([pos_all[batch], neg_all[batch]])  # [2b, 3]
+                psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
+                psi_pos, psi_neg = psi.split(batch.shape[0])
+                per_triple = margin_loss(distance=psi_pos, negative_distance=psi_neg, margin=config.margin,
+                                         weights=w_all[batch])
+                loss = per_triple.sum() / batch.shape[0]
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+                total += per_triple.detach().sum()
+            losses.append(float(total) / max(float(weights.sum()), 1.0))
+            if on_epoch is not None:
+                on_epoch(epoch, n_epochs, losses[-1])
+            if should_stop is not None and should_stop():
+                raise CancelledError(CANCELLED.format(epoch=epoch))
     return TransEResult(
         entity_embeddings=entities.detach().cpu().clone(),
         relation_embeddings=relations.detach().cpu().clone(),

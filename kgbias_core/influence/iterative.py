@@ -96,7 +96,9 @@ def lissa_solve(
     generator = torch.Generator().manual_seed(seed)
     if scale is None:
         full = objective_hvp(model)
-        v = (torch.randn(rhs[0].shape, generator=generator), torch.randn(rhs[1].shape, generator=generator))
+        # Drawn on the CPU from the seed (the same start on every device), then moved to the model's.
+        v = (torch.randn(rhs[0].shape, generator=generator).to(rhs[0].device),
+             torch.randn(rhs[1].shape, generator=generator).to(rhs[1].device))
         for _ in range(20):
             h = full(v)
             norm = _dot(h, h) ** 0.5

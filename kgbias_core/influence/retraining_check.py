@@ -19,7 +19,7 @@ import torch
 from scipy import stats
 
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.embeddings.training import EpochCallback, train_transe
+from kgbias_core.embeddings.training import EpochCallback, retrain_device, train_transe
 from kgbias_core.influence.scale import through_origin
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups
@@ -60,7 +60,7 @@ def masked_retrain_bias(
         weights[removed.cpu()] = 0
     result = train_transe(
         triples=model.triples.cpu(), negatives=model.frozen_negatives.cpu(), n_entities=model.n_entities,
-        n_relations=model.n_relations, config=model.config, weights=weights, device=device,
+        n_relations=model.n_relations, config=model.config, weights=weights, device=device or retrain_device(model),
         on_epoch=on_epoch, should_stop=should_stop,
     )
     return group_bias(

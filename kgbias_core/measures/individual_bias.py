@@ -13,7 +13,7 @@ import torch
 
 from kgbias_core.embeddings.objective import distance_gradient
 from kgbias_core.measures.bootstrap import percentile_interval, resampled_group_means
-from kgbias_core.measures.group_bias import group_means, pair_residuals
+from kgbias_core.measures.group_bias import group_means, pair_residuals, summed_by
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor
 
@@ -87,8 +87,7 @@ def aggregate_individual(values: FloatTensor, groups: OccupationGroups) -> tuple
     whenever a group is empty.
     """
     male, female = group_means(values, groups)
-    total = torch.zeros(groups.n_occupations, dtype=values.dtype, device=values.device)
-    total.index_add_(0, groups.pair_occupation, values)
+    total = summed_by(values, groups.pair_occupation, groups.n_occupations)
     vanilla = total / (groups.n_male + groups.n_female).to(values)
     return vanilla, female + male
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from kgbias_core.measures.group_bias import summed_by
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import BoolTensor, FloatTensor, LongTensor
 
@@ -157,10 +158,8 @@ def subpopulation_means(
     row, cell = row_of[person_values[:, 0]], cell_of[person_values[:, 1]]  # [k] each, -1: not among them
     counted = (row >= 0) & (cell >= 0)
     n_cells = subpopulations.shape[0] + 1
-    sums = torch.zeros(n_cells, dtype=values.dtype, device=values.device)
-    counts = torch.zeros_like(sums)
-    sums.index_add_(0, cell[counted], values[row[counted]])
-    counts.index_add_(0, cell[counted], torch.ones_like(values[row[counted]]))
+    sums = summed_by(values[row[counted]], cell[counted], n_cells)
+    counts = torch.bincount(cell[counted], minlength=n_cells).to(values.dtype)
     has_value = torch.zeros(values.shape[0], dtype=torch.bool, device=values.device)
     has_value[row[row >= 0]] = True  # any value of the attribute, listed among ``subpopulations`` or not
     sums[-1], counts[-1] = values[~has_value].sum(), (~has_value).sum()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import torch
 
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, train_transe
+from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, retrain_device, train_transe
 from kgbias_core.errors import (
     ADD_NOTHING,
     LAB_K_TOO_LARGE,
@@ -167,7 +167,8 @@ def retrain(
         names = names + tuple(f"dummy {i}" for i in range(len(edit.added_entities)))
     result = train_transe(
         triples=triples, negatives=negatives, n_entities=n_entities, n_relations=model.n_relations,
-        config=model.config, weights=weights, n_base_entities=model.n_entities, device=device,
+        config=model.config, weights=weights, n_base_entities=model.n_entities,
+        device=device or retrain_device(model),
         on_epoch=on_epoch, should_stop=should_stop,
     )
     keep = weights > 0

@@ -16,7 +16,7 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import StoredModel, config_fingerprint, load_result, read_config, save_result
-from kgbias_core.embeddings.training import EpochCallback, train_transe
+from kgbias_core.embeddings.training import EpochCallback, retrain_device, train_transe
 from kgbias_core.errors import ModelStoreError
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
@@ -76,7 +76,8 @@ def noise_band(
     for seed in seeds:
         result = train_transe(
             triples=model.triples.cpu(), negatives=model.frozen_negatives.cpu(), n_entities=model.n_entities,
-            n_relations=model.n_relations, config=replace(model.config, seed=seed), device=device,
+            n_relations=model.n_relations, config=replace(model.config, seed=seed),
+            device=device or retrain_device(model),
             on_epoch=on_epoch, should_stop=should_stop,
         )
         columns[f"seed_{seed}"] = group_bias(entity_embeddings=result.entity_embeddings,
