@@ -6,11 +6,12 @@
 ``--write`` stores the model's B_gr (Du eq. 3) for every occupation with its group sizes, the device
 and the training time. ``--against`` prints, for the occupations with at least ``--min-group``
 persons of each gender in both, Pearson r, the largest and the median |Delta B_gr| and the sign
-agreement, next to the two training times. float32 sums run in another order on a GPU, and its
-embedding-gradient scatter adds in a nondeterministic order, so two devices never agree bit for
-bit; ``--rerun`` trains the model's own config once more on this device from the same seed and
-frozen negatives and reports the same figures against the first run: how far this device's
-training is from reproducing itself, the floor under any cross-device difference.
+agreement, next to the two training times. float32 sums run in another order on a GPU, so two
+devices never agree bit for bit; ``--rerun`` trains the model's own config once more on this device
+from the same seed and frozen negatives and reports whether the weights are equal and the same
+figures against the first run: how far this device's training is from reproducing itself (nothing,
+since :func:`~kgbias_core.embeddings.training.reproducible`). Last, the model's B_gr is measured
+again, to show whether the measure itself repeats.
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ def main() -> None:
               f"ratio {reference['train_seconds'] / seconds:.1f}x): {agreement}")
     if args.rerun:
         start = time.perf_counter()
-        result = train_transe(triples=model.triples, negatives=model.negatives, n_entities=len(model.entity_labels),
-                              n_relations=len(model.relation_labels), config=model.config, device=device)
+        result = train_transe(triples=model.triples, negatives=model.negatives, n_entities=model.n_entities,
+                              n_relations=model.n_relations, config=model.config, device=device)
         if device.type == "cuda":
             torch.cuda.synchronize()
         again = replace(model, weights={"entity_embeddings": result.entity_embeddings,

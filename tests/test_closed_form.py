@@ -12,6 +12,7 @@ import torch
 from kgbias_core.embeddings.objective import transe_objective
 from kgbias_core.embeddings.training import train_transe
 from kgbias_core.errors import EMPTY_GROUP, MeasureError
+from kgbias_core.influence import closed_form
 from kgbias_core.influence.closed_form import (
     all_triple_influences,
     debiasing_removal,
@@ -153,3 +154,23 @@ def test_influence_tracks_masked_retraining(tiny_model) -> None:
     assert r > 0.9, (r, predicted, actual)
     targeted = np.abs(predicted) > 1e-3
     assert (np.sign(predicted[targeted]) == np.sign(actual[targeted])).all()
+
+
+def test_active_margins_are_the_float64_hinge_test_inside_and_outside_the_kink_band(
+    tiny_model, monkeypatch
+) -> None:
+    E, R = tiny_model.entity_embeddings.double(), tiny_model.relation_embeddings.double()
+    psi = [(E[t[:, 0]] + R[t[:, 1]] - E[t[:, 2]]).pow(2).sum(-1) for t in (tiny_model.triples, tiny_model.negatives)]
+    expected = tiny_model.config.margin + psi[0] - psi[1] > 0  # brute force, every row in float64
+    args = dict(entities=tiny_model.entity_embeddings, relations=tiny_model.relation_embeddings,
+                triples=tiny_model.triples, negatives=tiny_model.negatives, margin=tiny_model.config.margin)
+    assert torch.equal(closed_form.active_margins(**args), expected)
+    # Every row in the band, and a float32 pass that is wrong everywhere, in blocks of 7: the float64
+    # pass alone must give every row's answer.
+    monkeypatch.setattr(closed_form, "KINK_BAND", 1e9)
+    monkeypatch.setattr(closed_form, "MARGIN_BLOCK", 7)
+    generator = torch.Generator().manual_seed(0)
+    monkeypatch.setattr(closed_form, "_block_distances",
+                        lambda entities, relations, block, buffers, distance: 10 * torch.rand(block.shape[0],
+                                                                                             generator=generator))
+    assert torch.equal(closed_form.active_margins(**args), expected)
