@@ -497,7 +497,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "embeddings_<type>_<part>.v<N>.h5, model.v<N>.h5) with entity_names_<type>_<part>.json there or "
                     "in config.json's entity_path; translation operator with the l2 or squared_l2 comparator only, "
                     "its relation vectors negated (PBG adds them to the tail). Imported models have no frozen "
-                    "negatives: influence and retrains refuse them.")
+                    "negatives: influence re-draws one per triple (approximate, --negative-seed); what-ifs, the noise "
+                    "band and calibration refuse them.")
     imports.add_argument("--format", required=True, choices=(*IMPORT_FORMATS, RANDOM_FORMAT),
                          help=f"{RANDOM_FORMAT}: no files, random untrained vectors over --graph (a graph too large "
                               "to train here, for scale tests; config.json says untrained)")
