@@ -4,8 +4,9 @@
 
 Prints ms per occupation (target <= 50 ms for all 272k triples on one occupation), seconds for all
 occupations (target <= 1 s), LiSSA's seconds per occupation and the ratio of times. If
-bench/out/influence_accuracy.csv exists (from validate_influence.py), both methods' predictions for
-the same removal sets are correlated with the actual retraining changes recorded there.
+experiments/influence_vs_retraining/out/influence_accuracy.csv exists (from
+experiments/influence_vs_retraining/validate_influence.py), both methods' predictions for the same removal
+sets are correlated with the actual retraining changes recorded there.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def main() -> None:
     parser.add_argument("--lissa-batch", type=int, default=16384)
     parser.add_argument("--lissa-repeats", type=int, default=3)
     parser.add_argument("--lissa-damping", type=float, default=None, help="default: 3x the model's lambda")
-    parser.add_argument("--accuracy", default="bench/out/influence_accuracy.csv")
+    parser.add_argument("--accuracy", default="experiments/influence_vs_retraining/out/influence_accuracy.csv")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (1: these ops are small; threads oversubscribe a busy CPU)")
     args = parser.parse_args()

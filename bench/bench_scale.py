@@ -1,6 +1,6 @@
 """Time and peak memory of every stage on synthetic graphs of 1M, 5M and 20M triples (issue 10).
 
-    PYTHONPATH=$PWD python3 bench/bench_scale.py --sizes 1 5 20 --threads 2 --work /tmp/kgbias-scale
+    python3 bench/bench_scale.py --sizes 1 5 20 --threads 2 --work /tmp/kgbias-scale
 
 For each size (millions of triples; persons = triples / 10) the graph is generated once into
 ``WORK/graph-<M>m`` (reused when present) and each group of stages runs in a fresh subprocess, so
@@ -29,8 +29,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _peak_gib() -> float:
@@ -140,7 +138,7 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     for command in (["uptime"], ["free", "-g"], ["nproc"]):
         print(subprocess.run(command, capture_output=True, text=True).stdout.strip())
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}  # the installed package (pip install -e .)
     print(f"torch threads: {args.threads}")
     print(f"{'triples':>8} | {'stage':<45} | {'seconds':>8} | {'peak RSS GiB':>12} | notes")
     for size in args.sizes:

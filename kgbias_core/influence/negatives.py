@@ -7,8 +7,9 @@ none: its engine drew fresh negatives every batch. kgbias then draws one negativ
 training loop does (:func:`~kgbias_core.embeddings.training.frozen_negatives`, head or tail replaced
 50/50 by a uniform entity) from an explicit seed: the influence is **approximate (negatives re-drawn)**,
 and every place that shows it says so. How much the re-draw matters is measured, not assumed:
-:func:`redraw_stability` compares the top 1% across three seeds, and ``bench/redrawn_negatives.py``
-compares re-drawn against the true frozen negatives of a kgbias model.
+:func:`redraw_stability` compares the top 1% across three seeds, and
+``experiments/redrawn_negatives/redrawn_negatives.py`` compares re-drawn against the true frozen
+negatives of a kgbias model.
 
 Retraining (what-ifs, noise band, calibration) never re-draws: it would train a different model
 from the one imported, so it keeps refusing a model without frozen negatives

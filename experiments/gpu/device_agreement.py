@@ -1,7 +1,7 @@
 """A model trained on one device against the same config trained on another: B_gr per occupation.
 
-    python3 bench/device_agreement.py --model cached_models/fb13-transe --write ref.json      # on the CPU
-    python3 bench/device_agreement.py --model /tmp/fb13-gpu --against ref.json --rerun         # on the GPU
+    python3 experiments/gpu/device_agreement.py --model cached_models/fb13-transe --write ref.json      # on the CPU
+    python3 experiments/gpu/device_agreement.py --model /tmp/fb13-gpu --against ref.json --rerun         # on the GPU
 
 ``--write`` stores the model's B_gr (Du eq. 3) for every occupation with its group sizes, the device
 and the training time. ``--against`` prints, for the occupations with at least ``--min-group``
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -27,11 +26,9 @@ import numpy as np
 import torch
 from scipy.stats import pearsonr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kgbias_core.analysis import ModelAnalysis  # noqa: E402
-from kgbias_core.embeddings.store import StoredModel, load_model  # noqa: E402
-from kgbias_core.embeddings.training import default_device, train_transe  # noqa: E402
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.store import StoredModel, load_model
+from kgbias_core.embeddings.training import default_device, train_transe
 
 
 def group_biases(model: StoredModel) -> dict[str, tuple[float, int, int]]:

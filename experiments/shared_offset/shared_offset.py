@@ -1,6 +1,6 @@
 """Where the shared offset of B_in and B'_in comes from (issue 9's first open question).
 
-    python bench/shared_offset.py [--models DIR ...] [--synthetic] [--seeds N] [--threads 1]
+    python experiments/shared_offset/shared_offset.py [--models DIR ...] [--synthetic] [--seeds N] [--threads 1]
 
 Every person's B'_in(s, o) = -v . d, v = s + r_p - o, d = m - f (METHODS §5; B_in has the same sign,
 scaled by 4/alpha_s). Over the (person, occupation) pairs it splits exactly into three terms:

@@ -1,6 +1,7 @@
 """The README's findings table: Du et al.'s claims, the paper's figures and each model's, side by side.
 
-    python bench/findings_table.py bench/out/findings_fb15k237.json bench/out/findings_fb13.json
+    python experiments/findings/findings_table.py \
+        experiments/findings/results/findings_fb15k237.json experiments/findings/results/fb13_findings_l2_80_e160.json
 
 Reads the JSON files written by ``kgbias findings`` and prints one Markdown table (a column per model).
 """

@@ -1,7 +1,7 @@
 """Influence vs masked retraining on FB15k-237 (Du §4.2; METHODS §2, §9). Minutes per occupation.
 
-    KGBIAS_DATA_DIR=../shared/data python bench/validate_fb15k237.py [--model DIR] [--ks 50 200 800]
-        [--occupations /m/02hrh1q /m/0d1pc /m/0dxtg] [--calibrate]
+    KGBIAS_DATA_DIR=../shared/data python experiments/influence_vs_retraining/validate_influence.py \
+        [--model DIR] [--ks 50 200 800] [--occupations /m/02hrh1q /m/0d1pc /m/0dxtg] [--calibrate]
 
 Prints, per occupation, every removal set (top/bottom/random k) with predicted and actual change of
 B_gr, then Pearson r, the random-removal noise, the scale actual/predicted and the sign agreement.
@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--base", choices=("retrain", "stored"), default="retrain",
                         help="B_gr before removal: an unedited masked retrain, or the stored model's (saves one "
                              "retrain; the unedited retrain reproduces it, README)")
-    parser.add_argument("--out", default="bench/out/influence_accuracy.csv")
+    parser.add_argument("--out", default="experiments/influence_vs_retraining/out/influence_accuracy.csv")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 

@@ -1,6 +1,6 @@
 """Does training reproduce itself bit for bit on this device? Two runs of each variant, same seed.
 
-    PYTHONPATH=$PWD python3 bench/training_determinism.py --dataset fb15k237 --epochs 5
+    python3 experiments/gpu/training_determinism.py --dataset fb15k237 --epochs 5
 
 Variants of the embedding lookup inside :func:`~kgbias_core.embeddings.training.train_transe`:
 
@@ -12,27 +12,23 @@ Variants of the embedding lookup inside :func:`~kgbias_core.embeddings.training.
 Prints, per variant, whether the two runs' weights are equal, their largest difference, and the
 median seconds per epoch. Measured: on the CPU only ``indexing`` without the switch varies; on an
 H100 ``embedding`` and ``index_select`` without it vary (their gradients are added atomically), and
-every variant with it repeats (``bench/results/gpu_h100.txt``).
+every variant with it repeats (``experiments/gpu/results/gpu_h100.txt``).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kgbias_core.data.datasets import load_dataset  # noqa: E402
-from kgbias_core.embeddings import training  # noqa: E402
-from kgbias_core.embeddings.config import default_train_config  # noqa: E402
-from kgbias_core.embeddings.objective import residual_distance  # noqa: E402
+from kgbias_core.data.datasets import load_dataset
+from kgbias_core.embeddings import training
+from kgbias_core.embeddings.config import default_train_config
+from kgbias_core.embeddings.objective import residual_distance
 
 
 def _index_select_distance(*, entities, relations, triples):

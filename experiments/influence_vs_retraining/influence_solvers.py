@@ -1,9 +1,9 @@
 """Which Hessian approximation predicts retraining: the diagonal closed form against conjugate gradients.
 
-    python bench/influence_solvers.py --model cached_models/fb13-transe \
-        --runs bench/out/influence_accuracy_fb13.csv [--dampings 25 85] [--threads 1]
+    python experiments/influence_vs_retraining/influence_solvers.py --model cached_models/fb13-transe \
+        --runs experiments/influence_vs_retraining/out/influence_accuracy_fb13.csv [--dampings 25 85] [--threads 1]
 
-``--runs`` is the CSV of ``bench/validate_influence.py`` (occupation, kind, k, predicted, actual):
+``--runs`` is the CSV of ``validate_influence.py`` beside this script (occupation, kind, k, predicted, actual):
 masked retrains without the closed form's top/bottom/random-k sets. For the same sets this prints
 the closed form's prediction (METHODS §4: the diagonal Hessian alpha_e + lambda) and that of an
 exact damped solve (H + lambda I)^{-1} grad B_gr by conjugate gradients with full-batch

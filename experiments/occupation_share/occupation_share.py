@@ -1,7 +1,8 @@
 """The occupation relation's share among the top-influence triples, by definition of "top 1%" and by
 the degree of the triple's person (issue 9's third open question).
 
-    python bench/occupation_share.py --models cached_models/fb15k237-transe cached_models/fb15k237-inverse
+    python experiments/occupation_share/occupation_share.py \
+        --models cached_models/fb15k237-transe cached_models/fb15k237-inverse
 
 Per model, pooled over the occupations with >= 5 men and >= 5 women: the share of occupation-like
 triples (the occupation relation or its inverse, :func:`kgbias_core.tables.occupation_like_relations`)

@@ -5,7 +5,8 @@ every retrain's row is appended to ``--runs`` as soon as it is done, and a rerun
 already there. On FB13 a retrain takes 10-16 min on this 2-core CPU, so the 13 retrains of a
 calibration outlast a working session; this script lets them be spread over several.
 
-    python bench/calibration_stepwise.py --model cached_models/fb13-transe --runs bench/out/fb13_calibration.csv \
+    python experiments/calibration/calibration_stepwise.py --model cached_models/fb13-transe \
+        --runs experiments/calibration/out/fb13_calibration.csv \
         [--threads 1] [--store]
 
 Prints each run, then (once all 13 rows are in) the fit, the leave-one-occupation-out table and,

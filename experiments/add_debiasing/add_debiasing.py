@@ -1,7 +1,7 @@
 """Why Add-debiasing (Du §4.3, Table 3) does or does not lower B_gr (issue 9's second open question).
 
-    python bench/add_debiasing.py --model cached_models/fb15k237-transe --occupations /m/02hrh1q
-    python bench/add_debiasing.py --dataset synthetic --occupations nurse engineer \
+    python experiments/add_debiasing/add_debiasing.py --model cached_models/fb15k237-transe --occupations /m/02hrh1q
+    python experiments/add_debiasing/add_debiasing.py --dataset synthetic --occupations nurse engineer \
         --variants default epochs=320 l2=2 l2=80
 
 For each base (a stored model, or one trained here per variant: ``epochs=N``, ``l2=X``, ``dim=D``

@@ -1,7 +1,7 @@
 """Influence with re-drawn negatives against the true frozen ones (issue 10): how approximate is the
 influence kgbias gives a model it did not train?
 
-    OMP_NUM_THREADS=1 PYTHONPATH=$PWD python3 bench/redrawn_negatives.py \
+    OMP_NUM_THREADS=1 python3 experiments/redrawn_negatives/redrawn_negatives.py \
         --model /work/main/cached_models/fb15k237-transe
 
 On a model trained by kgbias (whose frozen negatives are known), per occupation (Actor, Screenwriter,

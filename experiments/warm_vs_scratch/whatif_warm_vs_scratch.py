@@ -1,6 +1,6 @@
 """Warm-started what-ifs against faithful (scratch, masked) ones, in units of the noise band (issue 14).
 
-    KGBIAS_DATA_DIR=../shared/data python bench/whatif_warm_vs_scratch.py \
+    KGBIAS_DATA_DIR=../shared/data python experiments/warm_vs_scratch/whatif_warm_vs_scratch.py \
         [--model cached_models/fb15k237-transe] [--occupations Actor Screenwriter "Film Producer"]
 
 For each occupation and edit (IF-REMOVE k = 50, 200, 800; Random-REMOVE k = 800) it retrains from
@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--occupations", nargs="+", default=["Actor", "Screenwriter", "Film Producer"])
     parser.add_argument("--warm-epochs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--csv", default="bench/out/warm_vs_scratch.csv")
+    parser.add_argument("--csv", default="experiments/warm_vs_scratch/out/warm_vs_scratch.csv")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model = load_model(args.model)
