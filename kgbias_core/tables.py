@@ -163,8 +163,8 @@ def persons_table(analysis: ModelAnalysis, occupation: str) -> pd.DataFrame:
     Columns: ``person`` (label), ``name``, ``gender``, ``degree``, ``individual_bias``, ``fisher_individual``
     (the paper's definitions), then ``individual_bias_centred`` and ``fisher_individual_centred``: each
     minus its mean over every (person, occupation) pair of the graph. Every pair shares one offset,
-    -r_p . (m - f) (the occupation relation's component along the gender direction; README, "shared
-    offset"), which makes all persons of a graph lean the same way; the centred values say who leans
+    -r_p . (m - f) (the occupation relation's component along the gender direction; docs/methods.md, "The
+    shared offset"), which makes all persons of a graph lean the same way; the centred values say who leans
     more than the graph's typical person does.
     """
     groups = analysis.groups

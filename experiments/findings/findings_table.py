@@ -1,4 +1,4 @@
-"""The README's findings table: Du et al.'s claims, the paper's figures and each model's, side by side.
+"""Du et al.'s claims, the paper's figures and each model's, side by side (as docs/generate.py renders them).
 
     python experiments/findings/findings_table.py \
         experiments/findings/results/findings_fb15k237.json experiments/findings/results/fb13_findings_l2_80_e160.json

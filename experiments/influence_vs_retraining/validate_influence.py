@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads, pinned (the machine is shared)")
     parser.add_argument("--base", choices=("retrain", "stored"), default="retrain",
                         help="B_gr before removal: an unedited masked retrain, or the stored model's (saves one "
-                             "retrain; the unedited retrain reproduces it, README)")
+                             "retrain; the unedited retrain reproduces it, docs/methods.md)")
     parser.add_argument("--out", default="experiments/influence_vs_retraining/out/influence_accuracy.csv")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -49,7 +49,7 @@ class TrainConfig:
 DEFAULT_TRAIN_CONFIGS: dict[str, TrainConfig] = {
     "fb15k237": TrainConfig(),
     # Star-shaped FB13 leaves 0.8% of margins active under FB15k-237's settings and influence misses
-    # retraining; l2 80 keeps 10.6% active and 160 epochs converge: r >= 0.999, noise <= 0.01 (README).
+    # retraining; l2 80 keeps 10.6% active and 160 epochs converge: r >= 0.999, noise <= 0.01 (docs/results).
     "fb13": TrainConfig(epochs=160, l2=80.0),
     "synthetic": TrainConfig(dim=64, epochs=60, batch_size=1024, lr=1e-2, l2=30.0),
 }

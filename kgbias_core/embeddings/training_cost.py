@@ -16,7 +16,7 @@ from kgbias_core.errors import RETRAIN_TOO_LARGE, TooLargeError
 #: each over every embedding row ((E + R) x d, dense), which dominates at scale: measured 66.9 s for one
 #: epoch of 990,880 triples, 283k entities, dim 64, batch 4096 on 1 loaded core of this machine (1.5e-8),
 #: and FB15k-237 (272k triples, 14.5k entities, dim 200, batch 8000) trains at 0.749 s/epoch on 2 cores
-#: (README "Training speed": 0.75e-8). The faster figure is used: nothing feasible is refused.
+#: (docs/results/speed.md: 0.75e-8). The faster figure is used: nothing feasible is refused.
 SECONDS_PER_UPDATE = 0.75e-8
 #: The longest retraining job started without asking (2 hours); ``$KGBIAS_MAX_RETRAIN_SECONDS`` overrides it.
 MAX_RETRAIN_SECONDS = 7200.0
