@@ -214,10 +214,14 @@ def subpopulation_bars(table: pd.DataFrame, *, attribute: str) -> go.Figure:
 
 # --- influential triples ------------------------------------------------------------------------
 def influence_degree_scatter(table: pd.DataFrame) -> go.Figure:
-    """Influence of each triple against the degree of its person, coloured by gender (Du Fig 1)."""
+    """Influence of each triple against the degree of its person, coloured by gender (Du Fig 1).
+
+    The person's degree, never the occupation node's (``tables.triples_frame``); triples without a person
+    have no degree and are not drawn."""
+    table = table[table["person_degree"].notna()].astype({"person_degree": float})
     fig = px.scatter(
         table, x="person_degree", y="influence", color="person_gender", log_x=True,
-        hover_name="head_name", hover_data={"relation": True, "tail_name": True},
+        hover_name="person_name", hover_data={"in words": "in words" in table, "relation": True},
         color_discrete_map=GENDER_COLORS, render_mode="webgl",
         labels={
             "person_degree": "degree of the triple's person (training triples it is in; log scale)",

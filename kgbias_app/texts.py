@@ -46,7 +46,7 @@ COLUMNS: dict[str, str] = {
     "individual_bias_centred": "B_in − graph mean", "fisher_individual_centred": "B'_in − graph mean",
     # triples (tables.triples_frame, influence_table)
     "in words": "triple in words", "influence": "δ_z B_gr", "person_gender": "person's gender",
-    "person_degree": "person's degree", "relation": "relation", "triple": "triple id",
+    "person_degree": "person's degree", "relation": "relation", "triple": "triple id", "person_name": "person",
     # Fisher's professions (tables.fisher_table)
     "profession": "id", "label": "id", "bias": "b_p",
     # link prediction, the relation audit and the prediction fairness (model comparison)
@@ -250,7 +250,8 @@ DIRECTIONS = {
 }
 INFLUENCE_DEGREE = (
     "The {n:,} triples with the largest |δ_z B_gr| (all with non-zero influence, at most {top:,}), against the "
-    "degree of the person in them. Du et al. find the most influential triples at persons of low degree: "
+    "degree of the person in them (the entity with a gender or occupation fact, never the occupation node; "
+    "triples without a person are left out). Du et al. find the most influential triples at persons of low degree: "
     "their embeddings rest on few triples."
 )
 OCCUPATION_SHARE = (

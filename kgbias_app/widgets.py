@@ -285,7 +285,7 @@ def subpopulations(found: Intersections, *, file_name: str) -> None:
 BASKET_KEY = "removal_basket"
 #: Default number of triples listed per direction.
 TOP_TRIPLES = 20
-GENDERS = ["male", "female", "other", "unknown"]
+GENDERS = ["male", "female", "other", "unknown", "none"]
 
 
 def triple_filters(frame: pd.DataFrame) -> pd.DataFrame:
@@ -298,7 +298,7 @@ def triple_filters(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 #: The columns of a triples table, in reading order; the relation's label and the triple's index are ids.
-TRIPLE_COLUMNS = ["in words", "person_gender", "person_degree"]
+TRIPLE_COLUMNS = ["in words", "person_name", "person_gender", "person_degree"]
 TRIPLE_IDS = ["relation", "triple"]
 TRIPLE_NAMES = {"relation": "relation id"}
 
@@ -309,7 +309,7 @@ def selected_triples(extremes: pd.DataFrame) -> list[int]:
     for direction, title in texts.DIRECTIONS.items():
         st.subheader(title)
         part = extremes[extremes["direction"] == direction]
-        event = table(part, ["in words", "influence", "person_gender", "person_degree"], ids=TRIPLE_IDS,
+        event = table(part, ["in words", "influence", "person_name", "person_gender", "person_degree"], ids=TRIPLE_IDS,
                       names=TRIPLE_NAMES, digits=4, on_select="rerun", selection_mode="multi-row",
                       key=f"triples:{direction}")
         selected += part["triple"].iloc[event.selection.rows].tolist()

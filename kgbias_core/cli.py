@@ -232,7 +232,8 @@ def _influence(args: argparse.Namespace) -> None:
 
     analysis = _analysis(args.model, args.negative_seed)
     frame = influence_table(analysis, args.occupation, top=args.top)
-    _write(frame[["head", "relation", "tail", "head_name", "tail_name", "influence", "negatives"]], args.out)
+    _write(frame[["head", "relation", "tail", "head_name", "tail_name", "person", "person_name", "person_gender",
+                  "person_degree", "influence", "negatives"]], args.out)
     _print_negatives(analysis, args.occupation, negative_seed=args.negative_seed)
 
 
