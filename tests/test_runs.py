@@ -17,8 +17,8 @@ from kgbias_core.embeddings.training import train_model
 from kgbias_core.evaluation.link_prediction import link_prediction
 from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
-from kgbias_core.whatif.edits import make_edit
 from kgbias_core.whatif import runs as runs_module
+from kgbias_core.whatif.edits import make_edit
 from kgbias_core.whatif.runs import bias_change, is_stale, noise_band, noise_spread, random_baseline
 
 from .conftest import TINY_GRAPH, TINY_TRAINING

@@ -24,7 +24,6 @@ from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.tables import occupations_frame
 
-
 #: Which persons "B_gr after" is over. Du et al. (§4.3) measure the retrained graph as it is: its groups, so
 #: Add's dummies count and a person whose profession or gender fact was removed is out. That is the main
 #: column; ``group_bias_after_original`` keeps the base's persons (the same M_o, F_o before and after).
