@@ -33,8 +33,8 @@ from kgbias_core.influence.negatives import RedrawStability
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
+from kgbias_core.whatif.runs import EditMembership, made_from, membership_of_record
 from kgbias_core.whatif.runs import bias_change as run_bias_change
-from kgbias_core.whatif.runs import made_from
 
 
 @dataclass(frozen=True)
@@ -246,3 +246,11 @@ def findings_by_model(model: ModelRef, *, census: Path) -> dict[str, pd.DataFram
             if frame is not None:
                 found[path.name] = frame
     return found
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def edit_membership(model: ModelRef, occupation: str, kind: str, removed: tuple[int, ...],
+                    n_added_entities: int) -> EditMembership:
+    """Who an edit (or a run's edit record) removes or re-labels in ``occupation``'s groups (issue 28)."""
+    return membership_of_record(analysis(model), {"occupation": occupation, "kind": kind, "removed": list(removed),
+                                                  "n_added_entities": n_added_entities})

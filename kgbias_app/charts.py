@@ -334,9 +334,36 @@ def bias_change_bars(frame: pd.DataFrame, *, occupation: str, noise: pd.DataFram
         hovertemplate="%{y}: change %{x:+.3f}<extra></extra>",
         xaxis_title=f"change of B_gr after − before ({SIGN})", yaxis_title="occupation",
     )
+    # The axis scales to the target (its change and its noise band), so that no other bar squashes it;
+    # bars beyond are cut at the edge and counted in the title.
+    limit = collateral_axis_limit(data, occupation=occupation, noise=noise)
+    if limit is not None:
+        fig.update_xaxes(range=[-limit, limit])
+        beyond = int((data["change"].abs() > limit).sum())
+        if beyond:
+            note = f"{beyond} bar(s) reach beyond the axis (see the table)"
+            title = note if title is None else f"{title}; {note}"
     if title is not None:
         fig.update_layout(title={"text": title, "font": {"size": 13}})
     return fig
+
+
+#: The collateral chart's axis reaches this many times the target's change (or its noise band, if wider).
+COLLATERAL_AXIS_FACTOR = 2.0
+
+
+def collateral_axis_limit(data: pd.DataFrame, *, occupation: str, noise: pd.DataFrame | None) -> float | None:
+    """Half the width of the collateral chart's x axis: twice the larger of the target's |change| and its
+    noise band's spread; None (Plotly's own range) without a target row."""
+    target = data.loc[data["occupation"] == occupation, "change"]
+    if target.empty or not np.isfinite(target.iloc[0]):
+        return None
+    spread = 0.0
+    if noise is not None:
+        hit = noise.loc[noise["occupation"] == occupation, "spread"]
+        spread = float(hit.iloc[0]) if len(hit) and np.isfinite(hit.iloc[0]) else 0.0
+    scale = max(abs(float(target.iloc[0])), spread)
+    return COLLATERAL_AXIS_FACTOR * scale if scale > 0 else None
 
 
 def removal_curve(curve: pd.DataFrame, *, spread: float | None, run: tuple[int, float] | None = None) -> go.Figure:

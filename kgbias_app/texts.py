@@ -23,6 +23,7 @@ from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.
     agreement,
     fmt,
     is_defined,
+    membership_sentence,
     noise_sentence,
     number,
     sentence,
@@ -405,6 +406,12 @@ WARM_RUN = (
     "This run was warm-started (a few epochs from the base weights), a mode kgbias no longer offers: on "
     "FB15k-237 it moved the edited occupation's B_gr by about a fifth of what a retrain from the seed does, "
     "several noise bands off, and its collateral changes were drift. Retrain the edit to compare."
+)
+#: After the collateral chart's caption: the occupations it leaves out for their size (listed apart).
+COLLATERAL_SMALL = (
+    " Drawn: the edited occupation and those with at least {minimum} men and {minimum} women before and after "
+    "(as on the Overview); {n} smaller one(s) move by noise alone and are listed apart. The axis scales to the "
+    "edited occupation's change."
 )
 BIAS_CHANGE = (
     "Change of B_gr of every occupation (the edited one in orange); error bars: half the noise band's "

@@ -49,6 +49,7 @@ from kgbias_core.tables import (
     triples_in_words,
 )
 from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
+from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE
 
 
 @contextmanager
@@ -501,10 +502,14 @@ def build_edit(analysis: ModelAnalysis, choice: EditChoice, *, occupation: str) 
 
 def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
     """B_gr now, the edit's predicted change and B_gr after (removals only: influence predicts no Add)."""
+    membership = cache.edit_membership(model, edit.occupation, edit.kind, tuple(edit.removed),
+                                       len(edit.added_entities))
     if edit.kind == "add":
         st.info(texts.ADD_NOT_PREDICTED)
         st.caption(texts.ADD_EDIT.format(strategy=edit.strategy, n=len(edit.added_triples)))
+        st.caption(texts.membership_sentence(membership, name=row["name"]))
         return
+    (st.warning if membership.changes_groups else st.caption)(texts.membership_sentence(membership, name=row["name"]))
     before = row["group_bias"]
     change = cache.predicted_removal(model, edit.occupation, edit.removed)
     columns = st.columns(3)
@@ -519,10 +524,13 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
 def run_figures(target: pd.Series, *, spread: float | None, baseline: tuple[int, float] | None) -> None:
     """The edited occupation's B_gr before and after a what-if (a row of ``bias_change``), read against
     the noise band's ``spread`` and the Random-REMOVE ``baseline`` (``random_baseline``)."""
-    columns = st.columns(3)
+    columns = st.columns(4)
     columns[0].metric(f"B_gr of {target['name']} before", texts.fmt(target["group_bias_before"]), help=texts.SIGN)
-    columns[1].metric("after", texts.fmt(target["group_bias_after"]))
+    columns[1].metric("after", texts.fmt(target["group_bias_after"]), help=AFTER_GROUPS_CHOICE)
     columns[2].metric("change", texts.fmt(target["change"]))
+    columns[3].metric("after, original persons", texts.fmt(target["group_bias_after_original"]),
+                      delta=texts.fmt(target["change_original"]), delta_color="off", help=AFTER_GROUPS_CHOICE)
+    st.caption(AFTER_GROUPS_CHOICE)
     st.caption(texts.noise_sentence(target["change"], spread))
     if baseline is not None:
         st.caption(texts.random_baseline_sentence(*baseline))

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only the annotation: readings stays a leaf every layer can import
+    from kgbias_core.whatif.runs import EditMembership
 
 #: Axis-title and help suffix of every signed bias.
 SIGN = "> 0 = male-leaning"
@@ -165,3 +169,30 @@ def noise_sentence(change: float | None, spread: float | None) -> str:
     verdict = "larger than" if abs(change) > spread else "within"
     return (f"Retrains of the unedited graph under 3 other seeds spread B_gr over {spread:.3f} (max − min): "
             f"this change ({fmt(change)}) is {verdict} that noise.")
+
+
+# --- who an edit moves in or out of its target's groups (issue 28) ------------------------------
+MEMBERSHIP_UNCHANGED = ("The edit leaves {name}'s persons as they are: {n_male:,} men and {n_female:,} women "
+                        "before and after.")
+MEMBERSHIP_CHANGED = (
+    "The edit changes who is in {name}'s groups: it removes {n_profession} of its {relation} facts and {n_gender} "
+    "gender fact(s) of its persons, so {n_removed:,} person(s) leave the group and {n_relabelled:,} are "
+    "re-labelled{added}; "
+    "{n_male_before:,} men and {n_female_before:,} women before, {n_male_after:,} and {n_female_after:,} after."
+)
+MEMBERSHIP_ADDED = ", and {n_added:,} dummy person(s) join"
+
+
+def membership_sentence(membership: EditMembership, *, name: str, relation: str = "occupation") -> str:
+    """How an edit changes its target's M_o and F_o, in words (an
+    :class:`~kgbias_core.whatif.runs.EditMembership`): removed, re-labelled and added persons, counts before
+    and after."""
+    m = membership
+    if not m.changes_groups:
+        return MEMBERSHIP_UNCHANGED.format(name=name, n_male=m.n_male_before, n_female=m.n_female_before)
+    added = MEMBERSHIP_ADDED.format(n_added=m.n_added) if m.n_added else ""
+    return MEMBERSHIP_CHANGED.format(
+        name=name, relation=relation, n_profession=m.n_profession_facts, n_gender=m.n_gender_facts,
+        n_removed=m.n_removed, n_relabelled=m.n_relabelled, added=added,
+        n_male_before=m.n_male_before, n_female_before=m.n_female_before,
+        n_male_after=m.n_male_after, n_female_after=m.n_female_after)

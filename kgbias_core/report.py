@@ -27,7 +27,7 @@ from kgbias_core.embeddings.store import library_versions
 from kgbias_core.errors import REPORT_NOT_A_RUN, MeasureError
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.tables import influence_table, measures_table, persons_table, triples_in_words
-from kgbias_core.whatif.runs import bias_change, noise_spread
+from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, EditMembership, bias_change, membership_of_record, noise_spread
 
 #: Training triples charted by |delta_z B_gr|: enough to see who moves the occupation, few enough to read.
 TOP_TRIPLES = 15
@@ -71,6 +71,7 @@ class WhatIfRun:
     change: pd.Series  # the edited occupation's row of bias_change: group_bias_before, group_bias_after, change
     predicted: PredictedChange | None  # influence's prediction of the change; None for Add or an unlisted removal
     spread: float | None  # the noise band's spread of the occupation's B_gr; None without a band
+    membership: EditMembership | None = None  # who the edit removes or re-labels in the target's groups
 
 
 def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None) -> WhatIfRun:
@@ -85,7 +86,7 @@ def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame |
     if edit.get("kind") == "remove" and removed:
         predicted = base.predicted_removal(occupation, torch.tensor(removed, dtype=torch.long))
     return WhatIfRun(name=run.model.name, edit=edit, change=change, predicted=predicted,
-                     spread=noise_spread(noise, occupation))
+                     spread=noise_spread(noise, occupation), membership=membership_of_record(base, edit))
 
 
 # --- figures ------------------------------------------------------------------------------------
@@ -215,11 +216,15 @@ def _whatif(run: WhatIfRun, *, name: str) -> str:
     rows = [("run", run.name), ("edit", f"{edit.get('strategy')} on {name} ({edit.get('occupation')})"),
             ("triples removed", edit.get("n_removed", 0)), ("triples added", edit.get("n_added_triples", 0)),
             ("B_gr before", readings.fmt(change["group_bias_before"])),
-            ("B_gr after retraining", readings.fmt(change["group_bias_after"])),
-            ("retrained change", readings.fmt(change["change"])), ("predicted change", predicted_text),
+            ("B_gr after retraining (edited graph's groups, Du's choice)", readings.fmt(change["group_bias_after"])),
+            ("retrained change", readings.fmt(change["change"])),
+            ("B_gr after retraining, original persons", readings.fmt(change.get("group_bias_after_original"))),
+            ("predicted change", predicted_text),
             ("noise band (spread of B_gr)", "none saved" if run.spread is None else f"{run.spread:.3f}")]
     noise = NO_BAND if run.spread is None else readings.noise_sentence(change["change"], run.spread)
-    return f"{_table(rows, header=('', ''))}<p>{_text(noise)}</p>"
+    membership = "" if run.membership is None else readings.membership_sentence(run.membership, name=name)
+    return (f"{_table(rows, header=('', ''))}<p>{_text(noise)}</p><p>{_text(membership)}</p>"
+            f'<p class="caption">{_text(AFTER_GROUPS_CHOICE)}</p>')
 
 
 def occupation_report(

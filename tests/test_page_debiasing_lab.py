@@ -174,3 +174,40 @@ def test_the_selected_run_offers_its_report(store_with_a_run_first: Path) -> Non
     app = page("debiasing_lab").run()
     assert not app.exception
     assert [b.label for b in app.get("download_button") if b.key == "report"] == ["Download report"]
+
+
+def test_a_run_that_removes_profession_facts_says_who_left_and_the_collateral_chart_keeps_small_ones_apart(
+    writable_store: Path,
+) -> None:
+    """Issue 28: an edit that removes nurse facts changes who is a nurse; the page says how many, shows B_gr
+    after over the original persons, draws no occupation below the minimum size and scales to nurse."""
+    from kgbias_core.whatif.edits import remove_edit
+    from kgbias_core.whatif.runs import edit_membership
+
+    base = writable_store / "tiny-transe"
+    analysis = ModelAnalysis(load_model(base))
+    model = analysis.model
+    nurse = model.entity_id("nurse")
+    r_p = model.relation_id(model.schema.occupation_relation)
+    facts = ((model.triples[:, 1] == r_p) & (model.triples[:, 2] == nurse)).nonzero().squeeze(-1)[:4]
+    edit = remove_edit(model, "nurse", facts, strategy="basket k=4")
+    tasks.whatif_task(base=base, edit=edit, out=writable_store / "tiny-transe--nurse-facts").run(Progress())
+    app = page("debiasing_lab").run()
+    assert not app.exception
+    membership = edit_membership(analysis, "nurse", removed=tuple(facts.tolist()))
+    assert membership.n_removed == 4
+    said = ui_texts.membership_sentence(membership, name="Nurse")
+    assert said in texts(app.warning)
+    assert "4 person(s) leave the group" in said
+    assert metric(app, "after, original persons") not in (None, "")
+    chart = json.loads(app.get("plotly_chart")[0].proto.spec)
+    drawn = set(chart["data"][0]["y"])
+    measures = ModelAnalysis(load_model(base)).groups
+    small = {f"{measures.names[i]}" for i in range(measures.n_occupations)
+             if min(int(measures.n_male[i]), int(measures.n_female[i])) < 5}
+    assert small and not any(title.startswith(name) for title in drawn for name in small)
+    from tests.test_page_attributes import values
+
+    change = [x for x, y in zip(values(chart["data"][0]["x"]), chart["data"][0]["y"], strict=True)
+              if y.startswith("Nurse")]
+    assert chart["layout"]["xaxis"]["range"] == pytest.approx([-2 * abs(change[0]), 2 * abs(change[0])])

@@ -22,7 +22,7 @@ from kgbias_core.embeddings.training import EpochCallback, retrain_device, train
 from kgbias_core.errors import ModelStoreError
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
-from kgbias_core.tables import occupations_frame
+from kgbias_core.tables import MIN_GROUP_SIZE, occupations_frame, split_small
 
 #: Which persons "B_gr after" is over. Du et al. (§4.3) measure the retrained graph as it is: its groups, so
 #: Add's dummies count and a person whose profession or gender fact was removed is out. That is the main
@@ -205,3 +205,13 @@ def random_baseline(curve: pd.DataFrame | None, *, k: int) -> tuple[int, float] 
     nearest = random.iloc[(random["k"] - k).abs().argmin()]
     base = float(curve.loc[curve["k"] == 0, "group_bias"].iloc[0])
     return int(nearest["k"]), float(nearest["group_bias"]) - base
+
+
+def collateral(frame: pd.DataFrame, *, occupation: str, minimum: int = MIN_GROUP_SIZE) -> tuple[pd.DataFrame,
+                                                                                              pd.DataFrame]:
+    """A :func:`bias_change` split as the Overview splits its ranking: (the target and the occupations with at
+    least ``minimum`` men and women before and after the edit, those with fewer). A group of one or two persons
+    moves by noise alone, so its change is listed apart, never drawn as an effect of the edit."""
+    size = frame[["n_male", "n_female", "n_male_after", "n_female_after"]].min(axis=1).fillna(0)
+    size = size.where(frame["occupation"] != occupation, max(1, minimum))  # the target is always drawn
+    return split_small(frame, size=size, minimum=max(1, minimum))
