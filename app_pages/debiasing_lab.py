@@ -11,7 +11,7 @@ run_point = None  # the selected run on the curve, when it removed triples of th
 
 with widgets.errors_shown(stop=True):
     analysis = cache.analysis(model)
-    occupation, row, _ = widgets.occupation_section(cache.measures(model))
+    occupation, row, _ = widgets.occupation_section(cache.measures(model), key="lab_occupation")
     noise = tasks.saved_noise_band(model.path)
 
 st.subheader("Edit and predicted change")
@@ -27,7 +27,7 @@ with widgets.errors_shown():
         elif jobs_ui.is_running(whatif):
             st.caption(texts.RUN_RETRAINING.format(name=name))
         elif st.button(texts.RETRAIN_BUTTON, type="primary", help=texts.RETRAIN_HELP):
-            jobs_ui.submit(name, whatif, group="lab")
+            jobs_ui.submit(texts.WHATIF_JOB.format(name=name, strategy=edit.strategy), whatif, group="lab")
             st.session_state["lab_last_run"] = name
 
 jobs_ui.progress_panel(jobs_ui.session_tasks("lab"), heading=texts.JOBS_OF_SESSION)

@@ -19,6 +19,7 @@ an option's displayed title.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -73,12 +74,21 @@ def _linked(key: str, *, what: str, decode: Callable[[list[str]], Any], encode: 
 
 
 def _choice(options: Sequence[Any], format_func: Callable[[Any], str]) -> Callable[[str], Any]:
+    """The option a URL value names: its ``str`` (a label), its displayed title, "title (label)", or the
+    title's name part in any case ("actor" for "Actor (/m/02hrh1q)") where exactly one option has it."""
     by_text = {format_func(o): o for o in options} | {str(o): o for o in options}
+    by_text |= {f"{format_func(o)} ({o})": o for o in options}
+    plain: dict[str, list[Any]] = {}
+    for o in options:
+        plain.setdefault(re.sub(r" \([^()]*\)$", "", format_func(o)).strip().casefold(), []).append(o)
 
     def one(text: str) -> Any:
-        if text not in by_text:
-            raise ValueError(text)
-        return by_text[text]
+        if text in by_text:
+            return by_text[text]
+        named = plain.get(text.strip().casefold(), [])
+        if len(named) == 1:  # a name shared by two options stays refused: never one of them at random
+            return named[0]
+        raise ValueError(text)
     return one
 
 

@@ -7,6 +7,8 @@ reads the same way everywhere: positive = male-leaning (METHODS.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
 from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.*)
@@ -413,6 +415,8 @@ COLLATERAL_SMALL = (
     "(as on the Overview); {n} smaller one(s) move by noise alone and are listed apart. The axis scales to the "
     "edited occupation's change."
 )
+#: A what-if's job title: the run's name and its edit in full (the name's hash does not tell k).
+WHATIF_JOB = "{name} ({strategy})"
 BIAS_CHANGE = (
     "Change of B_gr of every occupation (the edited one in orange); error bars: half the noise band's "
     "spread. Purple: another occupation that moved by more than the band's spread (an effect of the edit, "
@@ -484,6 +488,21 @@ CENSUS_TABLE = (
     "Pearson r and p of each measure against log(p/(1−p)), p = census share of men, across the {n} paired "
     "occupations. Du et al. (FB5M, 2018 census): B_gr r = 0.668."
 )
+CENSUS_TABLE_LEFT_OUT = (
+    " {left_out} of the {n_paired} paired occupations are left out of some measure (undefined there, e.g. one "
+    "gender only); the table's n says how many each measure uses."
+)
+
+
+def census_table_caption(*, n_paired: int, n_used: Sequence[int]) -> str:
+    """:data:`CENSUS_TABLE` with the count the table shows (the most any measure uses), and how many paired
+    occupations some measure leaves out, so that the sentence and the table's n never disagree."""
+    most = int(max(n_used)) if len(n_used) else 0
+    text = CENSUS_TABLE.format(n=most)
+    return text + (CENSUS_TABLE_LEFT_OUT.format(left_out=n_paired - int(min(n_used)), n_paired=n_paired)
+                   if len(n_used) and int(min(n_used)) < n_paired else "")
+
+
 CENSUS_SCATTER = (
     "One point per paired occupation: a measure that tracks the census rises to the right. Hover a point for "
     "its name; only the occupations farthest from the trend are named on the chart."

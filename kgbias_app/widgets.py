@@ -142,10 +142,13 @@ def report_download(model: ModelRef, occupation: str, *, run: ModelRef | None = 
 
 # --- occupations --------------------------------------------------------------------------------
 def occupation_titles(measures: pd.DataFrame) -> dict[str, str]:
-    """Occupation label -> "Name (label)" ("Name" where it is its label), ordered by name."""
+    """Occupation label -> its name, "Name (label)" only where two occupations share the name; ordered by name.
+
+    Links still accept the "Name (label)" form (:func:`kgbias_app.links.selectbox`)."""
     ordered = measures.sort_values("name", key=lambda s: s.str.lower())
-    return {label: name if name == label else f"{name} ({label})"
-            for label, name in zip(ordered["occupation"], ordered["name"], strict=True)}
+    shared = ordered["name"].str.casefold().duplicated(keep=False)
+    return {label: f"{name} ({label})" if twice and name != label else name
+            for label, name, twice in zip(ordered["occupation"], ordered["name"], shared, strict=True)}
 
 
 def _largest(measures: pd.DataFrame, n: int) -> list[str]:
@@ -170,6 +173,11 @@ def occupations_to_compare(measures: pd.DataFrame, *, current: str, key: str = "
     """2-6 occupations; by default the current one and the largest ones (four in all)."""
     titles = occupation_titles(measures)
     default = list(dict.fromkeys([current, *_largest(measures, 4)]))[:4]
+    # A switch of the page's occupation starts the comparison anew from it (else it kept comparing the old ones).
+    follows = f"{key}:current"
+    if st.session_state.get(follows, current) != current:
+        st.session_state.pop(key, None)
+    st.session_state[follows] = current
     return links.multiselect("Occupations to compare (2 to 6)", list(titles), default=default, what="occupation",
                              format_func=titles.__getitem__, max_selections=6, key=key)
 
@@ -189,12 +197,14 @@ def compare_occupations(model: ModelRef, measures: pd.DataFrame, *, current: str
                key="compare_distributions")
 
 
-def occupation_section(measures: pd.DataFrame, *, header: bool = True) -> tuple[str, pd.Series, bool]:
+def occupation_section(measures: pd.DataFrame, *, header: bool = True,
+                       key: str = "occupation") -> tuple[str, pd.Series, bool]:
     """The top of an occupation page: picker, heading, the note on a small or one-gender group.
 
+    ``key``: the picker's session key; pages that share one follow each other's occupation (the lab has its own).
     -> (occupation label, its row of measures, whether B_gr is defined: both genders present).
     """
-    occupation = occupation_picker(measures)
+    occupation = occupation_picker(measures, key=key)
     row = measures.set_index("occupation").loc[occupation].rename(occupation)
     if header:
         st.header(row["name"])
@@ -466,17 +476,19 @@ class EditChoice:
 
 
 def edit_choice() -> EditChoice:
+    # persist_state: coming back from another page finds the edit as it was left (Streamlit would reset it).
     strategy = links.radio("Edit", list(texts.STRATEGIES), format_func=texts.STRATEGIES.__getitem__, key="lab_strategy",
-                           what="edit")
+                           what="edit", persist_state="session")
     left, right = st.columns(2)
     k, c, cap = 0, LAB_C, MAX_DUMMIES
     if strategy == "add":
         c = links.number(left.slider, "c: dummies per missing person, c·(|M| − |F|)", 0.0, 2.0, LAB_C, step=0.1,
-                         key="lab_c", what="c", kind=float)
+                         key="lab_c", what="c", kind=float, persist_state="session")
         cap = int(links.number(right.number_input, "At most this many dummies", 1, 1_000_000, MAX_DUMMIES,
-                               key="lab_cap", what="cap"))
+                               key="lab_cap", what="cap", persist_state="session"))
     elif strategy != "basket":
-        k = int(links.number(left.number_input, "k: triples to remove", 1, 10**9, LAB_K, key="lab_k", what="k"))
+        k = int(links.number(left.number_input, "k: triples to remove", 1, 10**9, LAB_K, key="lab_k", what="k",
+                             persist_state="session"))
     return EditChoice(strategy=strategy, k=k, c=c, cap=cap)
 
 

@@ -83,17 +83,28 @@ def number(value: float | None, digits: int = 3) -> str:
     return _unsigned_zero(f"{value:.{digits}f}") if is_defined(value) else UNDEFINED
 
 
-def lean(value: float | None, low: float | None = None, high: float | None = None) -> str:
+#: The rule for a measure without an interval (B_wo, one projection, no persons to resample): it is read as a
+#: lean only where |value| reaches this floor; below, "no clear lean" and the sentence names the floor. A chosen
+#: rule, not a test (issue 28: B_wo = -0.011 was called female-leaning): 0.05 is 2.5% of the range [-2, 2] that
+#: o . (m - f) spans for vectors of norm at most 1.
+NO_INTERVAL_FLOORS = {"projection_bias": 0.05}
+WITHIN_FLOOR = "No clear lean: |{name}| = {value} is below {floor}, within noise ({name} has no interval)."
+
+
+def lean(value: float | None, low: float | None = None, high: float | None = None, *, floor: float = 0.0) -> str:
     """"male", "female", "none" (the 95% interval includes 0, or an interval is missing) or "undefined".
 
-    Without ``low`` and ``high`` (a measure that has no interval, B_wo) the sign alone decides. A
-    zero-width interval (one person per group: every resample alike) counts as missing.
+    Without ``low`` and ``high`` (a measure that has no interval, B_wo) the sign decides where |value|
+    reaches ``floor`` (:data:`NO_INTERVAL_FLOORS`); below it, "none". A zero-width interval (one person
+    per group: every resample alike) counts as missing.
     """
     if not is_defined(value):
         return "undefined"
     if low is not None or high is not None:
         if not (is_defined(low) and is_defined(high)) or low == high or low <= 0 <= high:
             return "none"
+    elif abs(value) < floor:
+        return "none"
     return "male" if value > 0 else "female" if value < 0 else "none"
 
 
@@ -102,10 +113,14 @@ def sentence(measure: str, value: float | None, low: float | None = None, high: 
 
     ``low``, ``high``: the measure's 95% interval; both None for a measure without one (B_wo).
     """
-    side = lean(value, low, high)
+    floor = NO_INTERVAL_FLOORS.get(measure, 0.0)
+    side = lean(value, low, high, floor=floor)
     if side == "undefined":
         return UNDEFINED_SENTENCE
     if side == "none":
+        if low is None and high is None and value != 0 and floor:
+            return WITHIN_FLOOR.format(name=HEADLINE_MEASURES.get(measure, measure), value=fmt(abs(value)),
+                                       floor=floor)
         if low is None and high is None or value == 0:
             return ZERO_SENTENCE
         if not (is_defined(low) and is_defined(high)) or low == high:
@@ -151,7 +166,7 @@ def agreement(row: Mapping[str, float]) -> str:
     leans: dict[str, list[str]] = {}
     for column, name in HEADLINE_MEASURES.items():
         interval = (row.get(f"{column}_low"), row.get(f"{column}_high")) if f"{column}_low" in row else (None, None)
-        leans.setdefault(lean(row[column], *interval), []).append(name)
+        leans.setdefault(lean(row[column], *interval, floor=NO_INTERVAL_FLOORS.get(column, 0.0)), []).append(name)
     parts = "; ".join(f"{', '.join(leans[side])} {LEAN_WORDS[side][len(leans[side]) > 1]}"
                       for side in LEAN_WORDS if side in leans)
     line = (MEASURES_DISAGREE if {"male", "female"} <= set(leans) else MEASURES_AGREE).format(parts=parts)
