@@ -22,6 +22,7 @@ import streamlit as st
 import torch
 
 from kgbias_app import charts
+from kgbias_core import persons as person_views
 from kgbias_core import report as reports
 from kgbias_core import tables, tasks
 from kgbias_core.analysis import ModelAnalysis
@@ -254,3 +255,18 @@ def edit_membership(model: ModelRef, occupation: str, kind: str, removed: tuple[
     """Who an edit (or a run's edit record) removes or re-labels in ``occupation``'s groups (issue 28)."""
     return membership_of_record(analysis(model), {"occupation": occupation, "kind": kind, "removed": list(removed),
                                                   "n_added_entities": n_added_entities})
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def search_persons(model: ModelRef, query: str) -> pd.DataFrame:
+    return person_views.search_persons(analysis(model), query)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def person(model: ModelRef, label: str) -> person_views.Person:
+    return person_views.person(analysis(model), label)
+
+
+@st.cache_data(max_entries=64, show_spinner="Computing the influence of the person's triples…")
+def person_triples(model: ModelRef, entity: int, occupation: str | None) -> pd.DataFrame:
+    return person_views.person_triples(analysis(model), entity, occupation)

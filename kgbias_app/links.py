@@ -145,6 +145,12 @@ def number(widget: Callable[..., Any], label: str, low: float, high: float, defa
                                               **_without({"value": default, **kwargs}, seeded, "value")))
 
 
+def text_input(label: str, *, key: str, what: str, **kwargs: Any) -> str:
+    """``st.text_input`` kept in the URL under ``key`` (any text is valid: the page says what it finds)."""
+    return _linked(key, what=what, decode=lambda raw: raw[-1], encode=lambda v: [v] if v else [],
+                   make=lambda seeded: st.text_input(label, key=key, **_without(kwargs, seeded, "value")))
+
+
 def toggle(label: str, *, key: str, what: str, **kwargs: Any) -> bool:
     """``st.toggle`` kept in the URL under ``key`` (``true``/``false``)."""
     words = {"true": True, "false": False, "1": True, "0": False}

@@ -178,7 +178,8 @@ PERSONS_TABLE = (
     "B_in and B'_in per person (> 0 = male-leaning; Du et al.'s definitions); degree: the person's training "
     "triples. Every person of a graph shares one offset, the occupation relation's component along the gender "
     "direction, so often all lean the same way: \"B_in − graph mean\" says who leans more than the graph's "
-    "typical person. Click a header to sort."
+    "typical person. Sorted by |B_in|, the persons who lean most (either way) first; click a header to sort "
+    "otherwise, \"open\" for the person view."
 )
 REPORT_HELP = (
     "One HTML file that opens offline: the graph, the model's config and data hash, the measures with their "
@@ -534,3 +535,24 @@ LINK_HELP = "Copy it (the button at its right): it opens this page with the same
 #: The occupation explorer's sections, one tab each (only the open one is drawn).
 EXPLORER_TABS = ["B_in per person, by gender", "B_in against B'_in (Du Fig 3)", "Persons",
                  "Compare occupations (Du Fig 2)", INTERSECTIONS]
+
+
+# --- the person view (issue 28) ------------------------------------------------------------------
+PERSON_LINK_TEXT = "open"
+PERSON_SEARCH = "Search a person by name or id"
+PERSON_SEARCH_HELP = "Part of a name finds every person whose name contains it; a link may give ?person=<id or name>."
+PERSON_NONE_FOUND = "No person's name or id contains “{query}”."
+PERSON_PICK = "Persons found ({n}{more})"
+PERSON_SUMMARY = "{gender}, {degree:,} training triples; {n} occupation(s) in the training graph."
+PERSON_OCCUPATIONS = (
+    "Per occupation: Du's B_in (the change of the TransE score ψ(s, r_p, o) that influence predicts when the "
+    "person's gender fact flips, Corollary 4) and Fisher's B'_in (METHODS §5), both > 0 = male-leaning. ψ: the "
+    "score now (lower = more plausible); ψ, gender flipped: ψ + B_in for a man made a woman, ψ − B_in for a woman "
+    "made a man (an influence prediction, not a retrain). A person without a binary gender has no B_in."
+)
+PERSON_TRIPLES = (
+    "The person's training triples in words, each with δ_z B_gr: how removing it would move {name}'s B_gr "
+    "(> 0: removing it makes the occupation more male-leaning), largest first."
+)
+PERSON_NO_OCCUPATION = "This person holds no occupation in the training graph: no B_in, and no influence to show."
+OPEN_A_PERSON = "Open a person of this chart in the person view (largest |B_in| first)"

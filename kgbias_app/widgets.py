@@ -76,21 +76,42 @@ def styled(frame: pd.DataFrame, digits: int = 3) -> Any:
 def table(frame: pd.DataFrame, columns: Sequence[str], *, ids: Sequence[str] = (),
           names: Mapping[str, str] | None = None, digits: int = 3, **kwargs: Any) -> Any:
     """A table as the analyst reads it: ``columns`` under their display names (``names``, else
-    :data:`texts.COLUMNS`), the ``ids`` in the last columns, numbers by :func:`styled`.
+    :data:`texts.COLUMNS`), the ``ids`` in the last columns, numbers by :func:`styled`. A column named
+    :data:`PERSON_LINK` (:func:`with_person_links`) shows as a link to the person view.
 
     ``kwargs`` go to ``st.dataframe`` (a selection, a key); -> what it returns.
     """
     shown = frame[[*[c for c in columns if c not in ids], *ids]]
     shown = shown.rename(columns={c: (names or {}).get(c, texts.COLUMNS.get(c, c)) for c in shown.columns})
+    linked = {c: st.column_config.LinkColumn(c, display_text=texts.PERSON_LINK_TEXT) for c in shown.columns
+              if c == PERSON_LINK}
     if shown.isna().to_numpy().any():  # the grid would write "None": the Styler writes "undefined"
-        return st.dataframe(styled(shown, digits), hide_index=True, **kwargs)
+        return st.dataframe(styled(shown, digits), hide_index=True, column_config=linked, **kwargs)
     # Without missing values the grid formats the numbers itself: a Styler renders every cell on the
     # server (~120 ms for the 1,874 persons of Actor). A value that rounds to zero is stored as 0.0,
     # so that "%.3f" never prints "-0.000".
     floats = [c for c in shown.columns if shown[c].dtype.kind == "f"]
     shown = shown.assign(**{c: shown[c].where(shown[c].round(digits) != 0, 0.0) for c in floats})
-    config = {c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in floats}
+    config = {c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in floats} | linked
     return st.dataframe(shown, hide_index=True, column_config=config, **kwargs)
+
+
+#: The column of a table that links each row's person to the person view (``?person=<label>``).
+PERSON_LINK = "person view"
+#: The person view's URL path (``dashboard.py``).
+PERSON_PAGE = "person"
+
+
+def person_url(label: str) -> str:
+    """The person view of ``label``, relative to the app's root (a link in a table opens it)."""
+    from urllib.parse import quote
+
+    return f"{PERSON_PAGE}?person={quote(label, safe='')}"
+
+
+def with_person_links(frame: pd.DataFrame, *, column: str = "person") -> pd.DataFrame:
+    """``frame`` with a :data:`PERSON_LINK` column: the person view of each row's ``column`` ("" where none)."""
+    return frame.assign(**{PERSON_LINK: [person_url(p) if p else None for p in frame[column]]})
 
 
 def too_few(small: pd.DataFrame, columns: Sequence[str], *, rule: str, ids: Sequence[str] = (),
@@ -309,7 +330,7 @@ def triple_filters(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 #: The columns of a triples table, in reading order; the relation's label and the triple's index are ids.
-TRIPLE_COLUMNS = ["in words", "person_name", "person_gender", "person_degree"]
+TRIPLE_COLUMNS = ["in words", "person_name", "person_gender", "person_degree", PERSON_LINK]
 TRIPLE_IDS = ["relation", "triple"]
 TRIPLE_NAMES = {"relation": "relation id"}
 
@@ -319,8 +340,9 @@ def selected_triples(extremes: pd.DataFrame) -> list[int]:
     selected: list[int] = []
     for direction, title in texts.DIRECTIONS.items():
         st.subheader(title)
-        part = extremes[extremes["direction"] == direction]
-        event = table(part, ["in words", "influence", "person_name", "person_gender", "person_degree"], ids=TRIPLE_IDS,
+        part = with_person_links(extremes[extremes["direction"] == direction])
+        event = table(part, ["in words", "influence", "person_name", "person_gender", "person_degree", PERSON_LINK],
+                      ids=TRIPLE_IDS,
                       names=TRIPLE_NAMES, digits=4, on_select="rerun", selection_mode="multi-row",
                       key=f"triples:{direction}")
         selected += part["triple"].iloc[event.selection.rows].tolist()
@@ -357,7 +379,7 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     if not chosen:
         st.info(texts.EMPTY_BASKET_HERE)
         return
-    frame = triples_in_words(cache.triples_frame(model, tuple(chosen)))
+    frame = with_person_links(triples_in_words(cache.triples_frame(model, tuple(chosen))))
     table(frame, TRIPLE_COLUMNS, ids=TRIPLE_IDS, names=TRIPLE_NAMES)
     change = cache.predicted_removal(model, occupation, chosen)
     st.metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
@@ -741,3 +763,18 @@ def calibration_section(model: ModelRef) -> None:
     elif st.button(texts.CALIBRATE_BUTTON if calibration is None else texts.RECALIBRATE_BUTTON, key="calibrate"):
         jobs_ui.submit(f"{model.name}: calibration", task, group="validation")
         st.rerun()
+
+
+def by_magnitude(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``frame`` sorted by |``column``|, largest first (the persons who lean most, either way, on top)."""
+    return frame.sort_values(column, key=lambda values: -values.abs(), kind="stable").reset_index(drop=True)
+
+
+def open_a_person(persons: pd.DataFrame, *, key: str) -> None:
+    """Below a chart of persons: pick one of them (largest |B_in| first) and open the person view."""
+    ordered = by_magnitude(persons, "individual_bias")
+    titles = dict(zip(ordered["person"], ordered["name"], strict=True))
+    left, right = st.columns([3, 1])
+    chosen = left.selectbox(texts.OPEN_A_PERSON, list(titles), format_func=titles.__getitem__, key=key)
+    if chosen is not None:
+        right.link_button(texts.PERSON_LINK_TEXT, person_url(chosen))
