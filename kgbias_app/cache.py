@@ -22,6 +22,7 @@ import streamlit as st
 import torch
 
 from kgbias_app import charts
+from kgbias_core import embedding_space as space
 from kgbias_core import persons as person_views
 from kgbias_core import report as reports
 from kgbias_core import tables, tasks
@@ -270,3 +271,10 @@ def person(model: ModelRef, label: str) -> person_views.Person:
 @st.cache_data(max_entries=64, show_spinner="Computing the influence of the person's triples…")
 def person_triples(model: ModelRef, entity: int, occupation: str | None) -> pd.DataFrame:
     return person_views.person_triples(analysis(model), entity, occupation)
+
+
+@st.cache_data(max_entries=8, show_spinner="Projecting the embeddings on the gender direction…")
+def embedding_space(model: ModelRef) -> tuple[pd.DataFrame, float]:
+    """Persons and occupations on the gender axis and the residual's first component, and its explained share."""
+    frame, axes = space.embedding_space(analysis(model))
+    return frame, axes.explained

@@ -425,3 +425,34 @@ def census_scatter(joined: pd.DataFrame, *, measure: str) -> go.Figure:
     fig.add_hline(y=0, line_color="grey", line_width=1)
     fig.add_vline(x=0, line_color="grey", line_width=1)
     return fig
+
+
+# --- the embedding space (issue 28) --------------------------------------------------------------
+#: Colours of the embedding space's points: persons by gender, occupations apart.
+SPACE_COLORS = {"male": "#2c7bb6", "female": "#d7191c", "other": "#7b3294", "unknown": "#a6a6a6",
+                "occupation": "#1a1a1a"}
+
+
+def embedding_space_scatter(points: pd.DataFrame, *, explained: float) -> tuple[go.Figure, list[pd.Index]]:
+    """Persons and occupations on the gender axis and the residual's first component (WebGL, every point given).
+
+    -> (the figure, per trace the index of ``points`` its points come from: a selection's (curve, point) maps back).
+    """
+    fig = go.Figure()
+    rows: list[pd.Index] = []
+    for kind, color in SPACE_COLORS.items():
+        part = points[points["kind"] == kind]
+        if part.empty:
+            continue
+        occupation = kind == "occupation"
+        fig.add_trace(go.Scattergl(
+            x=part["gender_axis"], y=part["second_axis"], mode="markers", name=kind, text=part["name"],
+            marker={"color": color, "size": 9 if occupation else 5, "symbol": "diamond" if occupation else "circle",
+                    "opacity": 0.9 if occupation else 0.6},
+            hovertemplate="%{text}<br>gender axis %{x:.3f}<br>second axis %{y:.3f}<extra>" + kind + "</extra>"))
+        rows.append(part.index)
+    fig.update_layout(
+        xaxis_title="gender direction: mean man − mean woman, normalised (> 0 = towards the men)",
+        yaxis_title=f"first principal component of the rest ({explained:.0%} of its variance)",
+        legend_title="persons by gender; occupations", dragmode="lasso", height=600, margin=_MARGIN)
+    return fig, rows

@@ -556,3 +556,16 @@ PERSON_TRIPLES = (
 )
 PERSON_NO_OCCUPATION = "This person holds no occupation in the training graph: no B_in, and no influence to show."
 OPEN_A_PERSON = "Open a person of this chart in the person view (largest |B_in| first)"
+
+# --- the embedding space (issue 28) --------------------------------------------------------------
+SPACE_CAPTION = (
+    "{n:,} points: {persons:,} persons (an entity with a gender or occupation fact) coloured by gender, and "
+    "{occupations:,} occupations (diamonds). x: each embedding's projection on the learned gender direction, the "
+    "mean man minus the mean woman, normalised (> 0 = towards the men). y: the first principal component of what "
+    "is left after removing that direction. Hover a point for its name; drag a box or a lasso to select."
+)
+SPACE_ALL = " Every point is drawn (WebGL)."
+SPACE_SAMPLED = " A seeded sample of {n:,} of the {total:,} points is drawn (WebGL); every occupation is among them."
+SPACE_DOWNLOAD_ALL = "Download the {n:,} shown points (CSV)"
+SPACE_DOWNLOAD_SELECTED = "Download the {n:,} selected points (CSV)"
+SPACE_SELECT_HINT = "Select points with a box or a lasso to download them alone."

@@ -103,6 +103,7 @@ NOT_A_PERSON = (
 )
 UNKNOWN_PERSON = "no person is named {name!r}: search by a part of the name, or give the id"
 AMBIGUOUS_PERSON = "{name!r} names {count} persons: {candidates}; give the id instead"
+NO_GENDER_DIRECTION = "the gender direction needs at least one man and one woman with an embedding"
 AMBIGUOUS_OCCUPATION = (
     "{name!r} names {count} occupations: {candidates}; give the id (the first column) instead"
 )
