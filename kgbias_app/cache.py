@@ -278,3 +278,18 @@ def embedding_space(model: ModelRef) -> tuple[pd.DataFrame, float]:
     """Persons and occupations on the gender axis and the residual's first component, and its explained share."""
     frame, axes = space.embedding_space(analysis(model))
     return frame, axes.explained
+
+
+def graph_models(dataset: str) -> list[ModelRef]:
+    """Every stored model of ``dataset``: base models and their what-if runs, by name."""
+    return sorted((m for m in catalog().values() if m.dataset == dataset), key=lambda m: m.name)
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading every model's accuracy and disparity…")
+def accuracy_disparity(models: tuple[ModelRef, ...], minimum: int, computed: tuple[str, ...]) -> pd.DataFrame:
+    """``computed``: the models whose link prediction is stored (a key: a prediction finished since is read)."""
+    from kgbias_core.accuracy_disparity import accuracy_disparity_table
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    return accuracy_disparity_table({m.name: analysis(m) for m in models},
+                                    {m.name: load_link_prediction(m.path) for m in models}, minimum=minimum)

@@ -456,3 +456,14 @@ def embedding_space_scatter(points: pd.DataFrame, *, explained: float) -> tuple[
         yaxis_title=f"first principal component of the rest ({explained:.0%} of its variance)",
         legend_title="persons by gender; occupations", dragmode="lasso", height=600, margin=_MARGIN)
     return fig, rows
+
+
+def accuracy_disparity_scatter(table: pd.DataFrame) -> go.Figure:
+    """Link-prediction MRR against mean |B_gr|, one point per model (base models and what-if runs apart)."""
+    data = table[table["mrr"].notna() & table["mean_abs_group_bias"].notna()]
+    fig = px.scatter(data, x="mean_abs_group_bias", y="mrr", color="kind", symbol="kind", hover_name="model",
+                     hover_data={"edit": True, "occupation_mrr": ":.3f", "n_occupations": True},
+                     labels={"mean_abs_group_bias": "mean |B_gr| over the ranked occupations (disparity; 0 = none)",
+                             "mrr": "link-prediction MRR, all test queries (filtered; accuracy)", "kind": "model"})
+    fig.update_traces(marker={"size": 11})
+    return fig

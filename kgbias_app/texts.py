@@ -569,3 +569,13 @@ SPACE_SAMPLED = " A seeded sample of {n:,} of the {total:,} points is drawn (Web
 SPACE_DOWNLOAD_ALL = "Download the {n:,} shown points (CSV)"
 SPACE_DOWNLOAD_SELECTED = "Download the {n:,} selected points (CSV)"
 SPACE_SELECT_HINT = "Select points with a box or a lasso to download them alone."
+
+# --- accuracy against disparity (issue 28) -------------------------------------------------------
+ACCURACY_DISPARITY = (
+    "One point per model of this graph: base models and every what-if (debiasing) run. x: mean |B_gr| over the "
+    "occupations with at least {minimum} men and {minimum} women (Du's measure, TransE only); y: filtered MRR of "
+    "tail prediction on the test split. Left is fairer, up is more accurate: a debiasing edit that costs accuracy "
+    "moves left and down. {missing}"
+)
+ACCURACY_MISSING = "{n} model(s) have no link prediction yet and are not drawn: {names}."
+ACCURACY_COMPUTE = "Compute the missing link predictions ({n} model(s))"

@@ -778,3 +778,26 @@ def open_a_person(persons: pd.DataFrame, *, key: str) -> None:
     chosen = left.selectbox(texts.OPEN_A_PERSON, list(titles), format_func=titles.__getitem__, key=key)
     if chosen is not None:
         right.link_button(texts.PERSON_LINK_TEXT, person_url(chosen))
+
+
+def accuracy_disparity(model: ModelRef, pending: list) -> None:
+    """MRR against mean |B_gr| for every model of the graph (base and what-if runs); a button computes the
+    missing link predictions as jobs."""
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    everyone = cache.graph_models(model.dataset)
+    minimum = MIN_GROUP_SIZE
+    missing = [m for m in everyone if load_link_prediction(m.path) is None]
+    frame = cache.accuracy_disparity(tuple(everyone), minimum, tuple(m.name for m in everyone if m not in missing))
+    note = texts.ACCURACY_MISSING.format(n=len(missing), names=", ".join(m.name for m in missing)) if missing else ""
+    show_chart(charts.accuracy_disparity_scatter(frame), frame, key="accuracy_disparity",
+               caption=texts.ACCURACY_DISPARITY.format(minimum=minimum, missing=note),
+               file_name=csv_name(model.dataset, "accuracy-disparity"))
+    if missing:
+        jobs = [tasks.link_prediction_task([m.path]) for m in missing]
+        running = [job for job in jobs if jobs_ui.is_running(job)]
+        pending.extend(running)
+        if not running and st.button(texts.ACCURACY_COMPUTE.format(n=len(missing))):
+            for m, job in zip(missing, jobs, strict=True):
+                jobs_ui.submit(f"Link prediction of {m.name}", job)
+            st.rerun()
