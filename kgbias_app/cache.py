@@ -293,3 +293,8 @@ def accuracy_disparity(models: tuple[ModelRef, ...], minimum: int, computed: tup
 
     return accuracy_disparity_table({m.name: analysis(m) for m in models},
                                     {m.name: load_link_prediction(m.path) for m in models}, minimum=minimum)
+
+
+def occupations_report(model: ModelRef, occupations: tuple[str, ...]) -> str:
+    """The HTML report of several occupations; built on the click, not memoised (it carries its date)."""
+    return reports.occupations_report(analysis(model), occupations, measures=measures(model))

@@ -579,3 +579,5 @@ ACCURACY_DISPARITY = (
 )
 ACCURACY_MISSING = "{n} model(s) have no link prediction yet and are not drawn: {names}."
 ACCURACY_COMPUTE = "Compute the missing link predictions ({n} model(s))"
+SEVERAL_REPORT_PICK = "Occupations for one report"
+SEVERAL_REPORT_BUTTON = "Download a report of {n} occupation(s) (HTML)"

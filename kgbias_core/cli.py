@@ -445,6 +445,13 @@ def _report(args: argparse.Namespace) -> None:
     from kgbias_core.whatif.runs import made_from
 
     analysis = _analysis(args.model, args.negative_seed)
+    if args.occupations is not None:
+        from kgbias_core.report import occupations_report
+
+        _write_text(occupations_report(analysis, args.occupations), args.out)
+        _print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
+        print(f"wrote the report of {len(args.occupations)} occupation(s) to {args.out}")
+        return
     run, occupation = None, args.occupation
     if args.run is not None:
         run_config = read_config(args.run)
@@ -561,6 +568,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--model", required=True, help="model directory (the base model of --run)")
     about = report.add_mutually_exclusive_group(required=True)
     about.add_argument("--occupation", help="occupation label or readable name")
+    about.add_argument("--occupations", nargs="+", metavar="OCCUPATION",
+                       help="several occupations (labels or names): one report, a summary table first, a section each")
     about.add_argument("--run", help="what-if run directory: the report of its edited occupation, with the edit, "
                                      "the predicted and the retrained change, and the noise band")
     report.add_argument("--out", required=True, type=_csv_out, help="HTML file to write")
