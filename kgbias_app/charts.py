@@ -454,7 +454,7 @@ def embedding_space_scatter(points: pd.DataFrame, *, explained: float) -> tuple[
     fig.update_layout(
         xaxis_title="gender direction: mean man − mean woman, normalised (> 0 = towards the men)",
         yaxis_title=f"first principal component of the rest ({explained:.0%} of its variance)",
-        legend_title="persons by gender; occupations", dragmode="lasso", height=600, margin=_MARGIN)
+        legend_title="persons by gender; occupations", dragmode="select", height=600, margin=_MARGIN)
     return fig, rows
 
 

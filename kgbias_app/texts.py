@@ -562,7 +562,7 @@ SPACE_CAPTION = (
     "{n:,} points: {persons:,} persons (an entity with a gender or occupation fact) coloured by gender, and "
     "{occupations:,} occupations (diamonds). x: each embedding's projection on the learned gender direction, the "
     "mean man minus the mean woman, normalised (> 0 = towards the men). y: the first principal component of what "
-    "is left after removing that direction. Hover a point for its name; drag a box or a lasso to select."
+    "is left after removing that direction. Hover a point for its name; drag a box (or pick the lasso) to select."
 )
 SPACE_ALL = " Every point is drawn (WebGL)."
 SPACE_SAMPLED = " A seeded sample of {n:,} of the {total:,} points is drawn (WebGL); every occupation is among them."
