@@ -323,9 +323,10 @@ def _debias(args: argparse.Namespace) -> None:
 
     from kgbias_core.analysis import ModelAnalysis
     from kgbias_core.embeddings.store import load_model
+    from kgbias_core.readings import membership_sentence
     from kgbias_core.tasks import check_retrains, whatif_task
     from kgbias_core.whatif.edits import make_edit
-    from kgbias_core.whatif.runs import bias_change
+    from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, bias_change, membership_of_record
 
     check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
     analysis = ModelAnalysis(load_model(args.model))
@@ -346,6 +347,10 @@ def _debias(args: argparse.Namespace) -> None:
     print(f"saved {path} ({edit.strategy}, retrained from the base's seed)")
     print(f"B_gr before {change['group_bias_before']:+.4f}  after {change['group_bias_after']:+.4f}  "
           f"change {change['change']:+.4f}")
+    print(f"B_gr after over the original persons {change['group_bias_after_original']:+.4f}  "
+          f"change {change['change_original']:+.4f}")
+    print(membership_sentence(membership_of_record(analysis, edit.describe()), name=str(change["name"])))
+    print(AFTER_GROUPS_CHOICE)
     if predicted is None:
         print("predicted change: none (influence predicts removals only)")
     else:
