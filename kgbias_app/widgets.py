@@ -796,7 +796,9 @@ def accuracy_disparity(model: ModelRef, pending: list) -> None:
     if missing:
         jobs = [tasks.link_prediction_task([m.path]) for m in missing]
         running = [job for job in jobs if jobs_ui.is_running(job)]
-        pending.extend(running)
+        # The page's own link-prediction section may list the same job: one progress row (and Cancel key) each.
+        listed = {job.key for job in pending}
+        pending.extend(job for job in running if job.key not in listed)
         if not running and st.button(texts.ACCURACY_COMPUTE.format(n=len(missing))):
             for m, job in zip(missing, jobs, strict=True):
                 jobs_ui.submit(f"Link prediction of {m.name}", job)

@@ -82,6 +82,12 @@ def test_lab_retrains_a_whatif_into_the_store_and_compares(writable_store: Path)
     settled(app)
     runs = [name for name in list_models(writable_store) if name.startswith("tiny-transe--if-remove-nurse-")]
     assert len(runs) == 1
+    from kgbias_core.jobs import default_registry
+
+    job = default_registry().latest(tasks.whatif_task(base=writable_store / "tiny-transe", edit=make_edit(
+        ModelAnalysis(load_model(writable_store / "tiny-transe")), "nurse", strategy="if", k=5),
+        out=writable_store / runs[0], evaluate=True, overwrite=True).key)
+    assert job is not None and job.name == f"{runs[0]} (if-remove k=5)"  # the job's title gives k (issue 28)
     assert load_model(writable_store / "tiny-transe").edit is None  # the base is untouched
     assert not app.exception
     assert "already in the store" in texts(app.info)
