@@ -113,3 +113,10 @@ def test_a_b_wo_below_its_floor_is_no_lean() -> None:
            "individual_bias_weighted": 0.1, "individual_bias_weighted_low": 0.05,
            "individual_bias_weighted_high": 0.2}
     assert "B_wo shows no clear lean" in texts.agreement(row)
+
+
+def test_the_census_caption_counts_what_its_table_shows() -> None:
+    """Issue 28: "62 paired occupations" above a table of 61; the count is now the table's n."""
+    said = texts.census_table_caption(n_paired=62, n_used=[61, 61, 60])
+    assert "across the 61 paired occupations" in said and "2 of the 62 paired occupations" in said
+    assert texts.census_table_caption(n_paired=5, n_used=[5, 5]) == texts.CENSUS_TABLE.format(n=5)
