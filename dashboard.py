@@ -18,6 +18,8 @@ PAGES = [
     st.Page("app_pages/overview.py", title="Overview", icon=":material/leaderboard:", default=True),
     st.Page("app_pages/occupation_explorer.py", title="Occupation explorer", icon=":material/person_search:"),
     st.Page("app_pages/influential_triples.py", title="Influential triples", icon=":material/hub:"),
+    st.Page("app_pages/person.py", title="Person", icon=":material/person:", url_path="person"),
+    st.Page("app_pages/embedding_space.py", title="Embedding space", icon=":material/scatter_plot:"),
     st.Page("app_pages/attributes.py", title="Attributes (Fisher et al.)", icon=":material/balance:"),
     st.Page("app_pages/model_comparison.py", title="Model comparison", icon=":material/compare:"),
     st.Page("app_pages/debiasing_lab.py", title="Debiasing lab", icon=":material/science:"),

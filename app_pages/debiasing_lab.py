@@ -4,14 +4,14 @@ import streamlit as st
 
 from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
 from kgbias_core import tasks
-from kgbias_core.whatif.runs import noise_spread, random_baseline
+from kgbias_core.whatif.runs import collateral, noise_spread, random_baseline
 
 model = sidebar.page_header("Debiasing lab")
 run_point = None  # the selected run on the curve, when it removed triples of this occupation
 
 with widgets.errors_shown(stop=True):
     analysis = cache.analysis(model)
-    occupation, row, _ = widgets.occupation_section(cache.measures(model))
+    occupation, row, _ = widgets.occupation_section(cache.measures(model), key="lab_occupation")
     noise = tasks.saved_noise_band(model.path)
 
 st.subheader("Edit and predicted change")
@@ -27,7 +27,7 @@ with widgets.errors_shown():
         elif jobs_ui.is_running(whatif):
             st.caption(texts.RUN_RETRAINING.format(name=name))
         elif st.button(texts.RETRAIN_BUTTON, type="primary", help=texts.RETRAIN_HELP):
-            jobs_ui.submit(name, whatif, group="lab")
+            jobs_ui.submit(texts.WHATIF_JOB.format(name=name, strategy=edit.strategy), whatif, group="lab")
             st.session_state["lab_last_run"] = name
 
 jobs_ui.progress_panel(jobs_ui.session_tasks("lab"), heading=texts.JOBS_OF_SESSION)
@@ -68,16 +68,25 @@ with widgets.errors_shown():
             st.warning(texts.WARM_RUN)
         frame = cache.bias_change(model, run)
         target = frame.set_index("occupation").loc[edited["occupation"]]
+        membership = cache.edit_membership(model, edited["occupation"], edited["kind"],
+                                           tuple(edited.get("removed") or ()), int(edited.get("n_added_entities", 0)))
+        (st.warning if membership.changes_groups else st.caption)(
+            texts.membership_sentence(membership, name=target["name"]))
         widgets.run_figures(target, spread=noise_spread(noise, edited["occupation"]),
                             baseline=random_baseline(tasks.saved_curve(model.path, edited["occupation"]),
                                                      k=edited["n_removed"]))
         widgets.report_download(model, edited["occupation"], run=run)
         if edited["occupation"] == occupation and edited["kind"] == "remove":
             run_point = (edited["n_removed"], float(target["group_bias_after"]))
-        widgets.show_chart(charts.bias_change_bars(frame, occupation=edited["occupation"], noise=noise), frame,
-                           caption=texts.BIAS_CHANGE if noise is not None else texts.BIAS_CHANGE_PENDING,
+        minimum = widgets.min_group_size(key="lab_min_group_size")
+        drawn, small = collateral(frame, occupation=edited["occupation"], minimum=minimum)
+        widgets.show_chart(charts.bias_change_bars(drawn, occupation=edited["occupation"], noise=noise), frame,
+                           caption=(texts.BIAS_CHANGE if noise is not None else texts.BIAS_CHANGE_PENDING)
+                           + texts.COLLATERAL_SMALL.format(minimum=minimum, n=len(small)),
                            file_name=widgets.csv_name(run.name, "bias-change"),
                            key="bias_change")
+        widgets.too_few(small, ["name", "n_male", "n_female", "n_male_after", "n_female_after", "change"],
+                        ids=["occupation"], rule=texts.TOO_FEW_OCCUPATIONS.format(minimum=minimum))
         widgets.link_prediction_before_after(model, run)
 
 st.subheader("B_gr against k (Du Fig 4d-f)")

@@ -24,7 +24,9 @@ with widgets.errors_shown():
             st.rerun()
     if tables:
         table = side_by_side(tables)
-        widgets.table(table, list(table.columns), names=texts.FINDING_COLUMNS)
+        # A static table: it wraps each cell, so the verdict at the end of a long finding is read whole (the
+        # scrolling grid cut it off at the column's width).
+        st.table(table.rename(columns=texts.FINDING_COLUMNS).set_index(texts.FINDING_COLUMNS.get("claim", "claim")))
         widgets.download(table, widgets.csv_name(model.name, "findings"), key="findings:csv")
 
 st.subheader("Claims 4 and 5: retrains")

@@ -33,6 +33,9 @@ with widgets.errors_shown():
         widgets.show_chart(charts.link_prediction_chart(table), table, caption=texts.LINK_PREDICTION,
                            file_name=widgets.csv_name(model.dataset, "link-prediction"), key="link_prediction")
 
+    st.subheader("Accuracy against disparity")
+    widgets.accuracy_disparity(model, pending)
+
     st.header("Which relations carry bias? (Keidar et al.)")
     params = widgets.audit_controls(n_triples)
     audits = jobs_ui.stored_per_model(chosen, title="Relation audit of {name}", pending=pending,

@@ -31,11 +31,13 @@ with widgets.errors_shown():
             widgets.show_chart(cache.persons_figure(model, (occupation,), "scatter", every_point), persons,
                                caption=caption, key="individual_scatter",
                                file_name=widgets.csv_name(model.name, occupation, "bin-vs-fisher"))
+            widgets.open_a_person(persons, key="scatter_person")
     if persons_tab.open:
         with persons_tab:
-            persons = cache.persons(model, occupation)
+            ranked = widgets.by_magnitude(cache.persons(model, occupation), "individual_bias")
+            persons = widgets.with_person_links(ranked)
             widgets.table(persons, ["name", "gender", "degree", "individual_bias", "fisher_individual",
-                                    "individual_bias_centred"], ids=["person"])
+                                    "individual_bias_centred", widgets.PERSON_LINK], ids=["person"])
             st.caption(texts.PERSONS_TABLE)
             widgets.download(persons, widgets.csv_name(model.name, occupation, "persons-table"), key="persons:csv",
                              label="Download the table (CSV)")

@@ -33,6 +33,9 @@ with widgets.errors_shown():
         file_name=widgets.csv_name(model.name, "group-bias"), key="group_bias_bars",
     )
 
+    st.subheader("A report of several occupations")
+    widgets.several_report_download(model, ranked, measures)
+
     st.subheader("Every measure per ranked occupation")
     widgets.table(ranked, RANKED_COLUMNS, ids=["occupation"])
     widgets.too_few(small, ["name", "n_male", "n_female", "note"], ids=["occupation"],

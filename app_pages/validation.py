@@ -66,7 +66,7 @@ else:
             st.warning(texts.CENSUS_TOO_FEW.format(n=int(correlations["n"].max()), year=year))
         else:
             widgets.census_table(correlations)
-            st.caption(texts.CENSUS_TABLE.format(n=len(joined)))
+            st.caption(texts.census_table_caption(n_paired=len(joined), n_used=correlations["n"]))
             measure = links.selectbox("Measure", CENSUS_MEASURES, key="val_measure", format_func=texts.measure_name,
                                       what="measure")
             widgets.show_chart(charts.census_scatter(joined, measure=measure),

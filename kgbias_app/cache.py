@@ -22,6 +22,8 @@ import streamlit as st
 import torch
 
 from kgbias_app import charts
+from kgbias_core import embedding_space as space
+from kgbias_core import persons as person_views
 from kgbias_core import report as reports
 from kgbias_core import tables, tasks
 from kgbias_core.analysis import ModelAnalysis
@@ -33,8 +35,8 @@ from kgbias_core.influence.negatives import RedrawStability
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
+from kgbias_core.whatif.runs import EditMembership, made_from, membership_of_record
 from kgbias_core.whatif.runs import bias_change as run_bias_change
-from kgbias_core.whatif.runs import made_from
 
 
 @dataclass(frozen=True)
@@ -246,3 +248,53 @@ def findings_by_model(model: ModelRef, *, census: Path) -> dict[str, pd.DataFram
             if frame is not None:
                 found[path.name] = frame
     return found
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def edit_membership(model: ModelRef, occupation: str, kind: str, removed: tuple[int, ...],
+                    n_added_entities: int) -> EditMembership:
+    """Who an edit (or a run's edit record) removes or re-labels in ``occupation``'s groups (issue 28)."""
+    return membership_of_record(analysis(model), {"occupation": occupation, "kind": kind, "removed": list(removed),
+                                                  "n_added_entities": n_added_entities})
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def search_persons(model: ModelRef, query: str) -> pd.DataFrame:
+    return person_views.search_persons(analysis(model), query)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def person(model: ModelRef, label: str) -> person_views.Person:
+    return person_views.person(analysis(model), label)
+
+
+@st.cache_data(max_entries=64, show_spinner="Computing the influence of the person's triples…")
+def person_triples(model: ModelRef, entity: int, occupation: str | None) -> pd.DataFrame:
+    return person_views.person_triples(analysis(model), entity, occupation)
+
+
+@st.cache_data(max_entries=8, show_spinner="Projecting the embeddings on the gender direction…")
+def embedding_space(model: ModelRef) -> tuple[pd.DataFrame, float]:
+    """Persons and occupations on the gender axis and the residual's first component, and its explained share."""
+    frame, axes = space.embedding_space(analysis(model))
+    return frame, axes.explained
+
+
+def graph_models(dataset: str) -> list[ModelRef]:
+    """Every stored model of ``dataset``: base models and their what-if runs, by name."""
+    return sorted((m for m in catalog().values() if m.dataset == dataset), key=lambda m: m.name)
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading every model's accuracy and disparity…")
+def accuracy_disparity(models: tuple[ModelRef, ...], minimum: int, computed: tuple[str, ...]) -> pd.DataFrame:
+    """``computed``: the models whose link prediction is stored (a key: a prediction finished since is read)."""
+    from kgbias_core.accuracy_disparity import accuracy_disparity_table
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    return accuracy_disparity_table({m.name: analysis(m) for m in models},
+                                    {m.name: load_link_prediction(m.path) for m in models}, minimum=minimum)
+
+
+def occupations_report(model: ModelRef, occupations: tuple[str, ...]) -> str:
+    """The HTML report of several occupations; built on the click, not memoised (it carries its date)."""
+    return reports.occupations_report(analysis(model), occupations, measures=measures(model))

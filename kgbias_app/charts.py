@@ -214,10 +214,14 @@ def subpopulation_bars(table: pd.DataFrame, *, attribute: str) -> go.Figure:
 
 # --- influential triples ------------------------------------------------------------------------
 def influence_degree_scatter(table: pd.DataFrame) -> go.Figure:
-    """Influence of each triple against the degree of its person, coloured by gender (Du Fig 1)."""
+    """Influence of each triple against the degree of its person, coloured by gender (Du Fig 1).
+
+    The person's degree, never the occupation node's (``tables.triples_frame``); triples without a person
+    have no degree and are not drawn."""
+    table = table[table["person_degree"].notna()].astype({"person_degree": float})
     fig = px.scatter(
         table, x="person_degree", y="influence", color="person_gender", log_x=True,
-        hover_name="head_name", hover_data={"relation": True, "tail_name": True},
+        hover_name="person_name", hover_data={"in words": "in words" in table, "relation": True},
         color_discrete_map=GENDER_COLORS, render_mode="webgl",
         labels={
             "person_degree": "degree of the triple's person (training triples it is in; log scale)",
@@ -330,9 +334,36 @@ def bias_change_bars(frame: pd.DataFrame, *, occupation: str, noise: pd.DataFram
         hovertemplate="%{y}: change %{x:+.3f}<extra></extra>",
         xaxis_title=f"change of B_gr after − before ({SIGN})", yaxis_title="occupation",
     )
+    # The axis scales to the target (its change and its noise band), so that no other bar squashes it;
+    # bars beyond are cut at the edge and counted in the title.
+    limit = collateral_axis_limit(data, occupation=occupation, noise=noise)
+    if limit is not None:
+        fig.update_xaxes(range=[-limit, limit])
+        beyond = int((data["change"].abs() > limit).sum())
+        if beyond:
+            note = f"{beyond} bar(s) reach beyond the axis (see the table)"
+            title = note if title is None else f"{title}; {note}"
     if title is not None:
         fig.update_layout(title={"text": title, "font": {"size": 13}})
     return fig
+
+
+#: The collateral chart's axis reaches this many times the target's change (or its noise band, if wider).
+COLLATERAL_AXIS_FACTOR = 2.0
+
+
+def collateral_axis_limit(data: pd.DataFrame, *, occupation: str, noise: pd.DataFrame | None) -> float | None:
+    """Half the width of the collateral chart's x axis: twice the larger of the target's |change| and its
+    noise band's spread; None (Plotly's own range) without a target row."""
+    target = data.loc[data["occupation"] == occupation, "change"]
+    if target.empty or not np.isfinite(target.iloc[0]):
+        return None
+    spread = 0.0
+    if noise is not None:
+        hit = noise.loc[noise["occupation"] == occupation, "spread"]
+        spread = float(hit.iloc[0]) if len(hit) and np.isfinite(hit.iloc[0]) else 0.0
+    scale = max(abs(float(target.iloc[0])), spread)
+    return COLLATERAL_AXIS_FACTOR * scale if scale > 0 else None
 
 
 def removal_curve(curve: pd.DataFrame, *, spread: float | None, run: tuple[int, float] | None = None) -> go.Figure:
@@ -393,4 +424,46 @@ def census_scatter(joined: pd.DataFrame, *, measure: str) -> go.Figure:
     fig.update_traces(textposition="top center")
     fig.add_hline(y=0, line_color="grey", line_width=1)
     fig.add_vline(x=0, line_color="grey", line_width=1)
+    return fig
+
+
+# --- the embedding space (issue 28) --------------------------------------------------------------
+#: Colours of the embedding space's points: persons by gender, occupations apart.
+SPACE_COLORS = {"male": "#2c7bb6", "female": "#d7191c", "other": "#7b3294", "unknown": "#a6a6a6",
+                "occupation": "#1a1a1a"}
+
+
+def embedding_space_scatter(points: pd.DataFrame, *, explained: float) -> tuple[go.Figure, list[pd.Index]]:
+    """Persons and occupations on the gender axis and the residual's first component (WebGL, every point given).
+
+    -> (the figure, per trace the index of ``points`` its points come from: a selection's (curve, point) maps back).
+    """
+    fig = go.Figure()
+    rows: list[pd.Index] = []
+    for kind, color in SPACE_COLORS.items():
+        part = points[points["kind"] == kind]
+        if part.empty:
+            continue
+        occupation = kind == "occupation"
+        fig.add_trace(go.Scattergl(
+            x=part["gender_axis"], y=part["second_axis"], mode="markers", name=kind, text=part["name"],
+            marker={"color": color, "size": 9 if occupation else 5, "symbol": "diamond" if occupation else "circle",
+                    "opacity": 0.9 if occupation else 0.6},
+            hovertemplate="%{text}<br>gender axis %{x:.3f}<br>second axis %{y:.3f}<extra>" + kind + "</extra>"))
+        rows.append(part.index)
+    fig.update_layout(
+        xaxis_title="gender direction: mean man − mean woman, normalised (> 0 = towards the men)",
+        yaxis_title=f"first principal component of the rest ({explained:.0%} of its variance)",
+        legend_title="persons by gender; occupations", dragmode="select", height=600, margin=_MARGIN)
+    return fig, rows
+
+
+def accuracy_disparity_scatter(table: pd.DataFrame) -> go.Figure:
+    """Link-prediction MRR against mean |B_gr|, one point per model (base models and what-if runs apart)."""
+    data = table[table["mrr"].notna() & table["mean_abs_group_bias"].notna()]
+    fig = px.scatter(data, x="mean_abs_group_bias", y="mrr", color="kind", symbol="kind", hover_name="model",
+                     hover_data={"edit": True, "occupation_mrr": ":.3f", "n_occupations": True},
+                     labels={"mean_abs_group_bias": "mean |B_gr| over the ranked occupations (disparity; 0 = none)",
+                             "mrr": "link-prediction MRR, all test queries (filtered; accuracy)", "kind": "model"})
+    fig.update_traces(marker={"size": 11})
     return fig

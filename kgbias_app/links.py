@@ -19,6 +19,7 @@ an option's displayed title.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -73,12 +74,21 @@ def _linked(key: str, *, what: str, decode: Callable[[list[str]], Any], encode: 
 
 
 def _choice(options: Sequence[Any], format_func: Callable[[Any], str]) -> Callable[[str], Any]:
+    """The option a URL value names: its ``str`` (a label), its displayed title, "title (label)", or the
+    title's name part in any case ("actor" for "Actor (/m/02hrh1q)") where exactly one option has it."""
     by_text = {format_func(o): o for o in options} | {str(o): o for o in options}
+    by_text |= {f"{format_func(o)} ({o})": o for o in options}
+    plain: dict[str, list[Any]] = {}
+    for o in options:
+        plain.setdefault(re.sub(r" \([^()]*\)$", "", format_func(o)).strip().casefold(), []).append(o)
 
     def one(text: str) -> Any:
-        if text not in by_text:
-            raise ValueError(text)
-        return by_text[text]
+        if text in by_text:
+            return by_text[text]
+        named = plain.get(text.strip().casefold(), [])
+        if len(named) == 1:  # a name shared by two options stays refused: never one of them at random
+            return named[0]
+        raise ValueError(text)
     return one
 
 
@@ -133,6 +143,12 @@ def number(widget: Callable[..., Any], label: str, low: float, high: float, defa
     return _linked(key, what=what, decode=decode, encode=lambda v: [str(v)],
                    make=lambda seeded: widget(label, low, high, key=key,
                                               **_without({"value": default, **kwargs}, seeded, "value")))
+
+
+def text_input(label: str, *, key: str, what: str, **kwargs: Any) -> str:
+    """``st.text_input`` kept in the URL under ``key`` (any text is valid: the page says what it finds)."""
+    return _linked(key, what=what, decode=lambda raw: raw[-1], encode=lambda v: [v] if v else [],
+                   make=lambda seeded: st.text_input(label, key=key, **_without(kwargs, seeded, "value")))
 
 
 def toggle(label: str, *, key: str, what: str, **kwargs: Any) -> bool:

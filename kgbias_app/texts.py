@@ -7,6 +7,8 @@ reads the same way everywhere: positive = male-leaning (METHODS.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
 from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.*)
@@ -23,6 +25,7 @@ from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.
     agreement,
     fmt,
     is_defined,
+    membership_sentence,
     noise_sentence,
     number,
     sentence,
@@ -46,7 +49,7 @@ COLUMNS: dict[str, str] = {
     "individual_bias_centred": "B_in − graph mean", "fisher_individual_centred": "B'_in − graph mean",
     # triples (tables.triples_frame, influence_table)
     "in words": "triple in words", "influence": "δ_z B_gr", "person_gender": "person's gender",
-    "person_degree": "person's degree", "relation": "relation", "triple": "triple id",
+    "person_degree": "person's degree", "relation": "relation", "triple": "triple id", "person_name": "person",
     # Fisher's professions (tables.fisher_table)
     "profession": "id", "label": "id", "bias": "b_p",
     # link prediction, the relation audit and the prediction fairness (model comparison)
@@ -175,7 +178,8 @@ PERSONS_TABLE = (
     "B_in and B'_in per person (> 0 = male-leaning; Du et al.'s definitions); degree: the person's training "
     "triples. Every person of a graph shares one offset, the occupation relation's component along the gender "
     "direction, so often all lean the same way: \"B_in − graph mean\" says who leans more than the graph's "
-    "typical person. Click a header to sort."
+    "typical person. Sorted by |B_in|, the persons who lean most (either way) first; click a header to sort "
+    "otherwise, \"open\" for the person view."
 )
 REPORT_HELP = (
     "One HTML file that opens offline: the graph, the model's config and data hash, the measures with their "
@@ -250,7 +254,8 @@ DIRECTIONS = {
 }
 INFLUENCE_DEGREE = (
     "The {n:,} triples with the largest |δ_z B_gr| (all with non-zero influence, at most {top:,}), against the "
-    "degree of the person in them. Du et al. find the most influential triples at persons of low degree: "
+    "degree of the person in them (the entity with a gender or occupation fact, never the occupation node; "
+    "triples without a person are left out). Du et al. find the most influential triples at persons of low degree: "
     "their embeddings rest on few triples."
 )
 OCCUPATION_SHARE = (
@@ -405,6 +410,14 @@ WARM_RUN = (
     "FB15k-237 it moved the edited occupation's B_gr by about a fifth of what a retrain from the seed does, "
     "several noise bands off, and its collateral changes were drift. Retrain the edit to compare."
 )
+#: After the collateral chart's caption: the occupations it leaves out for their size (listed apart).
+COLLATERAL_SMALL = (
+    " Drawn: the edited occupation and those with at least {minimum} men and {minimum} women before and after "
+    "(as on the Overview); {n} smaller one(s) move by noise alone and are listed apart. The axis scales to the "
+    "edited occupation's change."
+)
+#: A what-if's job title: the run's name and its edit in full (the name's hash does not tell k).
+WHATIF_JOB = "{name} ({strategy})"
 BIAS_CHANGE = (
     "Change of B_gr of every occupation (the edited one in orange); error bars: half the noise band's "
     "spread. Purple: another occupation that moved by more than the band's spread (an effect of the edit, "
@@ -476,6 +489,21 @@ CENSUS_TABLE = (
     "Pearson r and p of each measure against log(p/(1−p)), p = census share of men, across the {n} paired "
     "occupations. Du et al. (FB5M, 2018 census): B_gr r = 0.668."
 )
+CENSUS_TABLE_LEFT_OUT = (
+    " {left_out} of the {n_paired} paired occupations are left out of some measure (undefined there, e.g. one "
+    "gender only); the table's n says how many each measure uses."
+)
+
+
+def census_table_caption(*, n_paired: int, n_used: Sequence[int]) -> str:
+    """:data:`CENSUS_TABLE` with the count the table shows (the most any measure uses), and how many paired
+    occupations some measure leaves out, so that the sentence and the table's n never disagree."""
+    most = int(max(n_used)) if len(n_used) else 0
+    text = CENSUS_TABLE.format(n=most)
+    return text + (CENSUS_TABLE_LEFT_OUT.format(left_out=n_paired - int(min(n_used)), n_paired=n_paired)
+                   if len(n_used) and int(min(n_used)) < n_paired else "")
+
+
 CENSUS_SCATTER = (
     "One point per paired occupation: a measure that tracks the census rises to the right. Hover a point for "
     "its name; only the occupations farthest from the trend are named on the chart."
@@ -507,3 +535,49 @@ LINK_HELP = "Copy it (the button at its right): it opens this page with the same
 #: The occupation explorer's sections, one tab each (only the open one is drawn).
 EXPLORER_TABS = ["B_in per person, by gender", "B_in against B'_in (Du Fig 3)", "Persons",
                  "Compare occupations (Du Fig 2)", INTERSECTIONS]
+
+
+# --- the person view (issue 28) ------------------------------------------------------------------
+PERSON_LINK_TEXT = "open"
+PERSON_SEARCH = "Search a person by name or id"
+PERSON_SEARCH_HELP = "Part of a name finds every person whose name contains it; a link may give ?person=<id or name>."
+PERSON_NONE_FOUND = "No person's name or id contains “{query}”."
+PERSON_PICK = "Persons found ({n}{more})"
+PERSON_SUMMARY = "{gender}, {degree:,} training triples; {n} occupation(s) in the training graph."
+PERSON_OCCUPATIONS = (
+    "Per occupation: Du's B_in (the change of the TransE score ψ(s, r_p, o) that influence predicts when the "
+    "person's gender fact flips, Corollary 4) and Fisher's B'_in (METHODS §5), both > 0 = male-leaning. ψ: the "
+    "score now (lower = more plausible); ψ, gender flipped: ψ + B_in for a man made a woman, ψ − B_in for a woman "
+    "made a man (an influence prediction, not a retrain). A person without a binary gender has no B_in."
+)
+PERSON_TRIPLES = (
+    "The person's training triples in words, each with δ_z B_gr: how removing it would move {name}'s B_gr "
+    "(> 0: removing it makes the occupation more male-leaning), largest first."
+)
+PERSON_NO_OCCUPATION = "This person holds no occupation in the training graph: no B_in, and no influence to show."
+OPEN_A_PERSON = "Open a person of this chart in the person view (largest |B_in| first)"
+
+# --- the embedding space (issue 28) --------------------------------------------------------------
+SPACE_CAPTION = (
+    "{n:,} points: {persons:,} persons (an entity with a gender or occupation fact) coloured by gender, and "
+    "{occupations:,} occupations (diamonds). x: each embedding's projection on the learned gender direction, the "
+    "mean man minus the mean woman, normalised (> 0 = towards the men). y: the first principal component of what "
+    "is left after removing that direction. Hover a point for its name; drag a box (or pick the lasso) to select."
+)
+SPACE_ALL = " Every point is drawn (WebGL)."
+SPACE_SAMPLED = " A seeded sample of {n:,} of the {total:,} points is drawn (WebGL); every occupation is among them."
+SPACE_DOWNLOAD_ALL = "Download the {n:,} shown points (CSV)"
+SPACE_DOWNLOAD_SELECTED = "Download the {n:,} selected points (CSV)"
+SPACE_SELECT_HINT = "Select points with a box or a lasso to download them alone."
+
+# --- accuracy against disparity (issue 28) -------------------------------------------------------
+ACCURACY_DISPARITY = (
+    "One point per model of this graph: base models and every what-if (debiasing) run. x: mean |B_gr| over the "
+    "occupations with at least {minimum} men and {minimum} women (Du's measure, TransE only); y: filtered MRR of "
+    "tail prediction on the test split. Left is fairer, up is more accurate: a debiasing edit that costs accuracy "
+    "moves left and down. {missing}"
+)
+ACCURACY_MISSING = "{n} model(s) have no link prediction yet and are not drawn: {names}."
+ACCURACY_COMPUTE = "Compute the missing link predictions ({n} model(s))"
+SEVERAL_REPORT_PICK = "Occupations for one report"
+SEVERAL_REPORT_BUTTON = "Download a report of {n} occupation(s) (HTML)"

@@ -49,6 +49,7 @@ from kgbias_core.tables import (
     triples_in_words,
 )
 from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
+from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE
 
 
 @contextmanager
@@ -75,21 +76,42 @@ def styled(frame: pd.DataFrame, digits: int = 3) -> Any:
 def table(frame: pd.DataFrame, columns: Sequence[str], *, ids: Sequence[str] = (),
           names: Mapping[str, str] | None = None, digits: int = 3, **kwargs: Any) -> Any:
     """A table as the analyst reads it: ``columns`` under their display names (``names``, else
-    :data:`texts.COLUMNS`), the ``ids`` in the last columns, numbers by :func:`styled`.
+    :data:`texts.COLUMNS`), the ``ids`` in the last columns, numbers by :func:`styled`. A column named
+    :data:`PERSON_LINK` (:func:`with_person_links`) shows as a link to the person view.
 
     ``kwargs`` go to ``st.dataframe`` (a selection, a key); -> what it returns.
     """
     shown = frame[[*[c for c in columns if c not in ids], *ids]]
     shown = shown.rename(columns={c: (names or {}).get(c, texts.COLUMNS.get(c, c)) for c in shown.columns})
+    linked = {c: st.column_config.LinkColumn(c, display_text=texts.PERSON_LINK_TEXT) for c in shown.columns
+              if c == PERSON_LINK}
     if shown.isna().to_numpy().any():  # the grid would write "None": the Styler writes "undefined"
-        return st.dataframe(styled(shown, digits), hide_index=True, **kwargs)
+        return st.dataframe(styled(shown, digits), hide_index=True, column_config=linked, **kwargs)
     # Without missing values the grid formats the numbers itself: a Styler renders every cell on the
     # server (~120 ms for the 1,874 persons of Actor). A value that rounds to zero is stored as 0.0,
     # so that "%.3f" never prints "-0.000".
     floats = [c for c in shown.columns if shown[c].dtype.kind == "f"]
     shown = shown.assign(**{c: shown[c].where(shown[c].round(digits) != 0, 0.0) for c in floats})
-    config = {c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in floats}
+    config = {c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in floats} | linked
     return st.dataframe(shown, hide_index=True, column_config=config, **kwargs)
+
+
+#: The column of a table that links each row's person to the person view (``?person=<label>``).
+PERSON_LINK = "person view"
+#: The person view's URL path (``dashboard.py``).
+PERSON_PAGE = "person"
+
+
+def person_url(label: str) -> str:
+    """The person view of ``label``, relative to the app's root (a link in a table opens it)."""
+    from urllib.parse import quote
+
+    return f"{PERSON_PAGE}?person={quote(label, safe='')}"
+
+
+def with_person_links(frame: pd.DataFrame, *, column: str = "person") -> pd.DataFrame:
+    """``frame`` with a :data:`PERSON_LINK` column: the person view of each row's ``column`` ("" where none)."""
+    return frame.assign(**{PERSON_LINK: [person_url(p) if p else None for p in frame[column]]})
 
 
 def too_few(small: pd.DataFrame, columns: Sequence[str], *, rule: str, ids: Sequence[str] = (),
@@ -141,10 +163,13 @@ def report_download(model: ModelRef, occupation: str, *, run: ModelRef | None = 
 
 # --- occupations --------------------------------------------------------------------------------
 def occupation_titles(measures: pd.DataFrame) -> dict[str, str]:
-    """Occupation label -> "Name (label)" ("Name" where it is its label), ordered by name."""
+    """Occupation label -> its name, "Name (label)" only where two occupations share the name; ordered by name.
+
+    Links still accept the "Name (label)" form (:func:`kgbias_app.links.selectbox`)."""
     ordered = measures.sort_values("name", key=lambda s: s.str.lower())
-    return {label: name if name == label else f"{name} ({label})"
-            for label, name in zip(ordered["occupation"], ordered["name"], strict=True)}
+    shared = ordered["name"].str.casefold().duplicated(keep=False)
+    return {label: f"{name} ({label})" if twice and name != label else name
+            for label, name, twice in zip(ordered["occupation"], ordered["name"], shared, strict=True)}
 
 
 def _largest(measures: pd.DataFrame, n: int) -> list[str]:
@@ -169,6 +194,11 @@ def occupations_to_compare(measures: pd.DataFrame, *, current: str, key: str = "
     """2-6 occupations; by default the current one and the largest ones (four in all)."""
     titles = occupation_titles(measures)
     default = list(dict.fromkeys([current, *_largest(measures, 4)]))[:4]
+    # A switch of the page's occupation starts the comparison anew from it (else it kept comparing the old ones).
+    follows = f"{key}:current"
+    if st.session_state.get(follows, current) != current:
+        st.session_state.pop(key, None)
+    st.session_state[follows] = current
     return links.multiselect("Occupations to compare (2 to 6)", list(titles), default=default, what="occupation",
                              format_func=titles.__getitem__, max_selections=6, key=key)
 
@@ -188,12 +218,14 @@ def compare_occupations(model: ModelRef, measures: pd.DataFrame, *, current: str
                key="compare_distributions")
 
 
-def occupation_section(measures: pd.DataFrame, *, header: bool = True) -> tuple[str, pd.Series, bool]:
+def occupation_section(measures: pd.DataFrame, *, header: bool = True,
+                       key: str = "occupation") -> tuple[str, pd.Series, bool]:
     """The top of an occupation page: picker, heading, the note on a small or one-gender group.
 
+    ``key``: the picker's session key; pages that share one follow each other's occupation (the lab has its own).
     -> (occupation label, its row of measures, whether B_gr is defined: both genders present).
     """
-    occupation = occupation_picker(measures)
+    occupation = occupation_picker(measures, key=key)
     row = measures.set_index("occupation").loc[occupation].rename(occupation)
     if header:
         st.header(row["name"])
@@ -285,7 +317,7 @@ def subpopulations(found: Intersections, *, file_name: str) -> None:
 BASKET_KEY = "removal_basket"
 #: Default number of triples listed per direction.
 TOP_TRIPLES = 20
-GENDERS = ["male", "female", "other", "unknown"]
+GENDERS = ["male", "female", "other", "unknown", "none"]
 
 
 def triple_filters(frame: pd.DataFrame) -> pd.DataFrame:
@@ -298,7 +330,7 @@ def triple_filters(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 #: The columns of a triples table, in reading order; the relation's label and the triple's index are ids.
-TRIPLE_COLUMNS = ["in words", "person_gender", "person_degree"]
+TRIPLE_COLUMNS = ["in words", "person_name", "person_gender", "person_degree", PERSON_LINK]
 TRIPLE_IDS = ["relation", "triple"]
 TRIPLE_NAMES = {"relation": "relation id"}
 
@@ -308,8 +340,9 @@ def selected_triples(extremes: pd.DataFrame) -> list[int]:
     selected: list[int] = []
     for direction, title in texts.DIRECTIONS.items():
         st.subheader(title)
-        part = extremes[extremes["direction"] == direction]
-        event = table(part, ["in words", "influence", "person_gender", "person_degree"], ids=TRIPLE_IDS,
+        part = with_person_links(extremes[extremes["direction"] == direction])
+        event = table(part, ["in words", "influence", "person_name", "person_gender", "person_degree", PERSON_LINK],
+                      ids=TRIPLE_IDS,
                       names=TRIPLE_NAMES, digits=4, on_select="rerun", selection_mode="multi-row",
                       key=f"triples:{direction}")
         selected += part["triple"].iloc[event.selection.rows].tolist()
@@ -346,7 +379,7 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     if not chosen:
         st.info(texts.EMPTY_BASKET_HERE)
         return
-    frame = triples_in_words(cache.triples_frame(model, tuple(chosen)))
+    frame = with_person_links(triples_in_words(cache.triples_frame(model, tuple(chosen))))
     table(frame, TRIPLE_COLUMNS, ids=TRIPLE_IDS, names=TRIPLE_NAMES)
     change = cache.predicted_removal(model, occupation, chosen)
     st.metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
@@ -465,17 +498,19 @@ class EditChoice:
 
 
 def edit_choice() -> EditChoice:
+    # persist_state: coming back from another page finds the edit as it was left (Streamlit would reset it).
     strategy = links.radio("Edit", list(texts.STRATEGIES), format_func=texts.STRATEGIES.__getitem__, key="lab_strategy",
-                           what="edit")
+                           what="edit", persist_state="session")
     left, right = st.columns(2)
     k, c, cap = 0, LAB_C, MAX_DUMMIES
     if strategy == "add":
         c = links.number(left.slider, "c: dummies per missing person, c·(|M| − |F|)", 0.0, 2.0, LAB_C, step=0.1,
-                         key="lab_c", what="c", kind=float)
+                         key="lab_c", what="c", kind=float, persist_state="session")
         cap = int(links.number(right.number_input, "At most this many dummies", 1, 1_000_000, MAX_DUMMIES,
-                               key="lab_cap", what="cap"))
+                               key="lab_cap", what="cap", persist_state="session"))
     elif strategy != "basket":
-        k = int(links.number(left.number_input, "k: triples to remove", 1, 10**9, LAB_K, key="lab_k", what="k"))
+        k = int(links.number(left.number_input, "k: triples to remove", 1, 10**9, LAB_K, key="lab_k", what="k",
+                             persist_state="session"))
     return EditChoice(strategy=strategy, k=k, c=c, cap=cap)
 
 
@@ -501,10 +536,14 @@ def build_edit(analysis: ModelAnalysis, choice: EditChoice, *, occupation: str) 
 
 def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
     """B_gr now, the edit's predicted change and B_gr after (removals only: influence predicts no Add)."""
+    membership = cache.edit_membership(model, edit.occupation, edit.kind, tuple(edit.removed),
+                                       len(edit.added_entities))
     if edit.kind == "add":
         st.info(texts.ADD_NOT_PREDICTED)
         st.caption(texts.ADD_EDIT.format(strategy=edit.strategy, n=len(edit.added_triples)))
+        st.caption(texts.membership_sentence(membership, name=row["name"]))
         return
+    (st.warning if membership.changes_groups else st.caption)(texts.membership_sentence(membership, name=row["name"]))
     before = row["group_bias"]
     change = cache.predicted_removal(model, edit.occupation, edit.removed)
     columns = st.columns(3)
@@ -519,10 +558,13 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
 def run_figures(target: pd.Series, *, spread: float | None, baseline: tuple[int, float] | None) -> None:
     """The edited occupation's B_gr before and after a what-if (a row of ``bias_change``), read against
     the noise band's ``spread`` and the Random-REMOVE ``baseline`` (``random_baseline``)."""
-    columns = st.columns(3)
+    columns = st.columns(4)
     columns[0].metric(f"B_gr of {target['name']} before", texts.fmt(target["group_bias_before"]), help=texts.SIGN)
-    columns[1].metric("after", texts.fmt(target["group_bias_after"]))
+    columns[1].metric("after", texts.fmt(target["group_bias_after"]), help=AFTER_GROUPS_CHOICE)
     columns[2].metric("change", texts.fmt(target["change"]))
+    columns[3].metric("after, original persons", texts.fmt(target["group_bias_after_original"]),
+                      delta=texts.fmt(target["change_original"]), delta_color="off", help=AFTER_GROUPS_CHOICE)
+    st.caption(AFTER_GROUPS_CHOICE)
     st.caption(texts.noise_sentence(target["change"], spread))
     if baseline is not None:
         st.caption(texts.random_baseline_sentence(*baseline))
@@ -721,3 +763,56 @@ def calibration_section(model: ModelRef) -> None:
     elif st.button(texts.CALIBRATE_BUTTON if calibration is None else texts.RECALIBRATE_BUTTON, key="calibrate"):
         jobs_ui.submit(f"{model.name}: calibration", task, group="validation")
         st.rerun()
+
+
+def by_magnitude(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``frame`` sorted by |``column``|, largest first (the persons who lean most, either way, on top)."""
+    return frame.sort_values(column, key=lambda values: -values.abs(), kind="stable").reset_index(drop=True)
+
+
+def open_a_person(persons: pd.DataFrame, *, key: str) -> None:
+    """Below a chart of persons: pick one of them (largest |B_in| first) and open the person view."""
+    ordered = by_magnitude(persons, "individual_bias")
+    titles = dict(zip(ordered["person"], ordered["name"], strict=True))
+    left, right = st.columns([3, 1])
+    chosen = left.selectbox(texts.OPEN_A_PERSON, list(titles), format_func=titles.__getitem__, key=key)
+    if chosen is not None:
+        right.link_button(texts.PERSON_LINK_TEXT, person_url(chosen))
+
+
+def accuracy_disparity(model: ModelRef, pending: list) -> None:
+    """MRR against mean |B_gr| for every model of the graph (base and what-if runs); a button computes the
+    missing link predictions as jobs."""
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    everyone = cache.graph_models(model.dataset)
+    minimum = MIN_GROUP_SIZE
+    missing = [m for m in everyone if load_link_prediction(m.path) is None]
+    frame = cache.accuracy_disparity(tuple(everyone), minimum, tuple(m.name for m in everyone if m not in missing))
+    note = texts.ACCURACY_MISSING.format(n=len(missing), names=", ".join(m.name for m in missing)) if missing else ""
+    show_chart(charts.accuracy_disparity_scatter(frame), frame, key="accuracy_disparity",
+               caption=texts.ACCURACY_DISPARITY.format(minimum=minimum, missing=note),
+               file_name=csv_name(model.dataset, "accuracy-disparity"))
+    if missing:
+        jobs = [tasks.link_prediction_task([m.path]) for m in missing]
+        running = [job for job in jobs if jobs_ui.is_running(job)]
+        # The page's own link-prediction section may list the same job: one progress row (and Cancel key) each.
+        listed = {job.key for job in pending}
+        pending.extend(job for job in running if job.key not in listed)
+        if not running and st.button(texts.ACCURACY_COMPUTE.format(n=len(missing))):
+            for m, job in zip(missing, jobs, strict=True):
+                jobs_ui.submit(f"Link prediction of {m.name}", job)
+            st.rerun()
+
+
+def several_report_download(model: ModelRef, ranked: pd.DataFrame, measures: pd.DataFrame) -> None:
+    """Pick occupations (by default the 3 most male- and 3 most female-leaning ranked ones) and download one HTML
+    report of them: a summary table first, then a section each."""
+    titles = occupation_titles(measures)
+    default = list(dict.fromkeys([*ranked["occupation"].head(3), *ranked["occupation"].tail(3)]))
+    chosen = links.multiselect(texts.SEVERAL_REPORT_PICK, list(titles), default=default, key="report_occupations",
+                               what="occupation", format_func=titles.__getitem__)
+    st.download_button(texts.SEVERAL_REPORT_BUTTON.format(n=len(chosen)), partial(cache.occupations_report, model,
+                                                                                   tuple(chosen)),
+                       file_name=csv_name(model.name, f"{len(chosen)}-occupations", "report", suffix=".html"),
+                       mime="text/html", key="several_report", disabled=not chosen, help=texts.REPORT_HELP)

@@ -90,6 +90,7 @@ _API: dict[str, str] = {
     "retrain": "whatif.edits",
     "bias_change": "whatif.runs",
     "noise_band": "whatif.runs",
+    "edit_membership": "whatif.runs",
     # per-model analysis and its readable tables
     "ModelAnalysis": "analysis",
     "measures_table": "tables",
@@ -98,6 +99,14 @@ _API: dict[str, str] = {
     "influence_table": "tables",
     "fisher_table": "tables",
     "intersection_table": "tables",
+    # one person, the embedding space, accuracy against disparity, reports
+    "search_persons": "persons",
+    "person": "persons",
+    "person_triples": "persons",
+    "gender_axes": "embedding_space",
+    "accuracy_disparity_table": "accuracy_disparity",
+    "occupation_report": "report",
+    "occupations_report": "report",
     # errors and jobs
     "KGBiasError": "errors",
     "Progress": "jobs",

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import torch
 
-from kgbias_core.data.graph import Gender
+from kgbias_core.data.graph import Gender, person_mask
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.influence.closed_form import (
@@ -38,7 +38,7 @@ from kgbias_core.measures.fisher import fisher_person_changes
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
 from kgbias_core.measures.individual_bias import fisher_individual_bias, gradient_projection, individual_bias
-from kgbias_core.types import FloatTensor, LongTensor
+from kgbias_core.types import BoolTensor, FloatTensor, LongTensor
 
 T = TypeVar("T")
 
@@ -90,6 +90,13 @@ class ModelAnalysis:
     def groups(self) -> OccupationGroups:
         """M_o and F_o of every occupation, the gender code of every entity, label -> index (METHODS §1)."""
         return self._memo.get("groups", lambda: occupation_groups(self.model))
+
+    @property
+    def is_person(self) -> BoolTensor:
+        """Which entities are persons per the schema: with a gender or an occupation fact in training. [E]."""
+        return self._memo.get("is_person", lambda: person_mask(
+            self.model.triples, gender_relation=self.groups.gender_relation,
+            occupation_relation=self.groups.occupation_relation, n_entities=self.model.n_entities))
 
     @property
     def alpha(self) -> FloatTensor:

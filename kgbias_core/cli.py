@@ -232,7 +232,8 @@ def _influence(args: argparse.Namespace) -> None:
 
     analysis = _analysis(args.model, args.negative_seed)
     frame = influence_table(analysis, args.occupation, top=args.top)
-    _write(frame[["head", "relation", "tail", "head_name", "tail_name", "influence", "negatives"]], args.out)
+    _write(frame[["head", "relation", "tail", "head_name", "tail_name", "person", "person_name", "person_gender",
+                  "person_degree", "influence", "negatives"]], args.out)
     _print_negatives(analysis, args.occupation, negative_seed=args.negative_seed)
 
 
@@ -322,9 +323,10 @@ def _debias(args: argparse.Namespace) -> None:
 
     from kgbias_core.analysis import ModelAnalysis
     from kgbias_core.embeddings.store import load_model
+    from kgbias_core.readings import membership_sentence
     from kgbias_core.tasks import check_retrains, whatif_task
     from kgbias_core.whatif.edits import make_edit
-    from kgbias_core.whatif.runs import bias_change
+    from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, bias_change, membership_of_record
 
     check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
     analysis = ModelAnalysis(load_model(args.model))
@@ -345,6 +347,10 @@ def _debias(args: argparse.Namespace) -> None:
     print(f"saved {path} ({edit.strategy}, retrained from the base's seed)")
     print(f"B_gr before {change['group_bias_before']:+.4f}  after {change['group_bias_after']:+.4f}  "
           f"change {change['change']:+.4f}")
+    print(f"B_gr after over the original persons {change['group_bias_after_original']:+.4f}  "
+          f"change {change['change_original']:+.4f}")
+    print(membership_sentence(membership_of_record(analysis, edit.describe()), name=str(change["name"])))
+    print(AFTER_GROUPS_CHOICE)
     if predicted is None:
         print("predicted change: none (influence predicts removals only)")
     else:
@@ -444,6 +450,13 @@ def _report(args: argparse.Namespace) -> None:
     from kgbias_core.whatif.runs import made_from
 
     analysis = _analysis(args.model, args.negative_seed)
+    if args.occupations is not None:
+        from kgbias_core.report import occupations_report
+
+        _write_text(occupations_report(analysis, args.occupations), args.out)
+        _print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
+        print(f"wrote the report of {len(args.occupations)} occupation(s) to {args.out}")
+        return
     run, occupation = None, args.occupation
     if args.run is not None:
         run_config = read_config(args.run)
@@ -561,6 +574,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--model", required=True, help="model directory (the base model of --run)")
     about = report.add_mutually_exclusive_group(required=True)
     about.add_argument("--occupation", help="occupation label or readable name")
+    about.add_argument("--occupations", nargs="+", metavar="OCCUPATION",
+                       help="several occupations (labels or names): one report, a summary table first, a section each")
     about.add_argument("--run", help="what-if run directory: the report of its edited occupation, with the edit, "
                                      "the predicted and the retrained change, and the noise band")
     report.add_argument("--out", required=True, type=_csv_out, help="HTML file to write")

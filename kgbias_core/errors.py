@@ -98,6 +98,12 @@ UNKNOWN_RELATION = "unknown relation {relation!r}: it does not occur in the mode
 NOT_AN_OCCUPATION = (
     "{entity!r} is not an occupation: no training triple links a person to it by {relation!r}"
 )
+NOT_A_PERSON = (
+    "{entity!r} is not a person: it has no gender and no occupation fact in the training triples"
+)
+UNKNOWN_PERSON = "no person is named {name!r}: search by a part of the name, or give the id"
+AMBIGUOUS_PERSON = "{name!r} names {count} persons: {candidates}; give the id instead"
+NO_GENDER_DIRECTION = "the gender direction needs at least one man and one woman with an embedding"
 AMBIGUOUS_OCCUPATION = (
     "{name!r} names {count} occupations: {candidates}; give the id (the first column) instead"
 )

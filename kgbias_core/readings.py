@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only the annotation: readings stays a leaf every layer can import
+    from kgbias_core.whatif.runs import EditMembership
 
 #: Axis-title and help suffix of every signed bias.
 SIGN = "> 0 = male-leaning"
@@ -79,17 +83,28 @@ def number(value: float | None, digits: int = 3) -> str:
     return _unsigned_zero(f"{value:.{digits}f}") if is_defined(value) else UNDEFINED
 
 
-def lean(value: float | None, low: float | None = None, high: float | None = None) -> str:
+#: The rule for a measure without an interval (B_wo, one projection, no persons to resample): it is read as a
+#: lean only where |value| reaches this floor; below, "no clear lean" and the sentence names the floor. A chosen
+#: rule, not a test (issue 28: B_wo = -0.011 was called female-leaning): 0.05 is 2.5% of the range [-2, 2] that
+#: o . (m - f) spans for vectors of norm at most 1.
+NO_INTERVAL_FLOORS = {"projection_bias": 0.05}
+WITHIN_FLOOR = "No clear lean: |{name}| = {value} is below {floor}, within noise ({name} has no interval)."
+
+
+def lean(value: float | None, low: float | None = None, high: float | None = None, *, floor: float = 0.0) -> str:
     """"male", "female", "none" (the 95% interval includes 0, or an interval is missing) or "undefined".
 
-    Without ``low`` and ``high`` (a measure that has no interval, B_wo) the sign alone decides. A
-    zero-width interval (one person per group: every resample alike) counts as missing.
+    Without ``low`` and ``high`` (a measure that has no interval, B_wo) the sign decides where |value|
+    reaches ``floor`` (:data:`NO_INTERVAL_FLOORS`); below it, "none". A zero-width interval (one person
+    per group: every resample alike) counts as missing.
     """
     if not is_defined(value):
         return "undefined"
     if low is not None or high is not None:
         if not (is_defined(low) and is_defined(high)) or low == high or low <= 0 <= high:
             return "none"
+    elif abs(value) < floor:
+        return "none"
     return "male" if value > 0 else "female" if value < 0 else "none"
 
 
@@ -98,10 +113,14 @@ def sentence(measure: str, value: float | None, low: float | None = None, high: 
 
     ``low``, ``high``: the measure's 95% interval; both None for a measure without one (B_wo).
     """
-    side = lean(value, low, high)
+    floor = NO_INTERVAL_FLOORS.get(measure, 0.0)
+    side = lean(value, low, high, floor=floor)
     if side == "undefined":
         return UNDEFINED_SENTENCE
     if side == "none":
+        if low is None and high is None and value != 0 and floor:
+            return WITHIN_FLOOR.format(name=HEADLINE_MEASURES.get(measure, measure), value=fmt(abs(value)),
+                                       floor=floor)
         if low is None and high is None or value == 0:
             return ZERO_SENTENCE
         if not (is_defined(low) and is_defined(high)) or low == high:
@@ -147,7 +166,7 @@ def agreement(row: Mapping[str, float]) -> str:
     leans: dict[str, list[str]] = {}
     for column, name in HEADLINE_MEASURES.items():
         interval = (row.get(f"{column}_low"), row.get(f"{column}_high")) if f"{column}_low" in row else (None, None)
-        leans.setdefault(lean(row[column], *interval), []).append(name)
+        leans.setdefault(lean(row[column], *interval, floor=NO_INTERVAL_FLOORS.get(column, 0.0)), []).append(name)
     parts = "; ".join(f"{', '.join(leans[side])} {LEAN_WORDS[side][len(leans[side]) > 1]}"
                       for side in LEAN_WORDS if side in leans)
     line = (MEASURES_DISAGREE if {"male", "female"} <= set(leans) else MEASURES_AGREE).format(parts=parts)
@@ -165,3 +184,30 @@ def noise_sentence(change: float | None, spread: float | None) -> str:
     verdict = "larger than" if abs(change) > spread else "within"
     return (f"Retrains of the unedited graph under 3 other seeds spread B_gr over {spread:.3f} (max − min): "
             f"this change ({fmt(change)}) is {verdict} that noise.")
+
+
+# --- who an edit moves in or out of its target's groups (issue 28) ------------------------------
+MEMBERSHIP_UNCHANGED = ("The edit leaves {name}'s persons as they are: {n_male:,} men and {n_female:,} women "
+                        "before and after.")
+MEMBERSHIP_CHANGED = (
+    "The edit changes who is in {name}'s groups: it removes {n_profession} of its {relation} facts and {n_gender} "
+    "gender fact(s) of its persons, so {n_removed:,} person(s) leave the group and {n_relabelled:,} are "
+    "re-labelled{added}; "
+    "{n_male_before:,} men and {n_female_before:,} women before, {n_male_after:,} and {n_female_after:,} after."
+)
+MEMBERSHIP_ADDED = ", and {n_added:,} dummy person(s) join"
+
+
+def membership_sentence(membership: EditMembership, *, name: str, relation: str = "occupation") -> str:
+    """How an edit changes its target's M_o and F_o, in words (an
+    :class:`~kgbias_core.whatif.runs.EditMembership`): removed, re-labelled and added persons, counts before
+    and after."""
+    m = membership
+    if not m.changes_groups:
+        return MEMBERSHIP_UNCHANGED.format(name=name, n_male=m.n_male_before, n_female=m.n_female_before)
+    added = MEMBERSHIP_ADDED.format(n_added=m.n_added) if m.n_added else ""
+    return MEMBERSHIP_CHANGED.format(
+        name=name, relation=relation, n_profession=m.n_profession_facts, n_gender=m.n_gender_facts,
+        n_removed=m.n_removed, n_relabelled=m.n_relabelled, added=added,
+        n_male_before=m.n_male_before, n_female_before=m.n_female_before,
+        n_male_after=m.n_male_after, n_female_after=m.n_female_after)

@@ -27,7 +27,7 @@ from kgbias_core.embeddings.store import library_versions
 from kgbias_core.errors import REPORT_NOT_A_RUN, MeasureError
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.tables import influence_table, measures_table, persons_table, triples_in_words
-from kgbias_core.whatif.runs import bias_change, noise_spread
+from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, EditMembership, bias_change, membership_of_record, noise_spread
 
 #: Training triples charted by |delta_z B_gr|: enough to see who moves the occupation, few enough to read.
 TOP_TRIPLES = 15
@@ -71,6 +71,7 @@ class WhatIfRun:
     change: pd.Series  # the edited occupation's row of bias_change: group_bias_before, group_bias_after, change
     predicted: PredictedChange | None  # influence's prediction of the change; None for Add or an unlisted removal
     spread: float | None  # the noise band's spread of the occupation's B_gr; None without a band
+    membership: EditMembership | None = None  # who the edit removes or re-labels in the target's groups
 
 
 def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None) -> WhatIfRun:
@@ -85,7 +86,7 @@ def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame |
     if edit.get("kind") == "remove" and removed:
         predicted = base.predicted_removal(occupation, torch.tensor(removed, dtype=torch.long))
     return WhatIfRun(name=run.model.name, edit=edit, change=change, predicted=predicted,
-                     spread=noise_spread(noise, occupation))
+                     spread=noise_spread(noise, occupation), membership=membership_of_record(base, edit))
 
 
 # --- figures ------------------------------------------------------------------------------------
@@ -215,11 +216,32 @@ def _whatif(run: WhatIfRun, *, name: str) -> str:
     rows = [("run", run.name), ("edit", f"{edit.get('strategy')} on {name} ({edit.get('occupation')})"),
             ("triples removed", edit.get("n_removed", 0)), ("triples added", edit.get("n_added_triples", 0)),
             ("B_gr before", readings.fmt(change["group_bias_before"])),
-            ("B_gr after retraining", readings.fmt(change["group_bias_after"])),
-            ("retrained change", readings.fmt(change["change"])), ("predicted change", predicted_text),
+            ("B_gr after retraining (edited graph's groups, Du's choice)", readings.fmt(change["group_bias_after"])),
+            ("retrained change", readings.fmt(change["change"])),
+            ("B_gr after retraining, original persons", readings.fmt(change.get("group_bias_after_original"))),
+            ("predicted change", predicted_text),
             ("noise band (spread of B_gr)", "none saved" if run.spread is None else f"{run.spread:.3f}")]
     noise = NO_BAND if run.spread is None else readings.noise_sentence(change["change"], run.spread)
-    return f"{_table(rows, header=('', ''))}<p>{_text(noise)}</p>"
+    membership = "" if run.membership is None else readings.membership_sentence(run.membership, name=name)
+    return (f"{_table(rows, header=('', ''))}<p>{_text(noise)}</p><p>{_text(membership)}</p>"
+            f'<p class="caption">{_text(AFTER_GROUPS_CHOICE)}</p>')
+
+
+def _occupation_charts(analysis: ModelAnalysis, label: str) -> tuple[list[tuple[str, go.Figure, str]], str]:
+    """(title, figure, caption) of one occupation's charts, and the note where influence has none."""
+    charts = [("B_in per person, by gender", persons_figure(persons_table(analysis, label)),
+               PERSONS_CAPTION.format(sign=readings.SIGN))]
+    try:
+        triples = triples_in_words(influence_table(analysis, label, top=TOP_TRIPLES))
+        negatives = analysis.negatives
+        caption, title = INFLUENCE_CAPTION.format(n=len(triples), negatives=negatives.label), ""
+        if not negatives.exact:
+            caption += REDRAWN_CAPTION.format(stability=analysis.redraw_stability(label).summary())
+            title = f" ({negatives.label})"
+        charts.append((f"Most influential training triples{title}", influence_figure(triples), caption))
+        return charts, ""
+    except MeasureError as exc:  # one gender only, or a model without the negatives influence needs
+        return charts, f"<p>{_text(NO_INFLUENCE.format(reason=exc))}</p>"
 
 
 def occupation_report(
@@ -242,19 +264,7 @@ def occupation_report(
     row = measures.set_index("occupation").loc[label]
     name = str(row["name"])
     created = created or datetime.now(UTC)
-    charts = [("B_in per person, by gender", persons_figure(persons_table(analysis, label)),
-               PERSONS_CAPTION.format(sign=readings.SIGN))]
-    try:
-        triples = triples_in_words(influence_table(analysis, label, top=TOP_TRIPLES))
-        negatives = analysis.negatives
-        caption, title = INFLUENCE_CAPTION.format(n=len(triples), negatives=negatives.label), ""
-        if not negatives.exact:
-            caption += REDRAWN_CAPTION.format(stability=analysis.redraw_stability(label).summary())
-            title = f" ({negatives.label})"
-        charts.append((f"Most influential training triples{title}", influence_figure(triples), caption))
-        influence_note = ""
-    except MeasureError as exc:  # one gender only, or a model without the negatives influence needs
-        influence_note = f"<p>{_text(NO_INFLUENCE.format(reason=exc))}</p>"
+    charts, influence_note = _occupation_charts(analysis, label)
     if run is not None:
         charts.append(("Predicted and retrained change of B_gr", change_figure(run), CHANGE_CAPTION.format(name=name)))
     drawn = "".join(_chart(fig, number=i, title=title, caption=caption)
@@ -276,3 +286,64 @@ def occupation_report(
     head = f'<head>\n<meta charset="utf-8">\n<title>{_text(title)}</title>\n<style>{STYLE}</style>\n</head>'
     body = "\n".join(sections)
     return f'<!DOCTYPE html>\n<html lang="en">\n{head}\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n'
+
+
+#: The columns of a several-occupation report's summary table: (measures-table column, header).
+SUMMARY_COLUMNS = (("n_male", "men"), ("n_female", "women"), ("group_bias", "B_gr"), ("group_bias_low", "B_gr low"),
+                   ("group_bias_high", "B_gr high"), ("projection_bias", "B_wo"),
+                   ("individual_bias_weighted", "B_in (women + men)"), ("fisher_bp", "Fisher's b_p"))
+
+
+def occupations_report(
+    analysis: ModelAnalysis,
+    occupations: Sequence[str],
+    *,
+    measures: pd.DataFrame | None = None,
+    created: datetime | None = None,
+) -> str:
+    """Several occupations (labels or names) under one model as one HTML page: the graph and the model, a summary
+    table of every occupation first, then one section each (measures with intervals and readings, then charts).
+
+    One plotly.js for all charts, fixed chart ids: apart from the date, a function of the model and the list.
+    """
+    groups = analysis.groups
+    labels = list(dict.fromkeys(groups.labels[groups.index(o)] for o in occupations))  # unknown -> MeasureError
+    measures = measures_table(analysis) if measures is None else measures
+    rows = measures.set_index("occupation").loc[labels]
+    created = created or datetime.now(UTC)
+    summary = [(str(row["name"]), label, *[readings.fmt(row[c], readings.DIGITS.get(c, 3))
+                                          if c not in ("n_male", "n_female") else int(row[c])
+                                          for c, _ in SUMMARY_COLUMNS], readings.lean(row["group_bias"],
+                                                                                      row["group_bias_low"],
+                                                                                      row["group_bias_high"]))
+               for label, row in rows.iterrows()]
+    header = ("occupation", "id", *[h for _, h in SUMMARY_COLUMNS], "B_gr leans")
+    title = f"{len(labels)} occupations in {analysis.model.name}"
+    sections = [
+        f"<h1>kgbias report: {_text(title)}</h1>",
+        f'<p class="caption">Made {created:%Y-%m-%d %H:%M} UTC by kgbias {__version__}. Every bias: '
+        f"{_text(readings.SIGN)}.</p>",
+        f"<section><h2>Summary</h2>{_table(summary, header=header, numbers=tuple(range(2, 2 + len(SUMMARY_COLUMNS))))}"
+        f'<p class="caption">{_text(SUMMARY_CAPTION)}</p></section>',
+        f"<section><h2>Graph and model</h2>{_table(_model_rows(analysis), header=('', ''))}</section>",
+    ]
+    number = 0
+    for label, row in rows.iterrows():
+        name = str(row["name"])
+        persons = f"{row['n_male']} men, {row['n_female']} women" + (f"; note: {row['note']}" if row["note"] else "")
+        charts, influence_note = _occupation_charts(analysis, label)
+        drawn = []
+        for chart_title, fig, caption in charts:
+            number += 1
+            drawn.append(_chart(fig, number=number, title=chart_title, caption=caption))
+        sections.append(f"<section><h2>{_text(name)} ({_text(label)})</h2><p>Persons: {_text(persons)}.</p>"
+                        f"{_measures(row)}{''.join(drawn)}{influence_note}</section>")
+    versions = _table(list(_versions().items()), header=("library", "version"))
+    sections.append(f"<section><h2>Library versions</h2>{versions}</section>")
+    head = f'<head>\n<meta charset="utf-8">\n<title>{_text(title)}</title>\n<style>{STYLE}</style>\n</head>'
+    body = "\n".join(sections)
+    return f'<!DOCTYPE html>\n<html lang="en">\n{head}\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n'
+
+
+SUMMARY_CAPTION = ("One row per occupation of this report; B_gr low/high: its bootstrap 95% interval. \"B_gr leans\": "
+                   "a direction only where the interval excludes 0. Each occupation's section follows.")

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.data.graph import Gender
+from kgbias_core.data.graph import NO_PERSON, Gender, triple_persons
 from kgbias_core.data.schema import AttributeRelation, Schema
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.errors import (
@@ -221,16 +221,26 @@ def gender_ratio_table(measures: pd.DataFrame) -> pd.DataFrame:
     )[["occupation", "name", "n_male", "n_female", "n_persons", "log_gender_ratio", "group_bias"]]
 
 
-def triples_frame(analysis: ModelAnalysis, indices: LongTensor) -> pd.DataFrame:
-    """Readable rows for training triples by index: labels, names, relation, the person's gender and degree.
+#: ``person_gender`` of a triple whose person has no gender fact in training, and of one without a person.
+UNKNOWN_GENDER = "unknown"
+NO_PERSON_WORD = "none"
 
-    The person is the head if it has a gender fact, else the tail; ``person_gender`` is "" when
-    neither has one.
+
+def triples_frame(analysis: ModelAnalysis, indices: LongTensor) -> pd.DataFrame:
+    """Readable rows for training triples by index: labels, names, relation, and the triple's person.
+
+    The person is the entity that is a person per the schema (a gender or an occupation fact in training,
+    :func:`~kgbias_core.data.graph.person_mask`): the head if it is one, else the tail, else none. Columns
+    ``person`` (label, "" if none), ``person_name`` ("none" if none), ``person_gender`` ("male", "female",
+    "other", "unknown" without a gender fact in training, "none" without a person) and ``person_degree``
+    (the person's training triples; <NA> without a person). Never the occupation node's.
     """
     model, groups = analysis.model, analysis.groups
     triples = model.triples[indices]
     heads, tails = triples[:, 0], triples[:, 2]
-    person = torch.where(groups.gender[heads] != Gender.UNKNOWN, heads, tails)
+    found = triple_persons(triples, analysis.is_person)  # [n], NO_PERSON where none
+    safe = found.clamp(min=0)
+    person, gender, degree = found.tolist(), groups.gender[safe].tolist(), groups.degree[safe].tolist()
     labels, relations = model.entity_labels, model.relation_labels
     return pd.DataFrame(
         {
@@ -240,8 +250,12 @@ def triples_frame(analysis: ModelAnalysis, indices: LongTensor) -> pd.DataFrame:
             "tail": [labels[t] for t in tails.tolist()],
             "head_name": [entity_name(analysis, h) for h in heads.tolist()],
             "tail_name": [entity_name(analysis, t) for t in tails.tolist()],
-            "person_gender": [GENDER_WORDS.get(code, "") for code in groups.gender[person].tolist()],
-            "person_degree": groups.degree[person].tolist(),
+            "person": [labels[p] if p != NO_PERSON else "" for p in person],
+            "person_name": [entity_name(analysis, p) if p != NO_PERSON else NO_PERSON_WORD for p in person],
+            "person_gender": [GENDER_WORDS.get(g, UNKNOWN_GENDER) if p != NO_PERSON else NO_PERSON_WORD
+                              for p, g in zip(person, gender, strict=True)],
+            "person_degree": pd.array([d if p != NO_PERSON else None for p, d in zip(person, degree, strict=True)],
+                                      dtype="Int64"),
         }
     )
 
@@ -259,10 +273,9 @@ def relation_words(label: str) -> str:
 
 def triples_in_words(frame: pd.DataFrame) -> pd.DataFrame:
     """A :func:`triples_frame` with an ``in words`` column, "head name  —relation in words→  tail
-    name" (:func:`relation_words`), and the ``person_gender`` of a triple without a gendered person
-    written "unknown"."""
+    name" (:func:`relation_words`)."""
     words = frame["head_name"] + "  —" + frame["relation"].map(relation_words) + "→  " + frame["tail_name"]
-    return frame.assign(**{"in words": words, "person_gender": frame["person_gender"].replace("", "unknown")})
+    return frame.assign(**{"in words": words})
 
 
 def filter_triples(frame: pd.DataFrame, *, relations: Sequence[str], genders: Sequence[str]) -> pd.DataFrame:

@@ -82,3 +82,61 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         ))
         assert button.is_displayed()
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+
+def test_search_a_person_open_their_triples_and_export_a_selection(tiny_store: Path, tmp_path: Path) -> None:
+    """Issue 28 in a real browser: the person view found by a search, their triples downloaded, and a box
+    selection of the embedding space exported as CSV."""
+    import pandas as pd
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kgbias_core.embedding_space import embedding_space
+
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(tiny_store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    downloads = tmp_path / "downloads"
+    analysis = ModelAnalysis(load_model(tiny_store / "tiny-transe"))
+    groups = analysis.groups
+    woman = int(groups.pair_person[groups.pair_female][0])
+    name, label = analysis.model.entity_names[woman], analysis.model.entity_labels[woman]
+    degree = int(((analysis.model.triples[:, 0] == woman) | (analysis.model.triples[:, 2] == woman)).sum())
+    points, _ = embedding_space(analysis)
+    with dashboard(env) as url, chromium(tmp_path / "chromium", downloads=downloads) as driver:
+        wait = WebDriverWait(driver, 90)
+        driver.get(f"{url}/person")
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Person"))
+        search = wait.until(ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stTextInput"] input')))
+        search.send_keys(name)
+        search.send_keys(Keys.ENTER)
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), name))
+        wait.until(lambda d: "person=" in d.current_url)
+        # Their triples: the table and its download, one row per training triple the person is in.
+        button = wait.until(ec.element_to_be_clickable(
+            (By.XPATH, '//button[.//p[text()="Download the person\'s triples (CSV)"]]')))
+        button.click()
+        saved = wait.until(lambda d: next(iter(downloads.glob(f"*{label}*triples*.csv")), False))
+        triples = pd.read_csv(saved)
+        assert len(triples) == degree and "in words" in triples.columns and "influence" in triples.columns
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+        # The embedding space: a box drawn over the chart selects points; their CSV is offered and saved.
+        driver.find_element(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/embedding_space"]').click()
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Embedding space"))
+        plot = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".js-plotly-plot .nsewdrag")))
+        time.sleep(1.0)  # the chart finishes drawing
+        width, height = plot.size["width"], plot.size["height"]
+        ActionChains(driver).move_to_element_with_offset(plot, -width // 3, -height // 3).click_and_hold() \
+            .move_by_offset(width // 3, height // 3).move_by_offset(width // 4, height // 4).release().perform()
+        selected = wait.until(ec.element_to_be_clickable(
+            (By.XPATH, '//button[.//p[contains(text(), "selected points (CSV)")]]')))
+        n = int(selected.text.split()[2].replace(",", ""))
+        selected.click()
+        export = wait.until(lambda d: next(iter(downloads.glob("*embedding-space-selection*.csv")), False))
+        chosen = pd.read_csv(export)
+        assert len(chosen) == n > 0 and len(chosen) < len(points)
+        assert set(chosen["label"]) <= set(points["label"])
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')

@@ -55,7 +55,8 @@ def test_individuals_and_influence(trained: Path, tmp_path: Path) -> None:
     assert main(["influence", "--model", str(trained), "--occupation", "nurse", "--top", "7",
                  "--out", str(tmp_path / "f.csv")]) == 0
     top = pd.read_csv(tmp_path / "f.csv")
-    assert list(top.columns) == ["head", "relation", "tail", "head_name", "tail_name", "influence", "negatives"]
+    assert list(top.columns) == ["head", "relation", "tail", "head_name", "tail_name", "person", "person_name",
+                                 "person_gender", "person_degree", "influence", "negatives"]
     assert set(top.negatives) == {EXACT}  # trained by kgbias: its own frozen negatives
     assert len(top) == 7 and top.influence.abs().is_monotonic_decreasing
 

@@ -33,12 +33,19 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
     captured = capsys.readouterr()
     printed = captured.out
     assert "B_gr before" in printed and "after" in printed
+    assert "B_gr after over the original persons" in printed and "Du et al." in printed  # issue 28
     assert "epoch 1/6  loss " in captured.err  # retrained from the seed: the base's 6 epochs, progress on stderr
     assert "predicted change uncalibrated: Σ δ_z = -" in printed and "sign and the ranking only" in printed
     what_if = load_model(out)
     assert what_if.edit["kind"] == "remove" and what_if.edit["n_removed"] == 5 and what_if.edit["mode"] == "scratch"
     assert what_if.triples.shape[0] == load_model(base).triples.shape[0] - 5
     assert what_if.info["base_model"] == "base"
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.readings import membership_sentence
+    from kgbias_core.whatif.runs import membership_of_record
+
+    said = membership_sentence(membership_of_record(ModelAnalysis(load_model(base)), what_if.edit), name="Nurse")
+    assert said in printed
 
 
 def test_debias_add_and_random_and_indices(base: Path, tmp_path: Path, capsys) -> None:

@@ -10,6 +10,8 @@ PAGES = {
     "app_pages/overview.py": "Overview",
     "app_pages/occupation_explorer.py": "Occupation explorer",
     "app_pages/influential_triples.py": "Influential triples",
+    "app_pages/person.py": "Person",
+    "app_pages/embedding_space.py": "Embedding space",
     "app_pages/attributes.py": "Attributes (Fisher et al.)",
     "app_pages/debiasing_lab.py": "Debiasing lab",
     "app_pages/validation.py": "Validation",

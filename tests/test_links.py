@@ -114,3 +114,40 @@ def test_a_link_with_more_values_than_a_picker_allows_is_refused(app_store: Path
     app = opened("occupation_explorer", {"view": EXPLORER_TABS[3], "compare": seven})
     assert LINK_UNKNOWN.format(what="occupation", value=", ".join(seven)) in texts(app.warning)
     assert len(app.multiselect(key="compare").value) == 4  # the default comparison
+
+
+# --- issue 28: plain names, the lab's own state, the comparison that follows the occupation -----------
+def test_a_link_may_name_an_occupation_by_its_plain_name_in_any_case(app_store: Path) -> None:
+    app = opened("occupation_explorer", {"occupation": "film director"})
+    assert app.session_state["occupation"] == "film_director"
+    assert not app.warning or LINK_UNKNOWN[:20] not in texts(app.warning)
+    assert app.header[0].value == "Film director"
+
+
+def test_picker_titles_carry_no_label_where_the_name_is_unique(app_store: Path) -> None:
+    app = opened("occupation_explorer")
+    titles = app.selectbox(key="occupation").options
+    assert "Film director" in titles and not any("(" in title for title in titles)
+
+
+def test_the_lab_keeps_its_edit_and_its_own_occupation_across_pages(writable_store: Path) -> None:
+    app = opened("debiasing_lab")
+    app.radio(key="lab_strategy").set_value("random").run()
+    app.number_input(key="lab_k").set_value(200).run()
+    lab_occupation = app.session_state["lab_occupation"]
+    app.switch_page("app_pages/occupation_explorer.py").run()
+    app.selectbox(key="occupation").set_value("engineer").run()
+    assert lab_occupation != "engineer"
+    app.switch_page("app_pages/debiasing_lab.py").run()
+    assert not app.exception
+    assert app.radio(key="lab_strategy").value == "random"
+    assert app.number_input(key="lab_k").value == 200
+    assert app.session_state["lab_occupation"] == lab_occupation  # not the explorer's
+
+
+def test_the_comparison_follows_a_switch_of_occupation(app_store: Path) -> None:
+    app = opened("occupation_explorer", {"view": EXPLORER_TABS[3], "occupation": "nurse"})
+    assert app.multiselect(key="compare").value[0] == "nurse"
+    app.selectbox(key="occupation").set_value("engineer").run()
+    assert not app.exception
+    assert app.multiselect(key="compare").value[0] == "engineer"

@@ -26,7 +26,7 @@ def test_lab_predicted_change_is_a_calibrated_range_that_follows_k(writable_stor
                                               per_occupation=(0.2, 0.3, 0.4)))
     app = page("debiasing_lab").run()
     assert not app.exception
-    app.selectbox(key="occupation").set_value("nurse").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
     app.radio(key="lab_strategy").set_value("if").run()
     app.number_input(key="lab_k").set_value(2).run()
     small = metric(app, "Predicted change of B_gr")
@@ -44,7 +44,7 @@ def test_lab_predicted_change_is_a_calibrated_range_that_follows_k(writable_stor
 
 def test_lab_never_headlines_an_uncalibrated_number(writable_store: Path) -> None:
     app = page("debiasing_lab").run()
-    app.selectbox(key="occupation").set_value("nurse").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
     app.radio(key="lab_strategy").set_value("if").run()
     assert metric(app, "Predicted change of B_gr") == "uncalibrated"
     assert "Not calibrated: Σ δ_z = -" in texts(app.caption)
@@ -54,7 +54,7 @@ def test_lab_never_headlines_an_uncalibrated_number(writable_store: Path) -> Non
 
 def test_lab_warnings_for_c_zero_no_women_and_large_k(writable_store: Path) -> None:
     app = page("debiasing_lab").run()
-    app.selectbox(key="occupation").set_value("nurse").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
     app.radio(key="lab_strategy").set_value("add").run()
     assert "influence predicts the effect of removing triples only" in texts(app.info).lower()
     app.slider(key="lab_c").set_value(0.0).run()
@@ -64,7 +64,7 @@ def test_lab_warnings_for_c_zero_no_women_and_large_k(writable_store: Path) -> N
     assert "IF-REMOVE removes those" in texts(app.warning)
     app.radio(key="lab_strategy").set_value("random").run()
     assert "Random-REMOVE removes all" in texts(app.warning)
-    app.selectbox(key="occupation").set_value(NO_WOMEN).run()
+    app.selectbox(key="lab_occupation").set_value(NO_WOMEN).run()
     assert not app.exception
     assert "no women" in texts(app.warning)
     assert "0 female persons" in texts(app.error)
@@ -74,7 +74,7 @@ def test_lab_warnings_for_c_zero_no_women_and_large_k(writable_store: Path) -> N
 
 def test_lab_retrains_a_whatif_into_the_store_and_compares(writable_store: Path) -> None:
     app = page("debiasing_lab").run()
-    app.selectbox(key="occupation").set_value("nurse").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
     app.radio(key="lab_strategy").set_value("if").run()
     app.number_input(key="lab_k").set_value(5).run()
     button(app, "Retrain").click().run()
@@ -82,18 +82,25 @@ def test_lab_retrains_a_whatif_into_the_store_and_compares(writable_store: Path)
     settled(app)
     runs = [name for name in list_models(writable_store) if name.startswith("tiny-transe--if-remove-nurse-")]
     assert len(runs) == 1
+    from kgbias_core.jobs import default_registry
+
+    job = default_registry().latest(tasks.whatif_task(base=writable_store / "tiny-transe", edit=make_edit(
+        ModelAnalysis(load_model(writable_store / "tiny-transe")), "nurse", strategy="if", k=5),
+        out=writable_store / runs[0], evaluate=True, overwrite=True).key)
+    assert job is not None and job.name == f"{runs[0]} (if-remove k=5)"  # the job's title gives k (issue 28)
     assert load_model(writable_store / "tiny-transe").edit is None  # the base is untouched
     assert not app.exception
     assert "already in the store" in texts(app.info)
     assert metric(app, "B_gr of Nurse before") == metric(app, "B_gr now")
     assert float(metric(app, "change")) < 0
-    assert len(app.dataframe) == 1  # link prediction before/after, computed by the job
+    # the occupations too small for the collateral chart, listed apart, and link prediction before/after
+    assert len(app.dataframe) == 2
     assert "MRR" not in texts(app.error)
 
 
 def test_lab_computes_the_noise_band_by_default_and_the_curve_on_request(quick_store: Path) -> None:
     app = page("debiasing_lab").run()
-    app.selectbox(key="occupation").set_value("nurse").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
     assert ui_texts.NOISE_BAND_PENDING in texts(app.info)  # started in the background when the lab opened
     app.multiselect(key="lab_curve_ks").set_value([5]).run()
     button(app, "Compute the curve").click().run()
@@ -130,7 +137,7 @@ def test_collateral_changes_wait_for_the_noise_band(writable_store: Path, monkey
 
 def test_lab_sessions_see_only_their_own_jobs(writable_store: Path) -> None:
     mine = page("debiasing_lab").run()
-    mine.selectbox(key="occupation").set_value("nurse").run()
+    mine.selectbox(key="lab_occupation").set_value("nurse").run()
     mine.radio(key="lab_strategy").set_value("random").run()
     button(mine, "Retrain").click().run()
     theirs = page("debiasing_lab").run()
@@ -154,7 +161,8 @@ def test_a_run_of_a_base_retrained_on_other_data_is_shown_as_stale(writable_stor
                       out=writable_store / "tiny-transe--old-run").run(Progress())
     app = page("debiasing_lab").run()
     runs = next(box for box in app.selectbox if box.label == "Run")
-    assert runs.options == ["tiny-transe--old-run"] and not app.warning  # current: compared
+    # current: compared (the one warning left is the default edit's: IF-REMOVE takes Actor's own facts)
+    assert runs.options == ["tiny-transe--old-run"] and "retrained since" not in texts(app.warning)
     save_model(replace(base, data_hash="retrained-on-other-data"), writable_store, overwrite=True)
     app = page("debiasing_lab").run()
     assert not app.exception
@@ -174,3 +182,40 @@ def test_the_selected_run_offers_its_report(store_with_a_run_first: Path) -> Non
     app = page("debiasing_lab").run()
     assert not app.exception
     assert [b.label for b in app.get("download_button") if b.key == "report"] == ["Download report"]
+
+
+def test_a_run_that_removes_profession_facts_says_who_left_and_the_collateral_chart_keeps_small_ones_apart(
+    writable_store: Path,
+) -> None:
+    """Issue 28: an edit that removes nurse facts changes who is a nurse; the page says how many, shows B_gr
+    after over the original persons, draws no occupation below the minimum size and scales to nurse."""
+    from kgbias_core.whatif.edits import remove_edit
+    from kgbias_core.whatif.runs import edit_membership
+
+    base = writable_store / "tiny-transe"
+    analysis = ModelAnalysis(load_model(base))
+    model = analysis.model
+    nurse = model.entity_id("nurse")
+    r_p = model.relation_id(model.schema.occupation_relation)
+    facts = ((model.triples[:, 1] == r_p) & (model.triples[:, 2] == nurse)).nonzero().squeeze(-1)[:4]
+    edit = remove_edit(model, "nurse", facts, strategy="basket k=4")
+    tasks.whatif_task(base=base, edit=edit, out=writable_store / "tiny-transe--nurse-facts").run(Progress())
+    app = page("debiasing_lab").run()
+    assert not app.exception
+    membership = edit_membership(analysis, "nurse", removed=tuple(facts.tolist()))
+    assert membership.n_removed == 4
+    said = ui_texts.membership_sentence(membership, name="Nurse")
+    assert said in texts(app.warning)
+    assert "4 person(s) leave the group" in said
+    assert metric(app, "after, original persons") not in (None, "")
+    chart = json.loads(app.get("plotly_chart")[0].proto.spec)
+    drawn = set(chart["data"][0]["y"])
+    measures = ModelAnalysis(load_model(base)).groups
+    small = {f"{measures.names[i]}" for i in range(measures.n_occupations)
+             if min(int(measures.n_male[i]), int(measures.n_female[i])) < 5}
+    assert small and not any(title.startswith(name) for title in drawn for name in small)
+    from tests.test_page_attributes import values
+
+    change = [x for x, y in zip(values(chart["data"][0]["x"]), chart["data"][0]["y"], strict=True)
+              if y.startswith("Nurse")]
+    assert chart["layout"]["xaxis"]["range"] == pytest.approx([-2 * abs(change[0]), 2 * abs(change[0])])

@@ -23,8 +23,8 @@ def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
     assert "empty" in texts(app.info)
     table = app.dataframe[0].value
     assert len(table) == 20 and (table["δ_z B_gr"] > 0).all()
-    assert list(table.columns) == ["triple in words", "δ_z B_gr", "person's gender", "person's degree", "relation id",
-                                   "triple id"]  # display names, the ids last
+    assert list(table.columns) == ["triple in words", "δ_z B_gr", "person", "person's gender", "person's degree",
+                                   "person view", "relation id", "triple id"]  # display names, the ids last
     assert not table["triple in words"].str.contains("_").any()  # relations in words
     app.session_state["removal_basket"] = {"tiny-transe": table["triple id"].head(3).tolist()}
     app.run()

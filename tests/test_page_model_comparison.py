@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import StoredModel, list_models, save_model
 from kgbias_core.embeddings.training import train_model
-from tests.conftest import page, settled, texts, use_store
+from tests.conftest import button, page, settled, texts, use_store
+from tests.test_page_attributes import values
 
 DISTMULT = TrainConfig(model="distmult", dim=16, epochs=3, batch_size=256, lr=1e-2)
 #: A column that tells each of the page's tables apart (AppTest does not expose a dataframe's key).
@@ -134,3 +136,29 @@ def test_a_degenerate_predictor_is_named_with_a_warning(degenerate_store: Path) 
     warning = texts(app.warning)
     assert "tiny-transe predicts one answer, Nurse, for 100% of the 49 test facts" in warning
     assert "degenerate predictor" in warning
+
+
+def test_accuracy_against_disparity_draws_every_model_of_the_graph_including_what_ifs(
+    store_with_a_run_first: Path,
+) -> None:
+    """Issue 28: one point per model with an MRR, what-if runs included; the missing ones named, then computed."""
+    from kgbias_core.accuracy_disparity import mean_abs_group_bias
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.embeddings.store import load_model
+    from kgbias_core.evaluation.link_prediction import cached_link_prediction
+
+    cached_link_prediction(store_with_a_run_first / "tiny-transe")
+    app = page("model_comparison").run()
+    assert not app.exception
+    assert "have no link prediction yet" in texts(app.caption) and "a-run" in texts(app.caption)
+    button(app, "Compute the missing link predictions").click().run()
+    settled(app)
+    assert not app.exception
+    chart = next(json.loads(c.proto.spec) for c in app.get("plotly_chart")
+                 if "mean |B_gr|" in json.dumps(json.loads(c.proto.spec)["layout"]))
+    drawn = {name for trace in chart["data"] for name in trace["hovertext"]}
+    assert drawn == {"tiny-transe", "a-run"}
+    xs = sorted(x for trace in chart["data"] for x in values(trace["x"]))
+    expected = sorted(mean_abs_group_bias(ModelAnalysis(load_model(store_with_a_run_first / n)))[0]
+                      for n in ("tiny-transe", "a-run"))
+    assert xs == pytest.approx(expected, rel=1e-5)

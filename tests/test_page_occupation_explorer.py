@@ -79,7 +79,7 @@ def test_a_sentence_whose_interval_passes_through_zero_says_no_clear_lean(app_st
 def test_the_persons_table_shows_display_names_with_the_id_last(app_store: Path) -> None:
     app = opened(page("occupation_explorer").run(), PERSONS)
     assert list(app.dataframe[0].value.columns) == ["name", "gender", "degree", "B_in", "B'_in", "B_in − graph mean",
-                                                  "id"]
+                                                  "person view", "id"]
 
 
 def test_every_person_as_a_point_on_request(app_store: Path) -> None:

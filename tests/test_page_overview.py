@@ -20,7 +20,8 @@ def test_overview_shows_the_graph_and_every_chart(app_store: Path) -> None:
     assert metric(app, "Persons with a gender") == "600"
     assert len(app.get("plotly_chart")) == 2
     labels = [button.label for button in app.get("download_button")]
-    assert len(labels) == 3 + 2 * 2  # the table's and each chart's data, and each chart as PNG and SVG
+    # the table's and each chart's data, each chart as PNG and SVG, and the report of several occupations
+    assert len(labels) == 4 + 2 * 2
     assert labels.count("Save the chart (PNG)") == labels.count("Save the chart (SVG)") == 2
     assert "tiny-transe" in texts(app.caption)
 
@@ -69,3 +70,19 @@ def test_broken_model_shows_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     app = page("overview").run()
     assert not app.exception
     assert "entities.tsv" in texts(app.error)
+
+
+def test_overview_offers_one_report_of_several_occupations(app_store: Path) -> None:
+    """Issue 28: a button on the Overview; the report it downloads has the summary first and a section each."""
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.embeddings.store import load_model
+    from kgbias_core.report import occupations_report
+
+    app = page("overview").run()
+    chosen = app.multiselect(key="report_occupations").value
+    assert len(chosen) == 6
+    app.multiselect(key="report_occupations").set_value(["nurse", "engineer"]).run()
+    assert not app.exception
+    assert "Download a report of 2 occupation(s) (HTML)" in [b.label for b in app.get("download_button")]
+    html = occupations_report(ModelAnalysis(load_model(app_store / "tiny-transe")), ["nurse", "engineer"])
+    assert html.index("<h2>Summary</h2>") < html.index("<h2>Nurse (nurse)</h2>") < html.index("<h2>Engineer (")

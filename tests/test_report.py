@@ -180,3 +180,30 @@ def test_cli_report_errors_are_one_line(tiny_store: Path, tmp_path: Path, capsys
     assert main(["report", "--model", model, "--run", model, "--out", out]) == 2  # a base model is no run
     assert capsys.readouterr().err.startswith(f"error: {model} is no what-if run")
     assert not Path(out).exists()
+
+
+# --- several occupations in one report (issue 28) -------------------------------------------------
+def test_a_report_of_several_occupations_has_the_summary_first_and_a_section_each(analysis, tiny_store: Path,
+                                                                                  tmp_path: Path, capsys) -> None:
+    from kgbias_core.report import occupations_report
+
+    measures = measures_table(analysis).set_index("occupation")
+    report = occupations_report(analysis, ["nurse", "Engineer"], created=WHEN)
+    parsed = Page(report)
+    assert parsed.open == [] and not parsed.problems
+    headings = re.findall(r"<h2>(.*?)</h2>", report)
+    assert headings[0] == "Summary" and headings[2:4] == ["Nurse (nurse)", "Engineer (engineer)"]
+    for label, name in (("nurse", "Nurse"), ("engineer", "Engineer")):
+        cells = parsed.rows[name]
+        row = measures.loc[label]
+        assert cells[:4] == [label, str(row["n_male"]), str(row["n_female"]), f"{row['group_bias']:+.3f}"]
+    assert report.count(get_plotlyjs()[:200]) == 1  # plotly.js inlined once for every chart
+    assert len(set(re.findall(r'id="(chart-\d+)"', report))) == report.count("Plotly.newPlot") == 4
+    out = tmp_path / "several.html"
+    assert main(["report", "--model", str(tiny_store / "tiny-transe"), "--occupations", "nurse", "engineer",
+                 "--out", str(out)]) == 0
+    assert "<h2>Engineer (engineer)</h2>" in out.read_text(encoding="utf-8")
+    assert capsys.readouterr().out.strip().endswith(f"wrote the report of 2 occupation(s) to {out}")
+    assert main(["report", "--model", str(tiny_store / "tiny-transe"), "--occupations", "nurse", "astronaut",
+                 "--out", str(tmp_path / "bad.html")]) == 2
+    assert not (tmp_path / "bad.html").exists()

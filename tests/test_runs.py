@@ -17,6 +17,7 @@ from kgbias_core.embeddings.training import train_model
 from kgbias_core.evaluation.link_prediction import link_prediction
 from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
+from kgbias_core.whatif import runs as runs_module
 from kgbias_core.whatif.edits import make_edit
 from kgbias_core.whatif.runs import bias_change, is_stale, noise_band, noise_spread, random_baseline
 
@@ -73,3 +74,64 @@ def test_a_whatif_of_a_base_retrained_with_another_config_is_stale(tiny_model, t
     save_model(replace(tiny_model, config=replace(tiny_model.config, seed=99)), tmp_path, overwrite=True)
     assert is_stale(run, base)
     assert is_stale(base, base)  # not a what-if at all: nothing vouches for it
+
+
+# --- who is in the group after an edit (issue 28) -------------------------------------------------
+def _labelled(model, keep=None) -> list[tuple[str, str, str]]:
+    rows = model.triples.tolist()
+    return [(model.entity_labels[h], model.relation_labels[r], model.entity_labels[t])
+            for i, (h, r, t) in enumerate(rows) if keep is None or i in keep]
+
+
+def _naive_counts(triples: list[tuple[str, str, str]], schema, occupation: str) -> tuple[int, int]:
+    genders: dict[str, set[str]] = {}
+    for h, r, t in triples:
+        if r == schema.gender_relation:
+            genders.setdefault(h, set()).add(t)
+    holders = {h for h, r, t in triples if r == schema.occupation_relation and t == occupation}
+    return (sum(genders.get(p) == {schema.male} for p in holders),
+            sum(genders.get(p) == {schema.female} for p in holders))
+
+
+def test_an_edit_states_the_persons_it_removes_or_relabels_against_a_naive_count(tiny_model) -> None:
+    analysis = ModelAnalysis(tiny_model)
+    s, labels, relations = tiny_model.schema, tiny_model.entity_labels, tiny_model.relation_labels
+    occupation = "actor"
+    rows = tiny_model.triples.tolist()
+    facts = [i for i, (h, r, t) in enumerate(rows) if relations[r] == s.occupation_relation and labels[t] == occupation]
+    holders = [labels[rows[i][0]] for i in facts]
+    # Two persons lose their actor fact; a third keeps it and loses its gender fact (as Carl Reiner's).
+    kept_person = holders[2]
+    gender_fact = next(i for i, (h, r, t) in enumerate(rows)
+                       if labels[h] == kept_person and relations[r] == s.gender_relation)
+    removed = (facts[0], facts[1], gender_fact)
+    found = membership = runs_module.edit_membership(analysis, occupation, removed=removed)
+    assert (membership.n_profession_facts, membership.n_gender_facts) == (2, 1)
+    assert (membership.n_removed, membership.n_relabelled) == (2, 1) and membership.changes_groups
+    before = _naive_counts(_labelled(tiny_model), s, occupation)
+    after = _naive_counts(_labelled(tiny_model, keep=set(range(len(rows))) - set(removed)), s, occupation)
+    assert (found.n_male_before, found.n_female_before) == before
+    assert (found.n_male_after, found.n_female_after) == after
+    assert sum(before) - sum(after) == 3
+    untouched = runs_module.edit_membership(analysis, occupation, removed=(0,))  # a city's located_in
+    assert not untouched.changes_groups and (untouched.n_male_after, untouched.n_female_after) == before
+
+
+def test_bias_change_shows_b_gr_after_over_the_original_persons_too(tiny_model) -> None:
+    """Same embeddings, triples with profession facts removed: over the edited graph's groups B_gr moves
+    (persons left); over the original persons it does not (nothing in the embedding moved)."""
+    s, relations = tiny_model.schema, tiny_model.relation_labels
+    rows = tiny_model.triples.tolist()
+    actor = tiny_model.entity_id("actor")
+    facts = [i for i, (h, r, t) in enumerate(rows) if relations[r] == s.occupation_relation and t == actor]
+    keep = torch.ones(len(rows), dtype=torch.bool)
+    keep[facts[: len(facts) // 2]] = False
+    edited = replace(tiny_model, name="edited", triples=tiny_model.triples[keep], negatives=tiny_model.negatives[keep])
+    base = ModelAnalysis(tiny_model)
+    frame = bias_change(base, ModelAnalysis(edited)).set_index("occupation")
+    row = frame.loc["actor"]
+    assert row["group_bias_after_original"] == pytest.approx(row["group_bias_before"], abs=1e-6)
+    assert abs(row["change"]) > 1e-4 and row["change_original"] == pytest.approx(0, abs=1e-6)
+    assert (row["n_male_after"], row["n_female_after"]) == _naive_counts(
+        _labelled(tiny_model, keep=set(keep.nonzero().squeeze(-1).tolist())), s, "actor")
+    assert "Du" in runs_module.AFTER_GROUPS_CHOICE

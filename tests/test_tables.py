@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+import pandas as pd
 import pytest
 import torch
 
@@ -40,6 +41,13 @@ def naive_gender_word(model, label: str) -> str:
         return "other"
     (value,) = values
     return {model.schema.male: "male", model.schema.female: "female"}.get(value, "other")
+
+
+def naive_persons(model) -> set[str]:
+    """Labels of the persons per the schema: heads of a gender or an occupation fact, by a plain loop."""
+    s = model.schema
+    return {model.entity_labels[h] for h, r, _ in model.triples.tolist()
+            if model.relation_labels[r] in (s.gender_relation, s.occupation_relation)}
 
 
 def test_measures_table_counts_and_group_bias_match_naive_loops(tiny_model, analysis, measures) -> None:
@@ -114,7 +122,7 @@ def test_triples_in_words_and_their_filter(analysis) -> None:
     frame = tables.triples_in_words(tables.triples_frame(analysis, torch.arange(0, 400)))
     first = frame.iloc[0]
     assert first.relation == "located_in" and first["in words"] == f"{first.head_name}  —located in→  {first.tail_name}"
-    assert "unknown" in set(frame.person_gender) and "" not in set(frame.person_gender)  # e.g. city located_in
+    assert "none" in set(frame.person_gender) and "" not in set(frame.person_gender)  # e.g. city located_in
     women = tables.filter_triples(frame, relations=["occupation"], genders=["female"])
     assert len(women) == ((frame.relation == "occupation") & (frame.person_gender == "female")).sum() > 0
     assert set(women.relation) == {"occupation"} and set(women.person_gender) == {"female"}
@@ -133,10 +141,15 @@ def test_triples_frame_reads_labels_and_the_persons_gender_and_degree(tiny_model
     frame = tables.triples_frame(analysis, indices)
     _, degree = naive_groups(tiny_model)
     labels, relations = tiny_model.entity_labels, tiny_model.relation_labels
+    persons = naive_persons(tiny_model)
     for row, (h, r, t) in zip(frame.itertuples(), tiny_model.triples[indices].tolist(), strict=True):
         assert (row.head, row.relation, row.tail) == (labels[h], relations[r], labels[t])
-        person = labels[h] if naive_gender_word(tiny_model, labels[h]) else labels[t]
-        assert row.person_gender == naive_gender_word(tiny_model, person)
+        person = labels[h] if labels[h] in persons else labels[t] if labels[t] in persons else ""
+        if not person:
+            assert (row.person, row.person_gender) == ("", "none") and pd.isna(row.person_degree)
+            continue
+        assert row.person == person
+        assert row.person_gender == (naive_gender_word(tiny_model, person) or "unknown")
         assert row.person_degree == degree[person]
 
 
@@ -245,3 +258,88 @@ def test_a_person_with_two_gender_values_reads_as_other_on_every_path(two_gender
     assert (summary["n_male"], summary["n_female"]) == (report.n_male, report.n_female)
     assert summary["n_other_gender"] == sum(report.other_values.values())
     assert summary["n_persons"] == len(genders) == report.n_male + report.n_female + summary["n_other_gender"]
+
+
+# --- the person of a triple (issue 28): the entity with a gender or occupation fact, never the occupation's node
+#: A person of the tiny graph whose gender fact is dropped (as Carl Reiner's is only in FB15k-237's valid.txt).
+NO_GENDER_PERSON = "person_00001"
+#: A person named as the tail of an inverse occupation triple.
+TAIL_PERSON = "person_00002"
+
+
+@pytest.fixture(scope="module")
+def attribution_analysis(tiny_graph) -> ModelAnalysis:
+    """The tiny graph without :data:`NO_GENDER_PERSON`'s gender fact, with "nurse —people_with_this_profession→
+    :data:`TAIL_PERSON`" added; a model trained for one epoch (only labels and degrees matter here)."""
+    import numpy as np
+
+    from kgbias_core.data.graph import from_labeled_triples
+    from kgbias_core.embeddings.config import TrainConfig
+    from kgbias_core.embeddings.training import train_model
+
+    graph = tiny_graph
+    labels = {i: e for e, i in graph.entity_to_id.items()}
+    relations = {i: r for r, i in graph.relation_to_id.items()}
+    s = graph.schema
+    train = [(labels[h], relations[r], labels[t]) for h, r, t in graph.training.mapped_triples.tolist()]
+    assert any(h == NO_GENDER_PERSON and r == s.occupation_relation for h, r, _ in train)
+    train = [t for t in train if not (t[0] == NO_GENDER_PERSON and t[1] == s.gender_relation)]
+    train.append(("nurse", "people_with_this_profession", TAIL_PERSON))
+    edited = from_labeled_triples(name="attribution", train=np.asarray(train, dtype=str), schema=s,
+                                  entity_names=graph.entity_names)
+    config = TrainConfig(dim=8, epochs=1, batch_size=1024, lr=1e-2, l2=10.0, seed=3)
+    return ModelAnalysis(train_model(edited, config, name="attribution", device=torch.device("cpu")))
+
+
+def _index(model, head: str, relation: str, tail: str) -> int:
+    wanted = [model.entity_id(head), model.relation_id(relation), model.entity_id(tail)]
+    return int((model.triples == torch.tensor(wanted)).all(dim=1).nonzero()[0, 0])
+
+
+def test_a_triples_person_is_the_person_head_tail_or_none(attribution_analysis) -> None:
+    analysis = attribution_analysis
+    model = analysis.model
+    s = model.schema
+    head_occupation = next(model.entity_labels[t] for h, r, t in model.triples.tolist()
+                           if model.entity_labels[h] == NO_GENDER_PERSON
+                           and model.relation_labels[r] == s.occupation_relation)
+    rows = {
+        "head, no gender fact": _index(model, NO_GENDER_PERSON, s.occupation_relation, head_occupation),
+        "tail": _index(model, "nurse", "people_with_this_profession", TAIL_PERSON),
+        "none": _index(model, "city_00", "located_in", "Aland"),
+    }
+    frame = tables.triples_frame(analysis, torch.tensor(list(rows.values()))).set_index(pd.Index(list(rows)))
+    labelled = [(model.entity_labels[h], model.relation_labels[r], model.entity_labels[t])
+                for h, r, t in model.triples.tolist()]
+    degree = Counter(e for h, _, t in labelled for e in (h, t))
+    genders = naive_genders(model)
+
+    first = frame.loc["head, no gender fact"]
+    assert NO_GENDER_PERSON not in genders
+    assert (first.person, first.person_gender, first.person_degree) == (NO_GENDER_PERSON, "unknown",
+                                                                      degree[NO_GENDER_PERSON])
+    assert first.person_degree != degree[head_occupation]  # the occupation node's degree, as before the fix
+    assert first.person_name == model.entity_names[model.entity_id(NO_GENDER_PERSON)]
+
+    tail = frame.loc["tail"]
+    assert (tail.person, tail.person_gender, tail.person_degree) == (
+        TAIL_PERSON, naive_gender_word(model, TAIL_PERSON), degree[TAIL_PERSON])
+    assert tail.person_gender in {"male", "female"}
+
+    none = frame.loc["none"]
+    assert (none.person, none.person_name, none.person_gender) == ("", "none", "none")
+    assert pd.isna(none.person_degree)
+
+
+def test_du_fig1_chart_draws_the_persons_degree(attribution_analysis) -> None:
+    from kgbias_app import charts
+
+    analysis = attribution_analysis
+    model = analysis.model
+    s = model.schema
+    occupation_triples = (model.triples[:, 1] == model.relation_id(s.occupation_relation)).nonzero().squeeze(-1)[:30]
+    frame = tables.triples_in_words(tables.triples_frame(analysis, occupation_triples)).assign(influence=1.0)
+    fig = charts.influence_degree_scatter(frame)
+    drawn = sorted(x for trace in fig.data for x in trace.x)
+    persons = model.triples[occupation_triples, 0]
+    assert drawn == sorted(float(d) for d in analysis.groups.degree[persons].tolist())

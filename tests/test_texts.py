@@ -97,3 +97,26 @@ def test_the_permutation_test_reads_as_one_sentence_with_its_verdict() -> None:
     none = SubpopulationComparison("", "", "", "", math.nan, math.nan, 2000, note="fewer than two values")
     assert texts.comparison_sentence("Actor", "nationality", none) == (
         "No test of the difference: fewer than two values.")
+
+
+def test_a_b_wo_below_its_floor_is_no_lean() -> None:
+    """Issue 28: B_wo = -0.011 was "female-leaning"; below the floor it reads as no clear lean, and says why."""
+    from kgbias_core.readings import NO_INTERVAL_FLOORS
+
+    floor = NO_INTERVAL_FLOORS["projection_bias"]
+    said = texts.sentence("projection_bias", -0.011)
+    assert "female" not in said and "No clear lean" in said and str(floor) in said
+    assert "female-leaning" in texts.sentence("projection_bias", -2 * floor)
+    row = {"group_bias": 0.5, "group_bias_low": 0.2, "group_bias_high": 0.8, "projection_bias": -0.011,
+           "fisher_bp": 0.01, "fisher_bp_low": 0.005, "fisher_bp_high": 0.02,
+           "individual_bias_vanilla": 0.1, "individual_bias_vanilla_low": 0.05, "individual_bias_vanilla_high": 0.2,
+           "individual_bias_weighted": 0.1, "individual_bias_weighted_low": 0.05,
+           "individual_bias_weighted_high": 0.2}
+    assert "B_wo shows no clear lean" in texts.agreement(row)
+
+
+def test_the_census_caption_counts_what_its_table_shows() -> None:
+    """Issue 28: "62 paired occupations" above a table of 61; the count is now the table's n."""
+    said = texts.census_table_caption(n_paired=62, n_used=[61, 61, 60])
+    assert "across the 61 paired occupations" in said and "2 of the 62 paired occupations" in said
+    assert texts.census_table_caption(n_paired=5, n_used=[5, 5]) == texts.CENSUS_TABLE.format(n=5)

@@ -11,9 +11,11 @@ from kgbias_core.data.schema import AttributeRelation, Schema
 from tests.conftest import PAGE_TIMEOUT
 
 
-def test_occupation_titles_are_ordered_by_name_and_show_the_label_where_it_differs() -> None:
-    measures = pd.DataFrame({"occupation": ["/m/2", "nurse", "/m/1"], "name": ["actor", "nurse", "Baker"]})
-    assert widgets.occupation_titles(measures) == {"/m/2": "actor (/m/2)", "/m/1": "Baker (/m/1)", "nurse": "nurse"}
+def test_occupation_titles_are_ordered_by_name_and_show_the_label_only_where_the_name_is_shared() -> None:
+    measures = pd.DataFrame({"occupation": ["/m/2", "nurse", "/m/1", "/m/3"],
+                             "name": ["actor", "nurse", "Baker", "Actor"]})
+    assert widgets.occupation_titles(measures) == {"/m/2": "actor (/m/2)", "/m/3": "Actor (/m/3)", "/m/1": "Baker",
+                                                   "nurse": "nurse"}  # issue 28: no Freebase id for a unique name
 
 
 def test_csv_name_never_holds_a_path_separator_or_a_space() -> None:

@@ -33,7 +33,7 @@ from kgbias_core.errors import (
     DataError,
     SchemaError,
 )
-from kgbias_core.types import LongTensor
+from kgbias_core.types import BoolTensor, LongTensor
 
 #: Training triples from which a graph counts as large (FB15k-237 has 272k). The papers' defaults
 #: (e.g. Schwertmann's 100 test facts per class) apply from there; a smaller graph's test split and
@@ -83,6 +83,30 @@ def gender_of(
     return code
 
 AMBIGUOUS_GENDER = "ambiguous (several values)"
+
+def person_mask(triples: LongTensor, *, gender_relation: int, occupation_relation: int, n_entities: int) -> BoolTensor:
+    """Which entities are persons per the schema: the head of a gender fact or of an occupation fact. [n, 3] -> [E].
+
+    An occupation fact alone makes a person (FB15k-237's Carl Reiner has his gender fact only in valid.txt):
+    gender alone would take the occupation node for the person of "Carl Reiner —profession→ Actor".
+    """
+    mask = torch.zeros(n_entities, dtype=torch.bool, device=triples.device)
+    facts = triples[(triples[:, 1] == gender_relation) | (triples[:, 1] == occupation_relation)]
+    mask[facts[:, 0]] = True
+    return mask
+
+
+#: The person of a triple that has none (:func:`triple_persons`).
+NO_PERSON = -1
+
+
+def triple_persons(triples: LongTensor, is_person: BoolTensor) -> LongTensor:
+    """The person of each triple: its head if that is a person, else its tail if that is one, else
+    :data:`NO_PERSON` ("Actor —people with this profession→ Carl Reiner" is Carl Reiner's). [n, 3] -> [n]."""
+    heads, tails = triples[:, 0], triples[:, 2]
+    person = torch.where(is_person[heads], heads, tails)
+    return torch.where(is_person[person], person, torch.full_like(person, NO_PERSON))
+
 
 
 @dataclass(frozen=True)

@@ -7,29 +7,124 @@ spread of B_gr across retrains of the *unedited* graph under other seeds, cached
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.data.graph import Gender, gender_of
 from kgbias_core.embeddings.store import StoredModel, config_fingerprint, load_result, read_config, save_result
 from kgbias_core.embeddings.training import EpochCallback, retrain_device, train_transe
 from kgbias_core.errors import ModelStoreError
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
-from kgbias_core.tables import occupations_frame
+from kgbias_core.tables import MIN_GROUP_SIZE, occupations_frame, split_small
+
+#: Which persons "B_gr after" is over. Du et al. (§4.3) measure the retrained graph as it is: its groups, so
+#: Add's dummies count and a person whose profession or gender fact was removed is out. That is the main
+#: column; ``group_bias_after_original`` keeps the base's persons (the same M_o, F_o before and after).
+AFTER_GROUPS_CHOICE = (
+    "B_gr after is over the edited graph's groups, as Du et al. measure it (Add's dummies counted, persons whose "
+    "profession or gender fact was removed left out); 'over the original persons' keeps the base's M_o and F_o."
+)
 
 
 def bias_change(base: ModelAnalysis, what_if: ModelAnalysis) -> pd.DataFrame:
-    """B_gr of every occupation before and after, and the change (the collateral effect of an edit)."""
+    """B_gr of every occupation before and after, and the change (the collateral effect of an edit).
+
+    ``group_bias_after`` and ``n_male_after``/``n_female_after``: over the edited graph's groups (Du's
+    choice, :data:`AFTER_GROUPS_CHOICE`); ``group_bias_after_original`` and ``change_original``: the
+    retrained embeddings over the base's persons, so that an edit that moves persons out of a group
+    cannot pass for a change of the embedding. ``n_male``/``n_female`` are the base's counts.
+    """
     before = occupations_frame(base).assign(group_bias=base.group_bias().tolist()).set_index("occupation")
-    after = pd.Series(what_if.group_bias().tolist(), index=list(what_if.groups.labels), name="group_bias_after")
+    edited = what_if.groups
+    after = pd.DataFrame({"group_bias_after": what_if.group_bias().tolist(), "n_male_after": edited.n_male.tolist(),
+                          "n_female_after": edited.n_female.tolist()}, index=list(edited.labels))
+    # The base's entity ids are the what-if's first ids (Add appends its dummies), so the base's groups index
+    # the retrained embeddings directly.
+    original = group_bias(entity_embeddings=what_if.model.entity_embeddings,
+                          relation_embeddings=what_if.model.relation_embeddings, groups=base.groups,
+                          distance=what_if.model.config.distance)
     frame = before.join(after, how="left").rename(columns={"group_bias": "group_bias_before"})
     frame["change"] = frame["group_bias_after"] - frame["group_bias_before"]
+    frame["group_bias_after_original"] = original.tolist()
+    frame["change_original"] = frame["group_bias_after_original"] - frame["group_bias_before"]
     return frame.reset_index()
+
+
+@dataclass(frozen=True)
+class EditMembership:
+    """How an edit changes who is in its target occupation's groups M_o and F_o (issue 28)."""
+
+    occupation: str  # the target's label
+    n_profession_facts: int  # the target's occupation facts (s, r_p, o) among the removed triples
+    n_gender_facts: int  # gender facts of the target's persons among the removed triples
+    n_removed: int  # persons of M_o or F_o who lose their occupation fact: out of the group
+    n_relabelled: int  # persons of the target who keep it but whose gender code changes (e.g. male -> unknown)
+    n_male_before: int
+    n_female_before: int
+    n_male_after: int  # |M_o| over the edited triples (Add's dummies counted)
+    n_female_after: int
+    n_added: int  # Add's dummy persons
+
+    @property
+    def changes_groups(self) -> bool:
+        return bool(self.n_removed or self.n_relabelled or self.n_added)
+
+
+def edit_membership(base: ModelAnalysis, occupation: str, *, removed: Sequence[int] = (), n_added_male: int = 0,
+                    n_added_female: int = 0) -> EditMembership:
+    """The persons of ``occupation`` an edit removes or re-labels: ``removed`` are training-triple indices of
+    the base; Add's dummies join as ``n_added_male`` / ``n_added_female``. Read from the edited triples
+    through the one gender reader, before any retraining (the lab states it beside the prediction)."""
+    model, groups = base.model, base.groups
+    index = groups.index(occupation)
+    o = int(groups.occupations[index])
+    triples = model.triples
+    keep = torch.ones(triples.shape[0], dtype=torch.bool, device=triples.device)
+    if removed:
+        keep[torch.tensor(list(removed), dtype=torch.long, device=triples.device)] = False
+    gone = triples[~keep]
+    kept = triples[keep]
+    r_p, r_g = groups.occupation_relation, groups.gender_relation
+    holders = torch.unique(triples[(triples[:, 1] == r_p) & (triples[:, 2] == o), 0])  # every person of o
+    holders_after = torch.unique(kept[(kept[:, 1] == r_p) & (kept[:, 2] == o), 0])
+    gender_before = groups.gender
+    gender_after = gender_of(kept, gender_relation=r_g, male=groups.male, female=groups.female,
+                             n_entities=model.n_entities)
+    binary = (gender_before == Gender.MALE) | (gender_before == Gender.FEMALE)
+    lost = holders[~torch.isin(holders, holders_after)]
+    stayed = holders_after
+    relabelled = stayed[gender_before[stayed] != gender_after[stayed]]
+    male_after = int((gender_after[holders_after] == Gender.MALE).sum()) + n_added_male
+    female_after = int((gender_after[holders_after] == Gender.FEMALE).sum()) + n_added_female
+    return EditMembership(
+        occupation=groups.labels[index],
+        n_profession_facts=int(((gone[:, 1] == r_p) & (gone[:, 2] == o)).sum()),
+        n_gender_facts=int(((gone[:, 1] == r_g) & torch.isin(gone[:, 0], holders)).sum()),
+        n_removed=int(binary[lost].sum()),
+        n_relabelled=int(relabelled.numel()),
+        n_male_before=int(groups.n_male[index]), n_female_before=int(groups.n_female[index]),
+        n_male_after=male_after, n_female_after=female_after, n_added=n_added_male + n_added_female,
+    )
+
+
+def membership_of_record(base: ModelAnalysis, edit: Mapping[str, Any]) -> EditMembership:
+    """:func:`edit_membership` of a run's edit record (config.json ``edit``): its removed triples, or Add's
+    dummies (of the target's rarer gender in the base, as :func:`~kgbias_core.whatif.edits.add_edit` makes them)."""
+    occupation = edit["occupation"]
+    if edit.get("kind") == "add":
+        groups = base.groups
+        index = groups.index(occupation)
+        n = int(edit.get("n_added_entities", 0))
+        female = int(groups.n_male[index]) > int(groups.n_female[index])
+        return edit_membership(base, occupation, n_added_male=0 if female else n, n_added_female=n if female else 0)
+    return edit_membership(base, occupation, removed=tuple(edit.get("removed") or ()))
 
 
 def is_stale(run_dir: Path | str, base_dir: Path | str) -> bool:
@@ -110,3 +205,13 @@ def random_baseline(curve: pd.DataFrame | None, *, k: int) -> tuple[int, float] 
     nearest = random.iloc[(random["k"] - k).abs().argmin()]
     base = float(curve.loc[curve["k"] == 0, "group_bias"].iloc[0])
     return int(nearest["k"]), float(nearest["group_bias"]) - base
+
+
+def collateral(frame: pd.DataFrame, *, occupation: str, minimum: int = MIN_GROUP_SIZE) -> tuple[pd.DataFrame,
+                                                                                              pd.DataFrame]:
+    """A :func:`bias_change` split as the Overview splits its ranking: (the target and the occupations with at
+    least ``minimum`` men and women before and after the edit, those with fewer). A group of one or two persons
+    moves by noise alone, so its change is listed apart, never drawn as an effect of the edit."""
+    size = frame[["n_male", "n_female", "n_male_after", "n_female_after"]].min(axis=1).fillna(0)
+    size = size.where(frame["occupation"] != occupation, max(1, minimum))  # the target is always drawn
+    return split_small(frame, size=size, minimum=max(1, minimum))

@@ -1,0 +1,1 @@
+"""What serves one page only (ARCHITECTURE step two): ``sections/<page>.py``; shared widgets stay in widgets.py."""

@@ -1,0 +1,66 @@
+"""The person view's body: search, the person's occupations with B_in, B'_in and the counterfactual, their
+training triples with influence (issue 28). The page (``app_pages/person.py``) only calls :func:`person_view`."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from kgbias_app import cache, links, texts, widgets
+from kgbias_app.cache import ModelRef
+from kgbias_core import persons
+from kgbias_core.errors import KGBiasError
+
+#: The persons table of the occupation's persons, in reading order.
+OCCUPATION_COLUMNS = ["occupation_name", "individual_bias", "fisher_individual", "score", "score_flipped"]
+OCCUPATION_NAMES = {"occupation_name": "occupation", "score": "ψ now", "score_flipped": "ψ, gender flipped"}
+
+
+def chosen_person(model: ModelRef) -> str | None:
+    """The person the search names: its text resolves to one person (id or unique name), else one of its matches."""
+    analysis = cache.analysis(model)
+    query = links.text_input(texts.PERSON_SEARCH, key="person", what="person", help=texts.PERSON_SEARCH_HELP)
+    if not query:
+        return None
+    try:
+        return analysis.model.entity_labels[persons.resolve_person(analysis, query)]
+    except KGBiasError:
+        pass  # not one person by id or name: list what the text finds
+    found = cache.search_persons(model, query)
+    if found.empty:
+        st.info(texts.PERSON_NONE_FOUND.format(query=query))
+        return None
+    more = f", the first {persons.SEARCH_LIMIT}" if len(found) >= persons.SEARCH_LIMIT else ""
+    titles = dict(zip(found["person"], found["name"] + " · " + found["gender"] + " · degree "
+                      + found["degree"].astype(str), strict=True))
+    return st.selectbox(texts.PERSON_PICK.format(n=len(found), more=more), list(titles),
+                        format_func=titles.__getitem__, key="person_pick")
+
+
+def person_view(model: ModelRef) -> None:
+    """The person chosen in the search, one level below an occupation."""
+    label = chosen_person(model)
+    if label is None:
+        return
+    view = cache.person(model, label)
+    st.header(view.name)
+    st.caption(texts.PERSON_SUMMARY.format(gender=view.gender, degree=view.degree, n=len(view.occupations))
+               + f" Id: {view.label}.")
+    if view.occupations.empty:
+        st.info(texts.PERSON_NO_OCCUPATION)
+    else:
+        st.subheader("B_in, B'_in and the counterfactual, per occupation")
+        widgets.table(view.occupations, OCCUPATION_COLUMNS, ids=["occupation"], names=OCCUPATION_NAMES, digits=4)
+        st.caption(texts.PERSON_OCCUPATIONS)
+    st.subheader("Training triples")
+    occupation = None
+    if not view.occupations.empty:
+        names = dict(zip(view.occupations["occupation"], view.occupations["occupation_name"], strict=True))
+        occupation = st.selectbox("Influence on the B_gr of", list(names), format_func=names.__getitem__,
+                                  key="person_occupation")
+    triples = cache.person_triples(model, view.entity, occupation)
+    widgets.table(widgets.with_person_links(triples), ["in words", "influence", "person_name", widgets.PERSON_LINK],
+                  ids=["relation", "triple"], digits=5, key="person_triples")
+    if occupation is not None:
+        st.caption(texts.PERSON_TRIPLES.format(name=names[occupation]))
+    widgets.download(triples, widgets.csv_name(model.name, view.label, "triples"), key="person_triples:csv",
+                     label="Download the person's triples (CSV)")
