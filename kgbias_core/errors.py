@@ -90,6 +90,10 @@ OUT_BAD_NAME = (
     "{name!r} is not a model name: use letters, digits, '.', '_' and '-' (no path separators, not '.' or '..')"
 )
 MODEL_WRITE_FAILED = "{path}: could not write the model ({reason}); nothing was replaced, the previous model is intact"
+MODEL_BEING_WRITTEN = (
+    "{path} is being written by another kgbias process (pid {pid}): wait for it to finish or choose another "
+    "--out (nothing was written)"
+)
 NON_FINITE_WEIGHTS = "{path}: tensor {tensor!r} holds {count} NaN or infinite values; retrain the model"
 
 # --- measures -----------------------------------------------------------------------

@@ -17,6 +17,7 @@ Nothing is ever unpickled: tensors come from safetensors, everything else from J
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -43,6 +44,7 @@ from kgbias_core.data.schema import Schema
 from kgbias_core.data.text import read_columns, text_lines
 from kgbias_core.embeddings.config import DISTANCES, IMPORTED_MODELS, MODELS, TrainConfig
 from kgbias_core.errors import (
+    MODEL_BEING_WRITTEN,
     MODEL_CORRUPT,
     MODEL_INCOMPLETE,
     MODEL_NOT_FOUND,
@@ -233,24 +235,131 @@ def _alive(pid: int) -> bool:
     return True
 
 
+class _Claim:
+    """An exclusive claim on one model name of a store, held while its save (or recovery) runs.
+
+    ``store/.lock-<name>`` is locked with ``flock``, which the kernel releases when its process dies
+    (kill -9 included): a dead writer's claim is recovered by the next claimant, never blocks forever.
+    After locking, the file's inode is compared with the path's: a claim whose file a finishing writer
+    just removed is retried, so two processes never both hold one name. The file holds the pid for the
+    refusal message and is removed on release.
+    """
+
+    def __init__(self, store: Path, name: str) -> None:
+        self.path = store / f".lock-{name}"
+        self.name = name
+        self.fd: int | None = None
+
+    def acquire(self) -> bool:
+        import fcntl
+
+        for _ in range(20):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+                self.fd = fd
+                return True
+            os.close(fd)  # removed by the writer that held it: claim the new file
+        return False
+
+    def holder(self) -> str:
+        try:
+            return self.path.read_text(encoding="utf-8").strip() or "?"
+        except OSError:
+            return "?"
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        # Unlinked while still locked: a process waiting on this inode re-checks it and retries.
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        os.close(self.fd)
+        self.fd = None
+
+    def __enter__(self) -> _Claim:
+        if not self.acquire():
+            raise ModelStoreError(MODEL_BEING_WRITTEN.format(path=self.path.parent / self.name, pid=self.holder()))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _scratch_parts(entry: Path) -> tuple[str, str, int] | None:
+    """(kind, model name, pid) of a scratch directory ``.{tmp,old}-<name>-<pid>-<hex>``, else None."""
+    if not entry.name.startswith((".tmp-", ".old-")):
+        return None
+    parts = entry.name.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[0][5:]:
+        return None
+    return parts[0][1:4], parts[0][5:], int(parts[1])
+
+
+def _recover(store: Path, name: str, scratch: list[Path]) -> list[str]:
+    """Finish or undo the interrupted saves of ``name`` (``scratch``: its dead writers' directories).
+
+    A save is interrupted between its two renames only: the model is then missing, the old one in
+    ``.old-`` and the new complete one in ``.tmp-``. Roll forward to the newest complete ``.tmp-``
+    (its config.json is written last, so complete means finished), else back to a complete ``.old-``;
+    only then is the rest removed, so the only complete copy is never deleted. The caller holds the claim.
+    """
+    target = store / name
+    if not (target.exists() or target.is_symlink()):
+        complete = [p for p in scratch if is_model_dir(p)]
+        # New before old: the save was done writing; its rename was all that was left.
+        complete.sort(key=lambda p: (p.name.startswith(".tmp-"), (p / "config.json").stat().st_mtime_ns),
+                      reverse=True)
+        if complete:
+            os.replace(complete[0], target)
+            scratch = [p for p in scratch if p != complete[0]]
+    for entry in scratch:
+        shutil.rmtree(entry, ignore_errors=True)
+    return [p.name for p in scratch]
+
+
 def clean_orphans(store: Path | str | None = None) -> list[str]:
-    """Remove the scratch directories of writes whose process died (kill -9); returns their names.
+    """Recover from the saves of processes that died (kill -9); returns the scratch directories removed.
 
     A scratch directory of a live process (this one included) is left alone: its write may be
-    under way.
+    under way. A model left missing by a save killed between its renames is restored from its
+    complete scratch copy (:func:`_recover`) before anything is removed.
     """
     store = Path(store) if store is not None else default_store()
-    removed = []
+    removed: list[str] = []
     if not store.is_dir():
         return removed
+    by_name: dict[str, list[Path]] = {}
     for entry in store.iterdir():
-        if not entry.name.startswith((".tmp-", ".old-")) or not entry.is_dir():
+        parts = _scratch_parts(entry)
+        if parts is None or not entry.is_dir() or _alive(parts[2]):
             continue
-        parts = entry.name.rsplit("-", 2)
-        if len(parts) != 3 or not parts[1].isdigit() or _alive(int(parts[1])):
+        by_name.setdefault(parts[1], []).append(entry)
+    for name, scratch in by_name.items():
+        claim = _Claim(store, name)
+        try:
+            if not claim.acquire():  # a save of this name is running: its own finish tidies up
+                continue
+        except OSError:  # a read-only store: nothing can be recovered or removed here
             continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry.name)
+        try:
+            # Re-listed under the claim: another clean-up may have recovered this name meanwhile.
+            scratch = [p for p in scratch if p.is_dir()]
+            removed += _recover(store, name, scratch)
+        except OSError:
+            pass
+        finally:
+            claim.release()
     return removed
 
 
@@ -259,29 +368,50 @@ def save_model(model: StoredModel, store: Path | str | None = None, *, overwrite
 
     An existing *model* of that name is replaced only with ``overwrite``; anything else at that
     path is never touched (:func:`check_output`). A failed write (full disk, I/O error) leaves the
-    previous model as it was and raises :class:`ModelStoreError` with the reason.
+    previous model as it was and raises :class:`ModelStoreError` with the reason. Writers of one
+    name exclude each other (:class:`_Claim`): the second is refused, and the existence check runs
+    under the claim, so two saves without ``overwrite`` never both succeed. A process killed at
+    any point leaves the old or the new model, restored by the next :func:`clean_orphans`.
     """
     store = Path(store) if store is not None else default_store()
     target = check_output(store / check_model_name(model.name), overwrite=overwrite)
-    store.mkdir(parents=True, exist_ok=True)
-    tmp = _scratch(store, "tmp", model.name)
     try:
-        tmp.mkdir()
-        _write_model_files(model, tmp)
-        old = None
-        if target.exists():
-            old = _scratch(store, "old", model.name)
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except (OSError, SafetensorError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        store.mkdir(parents=True, exist_ok=True)
+        claim = _Claim(store, model.name).__enter__()
+    except OSError as exc:
         raise ModelStoreError(MODEL_WRITE_FAILED.format(path=target, reason=exc)) from exc
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    try:
+        dead = [p for p in store.iterdir() if (parts := _scratch_parts(p)) is not None and parts[1] == model.name
+                and p.is_dir() and not _alive(parts[2])]
+        _recover(store, model.name, dead)  # a killed save of this name first gets its model back
+        check_output(target, overwrite=overwrite)  # again, under the claim: another writer may have finished
+        tmp, old = _scratch(store, "tmp", model.name), None
+        try:
+            tmp.mkdir()
+            _write_model_files(model, tmp)
+            if target.exists():
+                old = _scratch(store, "old", model.name)
+                os.replace(target, old)
+            os.replace(tmp, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        except (OSError, SafetensorError) as exc:
+            _roll_back(tmp, old, target)
+            raise ModelStoreError(MODEL_WRITE_FAILED.format(path=target, reason=exc)) from exc
+        except BaseException:
+            _roll_back(tmp, old, target)
+            raise
+    finally:
+        claim.release()
     return target
+
+
+def _roll_back(tmp: Path, old: Path | None, target: Path) -> None:
+    """After a failed save: the old model back under its name (if it had been moved), the scratch copy gone."""
+    if old is not None and old.is_dir() and not target.exists():
+        with contextlib.suppress(OSError):
+            os.replace(old, target)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _write_model_files(model: StoredModel, folder: Path) -> None:
