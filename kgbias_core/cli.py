@@ -25,6 +25,7 @@ from kgbias_core.errors import (
     CSV_WRITE_FAILED,
     IMPORT_NEEDS_PATH,
     INTERRUPTED,
+    OUT_NOT_A_FILE,
     UNEXPECTED_ERROR,
     DataError,
     KGBiasError,
@@ -84,10 +85,37 @@ def _real(low: float, *, above: bool) -> Callable[[str], float]:
 
 
 def _csv_out(text: str) -> str:
-    """An argparse type for a CSV --out: refused at once when it names a directory."""
-    if Path(text).is_dir():
-        raise argparse.ArgumentTypeError(CSV_OUT_IS_DIRECTORY.format(path=Path(text)))
+    """An argparse type for a CSV/HTML/JSON --out: refused at once when it names a directory, a device,
+    a FIFO or a socket (:func:`_output_file`)."""
+    try:
+        _output_file(text)
+    except DataError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def _output_file(out: str) -> Path:
+    """The regular file an output is written to: ``out``, or a symlink's target (written through, so the
+    link stays a link). Anything else that exists there (a directory, a device such as /dev/full or
+    /dev/null, a FIFO, a socket) is refused: the atomic rename would replace it by a regular file."""
+    import stat
+
+    path = Path(out)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))  # follows every link of a chain; a dangling one is created
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return path
+    except OSError as exc:
+        raise DataError(CSV_WRITE_FAILED.format(path=path, reason=exc.strerror or exc)) from None
+    if stat.S_ISDIR(mode):
+        raise DataError(CSV_OUT_IS_DIRECTORY.format(path=Path(out)))
+    if not stat.S_ISREG(mode):
+        kind = ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise DataError(OUT_NOT_A_FILE.format(path=Path(out), kind=kind))
+    return path
 
 
 class _PrintedProgress(Progress):
@@ -202,7 +230,7 @@ def _write(frame, out: str) -> None:
 def _write_text(text: str, out: str) -> None:
     """Write ``text`` to ``out`` through a temporary sibling, so a failed write (full disk) leaves a
     previous file of that name as it was."""
-    path = Path(out)
+    path = _output_file(out)  # checked again: the flag's check ran before the (long) computation
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -255,6 +255,10 @@ LAB_BAD_INDEX_FILE = "{path}, line {line}: expected training-triple indices (int
 # --- command line ------------------------------------------------------------------------------
 BAD_NUMBER = "expected {expected}, got {value!r}"
 CSV_OUT_IS_DIRECTORY = "{path} is a directory: --out names the file to write (nothing was written)"
+OUT_NOT_A_FILE = (
+    "{path} is {kind}, not a regular file: --out names the file to write, refusing to replace it (nothing "
+    "was written)"
+)
 CSV_WRITE_FAILED = "{path}: could not write the file ({reason}); a previous file of that name is unchanged"
 UNEXPECTED_ERROR = "{exc_type}: {message} (unexpected: rerun with KGBIAS_DEBUG=1 for the traceback)"
 INTERRUPTED = "interrupted: nothing was saved by the unfinished command"

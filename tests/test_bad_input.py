@@ -9,7 +9,9 @@ still listed and loading. Nothing here trains a model: every case is refused bef
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -154,6 +156,11 @@ def places(tiny_store: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         folder.mkdir(parents=True)
         shutil.copy(files / f"census_{name}.csv", folder / "occupation_gender_ipums.csv")
     (files / "a_file").write_text("not a folder")
+    os.mkfifo(files / "fifo")
+    with socket.socket(socket.AF_UNIX) as sock:  # the socket file stays after close
+        sock.bind(str(files / "sock"))
+    (files / "to_full").symlink_to("/dev/full")
+    (files / "to_fifo").symlink_to(files / "fifo")
     models = root / "models"
     models.mkdir()
     (models / "empty").mkdir()
@@ -475,6 +482,27 @@ CASES = [
           "no census year 1999; available years: 2010, 2015", "census-unknown-year"),
     _case(f"validate census {MODEL} --data-dir {{files}}/census_dir {CSV}",
           "kgbias ships pairings for FB15k-237 and FB13 only", "census-not-paired"),
+    # --- an --out that is not a regular file (issue 30, item 3) --------------------------------------
+    _case(f"measures {MODEL} --out /dev/full", "/dev/full is a device, not a regular file", "out-dev-full"),
+    _case(f"measures {MODEL} --out /dev/null", "/dev/null is a device, not a regular file", "out-dev-null"),
+    _case(f"measures {MODEL} --out {{files}}/fifo", "fifo is a FIFO, not a regular file", "out-fifo"),
+    _case(f"measures {MODEL} --out {{files}}/sock", "sock is a socket, not a regular file", "out-socket"),
+    _case(f"measures {MODEL} --out {{files}}/to_full", "to_full is a device, not a regular file",
+          "out-symlink-to-device"),
+    _case(f"measures {MODEL} --out {{files}}/to_fifo", "to_fifo is a FIFO, not a regular file",
+          "out-symlink-to-fifo"),
+    _case(f"measures {MODEL} --out {{precious}}", "is a directory: --out names the file", "out-directory"),
+    _case(f"report {MODEL} --occupation nurse --out {{files}}/fifo", "is a FIFO, not a regular file",
+          "report-out-fifo"),
+    _case(f"findings {MODEL} --out /dev/full", "is a device, not a regular file", "findings-out-device"),
+    _case(f"findings {MODEL} --out {{files}}/sock", "is a socket, not a regular file", "findings-out-socket"),
+    _case(f"individuals {MODEL} --occupation nurse --out {{files}}/fifo", "is a FIFO", "individuals-out-fifo"),
+    _case(f"influence {MODEL} --occupation nurse --out /dev/full", "is a device", "influence-out-device"),
+    _case(f"fisher {MODEL} --relation gender --a male --out {{files}}/sock", "is a socket", "fisher-out-socket"),
+    _case("fairness --models {store}/tiny-transe --out {files}/fifo", "is a FIFO", "fairness-out-fifo"),
+    _case("audit --models {store}/tiny-transe --out /dev/full", "is a device", "audit-out-device"),
+    _case(f"calibrate {MODEL} --out {{files}}/to_fifo", "is a FIFO", "calibrate-out-fifo"),
+    _case(f"validate census {MODEL} --out {{files}}/sock", "is a socket", "census-out-socket"),
 ]
 
 
@@ -572,3 +600,17 @@ sys.exit(main({argv!r}))
     assert (store / "tiny-transe" / "model.safetensors").read_bytes() == before
     assert list_models(store) == ["tiny-transe"] and [p.name for p in store.iterdir()] == ["tiny-transe"]
     load_model(store / "tiny-transe")
+
+
+def test_an_out_symlink_is_written_through_to_its_target(tiny_store: Path, tmp_path: Path) -> None:
+    """The issue: a symlink --out was replaced by a regular file and its target never got the output.
+    The policy: written through, the link stays a link and the target holds the CSV."""
+    target = tmp_path / "real" / "measures.csv"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    assert main(["measures", "--model", str(tiny_store / "tiny-transe"), "--out", str(link)]) == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text().startswith("occupation,")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["measures.csv"]
