@@ -361,6 +361,7 @@ def _debias(args: argparse.Namespace) -> None:
     indices = _read_indices(args.remove_indices) if strategy == "basket" else ()
     edit = make_edit(analysis, occupation, strategy=strategy, k=args.remove_k or 0, c=args.c, cap=args.cap,
                      seed=args.seed, indices=indices)
+    occupation = edit.occupation  # the label: a readable name was resolved before anything is retrained
     if strategy == "if" and len(edit.removed) < args.remove_k:
         print(f"only {len(edit.removed)} triples move B_gr towards 0: IF-REMOVE removes those", file=sys.stderr)
     predicted = None

@@ -114,6 +114,10 @@ ADD_NOTHING = (
     "Add on {occupation!r} with c = {c} adds no dummy: it has {n_male} men and {n_female} women "
     "(c·| |M| − |F| | rounds to 0)"
 )
+ADD_ONE_GENDER = (
+    "Add on {occupation!r} is refused: it has {n_male} men and {n_female} women, and B_gr compares the two "
+    "groups, so it is undefined before and after any number of dummies (nothing was retrained)"
+)
 REMOVE_NOTHING = "nothing to remove: the removal set is empty"
 REMOVE_OUT_OF_RANGE = "removal set names a triple outside the model's {n} training triples"
 UNKNOWN_EDIT_STRATEGY = "unknown edit strategy {strategy!r}: choose one of {known}"
