@@ -247,9 +247,10 @@ def import_task(
     (20M triples on a CPU): every measure and the app run on the model's sizes, none of its numbers
     means anything; config.json records ``"imported_from": "random"``, ``"untrained": true``, ``epochs`` 0.
     """
-    from kgbias_core.embeddings.importers import READERS, onto_graph
+    from kgbias_core.embeddings.importers import READERS, onto_graph, pickle_to_read
     from kgbias_core.embeddings.pykeen_bridge import imported_weights
     from kgbias_core.embeddings.training import initial_embeddings
+    from kgbias_core.errors import IMPORT_PICKLE_TRUSTED
 
     def vectors(kg: KnowledgeGraph, progress: Progress) -> tuple[dict, TrainConfig, dict[str, Any]]:
         """(weights, config, info) of the imported or drawn vectors, rows in the graph's id order."""
@@ -264,9 +265,13 @@ def import_task(
                     TrainConfig(model="transe", dim=dim, epochs=0, seed=seed), info)
         progress.update(stage="reading", message=f"read {kg.name}: {kg.training.num_triples} training triples; "
                                                  f"reading the {fmt} embeddings at {path}")
+        pickled = pickle_to_read(fmt, path) if trust_pickle else None
+        if pickled is not None:  # said before unpickling: the file's code runs during the read
+            progress.update(message=IMPORT_PICKLE_TRUSTED.format(path=pickled))
         imported = READERS[fmt](path, distance=distance, trust_pickle=trust_pickle)
         for warning in imported.warnings:
-            progress.update(message=warning)
+            if pickled is None or warning != IMPORT_PICKLE_TRUSTED.format(path=pickled):
+                progress.update(message=warning)
         entity_labels, relation_labels = graph_labels(kg)
         entities, relations = onto_graph(imported, entity_labels=entity_labels, relation_labels=relation_labels,
                                          graph=kg.name)

@@ -224,16 +224,30 @@ def _pykeen_map(path: Path, n_rows: int) -> dict[str, int]:
     return _id_map(lines[1:], path=path, fmt="pykeen", n_rows=n_rows)
 
 
+def _pykeen_weights(path: Path) -> Path:
+    """The file a PyKEEN import reads: ``trained_model.pt`` preferred, else ``trained_model.pkl``."""
+    if not path.is_dir():
+        return path
+    if not (path / "trained_model.pt").is_file() and (path / "trained_model.pkl").is_file():
+        return path / "trained_model.pkl"
+    return path / "trained_model.pt"
+
+
+def pickle_to_read(fmt: str, path: Path | str) -> Path | None:
+    """The pickle an import of ``fmt`` at ``path`` would unpickle (given trust), else None: the caller
+    warns *before* the reader runs, since unpickling runs the file's code before anything can be said."""
+    if fmt != "pykeen":
+        return None
+    file = _pykeen_weights(Path(path))
+    return file if file.suffix == ".pkl" else None
+
+
 def read_pykeen(path: Path, *, distance: str | None = None, trust_pickle: bool = False) -> ImportedEmbeddings:
     """A PyKEEN TransE: ``path`` is the directory ``save_to_directory`` wrote (``trained_model.pt``
     preferred, else ``trained_model.pkl``) or a state-dict / checkpoint file beside ``training_triples/``."""
     path, fmt = Path(path), "pykeen"
     folder = path if path.is_dir() else path.parent
-    weights_file = path
-    if path.is_dir():
-        weights_file = path / "trained_model.pt"
-        if not weights_file.is_file() and (path / "trained_model.pkl").is_file():
-            weights_file = path / "trained_model.pkl"
+    weights_file = _pykeen_weights(path)
     _need(weights_file, fmt, "a state dict (torch.save(model.state_dict(), ...)) or trained_model.pkl")
     warnings: tuple[str, ...] = ()
     recorded = None
