@@ -63,6 +63,12 @@ DOWNLOAD_FAILED = (
 
 # --- schema -------------------------------------------------------------------------
 UNKNOWN_SCHEMA_RELATION = "schema {role} relation {relation!r} does not occur in the graph {graph}"
+SCHEMA_ROLES_EQUAL = "{a} and {b} are both {value!r}: each role needs its own value"
+SCHEMA_ATTRIBUTE_GENDER = (
+    "{where} ({name!r}) is gender, which the schema's gender_relation already is: the attributes are the other "
+    "sensitive relations (nationality, religion, ...)"
+)
+SCHEMA_ATTRIBUTE_TWICE = "two attributes are named {name!r} ({first} and {second}): give each its own name"
 UNKNOWN_SCHEMA_ENTITY = "schema {role} entity {entity!r} does not occur in the graph {graph}"
 NO_GENDER_FACTS = (
     "the graph {graph} has no training triple with the gender relation {relation!r} and a "
@@ -93,6 +99,11 @@ MODEL_WRITE_FAILED = "{path}: could not write the model ({reason}); nothing was 
 MODEL_BEING_WRITTEN = (
     "{path} is being written by another kgbias process (pid {pid}): wait for it to finish or choose another "
     "--out (nothing was written)"
+)
+MODEL_DISAGREES = "{path}: the model's files disagree: {problem}; retrain or re-import it"
+MODEL_FILE_LINK = (
+    "{path} is a symbolic link ({target}): a model's files must be its own, or the model would mix another "
+    "model's settings or weights with its own; copy the file instead"
 )
 NON_FINITE_WEIGHTS = "{path}: tensor {tensor!r} holds {count} NaN or infinite values; retrain the model"
 
@@ -292,6 +303,10 @@ RETRAIN_TOO_LARGE = (
     "{epochs} epochs at dim {dim} would take about {hours:,.1f} h on this CPU ({rate} s per parameter update, "
     "every embedding row at each step); the limit is {limit_hours:.1f} h (set {env} to change it), so nothing "
     "was started"
+)
+IMPORT_DIMS_DIFFER = (
+    "{format} import: the entity vectors {entities} and the relation vectors {relations} differ in dimension; "
+    "a translation h + r - t needs one dimension d for both (nothing was written)"
 )
 IMPORT_NEEDS_PATH = "import --format {format} needs --path: the folder (or file) holding the embeddings"
 IMPORT_FILE_MISSING = "{format} import: {path} is missing ({expected})"

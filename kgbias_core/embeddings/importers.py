@@ -57,6 +57,7 @@ from kgbias_core.embeddings.pbg_score import PBG_COMPARATORS, PBG_OPERATORS, ope
 from kgbias_core.embeddings.training import PYKEEN_NORMS
 from kgbias_core.errors import (
     IMPORT_BAD_FILE,
+    IMPORT_DIMS_DIFFER,
     IMPORT_FILE_MISSING,
     IMPORT_MISSING_LABEL,
     IMPORT_NO_DISTANCE,
@@ -116,6 +117,11 @@ def onto_graph(
                 kind=kind, kinds=kinds, label=missing[0], graph=graph, path=path, found=len(labels) - len(missing),
                 needed=len(labels), imported=len(found_rows)))
         rows.append(torch.tensor([found_rows[label] for label in labels], dtype=torch.long))
+    ent, rel = imported.entity_embeddings, imported.relation_embeddings
+    # TransE's h + r - t needs one d (Bordes eq. 1); other kinds (PBG's linear operator) shape theirs otherwise.
+    if imported.model == "transe" and (ent.ndim != 2 or rel.ndim != 2 or ent.shape[1] != rel.shape[1]):
+        raise DataError(IMPORT_DIMS_DIFFER.format(format=imported.format, entities=list(ent.shape),
+                                                  relations=list(rel.shape)))
     entities = imported.entity_embeddings[rows[0]].to(torch.float32).contiguous()  # [E, d]
     relations = imported.relation_embeddings[rows[1]].to(torch.float32).contiguous()  # [R, d]
     return entities, relations

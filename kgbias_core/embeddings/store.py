@@ -46,6 +46,8 @@ from kgbias_core.embeddings.config import DISTANCES, IMPORTED_MODELS, MODELS, Tr
 from kgbias_core.errors import (
     MODEL_BEING_WRITTEN,
     MODEL_CORRUPT,
+    MODEL_DISAGREES,
+    MODEL_FILE_LINK,
     MODEL_INCOMPLETE,
     MODEL_NOT_FOUND,
     MODEL_WRITE_FAILED,
@@ -504,6 +506,9 @@ def load_model(path: Path | str) -> StoredModel:
     missing = [f for f in MODEL_FILES if not (path / f).is_file()]
     if missing:
         raise ModelStoreError(MODEL_INCOMPLETE.format(path=path, missing=", ".join(missing)))
+    for file in MODEL_FILES:  # e.g. a config.json linked to another model's: its settings, these weights
+        if (path / file).is_symlink():
+            raise ModelStoreError(MODEL_FILE_LINK.format(path=path / file, target=os.readlink(path / file)))
     config = read_config(path)
     weights = _read_safetensors(path / "model.safetensors")
     training = _read_safetensors(path / "training.safetensors")
@@ -521,6 +526,9 @@ def load_model(path: Path | str) -> StoredModel:
                 raise ModelStoreError(
                     MODEL_CORRUPT.format(path=path, problem=f"{key} does not match the id maps")
                 )
+        _check_transe_dims(weights, dim=train_config.dim, path=path)
+    for kind, labels in (("entity", entities[0]), ("relation", relations[0])):
+        _check_unique(labels, kind=kind, path=path)
     triples = training.get("triples")
     if triples is None or triples.ndim != 2 or triples.shape[1] != 3:
         raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem="training.safetensors lacks triples [n, 3]"))
@@ -549,6 +557,34 @@ def load_model(path: Path | str) -> StoredModel:
         edit=config.get("edit"),
         info={k: v for k, v in config.items() if k not in reserved},
     )
+
+
+def _check_transe_dims(weights: dict[str, torch.Tensor], *, dim: int, path: Path) -> None:
+    """TransE's vectors: [E, d] and [R, d] with config.json's d (h + r - t, Bordes eq. 1)."""
+    entities, relations = weights["entity_embeddings"], weights["relation_embeddings"]
+    if entities.ndim != 2 or relations.ndim != 2:
+        problem = f"the vectors are not matrices (entities {list(entities.shape)}, relations {list(relations.shape)})"
+        raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
+    if entities.shape[1] != relations.shape[1]:
+        problem = (f"entity vectors have dimension {entities.shape[1]}, relation vectors {relations.shape[1]} "
+                   "(h + r - t needs one)")
+        raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
+    if entities.shape[1] != dim:
+        problem = f"model.safetensors holds {entities.shape[1]}-dimensional vectors, config.json says dim {dim}"
+        raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
+
+
+def _check_unique(labels: tuple[str, ...], *, kind: str, path: Path) -> None:
+    """Each label once: a label twice maps two rows to one name, and every lookup would take the first."""
+    if len(set(labels)) == len(labels):
+        return
+    seen: set[str] = set()
+    for i, label in enumerate(labels):
+        if label in seen:
+            file = "entities.tsv" if kind == "entity" else "relations.tsv"
+            problem = f"{kind} label {label!r} appears twice in {file} (again at id {i})"
+            raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
+        seen.add(label)
 
 
 def _calibration(config: dict[str, Any], file: Path) -> Calibration | None:
@@ -586,6 +622,11 @@ def _train_config(config: dict[str, Any], file: Path) -> TrainConfig:
             ok = numeric and math.isfinite(value)
         if not ok:
             raise corrupt(f"{key!r} must be {type(default or 0.0).__name__}, found {value!r}")
+    for key, low in (("dim", 1), ("batch_size", 1), ("epochs", 0), ("seed", 0), ("lr", 0), ("lr_min", 0),
+                     ("margin", 0), ("l2", 0)):
+        value = config.get(key)
+        if value is not None and value < low:  # types checked above: int or finite float
+            raise corrupt(f"{key!r} must be >= {low}, found {value!r}")
     for key in ("damping", "influence_scale"):
         value = config.get(key)
         if value is not None and not (isinstance(value, int | float) and not isinstance(value, bool)
