@@ -275,6 +275,10 @@ OUT_NOT_A_FILE = (
     "was written)"
 )
 CSV_WRITE_FAILED = "{path}: could not write the file ({reason}); a previous file of that name is unchanged"
+PATH_REFUSED = "{path}: the file system refused it ({reason}); nothing was written"
+STORE_NOT_WRITABLE = (
+    "{path} is not writable ({reason}): {what} needs to write there; refused before any work (nothing was written)"
+)
 UNEXPECTED_ERROR = "{exc_type}: {message} (unexpected: rerun with KGBIAS_DEBUG=1 for the traceback)"
 INTERRUPTED = "interrupted: nothing was saved by the unfinished command"
 
@@ -331,3 +335,9 @@ IMPORT_PICKLE_REFUSED = (
     "source you trust, or save the model's state_dict() beside it as trained_model.pt"
 )
 IMPORT_PICKLE_TRUSTED = "warning: unpickling {path} (--trust-pickle): this runs any code the file holds"
+
+# --- findings (kgbias_core.findings) ---------------------------------------------------------------
+ADD_OTHER_C = (
+    "the store's Add what-ifs use another c than the paper's 0.5 ({runs}): claim 5 is Du's Add with c = 0.5, and "
+    "an extreme c adds so many dummies that B_gr measures them, not a debiasing; run findings --retrain OCC"
+)

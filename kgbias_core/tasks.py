@@ -564,8 +564,26 @@ def saved_curves(model_dir: Path | str) -> dict[str, pd.DataFrame]:
     return curves
 
 
-def add_runs(model_dir: Path | str) -> list[Path]:
-    """The Add what-ifs in the model's store that were retrained from the model now at ``model_dir``."""
+#: Du's Add uses c = 0.5 (Table 3): claim 5 is about that c only.
+PAPER_ADD_C = 0.5
+
+
+def add_c(config: dict[str, Any]) -> float | None:
+    """The c of an Add what-if's config (its edit's strategy reads ``add c=<c> (...)``), None if unreadable."""
+    strategy = str((config.get("edit") or {}).get("strategy", ""))
+    match = re.match(r"add c=(\S+)", strategy)
+    try:
+        return float(match.group(1)) if match else None
+    except ValueError:
+        return None
+
+
+def add_runs(model_dir: Path | str, *, c: float | None = PAPER_ADD_C) -> list[Path]:
+    """The Add what-ifs in the model's store that were retrained from the model now at ``model_dir``;
+    with ``c``, only those of that c (default the paper's 0.5: an Add run of c = 1e9 measures its dummies,
+    not a debiasing, and must not stand for claim 5); None: every c."""
+    if c is not None:
+        return [path for path in add_runs(model_dir, c=None) if add_c(read_config(path)) == c]
     base = Path(model_dir)
     base_config = read_config(base)
     found = []
@@ -646,8 +664,11 @@ def findings_task(
             correlations = None if joined.empty else correlations
         progress.update(stage="measuring", message="the top-influence triples of every occupation")
         curves, runs, noise = saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir)
+        others = [f"{path.name} (c = {add_c(read_config(path))})" for path in add_runs(model_dir, c=None)
+                  if path not in runs]
         frame = findings_frame(model_findings(analysis, measures, census=correlations, curves=curves, noise=noise,
-                                              add_runs=[ModelAnalysis(load_model(path)) for path in runs]))
+                                              add_runs=[ModelAnalysis(load_model(path)) for path in runs],
+                                              add_refused=others))
         save_result(model_dir, FINDINGS, frame,
                     params=_inputs(curves, runs, noise, census=census, year=year, negative_seed=seed))
         return frame

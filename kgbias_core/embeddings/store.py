@@ -59,6 +59,7 @@ from kgbias_core.errors import (
     OUT_EXISTS,
     OUT_IS_INPUT,
     OUT_NOT_A_MODEL,
+    STORE_NOT_WRITABLE,
     UNKNOWN_DISTANCE,
     UNKNOWN_ENTITY,
     UNKNOWN_MODEL,
@@ -219,7 +220,22 @@ def check_output(target: Path | str, *, overwrite: bool, reading: Path | str | N
             raise ModelStoreError(OUT_NOT_A_MODEL.format(path=target))
         if not overwrite:
             raise ModelStoreError(OUT_EXISTS.format(path=target))
+    if target.parent.is_dir():  # before any training: a read-only store fails here, not after hours
+        check_writable(target.parent, what="saving the model")
     return target
+
+
+def check_writable(folder: Path | str, *, what: str) -> None:
+    """Refuse, before long work, a ``folder`` this process cannot write in (read-only mount, permissions,
+    an immutable directory): a probe file is created and removed there, which asks the file system
+    itself (``os.access`` says yes to root even on a read-only directory)."""
+    folder = Path(folder)
+    probe = folder / f".probe-{os.getpid()}-{uuid.uuid4().hex}"
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as exc:
+        raise ModelStoreError(STORE_NOT_WRITABLE.format(path=folder, what=what, reason=exc.strerror or exc)) from None
 
 
 def _scratch(store: Path, kind: str, name: str) -> Path:
@@ -695,20 +711,27 @@ def _result_paths(model_dir: Path, key: str) -> tuple[Path, Path]:
     return folder / f"{key}.csv", folder / f"{key}.json"
 
 
-def save_result(model_dir: Path | str, key: str, frame: pd.DataFrame, *, params: dict[str, Any]) -> Path:
+def save_result(model_dir: Path | str, key: str, frame: pd.DataFrame, *, params: dict[str, Any]) -> Path | None:
     """Cache a derived table beside a model, with the model's config, data hash and ``params``.
 
     Written atomically (temporary file, then rename); :func:`load_result` returns it only while the
-    model and params are still the ones that made it.
+    model and params are still the ones that made it. A directory that cannot be written (read-only)
+    caches nothing: None.
     """
     config = read_config(model_dir)
     csv_path, meta_path = _result_paths(Path(model_dir), key)
-    csv_path.parent.mkdir(exist_ok=True)
     meta = {"data_hash": config.get("data_hash"), "model_config": _fingerprint(config), "params": params}
-    for path, text in ((csv_path, frame.to_csv(index=False)), (meta_path, json.dumps(meta, sort_keys=True))):
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+    try:
+        csv_path.parent.mkdir(exist_ok=True)
+        for path, text in ((csv_path, frame.to_csv(index=False)), (meta_path, json.dumps(meta, sort_keys=True))):
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except OSError:  # a read-only model directory: the result is computed, only not cached
+        return None
     return csv_path
 
 
