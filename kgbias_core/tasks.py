@@ -495,7 +495,8 @@ def influence_accuracy_task(
         _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)
         index = analysis.groups.index(occupation)
-        influence = analysis.influence(occupation)
+        label = analysis.groups.labels[index]  # the cached result is keyed by the label, whatever was typed
+        influence = analysis.influence(label)
         progress.update(stage="retraining", step=0, total=len(kinds) * len(ks),
                         message="retraining the unedited graph (masked)")
         done = [0]
@@ -508,7 +509,7 @@ def influence_accuracy_task(
         frame = influence_accuracy(model, influence=influence, occupation_index=index, groups=analysis.groups,
                                    ks=ks, kinds=kinds, on_run=on_run)
         if keep:
-            save_result(model_dir, accuracy_key(occupation), frame, params={"occupation": occupation})
+            save_result(model_dir, accuracy_key(label), frame, params={"occupation": label})
         return frame
 
     key = _key("influence_accuracy", model_dir, occupation=occupation, ks=list(ks), kinds=list(kinds), keep=keep)
