@@ -80,3 +80,15 @@ def test_a_url_value_of_markdown_is_shown_as_text(app_store: Path, page_name: st
     shown = _shown(app)
     assert not RAW.search(shown), shown
     assert any(md(PAYLOAD) in str(w.value) and LINK_UNKNOWN.split("{")[0] in str(w.value) for w in app.warning), shown
+
+
+@pytest.mark.parametrize("page_name", ["overview", "influential_triples", "attributes", "model_comparison",
+                                       "validation", "findings"])
+def test_an_entity_name_of_markdown_is_text_on_every_other_page(payload_store: Path, page_name: str) -> None:
+    app = dashboard()
+    app.query_params["occupation"] = "nurse"
+    app.switch_page(f"app_pages/{page_name}.py").run()
+    assert not app.exception
+    assert not RAW.search(_shown(app)), _shown(app)
+    if page_name == "influential_triples":  # its heading names the occupation: the payload, escaped
+        assert md(PAYLOAD) in _shown(app)
