@@ -3,6 +3,7 @@
 import streamlit as st
 
 from kgbias_app import cache, charts, sidebar, texts, widgets
+from kgbias_app.escape import md
 from kgbias_core.measures.fisher import associated_sides
 from kgbias_core.tables import split_small
 
@@ -13,7 +14,7 @@ with widgets.errors_shown():
     a, b = choice.a_name, choice.b_name
     every = cache.fisher_table(model, choice.relation, choice.value_a, choice.value_b, 0)
     table, small = split_small(every, size=every["n_a"] + every["n_b"], minimum=choice.min_count)
-    st.caption(texts.FISHER_READING.format(a=a, b=b, min_count=choice.min_count, n=len(table)))
+    st.caption(texts.FISHER_READING.format(a=md(a), b=md(b), min_count=choice.min_count, n=len(table)))
     if table.empty:
         st.warning(texts.FISHER_TOO_FEW)
     else:

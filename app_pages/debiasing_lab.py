@@ -3,6 +3,7 @@
 import streamlit as st
 
 from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
+from kgbias_app.escape import md, md_format
 from kgbias_core import tasks
 from kgbias_core.whatif.runs import collateral, noise_spread, random_baseline
 
@@ -23,9 +24,9 @@ with widgets.errors_shown():
         name = tasks.whatif_name(model.name, edit, occupation_name=row["name"])
         whatif = tasks.whatif_task(base=model.path, edit=edit, out=model.beside(name), evaluate=True, overwrite=True)
         if name in cache.catalog():
-            st.info(texts.RUN_IN_STORE.format(name=name))
+            st.info(texts.RUN_IN_STORE.format(name=md(name)))
         elif jobs_ui.is_running(whatif):
-            st.caption(texts.RUN_RETRAINING.format(name=name))
+            st.caption(texts.RUN_RETRAINING.format(name=md(name)))
         elif st.button(texts.RETRAIN_BUTTON, type="primary", help=texts.RETRAIN_HELP):
             jobs_ui.submit(texts.WHATIF_JOB.format(name=name, strategy=edit.strategy), whatif, group="lab")
             st.session_state["lab_last_run"] = name
@@ -40,7 +41,7 @@ with widgets.errors_shown():
                              task=lambda m: tasks.noise_band_task(m.path), pending=background)
 spread = noise_spread(noise, occupation)
 if noise is not None:
-    st.caption(texts.NOISE_BAND.format(name=row["name"], seeds=", ".join(map(str, tasks.NOISE_SEEDS)),
+    st.caption(texts.NOISE_BAND.format(name=md(row["name"]), seeds=", ".join(map(str, tasks.NOISE_SEEDS)),
                                        spread=texts.fmt(spread)))
 else:
     st.info(texts.NOISE_BAND_PENDING)
@@ -57,13 +58,13 @@ st.subheader("Runs of this model")
 with widgets.errors_shown():
     runs, stale = cache.whatif_runs(model)
     if stale:
-        st.warning(texts.STALE_RUNS.format(n=len(stale), model=model.name, names=", ".join(stale)))
+        st.warning(md_format(texts.STALE_RUNS, n=len(stale), model=model.name, names=", ".join(stale)))
     if not runs:
         st.info(texts.NO_RUNS)
     else:
         run = widgets.run_picker(runs)
         edited = cache.config(run)["edit"]
-        st.caption(texts.RUN_EDIT.format(**edited))
+        st.caption(md_format(texts.RUN_EDIT, **edited))
         if edited.get("mode") == "warm":
             st.warning(texts.WARM_RUN)
         frame = cache.bias_change(model, run)
@@ -71,7 +72,7 @@ with widgets.errors_shown():
         membership = cache.edit_membership(model, edited["occupation"], edited["kind"],
                                            tuple(edited.get("removed") or ()), int(edited.get("n_added_entities", 0)))
         (st.warning if membership.changes_groups else st.caption)(
-            texts.membership_sentence(membership, name=target["name"]))
+            texts.membership_sentence(membership, name=md(target["name"])))
         widgets.run_figures(target, spread=noise_spread(noise, edited["occupation"]),
                             baseline=random_baseline(tasks.saved_curve(model.path, edited["occupation"]),
                                                      k=edited["n_removed"]))

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from kgbias_app import cache, jobs_ui, sidebar, texts, widgets
+from kgbias_app.escape import md
 from kgbias_core import tasks
 from kgbias_core.data.census import census_file
 from kgbias_core.data.datasets import resolve_data_dir
@@ -16,7 +17,7 @@ with widgets.errors_shown():
     tables = cache.findings_by_model(model, census=census)
     compute = tasks.findings_task(model.path, census=census)
     if model.name not in tables:
-        st.info(texts.FINDINGS_MISSING.format(model=model.name))
+        st.info(texts.FINDINGS_MISSING.format(model=md(model.name)))
         if jobs_ui.is_running(compute):
             st.caption(texts.CHECK_RUNNING)
         elif st.button("Compute the findings", type="primary"):
@@ -33,7 +34,7 @@ st.subheader("Claims 4 and 5: retrains")
 with widgets.errors_shown():
     measures = cache.measures(model)
     occupation = widgets.occupation_picker(measures)
-    st.caption(texts.FINDINGS_RETRAINS.format(model=model.name, epochs=cache.analysis(model).model.config.epochs))
+    st.caption(texts.FINDINGS_RETRAINS.format(model=md(model.name), epochs=cache.analysis(model).model.config.epochs))
     retrain = tasks.findings_task(model.path, census=census, retrain=[occupation])
     if jobs_ui.is_running(retrain):
         st.caption(texts.CHECK_RUNNING)

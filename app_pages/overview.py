@@ -3,6 +3,7 @@
 import streamlit as st
 
 from kgbias_app import cache, charts, sidebar, texts, widgets
+from kgbias_app.escape import md_format
 from kgbias_core.tables import gender_ratio_table, ranked_occupations
 
 #: The ranked table's columns, in reading order (the intervals of B_in and b_p are on the explorer).
@@ -21,7 +22,7 @@ with widgets.errors_shown():
     columns[2].metric("Other gender values", f"{summary['n_other_gender']:,}")
     columns[3].metric("Occupations", f"{summary['n_occupations']:,}")
     columns[4].metric("Training triples", f"{summary['n_triples']:,}")
-    st.caption(texts.OVERVIEW_MODEL.format(model=model.name, dataset=model.dataset, **summary))
+    st.caption(md_format(texts.OVERVIEW_MODEL, model=model.name, dataset=model.dataset, **summary))
 
     st.subheader("Occupations ranked by group bias B_gr")
     minimum = widgets.min_group_size()

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
+from kgbias_app.escape import md, md_format
 from kgbias_core import tasks
 from kgbias_core.data.census import CENSUS_MEASURES, PAIRING_RESOURCES, census_file, census_validation, census_years
 from kgbias_core.data.datasets import resolve_data_dir
@@ -53,7 +54,7 @@ st.header("Census (Du §4.1)")
 data_dir = resolve_data_dir()
 census = census_file(data_dir)
 if model.dataset not in PAIRING_RESOURCES:
-    st.info(texts.NO_PAIRING.format(dataset=model.dataset))
+    st.info(texts.NO_PAIRING.format(dataset=md(model.dataset)))
 elif not census.is_file():
     st.info(texts.NO_CENSUS.format(path=census, data_dir=data_dir))
 else:
@@ -61,7 +62,7 @@ else:
         year = links.selectbox("Census year", census_years(census), key="val_year", what="census year")
         correlations, joined = census_validation(measures, census_path=census, year=year, dataset=model.dataset)
         if joined.empty:
-            st.warning(CENSUS_NOT_PAIRED.format(model=model.name, dataset=model.dataset))
+            st.warning(md_format(CENSUS_NOT_PAIRED, model=model.name, dataset=model.dataset))
         elif correlations["n"].max() < 3:
             st.warning(texts.CENSUS_TOO_FEW.format(n=int(correlations["n"].max()), year=year))
         else:

@@ -17,6 +17,7 @@ import streamlit as st
 
 from kgbias_app import texts
 from kgbias_app.cache import ModelRef
+from kgbias_app.escape import md, md_format
 from kgbias_core.jobs import FINISHED_STATES, JobState, JobStatus, default_registry
 from kgbias_core.tasks import Task
 
@@ -77,7 +78,7 @@ def stored_per_model(
         job = task(model)
         status = registry.latest(job.key)
         if status is not None and status.state is JobState.DONE:
-            st.error(texts.RESULT_MISSING.format(title=title.format(name=model.name)))
+            st.error(texts.RESULT_MISSING.format(title=title.format(name=md(model.name))))
             continue
         if status is None or status.state not in (JobState.FAILED, JobState.CANCELLED):
             submit(title.format(name=model.name), job)
@@ -108,9 +109,9 @@ def progress_panel(tasks: Sequence[Task[Any]], *, heading: str | None = None, ke
 
 def _job_row(task: Task[Any], status: JobStatus, *, key: str) -> None:
     if status.state is JobState.DONE:
-        st.success(texts.JOB_DONE.format(name=status.name))
+        st.success(texts.JOB_DONE.format(name=md(status.name)))
     elif status.state in FINISHED_STATES:
-        st.error(texts.JOB_STOPPED.format(name=status.name, state=status.state.value, error=status.error))
+        st.error(md_format(texts.JOB_STOPPED, name=status.name, state=status.state.value, error=str(status.error)))
         if st.button("Try again", key=f"retry:{key}"):
             submit(status.name, task)
             st.rerun()

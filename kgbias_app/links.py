@@ -28,6 +28,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from kgbias_app import texts
+from kgbias_app.escape import md
 
 #: Session keys: the query parameters this session wrote last, the ones of the URL still to apply in
 #: this run, and the values the linked widgets of this run hold.
@@ -67,7 +68,7 @@ def _linked(key: str, *, what: str, decode: Callable[[list[str]], Any], encode: 
             st.session_state[key] = decode(raw)
             seeded = True
         except ValueError:
-            st.warning(texts.LINK_UNKNOWN.format(what=what, value=", ".join(raw)))
+            st.warning(texts.LINK_UNKNOWN.format(what=what, value=md(", ".join(raw))))
     value = make(seeded)
     st.session_state.setdefault(HELD, {})[key] = encode(value)
     return value

@@ -7,7 +7,7 @@ reads the same way everywhere: positive = male-leaning (METHODS.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
@@ -214,13 +214,16 @@ INTERSECTION_BARS = (
 NO_INTERSECTION_BARS = "No subpopulation has {minimum} men and {minimum} women: nothing to chart."
 
 
-def comparison_sentence(name: str, attribute: str, comparison: SubpopulationComparison) -> str:
-    """The permutation test of B_gr between two subpopulations of occupation ``name``, in one plain sentence."""
+def comparison_sentence(name: str, attribute: str, comparison: SubpopulationComparison,
+                        escape: Callable[[str], str] = str) -> str:
+    """The permutation test of B_gr between two subpopulations of occupation ``name``, in one plain sentence;
+    ``escape`` is applied to the subpopulations' names and the note (Markdown escaping on a page)."""
     if comparison.note:
-        return f"No test of the difference: {comparison.note}."
+        return f"No test of the difference: {escape(comparison.note)}."
     verdict = ("a difference this large rarely arises by chance (p < 0.05)" if comparison.p_value < 0.05
                else "a difference this large could well arise by chance (p ≥ 0.05)")
-    return (f"Among {name}'s persons, B_gr within {comparison.name_a} minus within {comparison.name_b} is "
+    return (f"Among {name}'s persons, B_gr within {escape(comparison.name_a)} minus within "
+            f"{escape(comparison.name_b)} is "
             f"{fmt(comparison.difference)}. Shuffling the {attribute} values among persons of the same gender "
             f"{comparison.n_permutations:,} times gives p = {comparison.p_value:.3g}: {verdict}.")
 

@@ -19,6 +19,7 @@ import streamlit as st
 
 from kgbias_app import cache, charts, jobs_ui, links, texts
 from kgbias_app.cache import ModelRef
+from kgbias_app.escape import md, md_format
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.datasets import has_dataset, resolve_data_dir
@@ -228,9 +229,9 @@ def occupation_section(measures: pd.DataFrame, *, header: bool = True,
     occupation = occupation_picker(measures, key=key)
     row = measures.set_index("occupation").loc[occupation].rename(occupation)
     if header:
-        st.header(row["name"])
+        st.header(md(row["name"]))
     if row["note"]:
-        st.warning(texts.GROUP_NOTE.format(name=row["name"], note=row["note"], n_male=row["n_male"],
+        st.warning(md_format(texts.GROUP_NOTE, name=row["name"], note=row["note"], n_male=row["n_male"],
                                            n_female=row["n_female"]))
     return occupation, row, bool(row["n_male"] > 0 and row["n_female"] > 0)
 
@@ -300,7 +301,7 @@ def subpopulations(found: Intersections, *, file_name: str) -> None:
     download, the chart of B_gr per value with intervals, and the permutation test in a sentence."""
     table(too_few_as_text(found.table), ["name", "n_male", "n_female", *SUBPOPULATION_FIGURES], ids=["value"],
           names={"name": found.attribute, "value": "id"})
-    st.caption(texts.INTERSECTIONS_TABLE.format(attribute=found.attribute, name=found.name, sign=texts.SIGN,
+    st.caption(md_format(texts.INTERSECTIONS_TABLE, attribute=found.attribute, name=found.name, sign=texts.SIGN,
                                                 minimum=MIN_GROUP_SIZE))
     download(found.table, file_name, key="subpopulations:csv", label="Download the table (CSV)")
     drawn = found.table[found.table["group_bias"].notna()]
@@ -309,7 +310,7 @@ def subpopulations(found: Intersections, *, file_name: str) -> None:
     else:
         show_chart(charts.subpopulation_bars(drawn, attribute=found.attribute), drawn, caption=texts.INTERSECTION_BARS,
                    file_name=file_name.replace(".csv", "-chart.csv"), key="subpopulation_bars")
-    st.markdown(texts.comparison_sentence(found.name, found.attribute, found.comparison))
+    st.markdown(texts.comparison_sentence(md(found.name), md(found.attribute), found.comparison, escape=md))
 
 
 # --- influential triples and the removal basket -------------------------------------------------
@@ -385,7 +386,7 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     st.metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
               help="Sum of δ_z B_gr over the basket, times the calibrated scale (METHODS §4).")
     if change.calibrated:
-        st.caption(texts.BASKET_CHANGE.format(n=len(chosen), name=row["name"], before=texts.fmt(row["group_bias"]),
+        st.caption(texts.BASKET_CHANGE.format(n=len(chosen), name=md(row["name"]), before=texts.fmt(row["group_bias"]),
                                               change=texts.fmt(change.point), sign=texts.SIGN))
     st.caption(texts.predicted_range(change))
     negatives = cache.analysis(model).negatives
@@ -472,10 +473,11 @@ def associated_tables(top_a: pd.DataFrame, top_b: pd.DataFrame, *, fallback: str
         value, other = (a, b) if side == "a" else (b, a)
         with column:
             if side == fallback:
-                st.subheader(f"Least associated with {other}")
-                st.info((texts.NO_PROFESSION_FOR_A if side == "a" else texts.NO_PROFESSION_FOR_B).format(a=a, b=b))
+                st.subheader(f"Least associated with {md(other)}")
+                missing = texts.NO_PROFESSION_FOR_A if side == "a" else texts.NO_PROFESSION_FOR_B
+                st.info(missing.format(a=md(a), b=md(b)))
             else:
-                st.subheader(f"Most associated with {value}")
+                st.subheader(f"Most associated with {md(value)}")
             if not frame.empty:
                 table(frame, ["name", "bias", "n_a", "n_b"], ids=["label"], names=fisher_names(a, b), digits=4)
 
@@ -528,7 +530,7 @@ def build_edit(analysis: ModelAnalysis, choice: EditChoice, *, occupation: str) 
                      indices=chosen)
     if choice.strategy == "if" and len(edit.removed) < choice.k:
         name = analysis.groups.names[analysis.groups.index(occupation)]
-        st.warning(texts.IF_REMOVE_FEWER.format(n=len(edit.removed), name=name, k=choice.k))
+        st.warning(texts.IF_REMOVE_FEWER.format(n=len(edit.removed), name=md(name), k=choice.k))
     if choice.strategy == "random" and choice.k > n:
         st.warning(texts.RANDOM_CAPPED.format(k=choice.k, n=n))
     return edit
@@ -540,10 +542,11 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
                                        len(edit.added_entities))
     if edit.kind == "add":
         st.info(texts.ADD_NOT_PREDICTED)
-        st.caption(texts.ADD_EDIT.format(strategy=edit.strategy, n=len(edit.added_triples)))
-        st.caption(texts.membership_sentence(membership, name=row["name"]))
+        st.caption(texts.ADD_EDIT.format(strategy=md(edit.strategy), n=len(edit.added_triples)))
+        st.caption(texts.membership_sentence(membership, name=md(row["name"])))
         return
-    (st.warning if membership.changes_groups else st.caption)(texts.membership_sentence(membership, name=row["name"]))
+    sentence = texts.membership_sentence(membership, name=md(row["name"]))
+    (st.warning if membership.changes_groups else st.caption)(sentence)
     before = row["group_bias"]
     change = cache.predicted_removal(model, edit.occupation, edit.removed)
     columns = st.columns(3)
@@ -630,7 +633,7 @@ def training_panel(dataset: str, models: list[ModelRef], pending: list[tasks.Tas
     others = [m.name for m in models if m.name not in {tasks.model_name(dataset, k) for k in MODELS}]
     st.dataframe(pd.DataFrame(rows, columns=["model", "name in the store", "status"]), hide_index=True)
     if others:
-        st.caption(texts.ALSO_IN_STORE.format(names=", ".join(others)))
+        st.caption(texts.ALSO_IN_STORE.format(names=md(", ".join(others))))
     if not missing:
         return
     if not has_dataset(dataset, data_dir):  # only a built-in graph can be loaded again to train on
@@ -666,7 +669,7 @@ def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef],
     relation = links.selectbox("Relation", relations, key="audit_relation", format_func=relation_words, what="relation")
     values = value_table(audits, relation)
     table(values, list(values.columns), ids=["value"])
-    st.caption(texts.VALUE_TABLE.format(relation=relation))
+    st.caption(texts.VALUE_TABLE.format(relation=md(relation)))
     rows = relation_values(audits, relation)
     show_chart(charts.value_chart(rows, relation), rows, caption=texts.VALUE_CHART,
                file_name=csv_name(dataset, relation, "values"), key="value_chart")
@@ -678,10 +681,10 @@ def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef],
         every = cache.fisher_table(model, relation, value, None, 0)
         kept, small = split_small(every, size=every["n_a"] + every["n_b"], minimum=MIN_PERSONS)
         with column:
-            st.markdown(f"**{model.name}**")
+            st.markdown(f"**{md(model.name)}**")
             table(most_moved(kept, k=TOP_MOVED), ["name", "bias", "n_a", "n_b"], ids=["label"], digits=4,
                   names=fisher_names(labels[value], texts.REST_NAME))
-    st.caption(texts.TOP_PROFESSIONS.format(value=labels[value], minimum=MIN_PERSONS))
+    st.caption(texts.TOP_PROFESSIONS.format(value=md(labels[value]), minimum=MIN_PERSONS))
     # The counts are the graph's, the same under every model: one list of the small professions.
     too_few(small, ["name", "n_a", "n_b"], ids=["label"], names=fisher_names(labels[value], texts.REST_NAME),
             rule=texts.TOO_FEW_PROFESSIONS.format(minimum=MIN_PERSONS, a=labels[value], b=texts.REST_NAME))

@@ -25,6 +25,8 @@ from kgbias_core.errors import (
     CSV_WRITE_FAILED,
     IMPORT_NEEDS_PATH,
     INTERRUPTED,
+    OUT_NOT_A_FILE,
+    PATH_REFUSED,
     UNEXPECTED_ERROR,
     DataError,
     KGBiasError,
@@ -35,6 +37,9 @@ from kgbias_core.jobs import Progress
 DEBUG_ENV = "KGBIAS_DEBUG"
 #: Bounds of the numeric flags: beyond them a run is a typo or an out-of-memory error, not a request.
 MAX_DIM, MAX_EPOCHS, MAX_BATCH, MAX_SEED, MAX_BOOTSTRAP = 4096, 100_000, 1 << 24, 2**32 - 1, 100_000
+#: Adam's step above 10 or a margin/L2 above these diverge to inf (float32) long before a use; Add's c above
+#: 100 asks for 100 dummies per missing person (Du uses 0.5), far past the cap.
+MAX_LR, MAX_L2, MAX_MARGIN, MAX_DAMPING, MAX_C = 10.0, 1e6, 1e4, 1e12, 100.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,16 +72,18 @@ def _integer(low: int, high: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def _real(low: float, *, above: bool) -> Callable[[str], float]:
-    """An argparse type: a finite number > low (``above``) or >= low, else a message giving the range."""
-    expected = f"a number {'>' if above else '>='} {low:g}"
+def _real(low: float, *, above: bool, high: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a finite number > low (``above``) or >= low, and at most ``high``, else a message
+    giving the range. The bound keeps the training finite: ``--lr 1e308`` overflowed, ``--margin 1e308``
+    wrote an infinite loss into config.json."""
+    expected = f"a number {'>' if above else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = math.nan
-        if not math.isfinite(value) or value < low or (above and value == low):
+        if not math.isfinite(value) or value < low or (above and value == low) or (high is not None and value > high):
             raise argparse.ArgumentTypeError(BAD_NUMBER.format(expected=expected, value=text))
         return value
 
@@ -84,10 +91,37 @@ def _real(low: float, *, above: bool) -> Callable[[str], float]:
 
 
 def _csv_out(text: str) -> str:
-    """An argparse type for a CSV --out: refused at once when it names a directory."""
-    if Path(text).is_dir():
-        raise argparse.ArgumentTypeError(CSV_OUT_IS_DIRECTORY.format(path=Path(text)))
+    """An argparse type for a CSV/HTML/JSON --out: refused at once when it names a directory, a device,
+    a FIFO or a socket (:func:`_output_file`)."""
+    try:
+        _output_file(text)
+    except DataError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def _output_file(out: str) -> Path:
+    """The regular file an output is written to: ``out``, or a symlink's target (written through, so the
+    link stays a link). Anything else that exists there (a directory, a device such as /dev/full or
+    /dev/null, a FIFO, a socket) is refused: the atomic rename would replace it by a regular file."""
+    import stat
+
+    path = Path(out)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))  # follows every link of a chain; a dangling one is created
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return path
+    except OSError as exc:
+        raise DataError(CSV_WRITE_FAILED.format(path=path, reason=exc.strerror or exc)) from None
+    if stat.S_ISDIR(mode):
+        raise DataError(CSV_OUT_IS_DIRECTORY.format(path=Path(out)))
+    if not stat.S_ISREG(mode):
+        kind = ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise DataError(OUT_NOT_A_FILE.format(path=Path(out), kind=kind))
+    return path
 
 
 class _PrintedProgress(Progress):
@@ -202,7 +236,7 @@ def _write(frame, out: str) -> None:
 def _write_text(text: str, out: str) -> None:
     """Write ``text`` to ``out`` through a temporary sibling, so a failed write (full disk) leaves a
     previous file of that name as it was."""
-    path = Path(out)
+    path = _output_file(out)  # checked again: the flag's check ran before the (long) computation
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -335,6 +369,7 @@ def _debias(args: argparse.Namespace) -> None:
     indices = _read_indices(args.remove_indices) if strategy == "basket" else ()
     edit = make_edit(analysis, occupation, strategy=strategy, k=args.remove_k or 0, c=args.c, cap=args.cap,
                      seed=args.seed, indices=indices)
+    occupation = edit.occupation  # the label: a readable name was resolved before anything is retrained
     if strategy == "if" and len(edit.removed) < args.remove_k:
         print(f"only {len(edit.removed)} triples move B_gr towards 0: IF-REMOVE removes those", file=sys.stderr)
     predicted = None
@@ -358,11 +393,16 @@ def _debias(args: argparse.Namespace) -> None:
 
 
 def _calibrate(args: argparse.Namespace) -> None:
-    from kgbias_core.embeddings.store import load_model
+    from kgbias_core.embeddings.store import check_writable, load_model
+    from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
     from kgbias_core.influence.calibration import calibrate, leave_one_out
     from kgbias_core.tasks import store_calibration
 
     model = load_model(args.model)
+    n = int(model.triples.shape[0])
+    if args.k is not None and args.k > n:  # before the first of 1 + 2n retrains
+        raise MeasureError(LAB_K_TOO_LARGE.format(k=args.k, n=n, model=model.name))
+    check_writable(Path(args.model).parent, what="calibrate (stores the calibrated model there)")
 
     def on_run(done: int, total: int) -> None:
         print(f"calibration: masked retrain {done}/{total}", file=sys.stderr, flush=True)
@@ -423,11 +463,15 @@ def _findings(args: argparse.Namespace) -> None:
     from kgbias_core.influence.negatives import DEFAULT_NEGATIVE_SEED, negatives_label
     from kgbias_core.tasks import findings_task
 
+    if args.retrain:  # the retrains save what-ifs beside the model: refused before the first
+        from kgbias_core.embeddings.store import check_writable
+
+        check_writable(Path(args.model).parent, what="findings --retrain (saves what-ifs there)")
     census = census_file(resolve_data_dir(args.data_dir))
-    if not census.is_file():
-        print(f"no census file at {census}: claim 6 is not measured", file=sys.stderr)
     frame = findings_task(Path(args.model), census=census, year=args.year, retrain=args.retrain or (),
                           k=args.k, negative_seed=args.negative_seed).run(_PrintedProgress())
+    if not census.is_file():  # after the run: a refused model is one line, not a census note and the error
+        print(f"no census file at {census}: claim 6 is not measured", file=sys.stderr)
     config = read_config(args.model)
     document = {"model": config.get("name"), "dataset": config.get("dataset"), **model_fingerprint(args.model),
                 "findings": json.loads(frame.to_json(orient="records"))}
@@ -484,10 +528,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("--epochs", _integer(1, MAX_EPOCHS), "passes over the training triples"),
         ("--seed", seed, "initialisation, negatives and batch order"),
         ("--batch-size", _integer(1, MAX_BATCH), "triples per optimiser step"),
-        ("--lr", _real(0, above=True), "Adam learning rate at the start"),
-        ("--l2", _real(0, above=False), "L2 coefficient (summed-loss units)"),
-        ("--margin", _real(0, above=True), "margin of the TransE loss"),
-        ("--damping", _real(0, above=True), "lambda of the influence Hessian (default 2|G|/|E|)"),
+        ("--lr", _real(0, above=True, high=MAX_LR), "Adam learning rate at the start"),
+        ("--l2", _real(0, above=False, high=MAX_L2), "L2 coefficient (summed-loss units)"),
+        ("--margin", _real(0, above=True, high=MAX_MARGIN), "margin of the TransE loss"),
+        ("--damping", _real(0, above=True, high=MAX_DAMPING), "lambda of the influence Hessian (default 2|G|/|E|)"),
     ):
         train.add_argument(flag, type=kind, help=meaning)
     train.add_argument("--inverse-occupation", action="store_true",
@@ -623,7 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
     edit.add_argument("--add", action="store_true", help="add c·(|M|−|F|) dummies of the rarer gender")
     edit.add_argument("--remove-k", type=_integer(1), help="remove k triples (see --strategy)")
     edit.add_argument("--remove-indices", help="file of training-triple indices to remove")
-    debias.add_argument("--c", type=_real(0, above=True), default=0.5, help="Add: dummies per missing person")
+    debias.add_argument("--c", type=_real(0, above=True, high=MAX_C), default=0.5,
+                        help="Add: dummies per missing person")
     debias.add_argument("--cap", type=_integer(1), default=10_000, help="Add: at most this many dummies")
     debias.add_argument("--strategy", choices=("if", "random"), default="if",
                         help="remove-k: IF-REMOVE (towards 0 by influence) or Random-REMOVE")
@@ -694,6 +739,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say(f"error: {INTERRUPTED}")
         return 130
+    except OSError as error:  # the file system refused a path given (too long, no permission, read-only)
+        name = str(error.filename or "")
+        shown = name if len(name) <= 120 else f"{name[:60]}…{name[-40:]} ({len(name):,} characters)"
+        _say("error: " + PATH_REFUSED.format(path=shown, reason=error.strerror or error))
+        return 2
     except Exception as error:
         if os.environ.get(DEBUG_ENV) == "1":
             raise

@@ -63,6 +63,12 @@ DOWNLOAD_FAILED = (
 
 # --- schema -------------------------------------------------------------------------
 UNKNOWN_SCHEMA_RELATION = "schema {role} relation {relation!r} does not occur in the graph {graph}"
+SCHEMA_ROLES_EQUAL = "{a} and {b} are both {value!r}: each role needs its own value"
+SCHEMA_ATTRIBUTE_GENDER = (
+    "{where} ({name!r}) is gender, which the schema's gender_relation already is: the attributes are the other "
+    "sensitive relations (nationality, religion, ...)"
+)
+SCHEMA_ATTRIBUTE_TWICE = "two attributes are named {name!r} ({first} and {second}): give each its own name"
 UNKNOWN_SCHEMA_ENTITY = "schema {role} entity {entity!r} does not occur in the graph {graph}"
 NO_GENDER_FACTS = (
     "the graph {graph} has no training triple with the gender relation {relation!r} and a "
@@ -90,6 +96,15 @@ OUT_BAD_NAME = (
     "{name!r} is not a model name: use letters, digits, '.', '_' and '-' (no path separators, not '.' or '..')"
 )
 MODEL_WRITE_FAILED = "{path}: could not write the model ({reason}); nothing was replaced, the previous model is intact"
+MODEL_BEING_WRITTEN = (
+    "{path} is being written by another kgbias process (pid {pid}): wait for it to finish or choose another "
+    "--out (nothing was written)"
+)
+MODEL_DISAGREES = "{path}: the model's files disagree: {problem}; retrain or re-import it"
+MODEL_FILE_LINK = (
+    "{path} is a symbolic link ({target}): a model's files must be its own, or the model would mix another "
+    "model's settings or weights with its own; copy the file instead"
+)
 NON_FINITE_WEIGHTS = "{path}: tensor {tensor!r} holds {count} NaN or infinite values; retrain the model"
 
 # --- measures -----------------------------------------------------------------------
@@ -115,6 +130,10 @@ CANCELLED = "cancelled by the user after epoch {epoch}"
 ADD_NOTHING = (
     "Add on {occupation!r} with c = {c} adds no dummy: it has {n_male} men and {n_female} women "
     "(c·| |M| − |F| | rounds to 0)"
+)
+ADD_ONE_GENDER = (
+    "Add on {occupation!r} is refused: it has {n_male} men and {n_female} women, and B_gr compares the two "
+    "groups, so it is undefined before and after any number of dummies (nothing was retrained)"
 )
 REMOVE_NOTHING = "nothing to remove: the removal set is empty"
 REMOVE_OUT_OF_RANGE = "removal set names a triple outside the model's {n} training triples"
@@ -257,7 +276,15 @@ LAB_BAD_INDEX_FILE = "{path}, line {line}: expected training-triple indices (int
 # --- command line ------------------------------------------------------------------------------
 BAD_NUMBER = "expected {expected}, got {value!r}"
 CSV_OUT_IS_DIRECTORY = "{path} is a directory: --out names the file to write (nothing was written)"
+OUT_NOT_A_FILE = (
+    "{path} is {kind}, not a regular file: --out names the file to write, refusing to replace it (nothing "
+    "was written)"
+)
 CSV_WRITE_FAILED = "{path}: could not write the file ({reason}); a previous file of that name is unchanged"
+PATH_REFUSED = "{path}: the file system refused it ({reason}); nothing was written"
+STORE_NOT_WRITABLE = (
+    "{path} is not writable ({reason}): {what} needs to write there; refused before any work (nothing was written)"
+)
 UNEXPECTED_ERROR = "{exc_type}: {message} (unexpected: rerun with KGBIAS_DEBUG=1 for the traceback)"
 INTERRUPTED = "interrupted: nothing was saved by the unfinished command"
 
@@ -287,6 +314,10 @@ RETRAIN_TOO_LARGE = (
     "every embedding row at each step); the limit is {limit_hours:.1f} h (set {env} to change it), so nothing "
     "was started"
 )
+IMPORT_DIMS_DIFFER = (
+    "{format} import: the entity vectors {entities} and the relation vectors {relations} differ in dimension; "
+    "a translation h + r - t needs one dimension d for both (nothing was written)"
+)
 IMPORT_NEEDS_PATH = "import --format {format} needs --path: the folder (or file) holding the embeddings"
 IMPORT_FILE_MISSING = "{format} import: {path} is missing ({expected})"
 IMPORT_BAD_FILE = "{format} import: cannot read {path}: {problem}"
@@ -310,3 +341,9 @@ IMPORT_PICKLE_REFUSED = (
     "source you trust, or save the model's state_dict() beside it as trained_model.pt"
 )
 IMPORT_PICKLE_TRUSTED = "warning: unpickling {path} (--trust-pickle): this runs any code the file holds"
+
+# --- findings (kgbias_core.findings) ---------------------------------------------------------------
+ADD_OTHER_C = (
+    "the store's Add what-ifs use another c than the paper's 0.5 ({runs}): claim 5 is Du's Add with c = 0.5, and "
+    "an extreme c adds so many dummies that B_gr measures them, not a debiasing; run findings --retrain OCC"
+)

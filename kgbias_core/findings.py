@@ -34,6 +34,7 @@ from scipy import stats
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.graph import Gender
+from kgbias_core.errors import ADD_OTHER_C
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.tables import MIN_GROUP_SIZE, occupation_like_relations, top_influence
 from kgbias_core.whatif.runs import noise_spread
@@ -374,6 +375,7 @@ def model_findings(
     curves: dict[str, pd.DataFrame] | None = None,
     add_runs: Sequence[ModelAnalysis] = (),
     noise: pd.DataFrame | None = None,
+    add_refused: Sequence[str] = (),
 ) -> list[Finding]:
     """Every claim on one model. ``measures`` is its :func:`kgbias_core.tables.measures_table`;
     ``census`` the census correlations (None: claim 6 not measured); ``curves`` the removal curves
@@ -395,8 +397,10 @@ def model_findings(
     for run in add_runs:
         occupation = run.model.edit["occupation"]
         found += add_findings(analysis, run, occupation=occupation, spread=noise_spread(noise, occupation))
-    if not add_runs:
-        found.append(_not_measured("5", "add", "", "no Add what-if: run findings --retrain OCC"))
+    if not add_runs:  # ``add_refused``: Add what-ifs of another c than the paper's 0.5, never used for claim 5
+        why = (ADD_OTHER_C.format(runs=", ".join(add_refused)) if add_refused
+               else "no Add what-if: run findings --retrain OCC")
+        found.append(_not_measured("5", "add", "", why))
     if census is not None:
         found += census_findings(census)
     else:

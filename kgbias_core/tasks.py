@@ -247,9 +247,10 @@ def import_task(
     (20M triples on a CPU): every measure and the app run on the model's sizes, none of its numbers
     means anything; config.json records ``"imported_from": "random"``, ``"untrained": true``, ``epochs`` 0.
     """
-    from kgbias_core.embeddings.importers import READERS, onto_graph
+    from kgbias_core.embeddings.importers import READERS, onto_graph, pickle_to_read
     from kgbias_core.embeddings.pykeen_bridge import imported_weights
     from kgbias_core.embeddings.training import initial_embeddings
+    from kgbias_core.errors import IMPORT_PICKLE_TRUSTED
 
     def vectors(kg: KnowledgeGraph, progress: Progress) -> tuple[dict, TrainConfig, dict[str, Any]]:
         """(weights, config, info) of the imported or drawn vectors, rows in the graph's id order."""
@@ -264,9 +265,13 @@ def import_task(
                     TrainConfig(model="transe", dim=dim, epochs=0, seed=seed), info)
         progress.update(stage="reading", message=f"read {kg.name}: {kg.training.num_triples} training triples; "
                                                  f"reading the {fmt} embeddings at {path}")
+        pickled = pickle_to_read(fmt, path) if trust_pickle else None
+        if pickled is not None:  # said before unpickling: the file's code runs during the read
+            progress.update(message=IMPORT_PICKLE_TRUSTED.format(path=pickled))
         imported = READERS[fmt](path, distance=distance, trust_pickle=trust_pickle)
         for warning in imported.warnings:
-            progress.update(message=warning)
+            if pickled is None or warning != IMPORT_PICKLE_TRUSTED.format(path=pickled):
+                progress.update(message=warning)
         entity_labels, relation_labels = graph_labels(kg)
         entities, relations = onto_graph(imported, entity_labels=entity_labels, relation_labels=relation_labels,
                                          graph=kg.name)
@@ -490,7 +495,8 @@ def influence_accuracy_task(
         _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)
         index = analysis.groups.index(occupation)
-        influence = analysis.influence(occupation)
+        label = analysis.groups.labels[index]  # the cached result is keyed by the label, whatever was typed
+        influence = analysis.influence(label)
         progress.update(stage="retraining", step=0, total=len(kinds) * len(ks),
                         message="retraining the unedited graph (masked)")
         done = [0]
@@ -503,7 +509,7 @@ def influence_accuracy_task(
         frame = influence_accuracy(model, influence=influence, occupation_index=index, groups=analysis.groups,
                                    ks=ks, kinds=kinds, on_run=on_run)
         if keep:
-            save_result(model_dir, accuracy_key(occupation), frame, params={"occupation": occupation})
+            save_result(model_dir, accuracy_key(label), frame, params={"occupation": label})
         return frame
 
     key = _key("influence_accuracy", model_dir, occupation=occupation, ks=list(ks), kinds=list(kinds), keep=keep)
@@ -559,8 +565,26 @@ def saved_curves(model_dir: Path | str) -> dict[str, pd.DataFrame]:
     return curves
 
 
-def add_runs(model_dir: Path | str) -> list[Path]:
-    """The Add what-ifs in the model's store that were retrained from the model now at ``model_dir``."""
+#: Du's Add uses c = 0.5 (Table 3): claim 5 is about that c only.
+PAPER_ADD_C = 0.5
+
+
+def add_c(config: dict[str, Any]) -> float | None:
+    """The c of an Add what-if's config (its edit's strategy reads ``add c=<c> (...)``), None if unreadable."""
+    strategy = str((config.get("edit") or {}).get("strategy", ""))
+    match = re.match(r"add c=(\S+)", strategy)
+    try:
+        return float(match.group(1)) if match else None
+    except ValueError:
+        return None
+
+
+def add_runs(model_dir: Path | str, *, c: float | None = PAPER_ADD_C) -> list[Path]:
+    """The Add what-ifs in the model's store that were retrained from the model now at ``model_dir``;
+    with ``c``, only those of that c (default the paper's 0.5: an Add run of c = 1e9 measures its dummies,
+    not a debiasing, and must not stand for claim 5); None: every c."""
+    if c is not None:
+        return [path for path in add_runs(model_dir, c=None) if add_c(read_config(path)) == c]
     base = Path(model_dir)
     base_config = read_config(base)
     found = []
@@ -641,8 +665,11 @@ def findings_task(
             correlations = None if joined.empty else correlations
         progress.update(stage="measuring", message="the top-influence triples of every occupation")
         curves, runs, noise = saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir)
+        others = [f"{path.name} (c = {add_c(read_config(path))})" for path in add_runs(model_dir, c=None)
+                  if path not in runs]
         frame = findings_frame(model_findings(analysis, measures, census=correlations, curves=curves, noise=noise,
-                                              add_runs=[ModelAnalysis(load_model(path)) for path in runs]))
+                                              add_runs=[ModelAnalysis(load_model(path)) for path in runs],
+                                              add_refused=others))
         save_result(model_dir, FINDINGS, frame,
                     params=_inputs(curves, runs, noise, census=census, year=year, negative_seed=seed))
         return frame

@@ -161,3 +161,23 @@ def test_warm_starts_are_gone_from_the_command_line(base: Path, tmp_path: Path, 
                  "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--mode" in err[0] and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("edit", [["--remove-k", "3", "--strategy", "random"], ["--add"], ["--remove-k", "3"]])
+def test_debias_by_readable_name_stores_the_label(base: Path, tmp_path: Path, capsys, edit: list[str]) -> None:
+    """The issue: `--occupation <name>` retrained, saved "Film director" as the edit, then failed with KeyError;
+    `report --run` and the lab broke on the run. The name resolves to its label before the retrain."""
+    out = tmp_path / "run"
+    assert main(["debias", "--model", str(base), "--occupation", "FILM director", *edit, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "B_gr before" in printed and "nan" not in printed
+    assert load_model(out).edit["occupation"] == "film_director"
+    assert main(["report", "--model", str(base), "--run", str(out), "--out", str(tmp_path / "r.html")]) == 0
+    assert "Film director" in (tmp_path / "r.html").read_text()
+
+
+def test_add_on_an_occupation_without_women_is_refused_not_nan(base: Path, tmp_path: Path, capsys) -> None:
+    assert main(["debias", "--model", str(base), "--occupation", NO_WOMEN, "--add", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "0 women" in err[0] and "undefined" in err[0]
+    assert not (tmp_path / "x").exists()

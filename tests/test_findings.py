@@ -239,3 +239,25 @@ def test_side_by_side_puts_each_models_figure_in_its_column() -> None:
     assert table["claim"].tolist() == ["1", "4"]
     assert table.loc[0, "a"] == table.loc[0, "b"] == "+0.400 [+0.100, +0.600], p 0.01: reproduces"
     assert table.loc[1, "a"].startswith("Actor, k = 5: +0.290") and table.loc[1, "b"].startswith("not measured")
+
+
+def test_claim_5_is_never_computed_from_an_add_run_of_another_c(tiny_store, tmp_path: Path) -> None:
+    """The issue: findings computed claim 5 from an extreme `--c 1e9` Add run. Only Du's c = 0.5 counts; the
+    finding says why the other run was not used."""
+    import shutil
+
+    from kgbias_core.cli import main
+    from kgbias_core.embeddings.store import config_fingerprint, read_config
+
+    store = tmp_path / "store"
+    shutil.copytree(tiny_store / "tiny-transe", store / "base")
+    shutil.copytree(tiny_store / "tiny-transe", store / "base-add-extreme")
+    run_config = read_config(store / "base-add-extreme")
+    run_config.update(base_model="base", edit={"kind": "add", "occupation": "nurse", "base": config_fingerprint(
+        read_config(store / "base")), "strategy": "add c=50.0 (1150 male dummies)", "n_added_entities": 1150})
+    (store / "base-add-extreme" / "config.json").write_text(json.dumps(run_config))
+    out = tmp_path / "findings.json"
+    assert main(["findings", "--model", str(store / "base"), "--out", str(out)]) == 0
+    claim_5 = [f for f in json.loads(out.read_text())["findings"] if f["claim"] == "5"]
+    assert len(claim_5) == 1 and claim_5[0]["verdict"] == "not measured"
+    assert "base-add-extreme (c = 50.0)" in claim_5[0]["detail"] and "c = 0.5" in claim_5[0]["detail"]

@@ -523,3 +523,27 @@ def test_pages_show_why_du_measures_do_not_apply_and_keep_fisher(pbg_dot_model, 
         assert expected in [e.value for e in app.error], name
     app = page("attributes").run()
     assert not app.exception and not app.error and len(app.dataframe) > 0
+
+
+class _Payload:
+    """A pickle that runs code when read: it writes a line on stderr, then the load fails."""
+
+    def __reduce__(self):
+        return (exec, ("import sys; sys.stderr.write('PAYLOAD RAN\\n')",))
+
+
+def test_trust_pickle_warns_before_the_payload_runs(tmp_path: Path, capsys) -> None:
+    """The issue: the warning came only after a successful load; a malicious trained_model.pkl ran its payload
+    and the user saw only 'Invalid magic number; corrupt file?'."""
+    import pickle
+
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    (folder / "trained_model.pkl").write_bytes(pickle.dumps(_Payload()))
+    code = main(["import", "--format", "pykeen", "--path", str(folder), "--graph", "synthetic", "--trust-pickle",
+                 "--out", str(tmp_path / "out")])
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 2 and not (tmp_path / "out").exists()
+    warning = next(i for i, line in enumerate(lines) if line.startswith("warning: unpickling"))
+    assert warning < lines.index("PAYLOAD RAN"), lines
+    assert sum(line.startswith("warning: unpickling") for line in lines) == 1

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from kgbias_app.escape import md
 from kgbias_app.texts import EXPLORER_TABS, LINK_UNKNOWN
 from kgbias_app.widgets import TOP_TRIPLES
 from tests.conftest import dashboard, texts
@@ -66,7 +67,7 @@ def test_a_pages_url_restores_its_view_in_a_fresh_session(page: str, writable_st
 def test_an_unknown_occupation_or_model_in_a_link_is_named_and_the_default_shown(app_store: Path) -> None:
     app = opened("occupation_explorer", {"occupation": "no_such_job", "model": "gone-model"})
     warnings = texts(app.warning)
-    assert LINK_UNKNOWN.format(what="occupation", value="no_such_job") in warnings
+    assert LINK_UNKNOWN.format(what="occupation", value=md("no_such_job")) in warnings
     assert LINK_UNKNOWN.format(what="model", value="gone-model") in warnings
     assert app.session_state["model"] == "tiny-transe"
     assert app.header[0].value == "Actor"  # the default: the occupation with the most persons
@@ -112,7 +113,7 @@ def test_the_open_tab_is_part_of_the_link(app_store: Path) -> None:
 def test_a_link_with_more_values_than_a_picker_allows_is_refused(app_store: Path) -> None:
     seven = ["actor", "dancer", "engineer", "footballer", "nurse", "singer", "politician"]
     app = opened("occupation_explorer", {"view": EXPLORER_TABS[3], "compare": seven})
-    assert LINK_UNKNOWN.format(what="occupation", value=", ".join(seven)) in texts(app.warning)
+    assert LINK_UNKNOWN.format(what="occupation", value=md(", ".join(seven))) in texts(app.warning)
     assert len(app.multiselect(key="compare").value) == 4  # the default comparison
 
 

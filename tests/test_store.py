@@ -196,3 +196,110 @@ except ModelStoreError as error:
     assert "Traceback" not in result.stdout + result.stderr
     assert torch.equal(load_model(tmp_path / tiny_model.name).entity_embeddings, tiny_model.entity_embeddings)
     assert list_models(tmp_path) == [tiny_model.name]
+
+
+# --- faults: a killed save, two writers ----------------------------------------------------------
+_KILL_AT_REPLACE = """
+import os, signal, sys
+from dataclasses import replace
+from kgbias_core.embeddings import store
+model = store.load_model(sys.argv[1])
+calls = []
+real = os.replace
+def dying_replace(src, dst):
+    calls.append(src)
+    if len(calls) == int(sys.argv[3]):
+        os.kill(os.getpid(), signal.SIGKILL)  # the kill -9 of the issue, at this rename
+    real(src, dst)
+store.os.replace = dying_replace
+store.save_model(replace(model, influence_scale=float(sys.argv[4])), sys.argv[2], overwrite=True)
+"""
+
+
+@pytest.mark.parametrize(("kill_at", "survivor"), [(1, "old"), (2, "new")])
+def test_a_save_killed_at_either_rename_leaves_a_loadable_model(
+    tiny_model, tmp_path: Path, kill_at: int, survivor: str
+) -> None:
+    """The issue's fault: killed between the two renames (kill_at 2), the old model sat in `.old-`, the new
+    complete one in `.tmp-`, and the next listing deleted both. Now the listing rolls forward to the new one."""
+    store = tmp_path / "store"
+    path = save_model(replace(tiny_model, influence_scale=0.25), store)
+    result = subprocess.run([sys.executable, "-B", "-c", _KILL_AT_REPLACE, str(path), str(store), str(kill_at), "0.75"],
+                            capture_output=True, text=True)
+    assert result.returncode == -9, result.stderr
+    if kill_at == 2:  # the kill really came between the renames: no model under its name
+        assert not path.exists() and len([p for p in store.iterdir() if p.name.startswith(".")]) >= 2
+    assert list_models(store) == [tiny_model.name]
+    assert load_model(path).influence_scale == (0.25 if survivor == "old" else 0.75)
+    assert [p.name for p in store.iterdir()] == [tiny_model.name]  # scratch and claim gone
+    assert torch.equal(load_model(path).entity_embeddings, tiny_model.entity_embeddings)
+
+
+def test_a_save_killed_between_renames_is_recovered_by_the_next_save(tiny_model, tmp_path: Path) -> None:
+    """Without a listing in between: the next save of the name first restores the model, so a save without
+    --force is refused as over an existing model instead of silently creating one."""
+    store = tmp_path / "store"
+    path = save_model(replace(tiny_model, influence_scale=0.25), store)
+    subprocess.run([sys.executable, "-B", "-c", _KILL_AT_REPLACE, str(path), str(store), "2", "0.75"], check=False)
+    with pytest.raises(ModelStoreError, match="already holds a model"):
+        save_model(tiny_model, store)
+    assert load_model(path).influence_scale == 0.75
+
+
+def test_two_writers_of_one_name_the_second_is_refused(tiny_model, tmp_path: Path, monkeypatch) -> None:
+    """The issue's race: both writers' existence checks ran before either renamed; both said `saved`, one
+    model was lost. The claim makes the second one fail with one line while the first writes."""
+    import threading
+
+    from kgbias_core.embeddings import store as store_module
+
+    writing, go = threading.Event(), threading.Event()
+    real = store_module._write_model_files
+
+    def slow_write(model, folder):
+        writing.set()
+        assert go.wait(30)
+        real(model, folder)
+
+    monkeypatch.setattr(store_module, "_write_model_files", slow_write)
+    first = threading.Thread(target=save_model, args=(replace(tiny_model, influence_scale=0.25), tmp_path))
+    first.start()
+    assert writing.wait(30)
+    monkeypatch.setattr(store_module, "_write_model_files", real)
+    try:
+        with pytest.raises(ModelStoreError, match=r"is being written by another kgbias process \(pid \d+\)"):
+            save_model(replace(tiny_model, influence_scale=0.75), tmp_path)
+    finally:
+        go.set()
+        first.join()
+    assert load_model(tmp_path / tiny_model.name).influence_scale == 0.25
+    with pytest.raises(ModelStoreError, match="already holds a model"):  # after the first: the usual refusal
+        save_model(replace(tiny_model, influence_scale=0.75), tmp_path)
+
+
+_HOLD_CLAIM = """
+import sys, time
+from pathlib import Path
+from kgbias_core.embeddings.store import _Claim
+claim = _Claim(Path(sys.argv[1]), sys.argv[2])
+assert claim.acquire()
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_claim_of_another_process_refuses_and_a_dead_ones_is_recovered(tiny_model, tmp_path: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-B", "-c", _HOLD_CLAIM, str(tmp_path), tiny_model.name],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ModelStoreError, match=f"pid {holder.pid}"):
+            save_model(tiny_model, tmp_path)
+        assert not (tmp_path / tiny_model.name).exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (tmp_path / f".lock-{tiny_model.name}").exists()  # killed: its claim file stays, stale
+    save_model(tiny_model, tmp_path)  # the kernel released the dead holder's lock: the claim is recovered
+    assert list_models(tmp_path) == [tiny_model.name]
+    assert [p.name for p in tmp_path.iterdir()] == [tiny_model.name]

@@ -368,6 +368,10 @@ def check_schema(graph: KnowledgeGraph) -> None:
             raise SchemaError(
                 UNKNOWN_SCHEMA_RELATION.format(role=role, relation=relation, graph=graph.name)
             )
+    for attribute in schema.attributes:  # an absent one would be an empty, silently wrong analysis
+        if graph.relation_to_id.get(attribute.relation, -1) not in present:
+            raise SchemaError(UNKNOWN_SCHEMA_RELATION.format(role=f"attribute {attribute.name!r}",
+                                                             relation=attribute.relation, graph=graph.name))
     for role, entity in (("male", schema.male), ("female", schema.female)):
         if entity not in graph.entity_to_id:
             raise SchemaError(UNKNOWN_SCHEMA_ENTITY.format(role=role, entity=entity, graph=graph.name))

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from kgbias_core.data.text import MAX_ID_LENGTH, read_text
-from kgbias_core.errors import BAD_SCHEMA_FILE, SCHEMA_BAD_VALUE, SCHEMA_NOT_A_TABLE, SchemaError
+from kgbias_core.errors import (
+    BAD_SCHEMA_FILE,
+    SCHEMA_ATTRIBUTE_GENDER,
+    SCHEMA_ATTRIBUTE_TWICE,
+    SCHEMA_BAD_VALUE,
+    SCHEMA_NOT_A_TABLE,
+    SCHEMA_ROLES_EQUAL,
+    SchemaError,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,21 @@ class Schema:
                 raise bad(SCHEMA_BAD_VALUE.format(key=f"{where}.person_is_head", expected="true or false",
                                                   found=_shown(person_is_head)))
             attributes.append(AttributeRelation(name=name, relation=relation, person_is_head=person_is_head))
+        # Roles that coincide make the measures read the wrong facts (Fisher and intersect read
+        # different relations under one name), so they are refused here, not found out downstream.
+        if data["male"] == data["female"]:
+            raise bad(SCHEMA_ROLES_EQUAL.format(a="male", b="female", value=data["male"]))
+        if data["occupation_relation"] == data["gender_relation"]:
+            raise bad(SCHEMA_ROLES_EQUAL.format(a="occupation_relation", b="gender_relation",
+                                                value=data["gender_relation"]))
+        seen: dict[str, str] = {}
+        for i, attribute in enumerate(attributes):
+            if attribute.name == "gender" or attribute.relation == data["gender_relation"]:
+                raise bad(SCHEMA_ATTRIBUTE_GENDER.format(where=f"attributes[{i}]", name=attribute.name))
+            if attribute.name in seen:
+                raise bad(SCHEMA_ATTRIBUTE_TWICE.format(name=attribute.name, first=seen[attribute.name],
+                                                        second=f"attributes[{i}]"))
+            seen[attribute.name] = f"attributes[{i}]"
         return cls(
             gender_relation=data["gender_relation"],
             male=data["male"],

@@ -57,6 +57,7 @@ from kgbias_core.embeddings.pbg_score import PBG_COMPARATORS, PBG_OPERATORS, ope
 from kgbias_core.embeddings.training import PYKEEN_NORMS
 from kgbias_core.errors import (
     IMPORT_BAD_FILE,
+    IMPORT_DIMS_DIFFER,
     IMPORT_FILE_MISSING,
     IMPORT_MISSING_LABEL,
     IMPORT_NO_DISTANCE,
@@ -116,6 +117,11 @@ def onto_graph(
                 kind=kind, kinds=kinds, label=missing[0], graph=graph, path=path, found=len(labels) - len(missing),
                 needed=len(labels), imported=len(found_rows)))
         rows.append(torch.tensor([found_rows[label] for label in labels], dtype=torch.long))
+    ent, rel = imported.entity_embeddings, imported.relation_embeddings
+    # TransE's h + r - t needs one d (Bordes eq. 1); other kinds (PBG's linear operator) shape theirs otherwise.
+    if imported.model == "transe" and (ent.ndim != 2 or rel.ndim != 2 or ent.shape[1] != rel.shape[1]):
+        raise DataError(IMPORT_DIMS_DIFFER.format(format=imported.format, entities=list(ent.shape),
+                                                  relations=list(rel.shape)))
     entities = imported.entity_embeddings[rows[0]].to(torch.float32).contiguous()  # [E, d]
     relations = imported.relation_embeddings[rows[1]].to(torch.float32).contiguous()  # [R, d]
     return entities, relations
@@ -224,16 +230,30 @@ def _pykeen_map(path: Path, n_rows: int) -> dict[str, int]:
     return _id_map(lines[1:], path=path, fmt="pykeen", n_rows=n_rows)
 
 
+def _pykeen_weights(path: Path) -> Path:
+    """The file a PyKEEN import reads: ``trained_model.pt`` preferred, else ``trained_model.pkl``."""
+    if not path.is_dir():
+        return path
+    if not (path / "trained_model.pt").is_file() and (path / "trained_model.pkl").is_file():
+        return path / "trained_model.pkl"
+    return path / "trained_model.pt"
+
+
+def pickle_to_read(fmt: str, path: Path | str) -> Path | None:
+    """The pickle an import of ``fmt`` at ``path`` would unpickle (given trust), else None: the caller
+    warns *before* the reader runs, since unpickling runs the file's code before anything can be said."""
+    if fmt != "pykeen":
+        return None
+    file = _pykeen_weights(Path(path))
+    return file if file.suffix == ".pkl" else None
+
+
 def read_pykeen(path: Path, *, distance: str | None = None, trust_pickle: bool = False) -> ImportedEmbeddings:
     """A PyKEEN TransE: ``path`` is the directory ``save_to_directory`` wrote (``trained_model.pt``
     preferred, else ``trained_model.pkl``) or a state-dict / checkpoint file beside ``training_triples/``."""
     path, fmt = Path(path), "pykeen"
     folder = path if path.is_dir() else path.parent
-    weights_file = path
-    if path.is_dir():
-        weights_file = path / "trained_model.pt"
-        if not weights_file.is_file() and (path / "trained_model.pkl").is_file():
-            weights_file = path / "trained_model.pkl"
+    weights_file = _pykeen_weights(path)
     _need(weights_file, fmt, "a state dict (torch.save(model.state_dict(), ...)) or trained_model.pkl")
     warnings: tuple[str, ...] = ()
     recorded = None

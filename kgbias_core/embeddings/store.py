@@ -17,6 +17,7 @@ Nothing is ever unpickled: tensors come from safetensors, everything else from J
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -43,7 +44,10 @@ from kgbias_core.data.schema import Schema
 from kgbias_core.data.text import read_columns, text_lines
 from kgbias_core.embeddings.config import DISTANCES, IMPORTED_MODELS, MODELS, TrainConfig
 from kgbias_core.errors import (
+    MODEL_BEING_WRITTEN,
     MODEL_CORRUPT,
+    MODEL_DISAGREES,
+    MODEL_FILE_LINK,
     MODEL_INCOMPLETE,
     MODEL_NOT_FOUND,
     MODEL_WRITE_FAILED,
@@ -55,6 +59,7 @@ from kgbias_core.errors import (
     OUT_EXISTS,
     OUT_IS_INPUT,
     OUT_NOT_A_MODEL,
+    STORE_NOT_WRITABLE,
     UNKNOWN_DISTANCE,
     UNKNOWN_ENTITY,
     UNKNOWN_MODEL,
@@ -215,7 +220,22 @@ def check_output(target: Path | str, *, overwrite: bool, reading: Path | str | N
             raise ModelStoreError(OUT_NOT_A_MODEL.format(path=target))
         if not overwrite:
             raise ModelStoreError(OUT_EXISTS.format(path=target))
+    if target.parent.is_dir():  # before any training: a read-only store fails here, not after hours
+        check_writable(target.parent, what="saving the model")
     return target
+
+
+def check_writable(folder: Path | str, *, what: str) -> None:
+    """Refuse, before long work, a ``folder`` this process cannot write in (read-only mount, permissions,
+    an immutable directory): a probe file is created and removed there, which asks the file system
+    itself (``os.access`` says yes to root even on a read-only directory)."""
+    folder = Path(folder)
+    probe = folder / f".probe-{os.getpid()}-{uuid.uuid4().hex}"
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as exc:
+        raise ModelStoreError(STORE_NOT_WRITABLE.format(path=folder, what=what, reason=exc.strerror or exc)) from None
 
 
 def _scratch(store: Path, kind: str, name: str) -> Path:
@@ -233,24 +253,131 @@ def _alive(pid: int) -> bool:
     return True
 
 
+class _Claim:
+    """An exclusive claim on one model name of a store, held while its save (or recovery) runs.
+
+    ``store/.lock-<name>`` is locked with ``flock``, which the kernel releases when its process dies
+    (kill -9 included): a dead writer's claim is recovered by the next claimant, never blocks forever.
+    After locking, the file's inode is compared with the path's: a claim whose file a finishing writer
+    just removed is retried, so two processes never both hold one name. The file holds the pid for the
+    refusal message and is removed on release.
+    """
+
+    def __init__(self, store: Path, name: str) -> None:
+        self.path = store / f".lock-{name}"
+        self.name = name
+        self.fd: int | None = None
+
+    def acquire(self) -> bool:
+        import fcntl
+
+        for _ in range(20):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+                self.fd = fd
+                return True
+            os.close(fd)  # removed by the writer that held it: claim the new file
+        return False
+
+    def holder(self) -> str:
+        try:
+            return self.path.read_text(encoding="utf-8").strip() or "?"
+        except OSError:
+            return "?"
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        # Unlinked while still locked: a process waiting on this inode re-checks it and retries.
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        os.close(self.fd)
+        self.fd = None
+
+    def __enter__(self) -> _Claim:
+        if not self.acquire():
+            raise ModelStoreError(MODEL_BEING_WRITTEN.format(path=self.path.parent / self.name, pid=self.holder()))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _scratch_parts(entry: Path) -> tuple[str, str, int] | None:
+    """(kind, model name, pid) of a scratch directory ``.{tmp,old}-<name>-<pid>-<hex>``, else None."""
+    if not entry.name.startswith((".tmp-", ".old-")):
+        return None
+    parts = entry.name.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[0][5:]:
+        return None
+    return parts[0][1:4], parts[0][5:], int(parts[1])
+
+
+def _recover(store: Path, name: str, scratch: list[Path]) -> list[str]:
+    """Finish or undo the interrupted saves of ``name`` (``scratch``: its dead writers' directories).
+
+    A save is interrupted between its two renames only: the model is then missing, the old one in
+    ``.old-`` and the new complete one in ``.tmp-``. Roll forward to the newest complete ``.tmp-``
+    (its config.json is written last, so complete means finished), else back to a complete ``.old-``;
+    only then is the rest removed, so the only complete copy is never deleted. The caller holds the claim.
+    """
+    target = store / name
+    if not (target.exists() or target.is_symlink()):
+        complete = [p for p in scratch if is_model_dir(p)]
+        # New before old: the save was done writing; its rename was all that was left.
+        complete.sort(key=lambda p: (p.name.startswith(".tmp-"), (p / "config.json").stat().st_mtime_ns),
+                      reverse=True)
+        if complete:
+            os.replace(complete[0], target)
+            scratch = [p for p in scratch if p != complete[0]]
+    for entry in scratch:
+        shutil.rmtree(entry, ignore_errors=True)
+    return [p.name for p in scratch]
+
+
 def clean_orphans(store: Path | str | None = None) -> list[str]:
-    """Remove the scratch directories of writes whose process died (kill -9); returns their names.
+    """Recover from the saves of processes that died (kill -9); returns the scratch directories removed.
 
     A scratch directory of a live process (this one included) is left alone: its write may be
-    under way.
+    under way. A model left missing by a save killed between its renames is restored from its
+    complete scratch copy (:func:`_recover`) before anything is removed.
     """
     store = Path(store) if store is not None else default_store()
-    removed = []
+    removed: list[str] = []
     if not store.is_dir():
         return removed
+    by_name: dict[str, list[Path]] = {}
     for entry in store.iterdir():
-        if not entry.name.startswith((".tmp-", ".old-")) or not entry.is_dir():
+        parts = _scratch_parts(entry)
+        if parts is None or not entry.is_dir() or _alive(parts[2]):
             continue
-        parts = entry.name.rsplit("-", 2)
-        if len(parts) != 3 or not parts[1].isdigit() or _alive(int(parts[1])):
+        by_name.setdefault(parts[1], []).append(entry)
+    for name, scratch in by_name.items():
+        claim = _Claim(store, name)
+        try:
+            if not claim.acquire():  # a save of this name is running: its own finish tidies up
+                continue
+        except OSError:  # a read-only store: nothing can be recovered or removed here
             continue
-        shutil.rmtree(entry, ignore_errors=True)
-        removed.append(entry.name)
+        try:
+            # Re-listed under the claim: another clean-up may have recovered this name meanwhile.
+            scratch = [p for p in scratch if p.is_dir()]
+            removed += _recover(store, name, scratch)
+        except OSError:
+            pass
+        finally:
+            claim.release()
     return removed
 
 
@@ -259,29 +386,50 @@ def save_model(model: StoredModel, store: Path | str | None = None, *, overwrite
 
     An existing *model* of that name is replaced only with ``overwrite``; anything else at that
     path is never touched (:func:`check_output`). A failed write (full disk, I/O error) leaves the
-    previous model as it was and raises :class:`ModelStoreError` with the reason.
+    previous model as it was and raises :class:`ModelStoreError` with the reason. Writers of one
+    name exclude each other (:class:`_Claim`): the second is refused, and the existence check runs
+    under the claim, so two saves without ``overwrite`` never both succeed. A process killed at
+    any point leaves the old or the new model, restored by the next :func:`clean_orphans`.
     """
     store = Path(store) if store is not None else default_store()
     target = check_output(store / check_model_name(model.name), overwrite=overwrite)
-    store.mkdir(parents=True, exist_ok=True)
-    tmp = _scratch(store, "tmp", model.name)
     try:
-        tmp.mkdir()
-        _write_model_files(model, tmp)
-        old = None
-        if target.exists():
-            old = _scratch(store, "old", model.name)
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except (OSError, SafetensorError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        store.mkdir(parents=True, exist_ok=True)
+        claim = _Claim(store, model.name).__enter__()
+    except OSError as exc:
         raise ModelStoreError(MODEL_WRITE_FAILED.format(path=target, reason=exc)) from exc
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    try:
+        dead = [p for p in store.iterdir() if (parts := _scratch_parts(p)) is not None and parts[1] == model.name
+                and p.is_dir() and not _alive(parts[2])]
+        _recover(store, model.name, dead)  # a killed save of this name first gets its model back
+        check_output(target, overwrite=overwrite)  # again, under the claim: another writer may have finished
+        tmp, old = _scratch(store, "tmp", model.name), None
+        try:
+            tmp.mkdir()
+            _write_model_files(model, tmp)
+            if target.exists():
+                old = _scratch(store, "old", model.name)
+                os.replace(target, old)
+            os.replace(tmp, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        except (OSError, SafetensorError) as exc:
+            _roll_back(tmp, old, target)
+            raise ModelStoreError(MODEL_WRITE_FAILED.format(path=target, reason=exc)) from exc
+        except BaseException:
+            _roll_back(tmp, old, target)
+            raise
+    finally:
+        claim.release()
     return target
+
+
+def _roll_back(tmp: Path, old: Path | None, target: Path) -> None:
+    """After a failed save: the old model back under its name (if it had been moved), the scratch copy gone."""
+    if old is not None and old.is_dir() and not target.exists():
+        with contextlib.suppress(OSError):
+            os.replace(old, target)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _write_model_files(model: StoredModel, folder: Path) -> None:
@@ -374,6 +522,9 @@ def load_model(path: Path | str) -> StoredModel:
     missing = [f for f in MODEL_FILES if not (path / f).is_file()]
     if missing:
         raise ModelStoreError(MODEL_INCOMPLETE.format(path=path, missing=", ".join(missing)))
+    for file in MODEL_FILES:  # e.g. a config.json linked to another model's: its settings, these weights
+        if (path / file).is_symlink():
+            raise ModelStoreError(MODEL_FILE_LINK.format(path=path / file, target=os.readlink(path / file)))
     config = read_config(path)
     weights = _read_safetensors(path / "model.safetensors")
     training = _read_safetensors(path / "training.safetensors")
@@ -391,6 +542,9 @@ def load_model(path: Path | str) -> StoredModel:
                 raise ModelStoreError(
                     MODEL_CORRUPT.format(path=path, problem=f"{key} does not match the id maps")
                 )
+        _check_transe_dims(weights, dim=train_config.dim, path=path)
+    for kind, labels in (("entity", entities[0]), ("relation", relations[0])):
+        _check_unique(labels, kind=kind, path=path)
     triples = training.get("triples")
     if triples is None or triples.ndim != 2 or triples.shape[1] != 3:
         raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem="training.safetensors lacks triples [n, 3]"))
@@ -419,6 +573,34 @@ def load_model(path: Path | str) -> StoredModel:
         edit=config.get("edit"),
         info={k: v for k, v in config.items() if k not in reserved},
     )
+
+
+def _check_transe_dims(weights: dict[str, torch.Tensor], *, dim: int, path: Path) -> None:
+    """TransE's vectors: [E, d] and [R, d] with config.json's d (h + r - t, Bordes eq. 1)."""
+    entities, relations = weights["entity_embeddings"], weights["relation_embeddings"]
+    if entities.ndim != 2 or relations.ndim != 2:
+        problem = f"the vectors are not matrices (entities {list(entities.shape)}, relations {list(relations.shape)})"
+        raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
+    if entities.shape[1] != relations.shape[1]:
+        problem = (f"entity vectors have dimension {entities.shape[1]}, relation vectors {relations.shape[1]} "
+                   "(h + r - t needs one)")
+        raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
+    if entities.shape[1] != dim:
+        problem = f"model.safetensors holds {entities.shape[1]}-dimensional vectors, config.json says dim {dim}"
+        raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
+
+
+def _check_unique(labels: tuple[str, ...], *, kind: str, path: Path) -> None:
+    """Each label once: a label twice maps two rows to one name, and every lookup would take the first."""
+    if len(set(labels)) == len(labels):
+        return
+    seen: set[str] = set()
+    for i, label in enumerate(labels):
+        if label in seen:
+            file = "entities.tsv" if kind == "entity" else "relations.tsv"
+            problem = f"{kind} label {label!r} appears twice in {file} (again at id {i})"
+            raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
+        seen.add(label)
 
 
 def _calibration(config: dict[str, Any], file: Path) -> Calibration | None:
@@ -456,6 +638,11 @@ def _train_config(config: dict[str, Any], file: Path) -> TrainConfig:
             ok = numeric and math.isfinite(value)
         if not ok:
             raise corrupt(f"{key!r} must be {type(default or 0.0).__name__}, found {value!r}")
+    for key, low in (("dim", 1), ("batch_size", 1), ("epochs", 0), ("seed", 0), ("lr", 0), ("lr_min", 0),
+                     ("margin", 0), ("l2", 0)):
+        value = config.get(key)
+        if value is not None and value < low:  # types checked above: int or finite float
+            raise corrupt(f"{key!r} must be >= {low}, found {value!r}")
     for key in ("damping", "influence_scale"):
         value = config.get(key)
         if value is not None and not (isinstance(value, int | float) and not isinstance(value, bool)
@@ -524,20 +711,27 @@ def _result_paths(model_dir: Path, key: str) -> tuple[Path, Path]:
     return folder / f"{key}.csv", folder / f"{key}.json"
 
 
-def save_result(model_dir: Path | str, key: str, frame: pd.DataFrame, *, params: dict[str, Any]) -> Path:
+def save_result(model_dir: Path | str, key: str, frame: pd.DataFrame, *, params: dict[str, Any]) -> Path | None:
     """Cache a derived table beside a model, with the model's config, data hash and ``params``.
 
     Written atomically (temporary file, then rename); :func:`load_result` returns it only while the
-    model and params are still the ones that made it.
+    model and params are still the ones that made it. A directory that cannot be written (read-only)
+    caches nothing: None.
     """
     config = read_config(model_dir)
     csv_path, meta_path = _result_paths(Path(model_dir), key)
-    csv_path.parent.mkdir(exist_ok=True)
     meta = {"data_hash": config.get("data_hash"), "model_config": _fingerprint(config), "params": params}
-    for path, text in ((csv_path, frame.to_csv(index=False)), (meta_path, json.dumps(meta, sort_keys=True))):
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+    try:
+        csv_path.parent.mkdir(exist_ok=True)
+        for path, text in ((csv_path, frame.to_csv(index=False)), (meta_path, json.dumps(meta, sort_keys=True))):
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except OSError:  # a read-only model directory: the result is computed, only not cached
+        return None
     return csv_path
 
 

@@ -24,6 +24,7 @@ from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, retrain_device, train_transe
 from kgbias_core.errors import (
     ADD_NOTHING,
+    ADD_ONE_GENDER,
     LAB_K_TOO_LARGE,
     REMOVE_NOTHING,
     REMOVE_OUT_OF_RANGE,
@@ -75,6 +76,8 @@ def add_edit(model: StoredModel, occupation: str, *, c: float = 0.5, cap: int = 
     index = groups.index(occupation)
     occupation = groups.labels[index]  # the label, also when a readable name was given
     n_male, n_female = int(groups.n_male[index]), int(groups.n_female[index])
+    if n_male == 0 or n_female == 0:  # B_gr (Du eq. 2) compares the two groups: undefined before and after
+        raise MeasureError(ADD_ONE_GENDER.format(occupation=occupation, n_male=n_male, n_female=n_female))
     count = min(int(round(c * abs(n_male - n_female))), cap)
     if count <= 0:
         raise MeasureError(ADD_NOTHING.format(occupation=occupation, c=c, n_male=n_male, n_female=n_female))
@@ -123,6 +126,8 @@ def make_edit(
     A k above the number of training triples is a :class:`MeasureError`.
     """
     model = analysis.model
+    # The label from here on, whatever spelling the user typed: the stored edit and every lookup use it.
+    occupation = analysis.groups.labels[analysis.groups.index(occupation)]
     if strategy == "add":
         return add_edit(model, occupation, c=c, cap=cap)
     if strategy == "basket":
