@@ -7,6 +7,7 @@ import streamlit as st
 
 from kgbias_app import cache, links, texts, widgets
 from kgbias_app.cache import ModelRef
+from kgbias_app.escape import md, md_format
 from kgbias_core import persons
 from kgbias_core.errors import KGBiasError
 
@@ -27,7 +28,7 @@ def chosen_person(model: ModelRef) -> str | None:
         pass  # not one person by id or name: list what the text finds
     found = cache.search_persons(model, query)
     if found.empty:
-        st.info(texts.PERSON_NONE_FOUND.format(query=query))
+        st.info(md_format(texts.PERSON_NONE_FOUND, query=query))
         return None
     more = f", the first {persons.SEARCH_LIMIT}" if len(found) >= persons.SEARCH_LIMIT else ""
     titles = dict(zip(found["person"], found["name"] + " · " + found["gender"] + " · degree "
@@ -42,9 +43,9 @@ def person_view(model: ModelRef) -> None:
     if label is None:
         return
     view = cache.person(model, label)
-    st.header(view.name)
-    st.caption(texts.PERSON_SUMMARY.format(gender=view.gender, degree=view.degree, n=len(view.occupations))
-               + f" Id: {view.label}.")
+    st.header(md(view.name))
+    st.caption(md_format(texts.PERSON_SUMMARY, gender=view.gender, degree=view.degree, n=len(view.occupations))
+               + f" Id: {md(view.label)}.")
     if view.occupations.empty:
         st.info(texts.PERSON_NO_OCCUPATION)
     else:
@@ -61,6 +62,6 @@ def person_view(model: ModelRef) -> None:
     widgets.table(widgets.with_person_links(triples), ["in words", "influence", "person_name", widgets.PERSON_LINK],
                   ids=["relation", "triple"], digits=5, key="person_triples")
     if occupation is not None:
-        st.caption(texts.PERSON_TRIPLES.format(name=names[occupation]))
+        st.caption(md_format(texts.PERSON_TRIPLES, name=names[occupation]))
     widgets.download(triples, widgets.csv_name(model.name, view.label, "triples"), key="person_triples:csv",
                      label="Download the person's triples (CSV)")
