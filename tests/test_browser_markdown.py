@@ -19,6 +19,8 @@ pytestmark = [
 ]
 
 PAYLOAD = "![p](http://host/x.png) **bold** :red[x] $x^2$"
+#: The crafted link's value: the payload plus a word, so that it names no occupation (links take plain names).
+LINK_PAYLOAD = PAYLOAD + " z"
 
 
 def test_a_markdown_name_and_link_value_render_as_literal_text(tiny_model, tmp_path: Path) -> None:
@@ -50,9 +52,9 @@ def test_a_markdown_name_and_link_value_render_as_literal_text(tiny_model, tmp_p
         literal_only(driver)
 
         # The crafted link: its value is named in the warning as text.
-        driver.get(f"{url}/occupation_explorer?occupation={quote(PAYLOAD)}")
+        driver.get(f"{url}/occupation_explorer?occupation={quote(LINK_PAYLOAD)}")
         wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, main), "which this view does not have"))
         alert = next(e.text for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stAlert"]')
                      if "which this view does not have" in e.text)
-        assert PAYLOAD in alert
+        assert LINK_PAYLOAD in alert
         literal_only(driver)
