@@ -60,7 +60,7 @@ def test_an_entity_name_of_markdown_is_shown_as_text_on_the_explorer(payload_sto
 
 def test_an_entity_name_of_markdown_is_shown_as_text_on_the_lab(payload_store: Path) -> None:
     app = page("debiasing_lab").run()
-    app.selectbox(key="occupation").set_value("nurse").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
     assert not app.exception
     assert md(PAYLOAD) in _shown(app)
     assert not RAW.search(_shown(app)), _shown(app)
@@ -70,7 +70,7 @@ def test_an_entity_name_of_markdown_is_shown_as_text_on_the_lab(payload_store: P
     ("occupation_explorer", "occupation"), ("occupation_explorer", "view"), ("model_comparison", "compare_models"),
     ("attributes", "attribute"), ("debiasing_lab", "lab_strategy"),
 ])
-def test_a_url_value_of_markdown_is_shown_as_text(app_store: Path, page_name: str, key: str) -> None:
+def test_a_url_value_of_markdown_is_shown_as_text(writable_store: Path, page_name: str, key: str) -> None:
     """The issue's crafted link `?occupation=![p](http://host/x.png)` inserted an <img>: now its warning shows
     the value as text."""
     app = dashboard()

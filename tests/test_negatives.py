@@ -192,7 +192,8 @@ def test_an_imported_model_gets_labelled_influence_in_the_table_and_the_cli_csv(
     assert f"influence: {APPROXIMATE}, seed {TRAIN_SEED}" in printed
     assert f"stability: Spearman of the top 1% across negative seeds {TRAIN_SEED}, 5, 6: min" in printed
     frame = pd.read_csv(csv)
-    assert list(frame.columns) == ["head", "relation", "tail", "head_name", "tail_name", "influence", "negatives"]
+    assert list(frame.columns) == ["head", "relation", "tail", "head_name", "tail_name", "person", "person_name",
+                                   "person_gender", "person_degree", "influence", "negatives"]
     assert set(frame["negatives"]) == {f"{APPROXIMATE}, seed {TRAIN_SEED}"}
     # The oracle: re-drawn from the training seed, the imported model's influence is the trained model's exact one.
     expected = influence_table(exact, occupation, top=6)
