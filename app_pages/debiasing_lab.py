@@ -4,6 +4,7 @@ import streamlit as st
 
 from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
 from kgbias_core import tasks
+from kgbias_core.jobs import Priority
 from kgbias_core.whatif.runs import noise_spread, random_baseline
 
 model = sidebar.page_header("Debiasing lab")
@@ -37,7 +38,9 @@ background: list = []
 with widgets.errors_shown():
     # Computed by default, once per model: every comparison below is read against it.
     jobs_ui.stored_per_model([model], title=texts.NOISE_BAND_JOB, load=lambda m: noise,
-                             task=lambda m: tasks.noise_band_task(m.path), pending=background)
+                             task=lambda m: tasks.noise_band_task(m.path), pending=background,
+                             priority=Priority.BACKGROUND,
+                             estimate=lambda m: tasks.model_retrain_seconds(m.path, retrains=len(tasks.NOISE_SEEDS)))
 spread = noise_spread(noise, occupation)
 if noise is not None:
     st.caption(texts.NOISE_BAND.format(name=row["name"], seeds=", ".join(map(str, tasks.NOISE_SEEDS)),
@@ -46,10 +49,12 @@ else:
     st.info(texts.NOISE_BAND_PENDING)
 if analysis.model.calibration is None:
     calibration = tasks.calibration_task(model.path)
-    if jobs_ui.is_running(calibration):
+    seconds = tasks.calibration_seconds(model.path)
+    if jobs_ui.is_running(calibration):  # queued or running for any session: not offered twice
         background.append(calibration)
-    elif st.button(texts.CALIBRATE_BUTTON):
-        jobs_ui.submit(f"{model.name}: calibration", calibration, group="lab")
+    elif st.button(texts.with_estimate(texts.CALIBRATE_BUTTON, seconds)):
+        jobs_ui.submit(f"{model.name}: calibration", calibration, group="lab", priority=Priority.BACKGROUND,
+                       estimate=seconds)
         st.rerun()
 jobs_ui.progress_panel(background, key="background")
 

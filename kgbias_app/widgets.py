@@ -29,7 +29,7 @@ from kgbias_core.errors import KGBiasError
 from kgbias_core.evaluation.link_prediction import before_after, load_link_prediction
 from kgbias_core.influence.calibration import leave_one_out
 from kgbias_core.influence.retraining_check import default_ks
-from kgbias_core.jobs import FINISHED_STATES, default_registry
+from kgbias_core.jobs import FINISHED_STATES, Priority, default_registry
 from kgbias_core.measures.fisher import most_moved
 from kgbias_core.measures.prediction_fairness import DEGENERATE_SHARE, FairnessReport, default_min_count
 from kgbias_core.measures.relation_audit import (
@@ -718,6 +718,8 @@ def calibration_section(model: ModelRef) -> None:
     task = tasks.calibration_task(model.path)
     if jobs_ui.is_running(task):
         st.caption(texts.CALIBRATION_RUNNING)
-    elif st.button(texts.CALIBRATE_BUTTON if calibration is None else texts.RECALIBRATE_BUTTON, key="calibrate"):
-        jobs_ui.submit(f"{model.name}: calibration", task, group="validation")
+    elif st.button(texts.with_estimate(texts.CALIBRATE_BUTTON if calibration is None else texts.RECALIBRATE_BUTTON,
+                                       seconds := tasks.calibration_seconds(model.path)), key="calibrate"):
+        jobs_ui.submit(f"{model.name}: calibration", task, group="validation", priority=Priority.BACKGROUND,
+                       estimate=seconds)
         st.rerun()

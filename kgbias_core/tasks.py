@@ -42,7 +42,16 @@ from kgbias_core.embeddings.store import (
     save_result,
 )
 from kgbias_core.embeddings.training import graph_labels, graph_model, train_model
-from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError, ModelStoreError
+from kgbias_core.errors import (
+    CALIBRATION_CANCELLED,
+    CALIBRATION_KEPT,
+    LAB_K_TOO_LARGE,
+    LAB_NO_KS,
+    NOTHING_SAVED,
+    CancelledError,
+    MeasureError,
+    ModelStoreError,
+)
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.calibration import calibrate
 from kgbias_core.influence.closed_form import debiasing_removal
@@ -73,6 +82,7 @@ class Task(Generic[T]):
 
     key: str  # names the work (kind, models with their versions, parameters): equal keys = one job
     run: Callable[[Progress], T]  # does the work, reporting through the Progress it is given
+    kept: str = NOTHING_SAVED  # what stays when the work is cancelled or fails, said after its error
 
 
 def _key(task: str, *model_dirs: Path | str, **params: Any) -> str:
@@ -108,7 +118,7 @@ def model_name(dataset: str, kind: str = DEFAULT_MODEL_KIND) -> str:
 
 
 #: Name in the model store of each built-in graph's default model.
-DEFAULT_MODEL_NAMES = {dataset: model_name(dataset) for dataset in ("synthetic", "fb15k237")}
+DEFAULT_MODEL_NAMES = {dataset: model_name(dataset) for dataset in ("synthetic", "fb15k237", "fb13")}
 
 
 def load_graph(
@@ -148,7 +158,8 @@ def _calibrated(model: StoredModel, progress: Progress) -> tuple[StoredModel, pd
 
     def on_run(done: int, total: int) -> None:
         progress.update(step=done, total=total, message=f"calibration retrain {done}/{total}")
-        progress.raise_if_cancelled(epoch=done)
+        if progress.should_stop():  # between retrains: say how far it got, not an epoch
+            raise CancelledError(CALIBRATION_CANCELLED.format(done=done, total=total))
 
     calibration, runs = calibrate(model, on_run=on_run)
     progress.update(message=f"influence scale actual/predicted = {calibration.scale:.3f} "
@@ -336,7 +347,66 @@ def calibration_task(model_dir: Path | str) -> Task[Calibration]:
         store_calibration(model_dir, calibrated.calibration, runs)
         return calibrated.calibration
 
-    return Task(key=_key("calibration", model_dir), run=run)
+    return Task(key=_key("calibration", model_dir), run=run, kept=CALIBRATION_KEPT.format(name=Path(model_dir).name))
+
+
+# --- estimates (shown before work is started) ------------------------------------------------------
+#: Follow-up work estimated at most this long (seconds) starts unasked, as background work; longer work
+#: is offered with its estimate (issue 25: no default background job longer than a few minutes of CPU).
+AUTO_BACKGROUND_SECONDS = 180.0
+
+
+def model_retrain_seconds(model_dir: Path | str, *, retrains: int = 1) -> float | None:
+    """Estimated seconds of ``retrains`` retrains of the model at ``model_dir``, from its config.json alone
+    (:func:`~kgbias_core.embeddings.training_cost.estimated_seconds`); None without a model there."""
+    from kgbias_core.embeddings.training_cost import estimated_seconds
+
+    if not is_model_dir(model_dir):
+        return None
+    config = read_config(model_dir)
+    return estimated_seconds(n_triples=int(config.get("n_train") or 0),
+                             n_entities=count_rows(Path(model_dir) / "entities.tsv"),
+                             n_relations=count_rows(Path(model_dir) / "relations.tsv"),
+                             dim=int(config.get("dim") or TrainConfig.dim),
+                             batch_size=int(config.get("batch_size") or TrainConfig.batch_size),
+                             epochs=int(config.get("epochs") or TrainConfig.epochs), retrains=retrains)
+
+
+def calibration_seconds(model_dir: Path | str) -> float | None:
+    """Estimated seconds of the calibration of the model at ``model_dir`` (1 + 2 x 6 masked retrains)."""
+    from kgbias_core.influence.calibration import CALIBRATION_OCCUPATIONS
+
+    return model_retrain_seconds(model_dir, retrains=1 + 2 * CALIBRATION_OCCUPATIONS)
+
+
+def graph_size(dataset: str, data_dir: Path | str | None) -> tuple[int, int, int]:
+    """(training triples, entities, relations) of ``dataset``: a named graph's train.txt is counted without
+    building the graph; any other is loaded (:func:`load_graph`)."""
+    from kgbias_core.data.datasets import NAMED_DATASETS, resolve_data_dir
+
+    train = resolve_data_dir(data_dir) / dataset / "train.txt"
+    if dataset in NAMED_DATASETS and train.is_file():
+        entities, relations, n = set(), set(), 0
+        with train.open(encoding="utf-8") as lines:
+            for line in lines:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) == 3:
+                    entities.update((parts[0], parts[2]))
+                    relations.add(parts[1])
+                    n += 1
+        return n, len(entities), len(relations)
+    graph = load_graph(dataset, data_dir)
+    return graph.training.num_triples, graph.training.num_entities, graph.training.num_relations
+
+
+def training_seconds(dataset: str, data_dir: Path | str | None, *, overrides: Mapping[str, Any] | None = None) -> float:
+    """Estimated seconds to train ``dataset``'s default model (with ``overrides``) on this machine."""
+    from kgbias_core.embeddings.training_cost import estimated_seconds
+
+    n_triples, n_entities, n_relations = graph_size(dataset, data_dir)
+    config = replace(train_config(dataset), **(overrides or {}))
+    return estimated_seconds(n_triples=n_triples, n_entities=n_entities, n_relations=n_relations, dim=config.dim,
+                             batch_size=config.batch_size, epochs=config.epochs)
 
 
 def saved_calibration_runs(model_dir: Path | str) -> pd.DataFrame | None:
