@@ -1,0 +1,143 @@
+"""Ready for a talk (issue 26), in AppTest: the first start opens when its model is saved and its calibration
+follows as background work; the one job queue lists and cancels jobs, and tells only the session that cancelled
+what was kept; a graph with data but no model is offered for training with its estimate."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from kgbias_core import tasks
+from kgbias_core.jobs import FINISHED_STATES, JobState, Priority, Progress, default_registry
+from tests.conftest import PAGE_TIMEOUT, TINY_TRAINING, button, metric, page, texts, use_store
+
+#: Lets the queue test's job finish; cancelled, it stops at its next check.
+GATE = threading.Event()
+#: The name of the queue test's job (fresh per test: the registry is the process's).
+NAME = ["job"]
+
+
+def _gate(progress: Progress) -> str:
+    from kgbias_core.errors import CANCELLED, CancelledError
+
+    while not GATE.wait(0.02):
+        if progress.should_stop():
+            raise CancelledError(CANCELLED.format(epoch=2))
+    return "done"
+
+
+def queue_script() -> None:
+    import streamlit as st
+
+    from kgbias_app import jobs_ui
+    from kgbias_core.jobs import default_registry
+    from tests import test_talk as here
+
+    if st.button("Submit"):
+        default_registry().submit(here.NAME[0], here._gate, owner=jobs_ui.session_owner(), key=here.NAME[0],
+                                  estimate=60.0, kept="The model stays in the store, in use.")
+    with st.sidebar:
+        jobs_ui.queue_panel()
+
+
+def _wait(predicate, what: str, timeout: float = PAGE_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} never happened"
+        time.sleep(0.05)
+
+
+def test_the_queue_lists_every_sessions_job_cancels_one_and_tells_only_the_canceller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    GATE.clear()
+    NAME[0] = f"test job {uuid.uuid4().hex[:8]}"
+    mine = AppTest.from_function(queue_script, default_timeout=PAGE_TIMEOUT).run()
+    other = AppTest.from_function(queue_script, default_timeout=PAGE_TIMEOUT).run()
+    try:
+        button(mine, "Submit").click().run()
+        other.run()
+        for app in (mine, other):  # listed with its estimate in both sessions, with a total
+            assert any(NAME[0] in c.value and "about 60 s" in c.value for c in app.caption), texts(app.caption)
+            assert "Total ahead" in texts(app.caption)
+        status = default_registry().latest(NAME[0])
+        cancel = next(b for b in other.button if b.key == f"queue-cancel:{status.job_id}")
+        cancel.click().run()  # the other session cancels it
+        _wait(lambda: default_registry().latest(NAME[0]).state in FINISHED_STATES, "the cancel")
+        mine.run()
+        other.run()
+        assert NAME[0] not in texts(mine.caption) and NAME[0] not in texts(other.caption)  # left the queue
+        (notice,) = [e.value for e in other.error if NAME[0] in e.value]
+        assert "cancelled" in notice and notice.endswith("The model stays in the store, in use.")
+        assert not [e for e in mine.error if NAME[0] in e.value]  # the session that did not cancel hears nothing
+        button(other, "Dismiss").click().run()
+        other.run()
+        assert not [e for e in other.error if NAME[0] in e.value]  # dismissed: gone for good
+    finally:
+        GATE.set()
+
+
+def test_the_first_start_opens_when_the_model_is_saved_and_calibrates_in_the_background(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_graph
+) -> None:
+    store = use_store(tmp_path / "store", monkeypatch, tmp_path)
+    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=4))
+    waiting = page("overview").run()
+    second = page("overview").run()  # another session, open while the first model trains
+    assert "Training a first model" in texts(waiting.info) and "Training a first model" in texts(second.info)
+    training = default_registry().latest(tasks.train_task("synthetic", out=store / "synthetic-transe").key)
+    assert training is not None and training.estimate is not None
+    done = default_registry().wait(training.job_id, timeout=PAGE_TIMEOUT)
+    assert done.state is JobState.DONE  # the job ends with the save: nothing runs after it in the same job
+    assert (store / "synthetic-transe" / "config.json").is_file()
+    for app in (waiting, second):
+        app.run()
+        assert not app.exception
+        assert metric(app, "Persons with a gender") == "600"
+    calibration = default_registry().latest(tasks.calibration_task(store / "synthetic-transe").key)
+    try:
+        assert calibration is not None and calibration.priority is Priority.BACKGROUND
+        assert calibration.estimate is not None and calibration.estimate <= tasks.AUTO_BACKGROUND_SECONDS
+        assert "calibration continues in the background" in texts(waiting.caption)
+        assert not [b for b in waiting.button if b.label.startswith("Train")]  # trained: no button
+    finally:
+        default_registry().cancel(calibration.job_id)
+        default_registry().wait(calibration.job_id, timeout=PAGE_TIMEOUT)
+
+
+def test_a_graph_with_data_and_no_model_is_offered_with_its_estimate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_store: Path, tiny_graph
+) -> None:
+    """FB13's button, on a small slice of triples in FB13's place (never FB13 itself in the tests)."""
+    use_store(tiny_store, monkeypatch, tmp_path)
+    data = tmp_path / "data"
+    (data / "fb13").mkdir(parents=True)
+    lines = [f"/m/p{i}\tgender\t/m/{'male' if i % 2 else 'female'}" for i in range(300)]
+    (data / "fb13" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setenv("KGBIAS_DATA_DIR", str(data))
+    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
+    expected = tasks.training_seconds("fb13", data)
+    app = page("overview").run()
+    app.selectbox(key="graph").set_value("fb13").run()
+    assert not app.exception
+    from kgbias_app import texts as app_texts
+
+    label = app_texts.TRAIN_BUTTON.format(name="fb13-transe", estimate=app_texts.duration(expected))
+    assert [b.label for b in app.button if b.label.startswith("Train fb13")] == [label]
+    assert "takes about" in texts(app.caption)
+    button(app, "Train fb13").click().run()
+    assert not [b for b in app.button if b.label.startswith("Train fb13")]  # running: not offered again
+    training = default_registry().latest(tasks.train_task("fb13", out=tiny_store / "fb13-transe", data_dir=data).key)
+    try:
+        assert training is not None and training.priority is Priority.USER and training.estimate == expected
+    finally:
+        default_registry().cancel(training.job_id)
+        default_registry().wait(training.job_id, timeout=PAGE_TIMEOUT)
