@@ -167,7 +167,9 @@ def queue_panel() -> None:
     stopped = [s for s in registry.jobs(owner=me) if s.state in (JobState.FAILED, JobState.CANCELLED)]
     stopped += [s for s in registry.stopped_by(me) if me not in s.owners]
     stopped = [s for s in stopped if is_for_this_session(s)]
-    with st.expander(texts.queue_heading(queue), expanded=bool(queue or stopped)):
+    # A bordered box, not an expander: always open, so a job is never hidden from the person waiting for it.
+    with st.container(border=True, key="job_queue"):
+        st.markdown(f"**{texts.queue_heading(queue)}**")
         if not queue:
             st.caption(texts.QUEUE_EMPTY)
         for status in queue:
