@@ -106,6 +106,7 @@ def _render() -> ModelRef | None:
         return None
     with st.sidebar:
         follow_up(model)
+        readiness_panel(graph, store=store, data_dir=data_dir)
     with st.sidebar:
         config = cache.config(model)
         st.caption(f"Data hash: `{str(config.get('data_hash', ''))[:16]}…`")
@@ -149,6 +150,21 @@ def _training(graph: str, names: list[str], *, store: Path, data_dir: Path) -> T
     # again: the model is missing, so a finished training of it is out of date.
     jobs_ui.submit(model_name, task, again=True, estimate=seconds)
     st.rerun()  # the button goes: the training is now running
+
+
+def readiness_panel(graph: str, *, store: Path, data_dir: Path) -> None:
+    """What a demo of ``graph`` shows and whether it is in the store (:func:`kgbias_core.tasks.readiness`)."""
+    if graph not in DEFAULT_MODEL_NAMES:
+        return
+    items = tasks.readiness(graph, store=store, data_dir=data_dir)
+    needed = [i for i in items if not i.optional]
+    ready = sum(i.ready for i in needed)
+    with st.expander(texts.READINESS_HEADING.format(ready=ready, n=len(needed)), expanded=False):
+        for item in items:
+            mark = "✅" if item.ready else ("➖" if item.optional else "⏳")
+            st.caption(f"{mark} {item.what}" + ("" if item.ready or not item.optional else " (optional, long)"))
+        if ready < len(needed):
+            st.caption(texts.READINESS_PREPARE.format(graph=graph))
 
 
 @st.fragment(run_every=1)

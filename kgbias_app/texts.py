@@ -173,6 +173,11 @@ FIRST_TRAINING = "Training a first model in the background: the dashboard opens 
 NO_MODEL = "No cached model for {graph} yet: train one in the sidebar."
 NO_MODEL_SIDEBAR = "No cached model for this graph yet."
 TRAIN_HELP = "TransE with the default config, in the background; the estimate is for this machine's CPU"
+READINESS_HEADING = "Ready for a demo: {ready} of {n}"
+READINESS_PREPARE = (
+    "The pages compute what is missing when opened; to have it all ahead of a talk, run "
+    "`kgbias prepare --dataset {graph}` (add `--calibrate` for the calibration)."
+)
 TRAIN_BUTTON = "Train {name} ({estimate})"
 TRAIN_ESTIMATE = "{graph} has no model yet. Training takes {estimate} on a quiet CPU (a GPU is several times faster)."
 FOLLOW_UP_RUNNING = (
@@ -447,7 +452,12 @@ STALE_RUNS = (
     "{names}. Comparing them with today's model would mislead; retrain the edit to compare."
 )
 RUN_EDIT = "Edit: {strategy} on {occupation}, retrained {mode}."
-RETRAIN_BUTTON = "Retrain from the base's seed (faithful)"
+REREADINESS_HEADING = "Ready for a demo: {ready} of {n}"
+READINESS_PREPARE = (
+    "The pages compute what is missing when opened; to have it all ahead of a talk, run "
+    "`kgbias prepare --dataset {graph}` (add `--calibrate` for the calibration)."
+)
+TRAIN_BUTTON = "Retrain from the base's seed (faithful)"
 RETRAIN_HELP = (
     "A masked retrain: same seed, initialisation, batch order and negatives as the base, without the removed "
     "triples (or with the added ones), so it differs from the base only by the edit (~45 s on FB15k-237 on a "
