@@ -81,7 +81,8 @@ with widgets.errors_shown():
             run_point = (edited["n_removed"], float(target["group_bias_after"]))
         widgets.show_chart(charts.bias_change_bars(frame, occupation=edited["occupation"], noise=noise), frame,
                            caption=texts.BIAS_CHANGE if noise is not None else texts.BIAS_CHANGE_PENDING,
-                           file_name=widgets.csv_name(run.name, "bias-change"),
+                           file_name=widgets.readable_name(run.name, "bias-change"),
+                           occupation=widgets.occupation_name(model, edited["occupation"]),
                            key="bias_change")
         widgets.link_prediction_before_after(model, run)
 
@@ -96,5 +97,6 @@ with widgets.errors_shown():
     curve = tasks.saved_curve(model.path, occupation)
     if curve is not None:
         widgets.show_chart(charts.removal_curve(curve, spread=spread, run=run_point), curve,
-                           caption=texts.REMOVAL_CURVE, file_name=widgets.csv_name(model.name, occupation, "curve"),
-                           key="removal_curve")
+                           caption=texts.REMOVAL_CURVE,
+                           file_name=widgets.readable_name(model.name, row["name"], "curve"),
+                           key="removal_curve", occupation=row["name"])

@@ -41,7 +41,9 @@ with widgets.errors_shown():
         columns[3].metric("Scale actual/predicted", f"{summary.scale:.3g}")
         columns[4].metric("Sign agreement", f"{summary.sign_agreement:.0%}")
         widgets.show_chart(charts.accuracy_scatter(runs, scale=summary.scale), runs, caption=texts.ACCURACY_SCATTER,
-                           file_name=widgets.csv_name(model.name, occupation, "influence-check"), key="accuracy")
+                           file_name=widgets.readable_name(model.name, widgets.occupation_name(model, occupation),
+                                                           "influence-check"),
+                           key="accuracy", occupation=widgets.occupation_name(model, occupation))
 
 st.header("Calibration of the predicted changes (METHODS §4)")
 with widgets.errors_shown():

@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from kgbias_app import cache, jobs_ui, links, texts
+from kgbias_app import cache, jobs_ui, links, presenter, texts
 from kgbias_app.cache import ModelRef
 from kgbias_core import tasks
 from kgbias_core.data.datasets import available_datasets, dataset_title, has_dataset, resolve_data_dir
@@ -62,6 +62,7 @@ def page_header(title: str) -> ModelRef:
     st.title(title)
     links.start()
     model = _render()
+    st.session_state["chart_model"] = model  # widgets.chart_title names it in exported charts
     with st.sidebar:
         jobs_ui.queue_panel()
     if model is None:
@@ -75,6 +76,7 @@ def _render() -> ModelRef | None:
     graphs = available_datasets(data_dir)
     graphs += sorted({m.dataset for m in models} - set(graphs) - {""})
     with st.sidebar:
+        presenter.presenter_toggle()
         graph = links.selectbox(
             "Knowledge graph", graphs, index=default_graph(graphs, models), key="graph", what="graph",
             format_func=dataset_title, persist_state="session",

@@ -11,6 +11,7 @@ from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
 from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.*)
     DIGITS,
+    MEASURES_DISAGREE,
     NO_INTERVAL_LEAN,
     NO_NOISE_BAND,
     PROJECTION_NO_INTERVAL,
@@ -173,6 +174,30 @@ FIRST_TRAINING = "Training a first model in the background: the dashboard opens 
 NO_MODEL = "No cached model for {graph} yet: train one in the sidebar."
 NO_MODEL_SIDEBAR = "No cached model for this graph yet."
 TRAIN_HELP = "TransE with the default config, in the background; the estimate is for this machine's CPU"
+#: What each chart shows, as the first part of its exported title (widgets.show_chart's ``key``).
+CHART_TITLES = {
+    "group_bias_bars": "Group bias B_gr per occupation (95% CI)",
+    "ratio_scatter": "B_gr against the share of men",
+    "individual_distribution": "Individual bias B_in of each person",
+    "individual_scatter": "B_in against Fisher's individual score",
+    "compare_distributions": "B_in of several occupations",
+    "subpopulation_bars": "Measures within subpopulations",
+    "influence_degree": "Influence of training triples against degree",
+    "fisher_bars": "Fisher's b_p per profession",
+    "bias_change": "Change of B_gr after the what-if",
+    "removal_curve": "B_gr after removing k triples",
+    "link_prediction": "Link prediction per model",
+    "audit_heatmap": "Relation audit (Keidar et al.)",
+    "gap_chart": "Prediction fairness gaps",
+    "deviation_chart": "Prediction fairness per class",
+    "value_chart": "Bias per tail value",
+    "accuracy": "Predicted against retrained change of B_gr",
+    "census": "Measure against the census",
+}
+DISAGREE_ONE_LINE = (
+    "*In one line:* B_gr compares this occupation's women with its men, while B_in and b_p also carry a pull "
+    "every occupation shares, so they can lean the other way."
+)
 READINESS_HEADING = "Ready for a demo: {ready} of {n}"
 READINESS_PREPARE = (
     "The pages compute what is missing when opened; to have it all ahead of a talk, run "
@@ -452,12 +477,7 @@ STALE_RUNS = (
     "{names}. Comparing them with today's model would mislead; retrain the edit to compare."
 )
 RUN_EDIT = "Edit: {strategy} on {occupation}, retrained {mode}."
-REREADINESS_HEADING = "Ready for a demo: {ready} of {n}"
-READINESS_PREPARE = (
-    "The pages compute what is missing when opened; to have it all ahead of a talk, run "
-    "`kgbias prepare --dataset {graph}` (add `--calibrate` for the calibration)."
-)
-TRAIN_BUTTON = "Retrain from the base's seed (faithful)"
+RETRAIN_BUTTON = "Retrain from the base's seed (faithful)"
 RETRAIN_HELP = (
     "A masked retrain: same seed, initialisation, batch order and negatives as the base, without the removed "
     "triples (or with the added ones), so it differs from the base only by the edit (~45 s on FB15k-237 on a "

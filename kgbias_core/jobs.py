@@ -80,6 +80,7 @@ class Progress:
         self._started = clock()
         self._stage_started = self._started
         self.cancel_event = threading.Event()
+        self._pause_hook: Callable[[], None] | None = None  # set by the registry for background jobs
 
     # --- fields (each read under the lock) ---------------------------------------------------
     @property
@@ -149,6 +150,13 @@ class Progress:
     def cancel(self) -> None:
         """Ask the job to stop at its next check of :meth:`should_stop`."""
         self.cancel_event.set()
+
+    def pause_point(self) -> None:
+        """Called by background work where it may be interrupted without changing its result (between
+        retrains, each seeded on its own): the registry runs the person-facing jobs waiting meanwhile."""
+        hook = self._pause_hook
+        if hook is not None:
+            hook()
 
     # --- hooks for training loops --------------------------------------------------------------
     def should_stop(self) -> bool:
@@ -455,21 +463,42 @@ class JobRegistry:
                 self._cond.wait_for(lambda: self._queue or self._closed)
                 if not self._queue:
                     return  # closed and nothing left
-                job_id = self._ordered()[0]
-                self._queue.remove(job_id)
-                job = self._jobs[job_id]
-                job.state = JobState.RUNNING
-                job.progress.start()
-                self._cond.notify_all()
-            # The job runs without the lock so that the UI can poll it meanwhile.
-            try:
-                value = job.fn(job.progress)
-            except CancelledError as exc:
-                self._finish(job, JobState.CANCELLED, error=str(exc))
-            except Exception as exc:  # a failing job must not kill the worker
-                self._finish(job, JobState.FAILED, error=_error_message(exc))
-            else:
-                self._finish(job, JobState.DONE, value=value)
+                job = self._take(self._ordered()[0])
+            self._execute(job)
+
+    def _take(self, job_id: str) -> _Job[Any]:
+        """Move a queued job to running (under the lock)."""
+        self._queue.remove(job_id)
+        job = self._jobs[job_id]
+        job.state = JobState.RUNNING
+        job.progress.start()
+        if job.priority > Priority.USER:
+            job.progress._pause_hook = lambda: self._run_waiting(job)
+        self._cond.notify_all()
+        return job
+
+    def _run_waiting(self, current: _Job[Any]) -> None:
+        """Run, here and now, every queued job of a higher priority than ``current`` (a background job at one of
+        its pause points, between retrains): a person's what-if waits for one retrain, not for 13."""
+        while True:
+            with self._cond:
+                waiting = [i for i in self._ordered() if self._jobs[i].priority < current.priority]
+                if not waiting or self._closed:
+                    return
+                job = self._take(waiting[0])
+            current.progress.update(message=f"paused while {job.name} runs")
+            self._execute(job)
+
+    def _execute(self, job: _Job[Any]) -> None:
+        # The job runs without the lock so that the UI can poll it meanwhile.
+        try:
+            value = job.fn(job.progress)
+        except CancelledError as exc:
+            self._finish(job, JobState.CANCELLED, error=str(exc))
+        except Exception as exc:  # a failing job must not kill the worker
+            self._finish(job, JobState.FAILED, error=_error_message(exc))
+        else:
+            self._finish(job, JobState.DONE, value=value)
 
     def _finish(self, job: _Job[Any], state: JobState, *, value: Any = None, error: str | None = None) -> None:
         with self._cond:

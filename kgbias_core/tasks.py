@@ -160,6 +160,7 @@ def _calibrated(model: StoredModel, progress: Progress) -> tuple[StoredModel, pd
         progress.update(step=done, total=total, message=f"calibration retrain {done}/{total}")
         if progress.should_stop():  # between retrains: say how far it got, not an epoch
             raise CancelledError(CALIBRATION_CANCELLED.format(done=done, total=total))
+        progress.pause_point()  # a person's job waiting runs now: each retrain seeds itself, the result is unchanged
 
     calibration, runs = calibrate(model, on_run=on_run)
     progress.update(message=f"influence scale actual/predicted = {calibration.scale:.3f} "
@@ -473,6 +474,7 @@ def noise_band_task(model_dir: Path | str, *, seeds: Sequence[int] = NOISE_SEEDS
                             loss=loss, message=f"seed {seeds[min(done[0], len(seeds) - 1)]}, epoch {epoch}/{n_epochs}")
             if epoch == n_epochs:
                 done[0] += 1
+                progress.pause_point()  # between seeds: a person's job waiting runs now
 
         return noise_band(model, model_dir=model_dir, seeds=seeds, on_epoch=on_epoch, should_stop=progress.should_stop)
 
@@ -603,6 +605,7 @@ def relation_audit_task(model_dir: Path | str, params: Mapping[str, Any]) -> Tas
     def run(progress: Progress) -> pd.DataFrame:
         def on_step(done: int, total: int, relation: str) -> None:
             progress.update(stage="auditing relations", step=done, total=total, message=f"relation {relation}")
+            progress.pause_point()  # between relations: a person's job waiting runs now
 
         progress.update(stage="classifying occupations", message=f"{params['kind']} on {Path(model_dir).name}")
         return cached_value_audit(model_dir, **params, on_step=on_step, should_stop=progress.should_stop)

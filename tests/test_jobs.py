@@ -329,3 +329,49 @@ def test_a_cancelled_job_says_who_cancelled_it_and_what_it_kept(registry: JobReg
     status = registry.status(queued)
     assert status.error == NOT_STARTED and status.cancelled_by == "b" and status.kept == "Nothing saved."
     assert [s.job_id for s in registry.stopped_by("b")] == [queued] and registry.stopped_by("a") == []
+
+
+def test_a_user_job_runs_at_the_running_background_jobs_next_pause_point(registry: JobRegistry) -> None:
+    """With a 13-retrain calibration running, a what-if waits for one retrain, not for all of them."""
+    from kgbias_core.jobs import Priority
+
+    started, pausing, release = threading.Event(), threading.Event(), threading.Event()
+    events: list[str] = []
+
+    def calibration(progress: Progress) -> str:
+        started.set()
+        for run in range(1, 14):
+            events.append(f"retrain {run}")
+            progress.pause_point()
+            if run == 2:
+                pausing.set()
+                assert release.wait(WAIT)
+        return "calibrated"
+
+    background = registry.submit("calibration", calibration, owner="a", priority=Priority.BACKGROUND)
+    assert started.wait(WAIT) and pausing.wait(WAIT)
+    whatif = registry.submit("what-if", lambda p: events.append("what-if"), owner="b")
+    release.set()
+    assert registry.wait(whatif, timeout=WAIT).state is JobState.DONE
+    assert registry.wait(background, timeout=WAIT).state is JobState.DONE
+    assert events.index("what-if") == events.index("retrain 3") + 1  # right after the retrain that was running
+    assert registry.result(background) == "calibrated" and len(events) == 14
+
+
+def test_a_user_jobs_pause_points_run_nothing(registry: JobRegistry) -> None:
+    started, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def user(progress: Progress) -> None:
+        started.set()
+        assert release.wait(WAIT)
+        progress.pause_point()  # a person's job is never interrupted by another
+        order.append("first")
+
+    first = registry.submit("first", user, owner="a")
+    assert started.wait(WAIT)
+    second = registry.submit("second", lambda p: order.append("second"), owner="a")
+    release.set()
+    registry.wait(second, timeout=WAIT)
+    registry.wait(first, timeout=WAIT)
+    assert order == ["first", "second"]
