@@ -141,3 +141,24 @@ def test_a_graph_with_data_and_no_model_is_offered_with_its_estimate(
     finally:
         default_registry().cancel(training.job_id)
         default_registry().wait(training.job_id, timeout=PAGE_TIMEOUT)
+
+
+def test_presenter_mode_from_the_url_the_environment_or_the_toggle(
+    app_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgbias_app.presenter import CSS, PRESENTER_ENV
+
+    def styled(app: AppTest) -> bool:
+        return any(CSS in str(m.value) for m in app.markdown)
+
+    plain = page("overview").run()
+    assert not plain.exception and not styled(plain) and plain.sidebar.toggle(key="presenter").value is False
+    plain.sidebar.toggle(key="presenter").set_value(True).run()
+    assert styled(plain)
+    linked = page("overview")
+    linked.query_params["presenter"] = "1"
+    assert styled(linked.run())
+    monkeypatch.setenv(PRESENTER_ENV, "1")
+    everyone = page("overview").run()
+    assert styled(everyone) and everyone.sidebar.toggle(key="presenter").value is True
+    assert "display: none" in CSS and "stCaptionContainer" in CSS  # fewer paragraphs: the captions go
