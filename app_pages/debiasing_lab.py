@@ -28,7 +28,7 @@ with widgets.errors_shown():
         elif jobs_ui.is_running(whatif):
             st.caption(texts.RUN_RETRAINING.format(name=name))
         elif st.button(texts.RETRAIN_BUTTON, type="primary", help=texts.RETRAIN_HELP):
-            jobs_ui.submit(name, whatif, group="lab")
+            jobs_ui.submit(name, whatif, group="lab", estimate=tasks.model_retrain_seconds(model.path))
             st.session_state["lab_last_run"] = name
 
 jobs_ui.progress_panel(jobs_ui.session_tasks("lab"), heading=texts.JOBS_OF_SESSION)
@@ -92,7 +92,8 @@ with widgets.errors_shown():
     removal = tasks.removal_curve_task(model.path, occupation=occupation, ks=sorted(ks))
     if not jobs_ui.is_running(removal) and st.button(f"Compute the curve ({2 * len(ks)} retrains from scratch)",
                                                       disabled=not ks):
-        jobs_ui.submit(f"{model.name}: curve for {row['name']}", removal, group="lab")
+        jobs_ui.submit(f"{model.name}: curve for {row['name']}", removal, group="lab",
+                       estimate=tasks.model_retrain_seconds(model.path, retrains=2 * len(ks)))
         st.rerun()
     curve = tasks.saved_curve(model.path, occupation)
     if curve is not None:

@@ -27,7 +27,8 @@ with widgets.errors_shown(stop=True):
         if jobs_ui.is_running(check):
             st.caption(texts.CHECK_RUNNING)
         elif st.button("Run the check", type="primary", disabled=not ks or not kinds):
-            jobs_ui.submit(f"{model.name}: influence check for {row['name']}", check, group="validation")
+            jobs_ui.submit(f"{model.name}: influence check for {row['name']}", check, group="validation",
+                           estimate=tasks.model_retrain_seconds(model.path, retrains=len(ks) * len(kinds) + 1))
             st.rerun()
 
 with widgets.errors_shown():

@@ -636,7 +636,8 @@ def training_panel(dataset: str, models: list[ModelRef], pending: list[tasks.Tas
     if st.button("Train in the background", disabled=not chosen, key="train_models", help=texts.TRAIN_MODELS_HELP):
         for kind in chosen:
             # again: the model is missing, so a finished training of it is out of date.
-            jobs_ui.submit(tasks.model_name(dataset, kind), trainings[kind], again=True)
+            jobs_ui.submit(tasks.model_name(dataset, kind), trainings[kind], again=True,
+                           estimate=tasks.training_seconds(dataset, data_dir, overrides={"model": kind}))
             pending.append(trainings[kind])
 
 
