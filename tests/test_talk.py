@@ -162,3 +162,42 @@ def test_presenter_mode_from_the_url_the_environment_or_the_toggle(
     everyone = page("overview").run()
     assert styled(everyone) and everyone.sidebar.toggle(key="presenter").value is True
     assert "display: none" in CSS and "stCaptionContainer" in CSS  # fewer paragraphs: the captions go
+
+
+def test_the_explorers_disagreement_is_explained_in_one_line_where_it_appears(app_store: Path) -> None:
+    from kgbias_app import texts as app_texts
+
+    app = page("occupation_explorer").run()
+    app.selectbox(key="occupation").set_value("actor").run()  # the measures disagree in direction (tiny graph)
+    assert not app.exception
+    values = [m.value for m in app.markdown]
+    first = next(i for i, v in enumerate(values) if v.startswith("**The measures disagree in direction:**"))
+    assert values[first + 1] == app_texts.DISAGREE_ONE_LINE  # right under the headline
+    app.selectbox(key="occupation").set_value("politician").run()
+    values = [m.value for m in app.markdown]
+    if not any(v.startswith("**The measures disagree") for v in values):
+        assert app_texts.DISAGREE_ONE_LINE not in values  # only where the measures disagree
+
+
+def test_a_queued_calibration_is_not_offered_again_in_the_lab(quick_store: Path) -> None:
+    """While the model's calibration waits in the queue (for any session), the lab offers no second one."""
+    from kgbias_core.embeddings.store import read_config
+
+    assert read_config(quick_store / "quick-transe").get("calibration") is None  # else the lab offers it anyway
+    GATE.clear()
+    registry = default_registry()
+    blocker = registry.submit(f"blocker {uuid.uuid4().hex[:6]}", _gate, owner="someone")
+    calibration = tasks.calibration_task(quick_store / "quick-transe")
+    queued = registry.submit("quick-transe: calibration", calibration.run, owner="someone", key=calibration.key,
+                             priority=Priority.BACKGROUND)
+    try:
+        app = page("debiasing_lab").run()
+        assert not app.exception
+        assert not [b for b in app.button if b.label.startswith("Calibrate")]
+        assert registry.latest(calibration.key).job_id == queued  # the page submitted no second one
+    finally:
+        for status in registry.queue():
+            if status.job_id != blocker and status.state is JobState.QUEUED:
+                registry.cancel(status.job_id)  # what the page queued behind the blocker (its noise band)
+        GATE.set()
+        registry.wait(blocker, timeout=PAGE_TIMEOUT)
