@@ -5,6 +5,7 @@ import streamlit as st
 from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
 from kgbias_app.escape import md, md_format
 from kgbias_core import tasks
+from kgbias_core.jobs import Priority
 from kgbias_core.whatif.runs import collateral, noise_spread, random_baseline
 
 model = sidebar.page_header("Debiasing lab")
@@ -28,7 +29,8 @@ with widgets.errors_shown():
         elif jobs_ui.is_running(whatif):
             st.caption(texts.RUN_RETRAINING.format(name=md(name)))
         elif st.button(texts.RETRAIN_BUTTON, type="primary", help=texts.RETRAIN_HELP):
-            jobs_ui.submit(texts.WHATIF_JOB.format(name=name, strategy=edit.strategy), whatif, group="lab")
+            jobs_ui.submit(texts.WHATIF_JOB.format(name=name, strategy=edit.strategy), whatif, group="lab",
+                           estimate=tasks.model_retrain_seconds(model.path))
             st.session_state["lab_last_run"] = name
 
 jobs_ui.progress_panel(jobs_ui.session_tasks("lab"), heading=texts.JOBS_OF_SESSION)
@@ -38,7 +40,9 @@ background: list = []
 with widgets.errors_shown():
     # Computed by default, once per model: every comparison below is read against it.
     jobs_ui.stored_per_model([model], title=texts.NOISE_BAND_JOB, load=lambda m: noise,
-                             task=lambda m: tasks.noise_band_task(m.path), pending=background)
+                             task=lambda m: tasks.noise_band_task(m.path), pending=background,
+                             priority=Priority.BACKGROUND,
+                             estimate=lambda m: tasks.model_retrain_seconds(m.path, retrains=len(tasks.NOISE_SEEDS)))
 spread = noise_spread(noise, occupation)
 if noise is not None:
     st.caption(texts.NOISE_BAND.format(name=md(row["name"]), seeds=", ".join(map(str, tasks.NOISE_SEEDS)),
@@ -47,10 +51,12 @@ else:
     st.info(texts.NOISE_BAND_PENDING)
 if analysis.model.calibration is None:
     calibration = tasks.calibration_task(model.path)
-    if jobs_ui.is_running(calibration):
+    seconds = tasks.calibration_seconds(model.path)
+    if jobs_ui.is_running(calibration):  # queued or running for any session: not offered twice
         background.append(calibration)
-    elif st.button(texts.CALIBRATE_BUTTON):
-        jobs_ui.submit(f"{model.name}: calibration", calibration, group="lab")
+    elif st.button(texts.with_estimate(texts.CALIBRATE_BUTTON, seconds)):
+        jobs_ui.submit(f"{model.name}: calibration", calibration, group="lab", priority=Priority.BACKGROUND,
+                       estimate=seconds)
         st.rerun()
 jobs_ui.progress_panel(background, key="background")
 
@@ -84,7 +90,8 @@ with widgets.errors_shown():
         widgets.show_chart(charts.bias_change_bars(drawn, occupation=edited["occupation"], noise=noise), frame,
                            caption=(texts.BIAS_CHANGE if noise is not None else texts.BIAS_CHANGE_PENDING)
                            + texts.COLLATERAL_SMALL.format(minimum=minimum, n=len(small)),
-                           file_name=widgets.csv_name(run.name, "bias-change"),
+                           file_name=widgets.readable_name(run.name, "bias-change"),
+                           occupation=widgets.occupation_name(model, edited["occupation"]),
                            key="bias_change")
         widgets.too_few(small, ["name", "n_male", "n_female", "n_male_after", "n_female_after", "change"],
                         ids=["occupation"], rule=texts.TOO_FEW_OCCUPATIONS.format(minimum=minimum))
@@ -96,10 +103,12 @@ with widgets.errors_shown():
     removal = tasks.removal_curve_task(model.path, occupation=occupation, ks=sorted(ks))
     if not jobs_ui.is_running(removal) and st.button(f"Compute the curve ({2 * len(ks)} retrains from scratch)",
                                                       disabled=not ks):
-        jobs_ui.submit(f"{model.name}: curve for {row['name']}", removal, group="lab")
+        jobs_ui.submit(f"{model.name}: curve for {row['name']}", removal, group="lab",
+                       estimate=tasks.model_retrain_seconds(model.path, retrains=2 * len(ks)))
         st.rerun()
     curve = tasks.saved_curve(model.path, occupation)
     if curve is not None:
         widgets.show_chart(charts.removal_curve(curve, spread=spread, run=run_point), curve,
-                           caption=texts.REMOVAL_CURVE, file_name=widgets.csv_name(model.name, occupation, "curve"),
-                           key="removal_curve")
+                           caption=texts.REMOVAL_CURVE,
+                           file_name=widgets.readable_name(model.name, row["name"], "curve"),
+                           key="removal_curve", occupation=row["name"])

@@ -28,7 +28,9 @@ with widgets.errors_shown():
     ranked = triples_in_words(cache.influence_table(model, occupation, charts.SCATTER_TRIPLES))
     widgets.show_chart(charts.influence_degree_scatter(ranked), ranked,
                        caption=texts.INFLUENCE_DEGREE.format(n=len(ranked), top=charts.SCATTER_TRIPLES),
-                       file_name=widgets.csv_name(model.name, occupation, "influence"), key="influence_degree")
+                       file_name=widgets.readable_name(model.name, widgets.occupation_name(model, occupation),
+                                                       "influence"),
+                       key="influence_degree", occupation=widgets.occupation_name(model, occupation))
 
     share = cache.occupation_relation_share(model, occupation)
     st.metric("Occupation relations among the top 1% of triples", f"{share['share']:.0%}")

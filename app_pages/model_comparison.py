@@ -6,6 +6,7 @@ import streamlit as st
 from kgbias_app import cache, charts, jobs_ui, sidebar, texts, widgets
 from kgbias_core import tasks
 from kgbias_core.evaluation.link_prediction import link_prediction_table, load_link_prediction
+from kgbias_core.jobs import Priority
 from kgbias_core.measures import prediction_fairness as fairness
 from kgbias_core.measures import relation_audit as audit
 
@@ -40,7 +41,8 @@ with widgets.errors_shown():
     params = widgets.audit_controls(n_triples)
     audits = jobs_ui.stored_per_model(chosen, title="Relation audit of {name}", pending=pending,
                                       load=lambda m: audit.load_value_audit(m.path, **params),
-                                      task=lambda m: tasks.relation_audit_task(m.path, params))
+                                      task=lambda m: tasks.relation_audit_task(m.path, params),
+                                      priority=Priority.BACKGROUND)
     if audits:
         st.caption(texts.AUDIT_CAPTION.format(classifier=texts.CLASSIFIERS[params["kind"]], **params))
         wide = audit.audit_wide(audits)

@@ -13,6 +13,7 @@ model = sidebar.page_header("Occupation explorer")
 with widgets.errors_shown():
     measures = cache.measures(model)
     occupation, row, _ = widgets.occupation_section(measures)
+    name = row["name"]  # readable, for exported charts' titles and file names
     widgets.headline(row)
     widgets.report_download(model, occupation)
     every_point = links.toggle(texts.EVERY_POINT, key="every_point", what="setting")
@@ -22,15 +23,15 @@ with widgets.errors_shown():
         with distribution:
             widgets.show_chart(cache.persons_figure(model, (occupation,), "distribution", every_point),
                                cache.persons(model, occupation), caption=texts.PERSONS_DISTRIBUTION,
-                               key="individual_distribution",
-                               file_name=widgets.csv_name(model.name, occupation, "persons"))
+                               key="individual_distribution", occupation=name,
+                               file_name=widgets.readable_name(model.name, name, "persons"))
     if scatter.open:
         with scatter:
             persons = cache.persons(model, occupation)
             caption = texts.persons_scatter(len(persons), every_point=every_point, sample=charts.SCATTER_SAMPLE)
             widgets.show_chart(cache.persons_figure(model, (occupation,), "scatter", every_point), persons,
-                               caption=caption, key="individual_scatter",
-                               file_name=widgets.csv_name(model.name, occupation, "bin-vs-fisher"))
+                               caption=caption, key="individual_scatter", occupation=name,
+                               file_name=widgets.readable_name(model.name, name, "bin-vs-fisher"))
             widgets.open_a_person(persons, key="scatter_person")
     if persons_tab.open:
         with persons_tab:

@@ -28,7 +28,8 @@ with widgets.errors_shown(stop=True):
         if jobs_ui.is_running(check):
             st.caption(texts.CHECK_RUNNING)
         elif st.button("Run the check", type="primary", disabled=not ks or not kinds):
-            jobs_ui.submit(f"{model.name}: influence check for {row['name']}", check, group="validation")
+            jobs_ui.submit(f"{model.name}: influence check for {row['name']}", check, group="validation",
+                           estimate=tasks.model_retrain_seconds(model.path, retrains=len(ks) * len(kinds) + 1))
             st.rerun()
 
 with widgets.errors_shown():
@@ -42,7 +43,9 @@ with widgets.errors_shown():
         columns[3].metric("Scale actual/predicted", f"{summary.scale:.3g}")
         columns[4].metric("Sign agreement", f"{summary.sign_agreement:.0%}")
         widgets.show_chart(charts.accuracy_scatter(runs, scale=summary.scale), runs, caption=texts.ACCURACY_SCATTER,
-                           file_name=widgets.csv_name(model.name, occupation, "influence-check"), key="accuracy")
+                           file_name=widgets.readable_name(model.name, widgets.occupation_name(model, occupation),
+                                                           "influence-check"),
+                           key="accuracy", occupation=widgets.occupation_name(model, occupation))
 
 st.header("Calibration of the predicted changes (METHODS §4)")
 with widgets.errors_shown():

@@ -17,14 +17,18 @@ import streamlit as st
 
 from kgbias_app import texts
 from kgbias_app.cache import ModelRef
-from kgbias_app.escape import md, md_format
-from kgbias_core.jobs import FINISHED_STATES, JobState, JobStatus, default_registry
+from kgbias_app.escape import md
+from kgbias_core.jobs import FINISHED_STATES, JobState, JobStatus, Priority, default_registry, seconds_ahead
 from kgbias_core.tasks import Task
 
 #: Session state: task key -> (page group, task) of the tasks this session submitted.
 TASKS_KEY = "jobs"
 #: Session state: ids of the finished jobs this session has already rerun the app for.
 SEEN_KEY = "jobs_seen"
+#: Session state: ids of the stopped jobs whose notice this session dismissed.
+DISMISSED_KEY = "jobs_dismissed"
+#: Session state: ids of the jobs the queue panel listed at its last poll.
+QUEUED_KEY = "jobs_listed"
 
 
 def session_owner() -> str:
@@ -32,13 +36,18 @@ def session_owner() -> str:
     return st.session_state.setdefault("session_id", uuid.uuid4().hex)
 
 
-def submit(title: str, task: Task[Any], *, group: str | None = None, again: bool = False) -> str:
+def submit(
+    title: str, task: Task[Any], *, group: str | None = None, again: bool = False,
+    priority: Priority = Priority.USER, estimate: float | None = None,
+) -> str:
     """Submit ``task`` under its key (the same work queued or running for any session is shared).
 
     ``group`` files it among this session's tasks of a page (:func:`session_tasks`); ``again`` runs
-    it anew even after a done job of its key (its output was removed since).
+    it anew even after a done job of its key (its output was removed since). ``priority``: USER for
+    what the person waits for, BACKGROUND for follow-up work; ``estimate`` (seconds) is shown in the queue.
     """
-    job_id = default_registry().submit(title, task.run, owner=session_owner(), key=task.key, again=again)
+    job_id = default_registry().submit(title, task.run, owner=session_owner(), key=task.key, again=again,
+                                       priority=priority, estimate=estimate, kept=task.kept)
     if group is not None:
         st.session_state.setdefault(TASKS_KEY, {})[task.key] = (group, task)
     return job_id
@@ -62,12 +71,15 @@ def stored_per_model(
     load: Callable[[ModelRef], pd.DataFrame | None],
     task: Callable[[ModelRef], Task[Any]],
     pending: list[Task[Any]],
+    priority: Priority = Priority.USER,
+    estimate: Callable[[ModelRef], float | None] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Model name -> its stored result, for the models that have one.
 
     For each other model, the task computing the result is submitted (``title`` names the job,
     with ``{name}`` for the model) and appended to ``pending``, unless its last job failed or was
-    cancelled: then it is only appended, and the progress panel offers to try again.
+    cancelled: then it is only appended, and the progress panel offers to try again. ``priority``:
+    USER where the page shows nothing without the result, BACKGROUND for results it adds to.
     """
     ready, registry = {}, default_registry()
     for model in models:
@@ -81,7 +93,8 @@ def stored_per_model(
             st.error(texts.RESULT_MISSING.format(title=title.format(name=md(model.name))))
             continue
         if status is None or status.state not in (JobState.FAILED, JobState.CANCELLED):
-            submit(title.format(name=model.name), job)
+            submit(title.format(name=model.name), job, priority=priority,
+                   estimate=None if estimate is None else estimate(model))
         pending.append(job)
     return ready
 
@@ -99,7 +112,8 @@ def progress_panel(tasks: Sequence[Task[Any]], *, heading: str | None = None, ke
         st.subheader(heading)
     finished_now = False
     for task, status in shown:
-        _job_row(task, status, key=f"{key}:{status.job_id}")
+        if is_for_this_session(status):
+            _job_row(task, status, key=f"{key}:{status.job_id}")
         if status.state in FINISHED_STATES and status.job_id not in seen:
             seen.add(status.job_id)
             finished_now = True
@@ -107,15 +121,70 @@ def progress_panel(tasks: Sequence[Task[Any]], *, heading: str | None = None, ke
         st.rerun()  # the whole app: the sidebar lists new models, the pages show new results
 
 
+def is_for_this_session(status: JobStatus) -> bool:
+    """Is ``status`` shown here? Running and done jobs are; a stopped one only to the session that cancelled
+    it (else, failed or cancelled by nobody in particular, to its owners), until that session dismisses it."""
+    if status.state not in (JobState.FAILED, JobState.CANCELLED):
+        return True
+    if status.job_id in st.session_state.get(DISMISSED_KEY, set()):
+        return False
+    me = session_owner()
+    return status.cancelled_by == me if status.cancelled_by is not None else me in status.owners
+
+
+def stopped_notice(status: JobStatus, *, key: str) -> None:
+    """How a stopped job ended and what it kept, with Dismiss."""
+    st.error(texts.job_stopped(status))
+    if st.button("Dismiss", key=f"dismiss:{key}"):
+        st.session_state.setdefault(DISMISSED_KEY, set()).add(status.job_id)
+        st.rerun()
+
+
 def _job_row(task: Task[Any], status: JobStatus, *, key: str) -> None:
     if status.state is JobState.DONE:
         st.success(texts.JOB_DONE.format(name=md(status.name)))
     elif status.state in FINISHED_STATES:
-        st.error(md_format(texts.JOB_STOPPED, name=status.name, state=status.state.value, error=str(status.error)))
+        stopped_notice(status, key=key)
         if st.button("Try again", key=f"retry:{key}"):
-            submit(status.name, task)
+            submit(status.name, task, priority=status.priority, estimate=status.estimate)
             st.rerun()
     else:
         st.progress(status.progress.fraction or 0.0, text=texts.job_progress(status))
         if st.button("Cancel", key=f"cancel:{key}", disabled=status.progress.cancel_requested):
-            default_registry().cancel(status.job_id)
+            default_registry().cancel(status.job_id, by=session_owner())
+
+
+@st.fragment(run_every=2)
+def queue_panel() -> None:
+    """The one job queue, on every page (in the sidebar): running and waiting jobs of every session, each with
+    its estimate and a Cancel, the total time ahead, and the jobs this session cancelled (with Dismiss).
+
+    Reruns the app when a job has left the queue since the last poll, so the page shows its result."""
+    registry, me = default_registry(), session_owner()
+    queue = registry.queue()
+    listed = {status.job_id for status in queue}
+    before = st.session_state.get(QUEUED_KEY, set())
+    st.session_state[QUEUED_KEY] = listed
+    stopped = [s for s in registry.jobs(owner=me) if s.state in (JobState.FAILED, JobState.CANCELLED)]
+    stopped += [s for s in registry.stopped_by(me) if me not in s.owners]
+    stopped = [s for s in stopped if is_for_this_session(s)]
+    # A bordered box, not an expander: always open, so a job is never hidden from the person waiting for it.
+    with st.container(border=True, key="job_queue"):
+        st.markdown(f"**{texts.queue_heading(queue)}**")
+        if not queue:
+            st.caption(texts.QUEUE_EMPTY)
+        for status in queue:
+            st.caption(texts.queue_row(status))
+            if status.state is JobState.RUNNING:
+                st.progress(status.progress.fraction or 0.0)
+            if st.button("Cancel", key=f"queue-cancel:{status.job_id}", disabled=status.progress.cancel_requested,
+                         help=texts.CANCEL_HELP):
+                registry.cancel(status.job_id, by=me)
+                st.rerun(scope="fragment")
+        if queue:
+            seconds, unknown = seconds_ahead(queue)
+            st.caption(texts.queue_total(seconds, unknown))
+        for status in stopped:
+            stopped_notice(status, key=f"queue:{status.job_id}")
+    if before - listed:
+        st.rerun()  # a job ended: the whole app, so that the pages show what it made

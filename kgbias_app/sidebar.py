@@ -2,7 +2,11 @@
 
 :func:`page_header` returns the selected model (a :class:`~kgbias_app.cache.ModelRef`) and stops
 the page while there is none yet. Without any cached model for the synthetic graph, a training job
-starts by itself; FB15k-237 (when the data directory has it) is offered with a button.
+starts by itself; every other graph with data but no model (FB15k-237, FB13) is offered with a button
+that says how long it takes. The training job ends when the model is saved: the waiting page polls the
+store and opens the dashboard, in every open session. Follow-up work (the calibration) runs as
+background work only when it takes a few minutes; longer, it is offered with its estimate. The job
+queue is shown at the bottom of the sidebar on every page.
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from kgbias_app import cache, jobs_ui, links, texts
+from kgbias_app import cache, jobs_ui, links, presenter, texts
 from kgbias_app.cache import ModelRef
-from kgbias_core.data.datasets import available_datasets, dataset_title, resolve_data_dir
+from kgbias_core import tasks
+from kgbias_core.data.datasets import available_datasets, dataset_title, has_dataset, resolve_data_dir
 from kgbias_core.embeddings.store import default_store
 from kgbias_core.embeddings.training import default_device
-from kgbias_core.jobs import JobState, default_registry
+from kgbias_core.jobs import FINISHED_STATES, JobState, Priority, default_registry
 from kgbias_core.tasks import DEFAULT_MODEL_NAMES, Task, train_task
 
 #: Config fields shown in the sidebar, in this order.
@@ -57,6 +62,9 @@ def page_header(title: str) -> ModelRef:
     st.title(title)
     links.start()
     model = _render()
+    st.session_state["chart_model"] = model  # widgets.chart_title names it in exported charts
+    with st.sidebar:
+        jobs_ui.queue_panel()
     if model is None:
         st.stop()
     return model
@@ -68,6 +76,7 @@ def _render() -> ModelRef | None:
     graphs = available_datasets(data_dir)
     graphs += sorted({m.dataset for m in models} - set(graphs) - {""})
     with st.sidebar:
+        presenter.presenter_toggle()
         graph = links.selectbox(
             "Knowledge graph", graphs, index=default_graph(graphs, models), key="graph", what="graph",
             format_func=dataset_title, persist_state="session",
@@ -94,7 +103,12 @@ def _render() -> ModelRef | None:
             jobs_ui.progress_panel([training], key="sidebar")
         else:
             st.info(texts.NO_MODEL.format(graph=dataset_title(graph)))
+        if graph in DEFAULT_MODEL_NAMES:
+            await_model(str(store / DEFAULT_MODEL_NAMES[graph]))
         return None
+    with st.sidebar:
+        follow_up(model)
+        readiness_panel(graph, store=store, data_dir=data_dir)
     with st.sidebar:
         config = cache.config(model)
         st.caption(f"Data hash: `{str(config.get('data_hash', ''))[:16]}…`")
@@ -106,29 +120,75 @@ def _render() -> ModelRef | None:
     return model
 
 
+@st.cache_data(max_entries=16, show_spinner="Estimating the training time…")
+def training_seconds(graph: str, data_dir: str) -> float:
+    """:func:`kgbias_core.tasks.training_seconds`, once per graph and data directory."""
+    return tasks.training_seconds(graph, data_dir)
+
+
 def _training(graph: str, names: list[str], *, store: Path, data_dir: Path) -> Task[str] | None:
-    """Start (synthetic: automatically) or offer (FB15k-237) the graph's default model; the task to poll, if any."""
+    """Start (synthetic: automatically) or offer (any other graph with data) the graph's default model, with
+    its time estimate; the task to poll, if any. The job ends when the model is saved (no calibration in it)."""
     model_name = DEFAULT_MODEL_NAMES.get(graph)
-    if model_name is None:
+    if model_name is None or not has_dataset(graph, data_dir) or model_name in names:
         return None
-    # Calibrated by default (in the same background job, after the model is saved and usable): the lab
-    # quotes every predicted change with its range, never a bare uncalibrated number.
-    task = train_task(graph, out=store / model_name, data_dir=data_dir, calibrate=True)
+    task = train_task(graph, out=store / model_name, data_dir=data_dir)
     status = default_registry().latest(task.key)  # any session's: one training per model
     if status is not None and status.state is JobState.DONE:
-        if model_name in names:
-            return None
         if (store / model_name / "config.json").is_file():
             st.rerun()  # it was saved after this run listed the store
         status = None  # its model was removed since: it may be trained again
-    if status is not None or model_name in names:
-        return None if status is None else task
-    if graph == "synthetic" and not names:
+    if status is not None and status.state not in FINISHED_STATES:
+        return task  # queued or running: no button, the panel shows its progress
+    seconds = training_seconds(graph, str(data_dir))
+    if graph == "synthetic" and not names and status is None:
         start = True  # a fresh machine opens on the synthetic graph: train it without asking
     else:
-        start = st.button(f"Train {model_name}", help=texts.TRAIN_HELP)
+        start = st.button(texts.TRAIN_BUTTON.format(name=model_name, estimate=texts.duration(seconds)),
+                          help=texts.TRAIN_HELP, key=f"train:{model_name}")
+        st.caption(texts.TRAIN_ESTIMATE.format(graph=dataset_title(graph), estimate=texts.duration(seconds)))
     if not start:
-        return None
+        return task if status is not None else None  # a stopped one: the panel says how (to whom it concerns)
     # again: the model is missing, so a finished training of it is out of date.
-    jobs_ui.submit(model_name, task, again=True)
-    return task
+    jobs_ui.submit(model_name, task, again=True, estimate=seconds)
+    st.rerun()  # the button goes: the training is now running
+
+
+def readiness_panel(graph: str, *, store: Path, data_dir: Path) -> None:
+    """What a demo of ``graph`` shows and whether it is in the store (:func:`kgbias_core.tasks.readiness`)."""
+    if graph not in DEFAULT_MODEL_NAMES:
+        return
+    items = tasks.readiness(graph, store=store, data_dir=data_dir)
+    needed = [i for i in items if not i.optional]
+    ready = sum(i.ready for i in needed)
+    with st.expander(texts.READINESS_HEADING.format(ready=ready, n=len(needed)), expanded=False):
+        for item in items:
+            mark = "✅" if item.ready else ("➖" if item.optional else "⏳")
+            st.caption(f"{mark} {item.what}" + ("" if item.ready or not item.optional else " (optional, long)"))
+        if ready < len(needed):
+            st.caption(texts.READINESS_PREPARE.format(graph=graph))
+
+
+@st.fragment(run_every=1)
+def await_model(path: str) -> None:
+    """Poll the store for the model at ``path`` (trained here, by another session or by ``kgbias prepare``)
+    and rerun the app the moment it is saved, so the dashboard opens without a refresh."""
+    if (Path(path) / "config.json").is_file():
+        st.rerun()
+
+
+def follow_up(model: ModelRef) -> None:
+    """After a default TransE model is saved: its calibration, as background work when it is estimated at a few
+    minutes (:data:`~kgbias_core.tasks.AUTO_BACKGROUND_SECONDS`), else offered in the lab and Validation."""
+    if model.is_whatif or model.kind != "transe" or DEFAULT_MODEL_NAMES.get(model.dataset) != model.name:
+        return
+    if cache.config(model).get("calibration") is not None:
+        return
+    task = tasks.calibration_task(model.path)
+    status = default_registry().latest(task.key)
+    seconds = tasks.calibration_seconds(model.path)
+    if status is None and seconds is not None and seconds <= tasks.AUTO_BACKGROUND_SECONDS:
+        jobs_ui.submit(f"{model.name}: calibration", task, priority=Priority.BACKGROUND, estimate=seconds)
+        status = default_registry().latest(task.key)
+    if status is not None and status.state not in FINISHED_STATES:
+        st.caption(texts.FOLLOW_UP_RUNNING.format(name=model.name))

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from kgbias_app.escape import md
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
 from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.*)
     DIGITS,
+    MEASURES_DISAGREE,
     NO_INTERVAL_LEAN,
     NO_NOISE_BAND,
     PROJECTION_NO_INTERVAL,
@@ -106,7 +108,54 @@ def predicted_range(change: PredictedChange, *, before: float | None = None) -> 
 
 
 # --- jobs ---------------------------------------------------------------------------------------
-JOB_STOPPED = "{name} {state}: {error}. Nothing was saved under a model's name: the store is unchanged."
+JOB_STOPPED = "{name} {state}: {error}."
+
+
+def job_stopped(status: JobStatus) -> str:
+    """How a cancelled or failed job ended, and what it kept (its task says: a saved model stays, ...)."""
+    text = JOB_STOPPED.format(name=md(status.name), state=status.state.value, error=md(str(status.error)))
+    return f"{text} {md(status.kept)}" if status.kept else text
+
+
+def duration(seconds: float) -> str:
+    """'about 40 s', 'about 6 min', 'about 1.5 h'."""
+    if seconds < 90:
+        return f"about {max(seconds, 1):.0f} s"
+    if seconds < 5400:
+        return f"about {seconds / 60:.0f} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def with_estimate(label: str, seconds: float | None) -> str:
+    """A button's label with the work's estimate: 'Calibrate … (about 6 min)'."""
+    return label if seconds is None else f"{label[:-1]}, {duration(seconds)})" if label.endswith(")") \
+        else f"{label} ({duration(seconds)})"
+
+
+QUEUE_EMPTY = "Nothing running or waiting."
+CANCEL_HELP = "Stop this job (a running one stops at its next epoch or retrain); you will be told what was kept."
+
+
+def queue_heading(queue: list[JobStatus]) -> str:
+    return "Jobs" if not queue else f"Jobs ({len(queue)} running or waiting)"
+
+
+def queue_row(status: JobStatus) -> str:
+    """One job in the queue: name, running/position, background or not, estimate."""
+    where = "running" if status.state is JobState.RUNNING else f"waiting, #{status.queue_position}"
+    kind = ", background" if status.priority > 0 else ""
+    if status.state is JobState.RUNNING and status.progress.seconds_left is not None:
+        estimate = f", {duration(status.progress.seconds_left)} left"
+    elif status.estimate is not None:
+        estimate = f", {duration(status.estimate)}"
+    else:
+        estimate = ""
+    return f"**{status.name}** ({where}{kind}{estimate})"
+
+
+def queue_total(seconds: float, unknown: int) -> str:
+    text = f"Total ahead: {duration(seconds)}"
+    return text + (f", plus {unknown} job(s) without an estimate" if unknown else "") + " (CPU estimate)."
 JOB_DONE = "{name}: done."
 JOBS_OF_SESSION = "Jobs of this session"
 RESULT_MISSING = "{title} finished but its result is not in the model store (was the model replaced?)."
@@ -128,7 +177,42 @@ def job_progress(status: JobStatus) -> str:
 FIRST_TRAINING = "Training a first model in the background: the dashboard opens when it is ready."
 NO_MODEL = "No cached model for {graph} yet: train one in the sidebar."
 NO_MODEL_SIDEBAR = "No cached model for this graph yet."
-TRAIN_HELP = "TransE with the default config; FB15k-237 takes minutes"
+TRAIN_HELP = "TransE with the default config, in the background; the estimate is for this machine's CPU"
+#: What each chart shows, as the first part of its exported title (widgets.show_chart's ``key``).
+CHART_TITLES = {
+    "group_bias_bars": "Group bias B_gr per occupation (95% CI)",
+    "ratio_scatter": "B_gr against the share of men",
+    "individual_distribution": "Individual bias B_in of each person",
+    "individual_scatter": "B_in against Fisher's individual score",
+    "compare_distributions": "B_in of several occupations",
+    "subpopulation_bars": "Measures within subpopulations",
+    "influence_degree": "Influence of training triples against degree",
+    "fisher_bars": "Fisher's b_p per profession",
+    "bias_change": "Change of B_gr after the what-if",
+    "removal_curve": "B_gr after removing k triples",
+    "link_prediction": "Link prediction per model",
+    "audit_heatmap": "Relation audit (Keidar et al.)",
+    "gap_chart": "Prediction fairness gaps",
+    "deviation_chart": "Prediction fairness per class",
+    "value_chart": "Bias per tail value",
+    "accuracy": "Predicted against retrained change of B_gr",
+    "census": "Measure against the census",
+}
+DISAGREE_ONE_LINE = (
+    "*In one line:* B_gr compares this occupation's women with its men, while B_in and b_p also carry a pull "
+    "every occupation shares, so they can lean the other way."
+)
+READINESS_HEADING = "Ready for a demo: {ready} of {n}"
+READINESS_PREPARE = (
+    "The pages compute what is missing when opened; to have it all ahead of a talk, run "
+    "`kgbias prepare --dataset {graph}` (add `--calibrate` for the calibration)."
+)
+TRAIN_BUTTON = "Train {name} ({estimate})"
+TRAIN_ESTIMATE = "{graph} has no model yet. Training takes {estimate} on a quiet CPU (a GPU is several times faster)."
+FOLLOW_UP_RUNNING = (
+    "{name} is ready; its calibration continues in the background (see Jobs): predicted changes show their "
+    "range once it is done."
+)
 
 # --- overview -----------------------------------------------------------------------------------
 OVERVIEW_MODEL = (

@@ -22,7 +22,7 @@ from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md, md_format
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.data.datasets import has_dataset, resolve_data_dir
+from kgbias_core.data.datasets import dataset_title, has_dataset, resolve_data_dir
 from kgbias_core.data.schema import Schema
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import StoredModel, default_store
@@ -30,7 +30,7 @@ from kgbias_core.errors import KGBiasError
 from kgbias_core.evaluation.link_prediction import before_after, load_link_prediction
 from kgbias_core.influence.calibration import leave_one_out
 from kgbias_core.influence.retraining_check import default_ks
-from kgbias_core.jobs import FINISHED_STATES, default_registry
+from kgbias_core.jobs import FINISHED_STATES, Priority, default_registry
 from kgbias_core.measures.fisher import most_moved
 from kgbias_core.measures.prediction_fairness import DEGENERATE_SHARE, FairnessReport, default_min_count
 from kgbias_core.measures.relation_audit import (
@@ -39,7 +39,7 @@ from kgbias_core.measures.relation_audit import (
     relation_values,
     value_table,
 )
-from kgbias_core.static_images import IMAGE_FORMATS, figure_image
+from kgbias_core.static_images import IMAGE_FORMATS, figure_image, slide_figure
 from kgbias_core.tables import (
     MIN_GROUP_SIZE,
     Intersections,
@@ -139,18 +139,52 @@ def _csv_bytes(frame: pd.DataFrame) -> bytes:
     return frame.to_csv(index=False).encode("utf-8")
 
 
-def show_chart(fig: go.Figure, data: pd.DataFrame, *, caption: str, file_name: str, key: str) -> None:
+#: Session state: the model the page shows, for the titles of exported charts (set by the sidebar).
+CHART_MODEL_KEY = "chart_model"
+
+
+def chart_title(key: str, caption: str, *, occupation: str | None = None) -> str:
+    """An exported chart's title: what it shows (:data:`texts.CHART_TITLES`, else the caption's first sentence),
+    then the graph, the model and, where it is about one, the occupation's name."""
+    what = texts.CHART_TITLES.get(key) or caption.replace("**", "").split(". ")[0].rstrip(".")[:90]
+    model: ModelRef | None = st.session_state.get(CHART_MODEL_KEY)
+    parts = [what]
+    if model is not None:
+        parts.append(f"{dataset_title(model.dataset)} · {model.name}")
+    if occupation:
+        parts.append(occupation)
+    return " — ".join(parts)
+
+
+def occupation_name(model: ModelRef, occupation: str) -> str:
+    """The readable name of an occupation label ("Screenwriter" for /m/02hrh1q), the label where it has none."""
+    try:
+        names = cache.measures(model).set_index("occupation")["name"]
+    except KGBiasError:
+        return occupation
+    return str(names.get(occupation, occupation))
+
+
+def readable_name(*parts: str, suffix: str = ".csv") -> str:
+    """A download's file name from readable parts, slugged: "synthetic-transe-screenwriter-curve.png"."""
+    return "-".join(tasks.slug(p) for p in parts if p) + suffix
+
+
+def show_chart(fig: go.Figure, data: pd.DataFrame, *, caption: str, file_name: str, key: str,
+               occupation: str | None = None) -> None:
     """A chart, the caption saying how to read it, a download of the data behind it, and the chart as
-    PNG and SVG for slides."""
+    PNG and SVG for slides: titled with what it shows, the graph, the model and ``occupation`` (a readable
+    name), laid out so that its labels fit (:func:`~kgbias_core.static_images.slide_figure`)."""
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
     st.caption(caption)
+    slide = slide_figure(fig, title=chart_title(key, caption, occupation=occupation))
     columns = st.columns(1 + len(IMAGE_FORMATS))
     with columns[0]:
         download(data, file_name, key=f"{key}:csv")
     for column, (image_format, mime) in zip(columns[1:], IMAGE_FORMATS.items(), strict=True):
         # A callable: Chromium draws the image (seconds) only when the button is clicked, never on a rerun.
         column.download_button(f"Save the chart ({image_format.upper()})",
-                               partial(figure_image, fig, image_format=image_format),
+                               partial(figure_image, slide, image_format=image_format),
                                file_name=file_name.removesuffix(".csv") + f".{image_format}", mime=mime,
                                key=f"{key}:{image_format}", help=texts.IMAGE_HELP)
 
@@ -158,7 +192,8 @@ def show_chart(fig: go.Figure, data: pd.DataFrame, *, caption: str, file_name: s
 def report_download(model: ModelRef, occupation: str, *, run: ModelRef | None = None) -> None:
     """"Download report": one HTML file of the occupation (or of the what-if ``run``), built on the click."""
     st.download_button("Download report", partial(cache.report, model, occupation, run), key="report",
-                       file_name=csv_name(run.name if run else model.name, occupation, "report", suffix=".html"),
+                       file_name=readable_name(run.name if run else model.name, occupation_name(model, occupation),
+                                               "report", suffix=".html"),
                        mime="text/html", help=texts.REPORT_HELP)
 
 
@@ -245,7 +280,10 @@ def min_group_size(*, key: str = "min_group_size") -> int:
 def headline(row: pd.Series) -> None:
     """The occupation's headline figures, each with its plain-language sentence, after one line on
     whether the measures agree in direction and why they can differ."""
-    st.markdown(texts.agreement(row))
+    line = texts.agreement(row)
+    st.markdown(line)
+    if line.startswith(texts.MEASURES_DISAGREE.split("{")[0]):
+        st.markdown(texts.DISAGREE_ONE_LINE)  # said where the surprise is, in one line
     st.caption(texts.WHY_THEY_DIFFER)
     half_width = (row["group_bias_high"] - row["group_bias_low"]) / 2
     b_gr = texts.fmt(row["group_bias"]) + (f" ± {half_width:.3f}" if texts.is_defined(half_width) else "")
@@ -643,7 +681,8 @@ def training_panel(dataset: str, models: list[ModelRef], pending: list[tasks.Tas
     if st.button("Train in the background", disabled=not chosen, key="train_models", help=texts.TRAIN_MODELS_HELP):
         for kind in chosen:
             # again: the model is missing, so a finished training of it is out of date.
-            jobs_ui.submit(tasks.model_name(dataset, kind), trainings[kind], again=True)
+            jobs_ui.submit(tasks.model_name(dataset, kind), trainings[kind], again=True,
+                           estimate=tasks.training_seconds(dataset, data_dir, overrides={"model": kind}))
             pending.append(trainings[kind])
 
 
@@ -763,8 +802,10 @@ def calibration_section(model: ModelRef) -> None:
     task = tasks.calibration_task(model.path)
     if jobs_ui.is_running(task):
         st.caption(texts.CALIBRATION_RUNNING)
-    elif st.button(texts.CALIBRATE_BUTTON if calibration is None else texts.RECALIBRATE_BUTTON, key="calibrate"):
-        jobs_ui.submit(f"{model.name}: calibration", task, group="validation")
+    elif st.button(texts.with_estimate(texts.CALIBRATE_BUTTON if calibration is None else texts.RECALIBRATE_BUTTON,
+                                       seconds := tasks.calibration_seconds(model.path)), key="calibrate"):
+        jobs_ui.submit(f"{model.name}: calibration", task, group="validation", priority=Priority.BACKGROUND,
+                       estimate=seconds)
         st.rerun()
 
 

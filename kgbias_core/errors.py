@@ -127,6 +127,14 @@ EMPTY_GROUP = (
     "{measure} needs at least one of each"
 )
 CANCELLED = "cancelled by the user after epoch {epoch}"
+#: What a cancelled or failed training, what-if or computation keeps (said after its error).
+PREPARE_NO_DATA = (
+    "prepare: no {dataset} in the data directory {data_dir}: set --data-dir or $KGBIAS_DATA_DIR to the folder "
+    "holding {dataset}/train.txt (or fetch it with 'kgbias download --dataset {dataset}')"
+)
+NOTHING_SAVED = "Nothing was saved under a model's name: the store is unchanged."
+CALIBRATION_CANCELLED = "calibration was cancelled after run {done} of {total}"
+CALIBRATION_KEPT = "The model {name} was saved and stays in use, uncalibrated; its calibration can be started again."
 ADD_NOTHING = (
     "Add on {occupation!r} with c = {c} adds no dummy: it has {n_male} men and {n_female} women "
     "(c·| |M| − |F| | rounds to 0)"

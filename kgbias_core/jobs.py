@@ -3,8 +3,10 @@
 A page submits ``fn(progress)`` to a :class:`JobRegistry` and polls :meth:`JobRegistry.status`
 (e.g. from ``st.fragment(run_every=...)``); the work reports through its :class:`Progress` and
 checks :meth:`Progress.should_stop` between epochs. One worker thread runs the jobs one after
-another (FIFO), because they all compete for the same CPU/GPU: running two trainings at once
-would only make both slower.
+another, because they all compete for the same CPU/GPU: running two trainings at once would only
+make both slower. The queue is ordered by :class:`Priority`, then by submission: what a person
+waits for (a what-if, a page's link prediction, a training asked for) runs before background work
+(calibration, noise bands, an audit started by opening a page), whenever it was submitted.
 
 Work submitted under a key is shared: while a job of that key is queued or running, or done with
 its result still held, submitting the same key again returns that job, so two sessions asking for
@@ -21,7 +23,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import Any, Generic, TypeVar
 
 from kgbias_core.errors import (
@@ -78,6 +80,7 @@ class Progress:
         self._started = clock()
         self._stage_started = self._started
         self.cancel_event = threading.Event()
+        self._pause_hook: Callable[[], None] | None = None  # set by the registry for background jobs
 
     # --- fields (each read under the lock) ---------------------------------------------------
     @property
@@ -148,6 +151,13 @@ class Progress:
         """Ask the job to stop at its next check of :meth:`should_stop`."""
         self.cancel_event.set()
 
+    def pause_point(self) -> None:
+        """Called by background work where it may be interrupted without changing its result (between
+        retrains, each seeded on its own): the registry runs the person-facing jobs waiting meanwhile."""
+        hook = self._pause_hook
+        if hook is not None:
+            hook()
+
     # --- hooks for training loops --------------------------------------------------------------
     def should_stop(self) -> bool:
         """Polled by a training loop between epochs; True once the user cancelled."""
@@ -188,6 +198,17 @@ class Progress:
             )
 
 
+class Priority(IntEnum):
+    """Order of the queue: lower runs first; equal priorities run in submission order."""
+
+    USER = 0  # a person is waiting for it
+    BACKGROUND = 1  # started by the app (or offered and accepted) as follow-up work
+
+
+#: What a cancelled queued job did: nothing.
+NOT_STARTED = "cancelled before it started"
+
+
 class JobState(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
@@ -214,6 +235,10 @@ class JobStatus:
     error: str | None  # message of a failed or cancelled job
     has_result: bool  # result() will return (False once evicted)
     submitted: float  # time.monotonic() at submit
+    priority: Priority = Priority.USER
+    estimate: float | None = None  # seconds the work is expected to take, where known
+    kept: str | None = None  # what stays when the job is cancelled or fails (said after its error)
+    cancelled_by: str | None = None  # the session that cancelled it
 
 
 @dataclass
@@ -227,6 +252,11 @@ class _Job(Generic[T]):
     fn: Callable[[Progress], T]
     progress: Progress
     submitted: float
+    priority: Priority = Priority.USER
+    estimate: float | None = None
+    kept: str | None = None
+    cancelled_by: str | None = None
+    seq: int = 0  # submission order, for FIFO within a priority
     state: JobState = JobState.QUEUED
     result: T | None = None
     has_result: bool = False
@@ -262,17 +292,21 @@ class JobRegistry:
         self._cond = threading.Condition()
         self._closed = False
         self._worker: threading.Thread | None = None
+        self._seq = 0
 
     # --- submitting and cancelling -----------------------------------------------------------
     def submit(
-        self, name: str, fn: Callable[[Progress], T], *, owner: str, key: str | None = None, again: bool = False
+        self, name: str, fn: Callable[[Progress], T], *, owner: str, key: str | None = None, again: bool = False,
+        priority: Priority = Priority.USER, estimate: float | None = None, kept: str | None = None,
     ) -> str:
         """Queue ``fn(progress)`` and return its job id (random: ids cannot be guessed across sessions).
 
         With a ``key``, the check and the submission are one step under the registry's lock: while
         the latest job of that key is queued or running (and not being cancelled), or done with its
-        result still held, its id is returned, ``owner`` joins its owners, and ``fn`` is dropped.
-        ``again`` runs the work anew even after such a done job (its output was removed since).
+        result still held, its id is returned, ``owner`` joins its owners, and ``fn`` is dropped;
+        a queued background job asked for again at :attr:`Priority.USER` is promoted (a person now
+        waits for it). ``again`` runs the work anew even after such a done job (its output was removed
+        since). ``estimate`` (seconds) is shown in the queue; ``kept`` says what stays if it is cancelled.
         """
         with self._cond:
             if self._closed:
@@ -281,11 +315,14 @@ class JobRegistry:
             if shared is not None and self._shares(shared, again=again):
                 if owner not in shared.owners:
                     shared.owners.append(owner)
+                shared.priority = min(shared.priority, Priority(priority))
                 return shared.job_id
             job_id = uuid.uuid4().hex
+            self._seq += 1
             self._jobs[job_id] = _Job(
                 job_id=job_id, name=name, owners=[owner], key=key, fn=fn, progress=Progress(),
-                submitted=time.monotonic(),
+                submitted=time.monotonic(), priority=Priority(priority), estimate=estimate, kept=kept,
+                seq=self._seq,
             )
             if key is not None:
                 self._by_key[key] = job_id
@@ -304,18 +341,21 @@ class JobRegistry:
             return True
         return job.state is JobState.DONE and job.has_result and not again
 
-    def cancel(self, job_id: str) -> JobState:
+    def cancel(self, job_id: str, *, by: str | None = None) -> JobState:
         """Cancel a job: a queued one leaves the queue, a running one is asked to stop.
 
         A running job stays ``running`` until its function notices :meth:`Progress.should_stop`
-        and raises :class:`CancelledError`. Returns the state after the request.
+        and raises :class:`CancelledError`. ``by`` (a session) is recorded, so that only the session
+        that cancelled hears how it ended. Returns the state after the request.
         """
         with self._cond:
             job = self._get(job_id)
+            if job.state not in FINISHED_STATES and job.cancelled_by is None:
+                job.cancelled_by = by
             if job.state is JobState.QUEUED:
                 self._queue.remove(job_id)
                 job.state = JobState.CANCELLED
-                job.error = "cancelled before it started"
+                job.error = NOT_STARTED
                 job.progress.cancel()
                 job.progress.update(stage="cancelled")
                 self._cond.notify_all()
@@ -332,6 +372,20 @@ class JobRegistry:
         """Status of ``owner``'s jobs in submission order; other sessions' jobs stay invisible."""
         with self._cond:
             return [self._status(job) for job in self._jobs.values() if owner in job.owners]
+
+    def queue(self) -> list[JobStatus]:
+        """Every running and waiting job of every session, in the order they run (the running one first).
+
+        Unlike :meth:`jobs`, this shows other sessions' work: it is what stands before a new job."""
+        with self._cond:
+            running = [self._status(j) for j in self._jobs.values() if j.state is JobState.RUNNING]
+            return running + [self._status(self._jobs[i]) for i in self._ordered()]
+
+    def stopped_by(self, session: str) -> list[JobStatus]:
+        """The finished jobs ``session`` cancelled, in submission order."""
+        with self._cond:
+            return [self._status(j) for j in self._jobs.values()
+                    if j.cancelled_by == session and j.state in FINISHED_STATES]
 
     def latest(self, key: str) -> JobStatus | None:
         """Status of the latest job submitted under ``key``, whatever its state and owners; None if none was."""
@@ -376,8 +430,12 @@ class JobRegistry:
         except KeyError:
             raise JobError(JOB_UNKNOWN.format(job_id=job_id)) from None
 
+    def _ordered(self) -> list[str]:
+        """The queued job ids in the order they will run: priority, then submission."""
+        return sorted(self._queue, key=lambda i: (self._jobs[i].priority, self._jobs[i].seq))
+
     def _status(self, job: _Job[Any]) -> JobStatus:
-        position = self._queue.index(job.job_id) + 1 if job.state is JobState.QUEUED else None
+        position = self._ordered().index(job.job_id) + 1 if job.state is JobState.QUEUED else None
         return JobStatus(
             job_id=job.job_id,
             name=job.name,
@@ -389,6 +447,10 @@ class JobRegistry:
             error=job.error,
             has_result=job.has_result,
             submitted=job.submitted,
+            priority=job.priority,
+            estimate=job.estimate,
+            kept=job.kept,
+            cancelled_by=job.cancelled_by,
         )
 
     def _run(self) -> None:
@@ -401,19 +463,42 @@ class JobRegistry:
                 self._cond.wait_for(lambda: self._queue or self._closed)
                 if not self._queue:
                     return  # closed and nothing left
-                job = self._jobs[self._queue.popleft()]
-                job.state = JobState.RUNNING
-                job.progress.start()
-                self._cond.notify_all()
-            # The job runs without the lock so that the UI can poll it meanwhile.
-            try:
-                value = job.fn(job.progress)
-            except CancelledError as exc:
-                self._finish(job, JobState.CANCELLED, error=str(exc))
-            except Exception as exc:  # a failing job must not kill the worker
-                self._finish(job, JobState.FAILED, error=_error_message(exc))
-            else:
-                self._finish(job, JobState.DONE, value=value)
+                job = self._take(self._ordered()[0])
+            self._execute(job)
+
+    def _take(self, job_id: str) -> _Job[Any]:
+        """Move a queued job to running (under the lock)."""
+        self._queue.remove(job_id)
+        job = self._jobs[job_id]
+        job.state = JobState.RUNNING
+        job.progress.start()
+        if job.priority > Priority.USER:
+            job.progress._pause_hook = lambda: self._run_waiting(job)
+        self._cond.notify_all()
+        return job
+
+    def _run_waiting(self, current: _Job[Any]) -> None:
+        """Run, here and now, every queued job of a higher priority than ``current`` (a background job at one of
+        its pause points, between retrains): a person's what-if waits for one retrain, not for 13."""
+        while True:
+            with self._cond:
+                waiting = [i for i in self._ordered() if self._jobs[i].priority < current.priority]
+                if not waiting or self._closed:
+                    return
+                job = self._take(waiting[0])
+            current.progress.update(message=f"paused while {job.name} runs")
+            self._execute(job)
+
+    def _execute(self, job: _Job[Any]) -> None:
+        # The job runs without the lock so that the UI can poll it meanwhile.
+        try:
+            value = job.fn(job.progress)
+        except CancelledError as exc:
+            self._finish(job, JobState.CANCELLED, error=str(exc))
+        except Exception as exc:  # a failing job must not kill the worker
+            self._finish(job, JobState.FAILED, error=_error_message(exc))
+        else:
+            self._finish(job, JobState.DONE, value=value)
 
     def _finish(self, job: _Job[Any], state: JobState, *, value: Any = None, error: str | None = None) -> None:
         with self._cond:
@@ -431,6 +516,22 @@ class JobRegistry:
 
 def _finished_fn(progress: Progress) -> None:  # pragma: no cover - never called
     raise AssertionError("a finished job is not run again")
+
+
+def seconds_ahead(statuses: list[JobStatus]) -> tuple[float, int]:
+    """Estimated seconds until ``statuses`` (a :meth:`JobRegistry.queue`) are all done, and how many of
+    them have no estimate: a running job counts its time left (its progress's, else its estimate less
+    the time it has run), a waiting one its estimate."""
+    total, unknown = 0.0, 0
+    for status in statuses:
+        if status.state is JobState.RUNNING and status.progress.seconds_left is not None:
+            total += status.progress.seconds_left
+        elif status.estimate is not None:
+            elapsed = status.progress.elapsed if status.state is JobState.RUNNING else 0.0
+            total += max(status.estimate - elapsed, 0.0)
+        else:
+            unknown += 1
+    return total, unknown
 
 
 _default: JobRegistry | None = None

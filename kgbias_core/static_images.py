@@ -49,3 +49,28 @@ def figure_image(fig: go.Figure, *, image_format: str) -> bytes:
         return kaleido.calc_fig_sync(fig, opts=options, kopts={"path": browser, "mathjax": False})
     except Exception as exc:  # Kaleido raises its own, choreographer's and asyncio's errors
         raise ExportError(STATIC_EXPORT_FAILED.format(format=image_format.upper(), reason=exc)) from None
+
+
+#: Width of an exported slide image in CSS pixels (16:9 at a typical projector's 1000 px content width).
+SLIDE_WIDTH = 1000
+#: Height per bar of a horizontal bar chart, and the room for the title and the axis, in CSS pixels.
+BAR_HEIGHT, CHART_FRAME = 24, 180
+
+
+def slide_figure(fig: go.Figure, *, title: str | None = None) -> go.Figure:
+    """A copy of ``fig`` laid out for a slide: ``title`` on top, labels that fit (automargin on every axis,
+    so long occupation names are never cut), and for horizontal bars a height from the number of bars."""
+    out = go.Figure(fig)
+    out.update_xaxes(automargin=True)
+    out.update_yaxes(automargin=True)
+    bars = [len(trace.y) for trace in out.data if trace.type == "bar" and trace.orientation == "h"
+            and trace.y is not None]
+    height = out.layout.height or HEIGHT
+    if bars:
+        height = max(height, CHART_FRAME + BAR_HEIGHT * max(bars))
+    layout: dict = {"width": out.layout.width or SLIDE_WIDTH, "height": height}
+    if title:
+        layout["title"] = {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 18}}
+        layout["margin_t"] = max(out.layout.margin.t or 0, 70)
+    out.update_layout(**layout)
+    return out

@@ -42,7 +42,16 @@ from kgbias_core.embeddings.store import (
     save_result,
 )
 from kgbias_core.embeddings.training import graph_labels, graph_model, train_model
-from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError, ModelStoreError
+from kgbias_core.errors import (
+    CALIBRATION_CANCELLED,
+    CALIBRATION_KEPT,
+    LAB_K_TOO_LARGE,
+    LAB_NO_KS,
+    NOTHING_SAVED,
+    CancelledError,
+    MeasureError,
+    ModelStoreError,
+)
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.calibration import calibrate
 from kgbias_core.influence.closed_form import debiasing_removal
@@ -73,6 +82,7 @@ class Task(Generic[T]):
 
     key: str  # names the work (kind, models with their versions, parameters): equal keys = one job
     run: Callable[[Progress], T]  # does the work, reporting through the Progress it is given
+    kept: str = NOTHING_SAVED  # what stays when the work is cancelled or fails, said after its error
 
 
 def _key(task: str, *model_dirs: Path | str, **params: Any) -> str:
@@ -108,7 +118,7 @@ def model_name(dataset: str, kind: str = DEFAULT_MODEL_KIND) -> str:
 
 
 #: Name in the model store of each built-in graph's default model.
-DEFAULT_MODEL_NAMES = {dataset: model_name(dataset) for dataset in ("synthetic", "fb15k237")}
+DEFAULT_MODEL_NAMES = {dataset: model_name(dataset) for dataset in ("synthetic", "fb15k237", "fb13")}
 
 
 def load_graph(
@@ -148,7 +158,9 @@ def _calibrated(model: StoredModel, progress: Progress) -> tuple[StoredModel, pd
 
     def on_run(done: int, total: int) -> None:
         progress.update(step=done, total=total, message=f"calibration retrain {done}/{total}")
-        progress.raise_if_cancelled(epoch=done)
+        if progress.should_stop():  # between retrains: say how far it got, not an epoch
+            raise CancelledError(CALIBRATION_CANCELLED.format(done=done, total=total))
+        progress.pause_point()  # a person's job waiting runs now: each retrain seeds itself, the result is unchanged
 
     calibration, runs = calibrate(model, on_run=on_run)
     progress.update(message=f"influence scale actual/predicted = {calibration.scale:.3f} "
@@ -341,7 +353,66 @@ def calibration_task(model_dir: Path | str) -> Task[Calibration]:
         store_calibration(model_dir, calibrated.calibration, runs)
         return calibrated.calibration
 
-    return Task(key=_key("calibration", model_dir), run=run)
+    return Task(key=_key("calibration", model_dir), run=run, kept=CALIBRATION_KEPT.format(name=Path(model_dir).name))
+
+
+# --- estimates (shown before work is started) ------------------------------------------------------
+#: Follow-up work estimated at most this long (seconds) starts unasked, as background work; longer work
+#: is offered with its estimate (issue 25: no default background job longer than a few minutes of CPU).
+AUTO_BACKGROUND_SECONDS = 180.0
+
+
+def model_retrain_seconds(model_dir: Path | str, *, retrains: int = 1) -> float | None:
+    """Estimated seconds of ``retrains`` retrains of the model at ``model_dir``, from its config.json alone
+    (:func:`~kgbias_core.embeddings.training_cost.estimated_seconds`); None without a model there."""
+    from kgbias_core.embeddings.training_cost import estimated_seconds
+
+    if not is_model_dir(model_dir):
+        return None
+    config = read_config(model_dir)
+    return estimated_seconds(n_triples=int(config.get("n_train") or 0),
+                             n_entities=count_rows(Path(model_dir) / "entities.tsv"),
+                             n_relations=count_rows(Path(model_dir) / "relations.tsv"),
+                             dim=int(config.get("dim") or TrainConfig.dim),
+                             batch_size=int(config.get("batch_size") or TrainConfig.batch_size),
+                             epochs=int(config.get("epochs") or TrainConfig.epochs), retrains=retrains)
+
+
+def calibration_seconds(model_dir: Path | str) -> float | None:
+    """Estimated seconds of the calibration of the model at ``model_dir`` (1 + 2 x 6 masked retrains)."""
+    from kgbias_core.influence.calibration import CALIBRATION_OCCUPATIONS
+
+    return model_retrain_seconds(model_dir, retrains=1 + 2 * CALIBRATION_OCCUPATIONS)
+
+
+def graph_size(dataset: str, data_dir: Path | str | None) -> tuple[int, int, int]:
+    """(training triples, entities, relations) of ``dataset``: a named graph's train.txt is counted without
+    building the graph; any other is loaded (:func:`load_graph`)."""
+    from kgbias_core.data.datasets import NAMED_DATASETS, resolve_data_dir
+
+    train = resolve_data_dir(data_dir) / dataset / "train.txt"
+    if dataset in NAMED_DATASETS and train.is_file():
+        entities, relations, n = set(), set(), 0
+        with train.open(encoding="utf-8") as lines:
+            for line in lines:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) == 3:
+                    entities.update((parts[0], parts[2]))
+                    relations.add(parts[1])
+                    n += 1
+        return n, len(entities), len(relations)
+    graph = load_graph(dataset, data_dir)
+    return graph.training.num_triples, graph.training.num_entities, graph.training.num_relations
+
+
+def training_seconds(dataset: str, data_dir: Path | str | None, *, overrides: Mapping[str, Any] | None = None) -> float:
+    """Estimated seconds to train ``dataset``'s default model (with ``overrides``) on this machine."""
+    from kgbias_core.embeddings.training_cost import estimated_seconds
+
+    n_triples, n_entities, n_relations = graph_size(dataset, data_dir)
+    config = replace(train_config(dataset), **(overrides or {}))
+    return estimated_seconds(n_triples=n_triples, n_entities=n_entities, n_relations=n_relations, dim=config.dim,
+                             batch_size=config.batch_size, epochs=config.epochs)
 
 
 def saved_calibration_runs(model_dir: Path | str) -> pd.DataFrame | None:
@@ -408,6 +479,7 @@ def noise_band_task(model_dir: Path | str, *, seeds: Sequence[int] = NOISE_SEEDS
                             loss=loss, message=f"seed {seeds[min(done[0], len(seeds) - 1)]}, epoch {epoch}/{n_epochs}")
             if epoch == n_epochs:
                 done[0] += 1
+                progress.pause_point()  # between seeds: a person's job waiting runs now
 
         return noise_band(model, model_dir=model_dir, seeds=seeds, on_epoch=on_epoch, should_stop=progress.should_stop)
 
@@ -539,6 +611,7 @@ def relation_audit_task(model_dir: Path | str, params: Mapping[str, Any]) -> Tas
     def run(progress: Progress) -> pd.DataFrame:
         def on_step(done: int, total: int, relation: str) -> None:
             progress.update(stage="auditing relations", step=done, total=total, message=f"relation {relation}")
+            progress.pause_point()  # between relations: a person's job waiting runs now
 
         progress.update(stage="classifying occupations", message=f"{params['kind']} on {Path(model_dir).name}")
         return cached_value_audit(model_dir, **params, on_step=on_step, should_stop=progress.should_stop)
@@ -717,3 +790,107 @@ def saved_findings(
 ) -> pd.DataFrame | None:
     """The cached findings of the model, or None when absent or made from other inputs."""
     return load_result(model_dir, FINDINGS, params=findings_inputs(model_dir, census=census, year=year))
+
+
+# --- prepare: everything a demo shows, ahead of time ----------------------------------------------
+@dataclass(frozen=True)
+class ReadyItem:
+    """One thing a demo of a graph shows, and whether it is in the store."""
+
+    dataset: str
+    what: str  # "model", "noise band", "link prediction", "relation audit", "findings", "calibration"
+    ready: bool
+    optional: bool  # calibration: long, prepared only when asked (``prepare --calibrate``)
+    detail: str  # the model directory, or why it is missing
+
+
+#: The items of :func:`readiness`, in the order ``prepare`` makes them.
+READY_ITEMS = ("model", "noise band", "link prediction", "relation audit", "findings", "calibration")
+
+
+def demo_audit_params(model_dir: Path | str) -> dict[str, Any]:
+    """The relation audit's parameters as Model comparison opens with them (default classifier and k)."""
+    from kgbias_core.measures.relation_audit import audit_params, default_min_persons
+
+    return audit_params(min_persons=default_min_persons(int(read_config(model_dir).get("n_train") or 0)))
+
+
+def readiness(dataset: str, *, store: Path | str, data_dir: Path | str | None = None) -> list[ReadyItem]:
+    """What of :data:`READY_ITEMS` the default model of ``dataset`` has in ``store`` (read from files only)."""
+    from kgbias_core.data.census import census_file
+    from kgbias_core.data.datasets import resolve_data_dir
+    from kgbias_core.measures.relation_audit import load_value_audit
+
+    path = Path(store) / DEFAULT_MODEL_NAMES.get(dataset, model_name(dataset))
+    if not is_model_dir(path):
+        return [ReadyItem(dataset, what, False, what == "calibration", f"no model {path.name} in {store}")
+                for what in READY_ITEMS]
+    census = census_file(resolve_data_dir(data_dir))
+    have = {
+        "model": True,
+        "noise band": saved_noise_band(path) is not None,
+        "link prediction": cached_link_prediction_ready(path),
+        "relation audit": load_value_audit(path, **demo_audit_params(path)) is not None,
+        "findings": saved_findings(path, census=census) is not None,
+        "calibration": read_config(path).get("calibration") is not None,
+    }
+    return [ReadyItem(dataset, what, have[what], what == "calibration", str(path)) for what in READY_ITEMS]
+
+
+def cached_link_prediction_ready(model_dir: Path | str) -> bool:
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    return load_link_prediction(model_dir) is not None
+
+
+def readiness_lines(items: Sequence[ReadyItem]) -> list[str]:
+    """One line per item: 'ready   synthetic  noise band' / 'MISSING ...' / 'optional ...'."""
+    def word(item: ReadyItem) -> str:
+        return "ready" if item.ready else ("optional" if item.optional else "MISSING")
+
+    return [f"{word(i):8} {i.dataset:10} {i.what:16} {i.detail}" for i in items]
+
+
+def _demo_task(what: str, dataset: str, path: Path, *, data_dir: Path | str | None, census: Path | None,
+               overrides: Mapping[str, Any] | None) -> Task[Any]:
+    """The task that makes ``what`` (one of :data:`READY_ITEMS`) for the model at ``path``."""
+    if what == "model":
+        return train_task(dataset, out=path, data_dir=data_dir, overrides=overrides)
+    if what == "noise band":
+        return noise_band_task(path)
+    if what == "link prediction":
+        return link_prediction_task([path])
+    if what == "relation audit":
+        return relation_audit_task(path, demo_audit_params(path))
+    if what == "findings":
+        return findings_task(path, census=census)
+    return calibration_task(path)
+
+
+def prepare_task(
+    datasets: Sequence[str], *, store: Path | str, data_dir: Path | str | None = None, calibrate: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+) -> Task[list[ReadyItem]]:
+    """Train the default model of each of ``datasets`` where missing, then everything a demo shows: noise band,
+    link prediction, relation audit, findings (and the calibration with ``calibrate``: 13 retrains). Resumable:
+    what is in the store already is skipped. Returns the :func:`readiness` of every graph afterwards.
+    ``overrides`` apply to the trainings only (e.g. fewer epochs for a quick try)."""
+    from kgbias_core.data.census import census_file
+    from kgbias_core.data.datasets import resolve_data_dir
+
+    def run(progress: Progress) -> list[ReadyItem]:
+        census = census_file(resolve_data_dir(data_dir))
+        for dataset in datasets:
+            path = Path(store) / DEFAULT_MODEL_NAMES.get(dataset, model_name(dataset))
+            done = {i.what for i in readiness(dataset, store=store, data_dir=data_dir) if i.ready}
+            for what in READY_ITEMS:
+                if what == "calibration" and not calibrate:
+                    continue
+                if what in done:
+                    progress.update(message=f"{dataset}: {what} is ready, skipped")
+                    continue
+                progress.update(message=f"{dataset}: {what}…")
+                _demo_task(what, dataset, path, data_dir=data_dir, census=census, overrides=overrides).run(progress)
+        return [item for dataset in datasets for item in readiness(dataset, store=store, data_dir=data_dir)]
+
+    return Task(key=_key("prepare", datasets=list(datasets), store=str(store), calibrate=calibrate), run=run)

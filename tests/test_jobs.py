@@ -252,3 +252,126 @@ def test_the_worker_sets_its_own_torch_threads_and_leaves_the_callers_alone() ->
         assert torch.get_num_threads() == before
     finally:
         registry.shutdown()
+
+
+# --- priorities, the queue, estimates, who cancelled (issue 26) ---------------------------------------
+def test_a_user_job_submitted_after_queued_background_jobs_runs_before_them(registry: JobRegistry) -> None:
+    from kgbias_core.jobs import Priority
+
+    started, release = threading.Event(), threading.Event()
+    order: list[str] = []
+    running = registry.submit("training", _blocking(started, release), owner="a")
+    assert started.wait(WAIT)
+    calibration = registry.submit("calibration", lambda p: order.append("calibration"), owner="a",
+                                  priority=Priority.BACKGROUND, estimate=120.0)
+    noise = registry.submit("noise band", lambda p: order.append("noise band"), owner="a",
+                            priority=Priority.BACKGROUND, estimate=30.0)
+    whatif = registry.submit("what-if", lambda p: order.append("what-if"), owner="b", estimate=10.0)
+    assert [registry.status(j).queue_position for j in (whatif, calibration, noise)] == [1, 2, 3]
+    queue = registry.queue()  # every session's, in the order they run
+    assert [s.name for s in queue] == ["training", "what-if", "calibration", "noise band"]
+    assert queue[0].state is JobState.RUNNING and queue[2].priority is Priority.BACKGROUND
+    release.set()
+    for job in (running, calibration, noise, whatif):
+        registry.wait(job, timeout=WAIT)
+    assert order == ["what-if", "calibration", "noise band"]
+    assert registry.queue() == []
+
+
+def test_a_queued_background_job_asked_for_by_a_person_is_promoted_not_duplicated(registry: JobRegistry) -> None:
+    from kgbias_core.jobs import Priority
+
+    started, release = threading.Event(), threading.Event()
+    registry.submit("running", _blocking(started, release), owner="a")
+    assert started.wait(WAIT)
+    first = registry.submit("user job", lambda p: None, owner="a")
+    audit = registry.submit("audit", lambda p: None, owner="a", key="audit", priority=Priority.BACKGROUND)
+    assert registry.status(audit).queue_position == 2
+    again = registry.submit("audit", lambda p: None, owner="b", key="audit")  # a person now waits for it
+    assert again == audit and [s.name for s in registry.queue()].count("audit") == 1
+    status = registry.status(audit)
+    assert status.priority is Priority.USER and status.queue_position == 2  # after the earlier user job
+    assert set(status.owners) == {"a", "b"}
+    release.set()
+    registry.wait(audit, timeout=WAIT)
+    registry.wait(first, timeout=WAIT)
+
+
+def test_seconds_ahead_sums_the_estimates_and_counts_the_unknown(registry: JobRegistry) -> None:
+    from kgbias_core.jobs import seconds_ahead
+
+    started, release = threading.Event(), threading.Event()
+    running = registry.submit("running", _blocking(started, release), owner="a", estimate=1000.0)
+    assert started.wait(WAIT)
+    registry.submit("a", lambda p: None, owner="a", estimate=60.0)
+    registry.submit("b", lambda p: None, owner="a")
+    seconds, unknown = seconds_ahead(registry.queue())
+    elapsed = registry.status(running).progress.elapsed
+    assert unknown == 1
+    assert 60.0 + 1000.0 - elapsed - 1.0 <= seconds <= 1060.0  # the running job counts what it has left
+    release.set()
+    registry.wait(running, timeout=WAIT)
+
+
+def test_a_cancelled_job_says_who_cancelled_it_and_what_it_kept(registry: JobRegistry) -> None:
+    from kgbias_core.jobs import NOT_STARTED
+
+    started, release = threading.Event(), threading.Event()
+    running = registry.submit("calibration", _blocking(started, release), owner="a", kept="The model stays.")
+    assert started.wait(WAIT)
+    queued = registry.submit("what-if", lambda p: None, owner="a", kept="Nothing saved.")
+    registry.cancel(queued, by="b")
+    registry.cancel(running, by="c")
+    registry.cancel(running, by="d")  # the first canceller is the one told
+    done = registry.wait(running, timeout=WAIT)
+    assert done.state is JobState.CANCELLED and done.cancelled_by == "c" and done.kept == "The model stays."
+    assert done.error.startswith(CANCELLED.split("{")[0])
+    status = registry.status(queued)
+    assert status.error == NOT_STARTED and status.cancelled_by == "b" and status.kept == "Nothing saved."
+    assert [s.job_id for s in registry.stopped_by("b")] == [queued] and registry.stopped_by("a") == []
+
+
+def test_a_user_job_runs_at_the_running_background_jobs_next_pause_point(registry: JobRegistry) -> None:
+    """With a 13-retrain calibration running, a what-if waits for one retrain, not for all of them."""
+    from kgbias_core.jobs import Priority
+
+    started, pausing, release = threading.Event(), threading.Event(), threading.Event()
+    events: list[str] = []
+
+    def calibration(progress: Progress) -> str:
+        started.set()
+        for run in range(1, 14):
+            events.append(f"retrain {run}")
+            progress.pause_point()
+            if run == 2:
+                pausing.set()
+                assert release.wait(WAIT)
+        return "calibrated"
+
+    background = registry.submit("calibration", calibration, owner="a", priority=Priority.BACKGROUND)
+    assert started.wait(WAIT) and pausing.wait(WAIT)
+    whatif = registry.submit("what-if", lambda p: events.append("what-if"), owner="b")
+    release.set()
+    assert registry.wait(whatif, timeout=WAIT).state is JobState.DONE
+    assert registry.wait(background, timeout=WAIT).state is JobState.DONE
+    assert events.index("what-if") == events.index("retrain 3") + 1  # right after the retrain that was running
+    assert registry.result(background) == "calibrated" and len(events) == 14
+
+
+def test_a_user_jobs_pause_points_run_nothing(registry: JobRegistry) -> None:
+    started, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def user(progress: Progress) -> None:
+        started.set()
+        assert release.wait(WAIT)
+        progress.pause_point()  # a person's job is never interrupted by another
+        order.append("first")
+
+    first = registry.submit("first", user, owner="a")
+    assert started.wait(WAIT)
+    second = registry.submit("second", lambda p: order.append("second"), owner="a")
+    release.set()
+    registry.wait(second, timeout=WAIT)
+    registry.wait(first, timeout=WAIT)
+    assert order == ["first", "second"]

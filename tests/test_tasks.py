@@ -143,3 +143,42 @@ def test_whatif_names_are_stable_per_edit(tiny_model, tmp_path: Path) -> None:
     assert tasks.whatif_name("tiny-transe", edit, occupation_name="Nurse (RN)") == name
     other = make_edit(analysis, "nurse", strategy="basket", indices=[1, 3])
     assert tasks.whatif_name("tiny-transe", other, occupation_name="Nurse (RN)") != name
+
+
+def test_a_cancelled_calibration_says_how_far_it_got_and_that_the_model_stays(store: Path) -> None:
+    from kgbias_core.errors import CALIBRATION_CANCELLED, CALIBRATION_KEPT, CancelledError
+    from kgbias_core.influence.calibration import CALIBRATION_OCCUPATIONS
+
+    base = store / "tiny-transe"
+    before = read_config(base)
+    task = tasks.calibration_task(base)
+    progress = Progress()
+    progress.cancel()  # noticed after the first retrain (the unmasked base), before the masked ones
+    with pytest.raises(CancelledError) as info:
+        task.run(progress)
+    assert str(info.value) == CALIBRATION_CANCELLED.format(done=1, total=1 + 2 * CALIBRATION_OCCUPATIONS)
+    assert str(info.value) == "calibration was cancelled after run 1 of 13"
+    assert task.kept == CALIBRATION_KEPT.format(name="tiny-transe") and "stays in use" in task.kept
+    assert read_config(base) == before and load_model(base).calibration is None  # the model is as it was
+    assert tasks.train_task("synthetic", out=store / "x").kept.startswith("Nothing was saved")
+
+
+def test_estimates_grow_with_the_work_and_training_no_longer_calibrates_by_default(
+    store: Path, tmp_path: Path, tiny_graph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgbias_core.embeddings.training_cost import SECONDS_PER_STEP, SHOWN_SECONDS_PER_UPDATE
+
+    base = store / "tiny-transe"
+    one = tasks.model_retrain_seconds(base)
+    config, model = read_config(base), load_model(base)
+    steps = -(-int(config["n_train"]) // int(config["batch_size"])) * int(config["epochs"])
+    parameters = (len(model.entity_to_id) + len(model.relation_to_id)) * int(config["dim"])
+    assert one == pytest.approx(steps * (SECONDS_PER_STEP + SHOWN_SECONDS_PER_UPDATE * parameters))  # by hand
+    assert tasks.calibration_seconds(base) == pytest.approx(13 * one)
+    assert tasks.model_retrain_seconds(tmp_path / "nothing") is None
+    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
+    assert tasks.training_seconds("synthetic", None) < tasks.training_seconds("synthetic", None,
+                                                                               overrides={"epochs": 20})
+    path = tasks.train_task("synthetic", out=tmp_path / "m").run(Progress())
+    assert load_model(path).calibration is None  # the train job ends when the model is saved

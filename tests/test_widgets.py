@@ -56,3 +56,29 @@ def test_occupation_section_and_basket() -> None:
     assert app.markdown[0].value == "nurse True"
     app.button[0].click().run()
     assert app.markdown[1].value == "basket [2, 5, 9] []"
+
+
+def _title_script() -> None:
+    import streamlit as st
+
+    from kgbias_app import widgets
+    from kgbias_app.cache import ModelRef
+
+    st.session_state["chart_model"] = ModelRef(name="fb15k237-transe", path="/nowhere", version=1,
+                                               dataset="fb15k237", kind="transe", base=None)
+    st.text(widgets.chart_title("removal_curve", "ignored. caption", occupation="Screenwriter"))
+    st.text(widgets.chart_title("not_listed", "**What it shows.** More words", occupation=None))
+    st.text(widgets.readable_name("fb15k237-transe", "Screenwriter", "curve", suffix=".png"))
+
+
+def test_exported_titles_name_graph_model_and_occupation_and_file_names_are_readable() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import PAGE_TIMEOUT
+
+    app = AppTest.from_function(_title_script, default_timeout=PAGE_TIMEOUT).run()
+    assert not app.exception
+    curve, other, name = (t.value for t in app.text)
+    assert curve == "B_gr after removing k triples — FB15k-237 · fb15k237-transe — Screenwriter"
+    assert other == "What it shows — FB15k-237 · fb15k237-transe"
+    assert name == "fb15k237-transe-screenwriter-curve.png"

@@ -48,3 +48,24 @@ def check_retrain_fits(*, what: str, n_triples: int, n_entities: int, n_relation
             what=what, retrains=retrains, n_triples=n_triples, n_entities=n_entities, epochs=epochs, dim=dim,
             hours=seconds / 3600, rate=SECONDS_PER_UPDATE, limit_hours=limit / 3600, env=LIMIT_ENV))
     return seconds
+
+
+#: The two constants of the estimate shown before work starts (:func:`estimated_seconds`), fitted on three
+#: trainings of the defaults on 2 cores: FB15k-237 60 s (80 epochs x 67 steps, 1.47M parameters; README
+#: "Training speed"), FB13 377 s (160 x 78 steps, 7.5M parameters; README, 2 threads) and the synthetic graph
+#: 1.39 s for 10 of its 60 epochs (20 steps, 0.40M parameters; 8.4 s in all, predicted 9.3 s). Per parameter
+#: update this is half :data:`SECONDS_PER_UPDATE`, which stays the refusal's (generous) rate.
+SHOWN_SECONDS_PER_UPDATE = 3.2e-9
+#: Fixed seconds per optimiser step besides the parameter update (batch scoring, Python, the optimiser's
+#: bookkeeping), which dominates on small graphs.
+SECONDS_PER_STEP = 6.5e-3
+
+
+def estimated_seconds(*, n_triples: int, n_entities: int, n_relations: int, dim: int, batch_size: int, epochs: int,
+                      retrains: int = 1) -> float:
+    """Wall time to show before work is started: per step, :data:`SECONDS_PER_STEP` plus
+    :data:`SHOWN_SECONDS_PER_UPDATE` per parameter ((E + R) x d), times steps (ceil(triples / batch) x epochs
+    x retrains). Only shown (and used to decide whether follow-up work may start unasked); refusals keep
+    using :func:`check_retrain_fits`, so nothing that fitted before is refused now."""
+    steps = -(-n_triples // batch_size) * epochs * retrains
+    return steps * (SECONDS_PER_STEP + SHOWN_SECONDS_PER_UPDATE * (n_entities + n_relations) * dim)

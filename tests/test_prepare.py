@@ -1,0 +1,87 @@
+"""`kgbias prepare`: trains the default model where missing, then everything a demo shows, resumable, and ends
+with a readiness check (on the tiny graph in the synthetic graph's place, a few epochs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgbias_core import tasks
+from kgbias_core.cli import main
+from kgbias_core.embeddings.store import load_result, model_version
+from kgbias_core.evaluation.link_prediction import load_link_prediction
+from kgbias_core.measures.relation_audit import load_value_audit
+from tests.conftest import TINY_TRAINING
+
+
+def test_prepare_synthetic_end_to_end_is_resumable_and_checks_readiness(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_graph, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks, "train_config", lambda dataset: TINY_TRAINING)
+    store, data = tmp_path / "store", tmp_path / "no-data"
+    argv = ["prepare", "--dataset", "synthetic", "--model-dir", str(store), "--data-dir", str(data), "--epochs", "3"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    model = store / "synthetic-transe"
+    # Checked from the files, not from prepare's own words: every item is in the store.
+    assert model_version(model) >= 1
+    assert tasks.saved_noise_band(model) is not None
+    assert load_link_prediction(model) is not None
+    assert load_value_audit(model, **tasks.demo_audit_params(model)) is not None
+    assert load_result(model, tasks.FINDINGS, params=tasks.findings_inputs(model)) is not None
+    for what in ("model", "noise band", "link prediction", "relation audit", "findings"):
+        assert any(line.split()[:1] == ["ready"] and what in line for line in out.splitlines()), out
+    assert any(line.split()[:1] == ["optional"] and "calibration" in line for line in out.splitlines())
+    assert out.strip().endswith("ready for a demo")
+
+    # Resumable: a second run skips everything present and changes nothing; a removed item is made again.
+    version = model_version(model)
+    for band in (model / "results").glob("noise_band.*"):
+        band.unlink()
+    missing = [i.what for i in tasks.readiness("synthetic", store=store, data_dir=data) if not i.ready]
+    assert missing == ["noise band", "findings", "calibration"]  # the findings were made from the noise band
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert model_version(model) == version  # not retrained
+    assert "synthetic: model is ready, skipped" in captured.err and "synthetic: noise band…" in captured.err
+    assert "synthetic: link prediction is ready, skipped" in captured.err and "synthetic: findings…" in captured.err
+    assert tasks.saved_noise_band(model) is not None and captured.out.strip().endswith("ready for a demo")
+
+
+def test_prepare_refuses_a_graph_without_data_before_training_anything(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    code = main(["prepare", "--dataset", "synthetic", "fb13", "--model-dir", str(store),
+                 "--data-dir", str(tmp_path / "none")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "no fb13 in the data directory" in err
+    assert not store.exists()  # the synthetic graph, named first, was not trained either
+
+
+def test_the_sidebar_shows_the_same_readiness(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                               tiny_store: Path) -> None:
+    from kgbias_app import sidebar
+    from kgbias_core.jobs import default_registry
+    from tests.conftest import page, texts, use_store
+
+    store = use_store(tiny_store, monkeypatch, tmp_path)
+    names = {**tasks.DEFAULT_MODEL_NAMES, "synthetic": "tiny-transe"}  # the tiny model as the graph's default
+    monkeypatch.setattr(tasks, "DEFAULT_MODEL_NAMES", names)
+    monkeypatch.setattr(sidebar, "DEFAULT_MODEL_NAMES", names)
+    items = tasks.readiness("synthetic", store=store, data_dir=tmp_path / "no-data")
+    assert items[0].ready and not all(i.ready for i in items)
+    app = page("overview").run()
+    calibration = default_registry().latest(tasks.calibration_task(store / "tiny-transe").key)
+    if calibration is not None:  # the tiny model's calibration, started as follow-up work: not this test's
+        default_registry().cancel(calibration.job_id)
+        default_registry().wait(calibration.job_id, timeout=60)
+    assert not app.exception
+    needed = [i for i in items if not i.optional]
+    (panel,) = [e for e in app.sidebar.expander if e.label.startswith("Ready for a demo")]
+    assert panel.label == f"Ready for a demo: {sum(i.ready for i in needed)} of {len(needed)}"
+    shown = texts(panel.caption)
+    for item in items:
+        assert item.what in shown
+    assert "kgbias prepare --dataset synthetic" in shown
