@@ -24,7 +24,7 @@ rest of kgbias reports it with:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -85,7 +85,13 @@ def _mean_abs(values: torch.Tensor) -> float:
     return float(values.abs().mean()) if values.numel() else math.nan
 
 
-def model_row(model: StoredModel, *, occupations: Sequence[str], min_persons: int = 10) -> dict[str, Any]:
+#: Link prediction metrics of a model (keys ``mrr``, ``hits@10``): computed, or read from the store's cache.
+LinkMetrics = Callable[[StoredModel], dict[str, float]]
+
+
+def model_row(
+    model: StoredModel, *, occupations: Sequence[str], min_persons: int = 10, links: LinkMetrics = link_prediction
+) -> dict[str, Any]:
     """One row of :func:`comparison_table`: every measure of one model."""
     analysis = ModelAnalysis(model)
     groups = analysis.groups
@@ -97,7 +103,7 @@ def model_row(model: StoredModel, *, occupations: Sequence[str], min_persons: in
     for i in index:
         row[f"fisher_bp:{groups.labels[i]}"] = float(b_p[i])
     fairness = model_fairness(model, n_bootstrap=0)
-    links = link_prediction(model)
+    metrics = links(model)
     edited, seconds = edit_cost(model)
     row.update({
         "mean_abs_group_bias": _mean_abs(bias),
@@ -106,8 +112,8 @@ def model_row(model: StoredModel, *, occupations: Sequence[str], min_persons: in
         "dpg": float(fairness.by_model["DPG"]),
         "ppg": float(fairness.by_model["PPG"]),
         "eog": float(fairness.by_model["EOG"]),
-        "mrr": links.get("mrr", np.nan),
-        "hits@10": links.get("hits@10", np.nan),
+        "mrr": metrics.get("mrr", np.nan),
+        "hits@10": metrics.get("hits@10", np.nan),
         "triples_edited": edited,
         "seconds": seconds,
     })
@@ -115,13 +121,15 @@ def model_row(model: StoredModel, *, occupations: Sequence[str], min_persons: in
 
 
 def comparison_table(
-    models: Sequence[StoredModel], *, occupations: Sequence[str] = (), min_persons: int = 10
+    models: Sequence[StoredModel], *, occupations: Sequence[str] = (), min_persons: int = 10,
+    links: LinkMetrics = link_prediction,
 ) -> pd.DataFrame:
     """One row per model, columns ``model``, ``method``, ``group_bias:<label>`` and ``fisher_bp:<label>``
     per target occupation (labels or names; written as labels), then :data:`SUMMARY_COLUMNS`.
 
     The models must share a graph (data set and data hash): a what-if or a debiased model keeps its
-    base's. NaN where a measure is undefined (an empty group, no test split).
+    base's. NaN where a measure is undefined (an empty group, no test split). ``links``: how MRR and Hits@10
+    are obtained (the task reads the store's cached link prediction).
     """
     if not models:
         raise MeasureError(COMPARE_NO_MODELS)
@@ -131,4 +139,5 @@ def comparison_table(
             raise MeasureError(COMPARE_OTHER_GRAPH.format(
                 model=model.name, found=model.dataset, found_hash=model.data_hash[:12], expected=first.dataset,
                 expected_hash=first.data_hash[:12]))
-    return pd.DataFrame([model_row(m, occupations=occupations, min_persons=min_persons) for m in models])
+    return pd.DataFrame([model_row(m, occupations=occupations, min_persons=min_persons, links=links)
+                         for m in models])
