@@ -470,7 +470,13 @@ def _report(args: argparse.Namespace) -> None:
             raise ModelStoreError(REPORT_RUN_NOT_OF_MODEL.format(run=args.run, model=args.model))
         run = whatif_run(analysis, _analysis(args.run), noise=saved_noise_band(args.model))
         occupation = run.edit["occupation"]
-    _write_text(occupation_report(analysis, occupation, run=run), args.out)
+    comparison = None
+    if args.compare:  # the original first, then the other models, all of one graph
+        from kgbias_core.tasks import compare_debiasing_task
+
+        label = analysis.groups.labels[analysis.groups.index(occupation)]
+        comparison = compare_debiasing_task([args.model, *args.compare], occupations=[label]).run(_PrintedProgress())
+    _write_text(occupation_report(analysis, occupation, run=run, comparison=comparison), args.out)
     _print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
     print(f"wrote the report to {args.out}")
 
@@ -581,6 +587,8 @@ def build_parser() -> argparse.ArgumentParser:
     about.add_argument("--run", help="what-if run directory: the report of its edited occupation, with the edit, "
                                      "the predicted and the retrained change, and the noise band")
     report.add_argument("--out", required=True, type=_csv_out, help="HTML file to write")
+    report.add_argument("--compare", nargs="+", help="what-if runs and debiased models of --model: adds a section "
+                                                     "comparing their B_gr, b_p, TLB, DPG/PPG/EOG, MRR and cost")
     _negative_seed_flag(report)
     report.set_defaults(handler=_report)
 

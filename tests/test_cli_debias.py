@@ -64,3 +64,19 @@ def test_bad_debias_input_is_one_line_exit_2(store: Path, tmp_path: Path, capsys
                  "--out", str(tmp_path / "y")]) == 2
     assert capsys.readouterr().err.splitlines() == [
         "error: " + DEBIASED_NO_RETRAIN.format(model="proj", method="project")]
+
+
+def test_report_with_compare_shows_the_comparison_section(store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    base = store / "tiny-transe"
+    assert main(["report", "--model", str(base), "--occupation", "nurse", "--compare", str(store / "proj"),
+                 str(store / "fair"), "--out", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "<h2>Debiasing compared</h2>" in page
+    section = page.split("<h2>Debiasing compared</h2>")[1].split("</section>")[0]
+    expected = comparison_table([load_model(base), load_model(store / "proj"), load_model(store / "fair")],
+                                occupations=["nurse"])
+    assert section.count("<tr>") == 1 + len(expected)  # header + one row per model
+    for value in expected["mean_abs_group_bias"]:
+        assert f"{value:.4f}" in section
+    assert "regularise w=10" in section and "<th>group_bias:nurse</th>" in section
