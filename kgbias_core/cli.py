@@ -413,6 +413,23 @@ def _debias(args: argparse.Namespace) -> None:
         print(f"predicted change {predicted.summary()}")
 
 
+def _debias_embedding(args: argparse.Namespace) -> None:
+    from kgbias_core.tasks import debias_embedding_task
+
+    task = debias_embedding_task(base=Path(args.model), method=args.method, out=Path(args.out),
+                                 occupations=args.occupations or None, weight=args.weight, persons=args.persons,
+                                 direction=args.direction, overwrite=args.force)
+    path = task.run(_PrintedProgress())
+    print(f"saved {path} ({args.method}; influence and what-ifs refuse it, every measure reads it)")
+
+
+def _compare_debiasing(args: argparse.Namespace) -> None:
+    from kgbias_core.tasks import compare_debiasing_task
+
+    table = compare_debiasing_task(args.models, occupations=args.occupations or ()).run(_PrintedProgress())
+    _write(table, args.out)
+
+
 def _calibrate(args: argparse.Namespace) -> None:
     from kgbias_core.embeddings.store import check_writable, load_model
     from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
@@ -531,7 +548,13 @@ def _report(args: argparse.Namespace) -> None:
             raise ModelStoreError(REPORT_RUN_NOT_OF_MODEL.format(run=args.run, model=args.model))
         run = whatif_run(analysis, _analysis(args.run), noise=saved_noise_band(args.model))
         occupation = run.edit["occupation"]
-    _write_text(occupation_report(analysis, occupation, run=run), args.out)
+    comparison = None
+    if args.compare:  # the original first, then the other models, all of one graph
+        from kgbias_core.tasks import compare_debiasing_task
+
+        label = analysis.groups.labels[analysis.groups.index(occupation)]
+        comparison = compare_debiasing_task([args.model, *args.compare], occupations=[label]).run(_PrintedProgress())
+    _write_text(occupation_report(analysis, occupation, run=run, comparison=comparison), args.out)
     _print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
     print(f"wrote the report to {args.out}")
 
@@ -644,6 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
     about.add_argument("--run", help="what-if run directory: the report of its edited occupation, with the edit, "
                                      "the predicted and the retrained change, and the noise band")
     report.add_argument("--out", required=True, type=_csv_out, help="HTML file to write")
+    report.add_argument("--compare", nargs="+", help="what-if runs and debiased models of --model: adds a section "
+                                                     "comparing their B_gr, b_p, TLB, DPG/PPG/EOG, MRR and cost")
     _negative_seed_flag(report)
     report.set_defaults(handler=_report)
 
@@ -709,6 +734,31 @@ def build_parser() -> argparse.ArgumentParser:
     debias.add_argument("--out", required=True, help="model directory of the what-if (never the --model)")
     debias.add_argument("--force", action="store_true", help="replace a what-if already at --out")
     debias.set_defaults(handler=_debias)
+
+    embedding = commands.add_parser(
+        "debias-embedding", help="debias the embedding itself: project the gender direction out, or retrain with a "
+        "fairness term; saved as a model")
+    embedding.add_argument("--model", required=True, help="base model directory (only read)")
+    embedding.add_argument("--method", required=True, choices=("project", "regularise"),
+                           help="project: remove the gender direction (Bourli & Pitoura); regularise: retrain with "
+                                "(w/2) sum B_gr^2 in the objective")
+    embedding.add_argument("--occupations", nargs="+", help="occupation labels or names (default: all)")
+    embedding.add_argument("--weight", type=_real(0, above=True), default=10.0,
+                           help="regularise: weight w of the fairness term (summed-loss units, as l2)")
+    embedding.add_argument("--direction", choices=("values", "persons"), default="values",
+                           help="project: gender direction m - f (values) or mean man - mean woman (persons)")
+    embedding.add_argument("--persons", action="store_true", help="project: project the persons too")
+    embedding.add_argument("--out", required=True, help="model directory of the debiased model (never the --model)")
+    embedding.add_argument("--force", action="store_true", help="replace a model already at --out")
+    embedding.set_defaults(handler=_debias_embedding)
+
+    compare = commands.add_parser(
+        "compare-debiasing", help="B_gr, b_p, TLB, DPG/PPG/EOG, MRR/Hits@10 and cost of several models (CSV)")
+    compare.add_argument("--models", nargs="+", required=True, help="model directories: the original first, then "
+                         "what-ifs and debiased models of the same graph")
+    compare.add_argument("--occupations", nargs="+", help="target occupations (labels or names) for per-target columns")
+    compare.add_argument("--out", required=True, help="CSV file to write")
+    compare.set_defaults(handler=_compare_debiasing)
 
     calibration = commands.add_parser(
         "calibrate", help="fit the influence scale and its range over occupations by masked retraining; store it")

@@ -280,6 +280,26 @@ CENSUS_NOT_PAIRED = (
     "FB15k-237 and FB13 only"
 )
 LAB_BAD_INDEX_FILE = "{path}, line {line}: expected training-triple indices (integers), found {found!r}"
+# embedding-level debiasing (kgbias_core.whatif.projection, kgbias_core.whatif.regularised, compare)
+DEBIASED_NO_RETRAIN = (
+    "model {model!r} was debiased at the embedding level ({method}): influence, what-ifs, noise bands and "
+    "calibration linearise or retrain TransE's plain objective (METHODS §2), which this model does not minimise; "
+    "run them on its base model"
+)
+UNKNOWN_DEBIAS_METHOD = "unknown debiasing method {method!r}: choose one of {known}"
+DEBIAS_BAD_WEIGHT = "the fairness weight must be a positive finite number, got {weight!r}"
+DEBIAS_NO_DIRECTION = (
+    "model {model!r} has no gender direction: {reason}"
+)
+REGULARISER_MISSING = (
+    "fairness_weight = {weight} in the training config, but no fairness term was given: train it with "
+    "'kgbias debias-embedding --method regularise' (kgbias_core.whatif.regularised)"
+)
+COMPARE_NO_MODELS = "compare-debiasing needs at least one model"
+COMPARE_OTHER_GRAPH = (
+    "model {model!r} was trained on graph {found!r} (data hash {found_hash}), the first model on {expected!r} "
+    "({expected_hash}): compare models of one graph"
+)
 
 # --- command line ------------------------------------------------------------------------------
 BAD_NUMBER = "expected {expected}, got {value!r}"

@@ -59,6 +59,13 @@ CHANGE_CAPTION = (
 )
 NOT_PREDICTED = "none: influence predicts removals only (Add is measured by retraining)"
 NO_REMOVED_RECORD = "none: the run's record does not list the removed triples"
+COMPARISON_CAPTION = (
+    "Each row one model of the same graph: the original, Du's what-ifs (data edits, retrained) and embedding-level "
+    "debiasing (the gender direction projected out; TransE retrained with a B_gr² penalty). B_gr and b_p: {sign}; "
+    "mean |·| over every occupation with both genders; TLB (Keidar), DPG/PPG/EOG (Schwertmann): unsigned, larger = "
+    "more bias; MRR and Hits@10: filtered tail prediction on the test split; cost: training triples removed or "
+    "added, and seconds to make the model."
+)
 NO_BAND = "No noise band is saved for this model: the retrained change cannot be read against retraining noise."
 
 
@@ -244,6 +251,20 @@ def _occupation_charts(analysis: ModelAnalysis, label: str) -> tuple[list[tuple[
         return charts, f"<p>{_text(NO_INFLUENCE.format(reason=exc))}</p>"
 
 
+def _comparison(table: pd.DataFrame) -> str:
+    """The debiasing comparison (:func:`kgbias_core.whatif.compare.comparison_table`) as an HTML table."""
+    signed = [c.startswith(("group_bias:", "fisher_bp:")) for c in table.columns]
+
+    def cell(value: Any, is_signed: bool) -> Any:
+        if not isinstance(value, float):
+            return value
+        return readings.fmt(value, 4) if is_signed else readings.number(value, 4)
+
+    rows = [[cell(v, sign) for v, sign in zip(record, signed, strict=True)] for record in table.itertuples(index=False)]
+    table_html = _table(rows, header=list(table.columns), numbers=tuple(range(2, len(table.columns))))
+    return f'{table_html}<p class="caption">{_text(COMPARISON_CAPTION.format(sign=readings.SIGN))}</p>'
+
+
 def occupation_report(
     analysis: ModelAnalysis,
     occupation: str,
@@ -251,12 +272,14 @@ def occupation_report(
     measures: pd.DataFrame | None = None,
     run: WhatIfRun | None = None,
     created: datetime | None = None,
+    comparison: pd.DataFrame | None = None,
 ) -> str:
     """The report of ``occupation`` (label or readable name) under ``analysis``'s model, as one HTML page.
 
     ``measures``: the model's :func:`~kgbias_core.tables.measures_table` where the caller has it (the
     dashboard's cache), else computed here. ``run``: a what-if of the occupation (:func:`whatif_run`),
-    whose section and chart are added. ``created``: the report's date (default now, UTC).
+    whose section and chart are added. ``created``: the report's date (default now, UTC). ``comparison``: a
+    debiasing comparison table (:func:`kgbias_core.whatif.compare.comparison_table`), shown as its own section.
     """
     groups = analysis.groups
     label = groups.labels[groups.index(occupation)]  # a name resolves to its label; an unknown one raises
@@ -280,6 +303,8 @@ def occupation_report(
     ]
     if run is not None:
         sections.append(f"<section><h2>What-if</h2>{_whatif(run, name=name)}</section>")
+    if comparison is not None:
+        sections.append(f"<section><h2>Debiasing compared</h2>{_comparison(comparison)}</section>")
     sections.append(f"<section><h2>Charts</h2>{drawn}{influence_note}</section>")
     versions = _table(list(_versions().items()), header=("library", "version"))
     sections.append(f"<section><h2>Library versions</h2>{versions}</section>")

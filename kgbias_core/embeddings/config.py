@@ -35,6 +35,9 @@ class TrainConfig:
     damping: float | None = None  # lambda of METHODS §3; None means 2|G|/|E|
     seed: int = 0  # initialisation, frozen negatives and the batch permutation stream
     distance: str = "squared_l2"  # TransE's psi of h + r - t (DISTANCES); others only for imported models
+    # Weight w of the fairness term (w/2) sum_o B_gr(o)^2 added to the objective (summed-loss units, as l2);
+    # 0 = plain TransE. Only kgbias_core.whatif.regularised trains with it (it supplies the groups).
+    fairness_weight: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -44,6 +44,7 @@ from kgbias_core.data.schema import Schema
 from kgbias_core.data.text import read_columns, text_lines
 from kgbias_core.embeddings.config import DISTANCES, IMPORTED_MODELS, MODELS, TrainConfig
 from kgbias_core.errors import (
+    DEBIASED_NO_RETRAIN,
     MODEL_BEING_WRITTEN,
     MODEL_CORRUPT,
     MODEL_DISAGREES,
@@ -136,6 +137,8 @@ class StoredModel:
     @property
     def frozen_negatives(self) -> LongTensor:
         """The frozen negatives [n, 3] that influence and every retrain need; a named error if absent."""
+        if self.info.get("debias"):  # before the negatives: a debiased model has them, yet no retrain may use them
+            raise MeasureError(DEBIASED_NO_RETRAIN.format(model=self.name, method=self.info["debias"].get("method")))
         if self.negatives is not None:
             return self.negatives
         if self.config.model != "transe":  # the deeper reason: Du's influence differentiates TransE's distance
@@ -773,7 +776,9 @@ def _fingerprint(config: dict[str, Any]) -> dict[str, Any]:
     keys = ("dataset", "data_hash", "model", "dim", "epochs", "batch_size", "lr", "lr_min", "margin", "l2",
             "seed", "edit")
     # Only where set: a model stored before these keys existed keeps its fingerprint (and its cached results).
-    extra = {k: config[k] for k in ("distance", "imported_from", "source_hash") if config.get(k) is not None}
+    extra = {k: config[k] for k in ("distance", "imported_from", "source_hash", "debias") if config.get(k) is not None}
+    if config.get("fairness_weight"):  # 0 (plain TransE) leaves every existing fingerprint unchanged
+        extra["fairness_weight"] = config["fairness_weight"]
     if extra.get("distance") == "squared_l2":
         del extra["distance"]
     return {**{k: config.get(k) for k in keys}, **extra}

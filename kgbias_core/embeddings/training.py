@@ -26,11 +26,14 @@ from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
 from kgbias_core.embeddings.objective import margin_loss, transe_distance
 from kgbias_core.embeddings.store import StoredModel, library_versions
-from kgbias_core.errors import CANCELLED, UNKNOWN_MODEL, CancelledError, KGBiasError
+from kgbias_core.errors import CANCELLED, REGULARISER_MISSING, UNKNOWN_MODEL, CancelledError, KGBiasError
 from kgbias_core.types import FloatTensor, LongTensor
 
 #: Called after every epoch with (epoch, n_epochs, mean loss per triple).
 EpochCallback = Callable[[int, int, float], None]
+#: An extra term of the objective, R(entities [E, d], relations [R, d]) -> scalar, in summed-loss units
+#: (a fairness regulariser, :mod:`kgbias_core.whatif.regularised`).
+Regulariser = Callable[[FloatTensor, FloatTensor], FloatTensor]
 
 # Offsets keep the three random streams of one seed independent of each other.
 _NEGATIVE_STREAM = 1_000_003
@@ -173,6 +176,7 @@ def train_transe(
     device: torch.device | None = None,
     on_epoch: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
+    regulariser: Regulariser | None = None,
 ) -> TransEResult:
     """Minimise sum_z w_z [gamma + psi(z) - psi(z')]_+ + (l2/2)||theta||^2 (METHODS §2-3).
 
@@ -182,7 +186,12 @@ def train_transe(
     ``init`` warm-starts from given weights (fast what-ifs); otherwise the seeded initialisation.
     Each batch's loss is divided by its full row count and Adam's weight_decay is l2 / n, so the
     optimum is that of the summed objective for every mask.
+    ``regulariser`` R adds R(theta) to the objective: each step adds R / (n_batches * b), so that one epoch
+    adds it on the 1/b scale of its margins; a config with ``fairness_weight`` > 0 must come with it
+    (never trained as plain TransE).
     """
+    if config.fairness_weight and regulariser is None:
+        raise KGBiasError(REGULARISER_MISSING.format(weight=config.fairness_weight))
     device = torch.device(device) if device is not None else default_device()  # a name ("cpu") too
     start = time.perf_counter()
     n = triples.shape[0]
@@ -216,6 +225,9 @@ def train_transe(
                 per_triple = margin_loss(distance=psi_pos, negative_distance=psi_neg, margin=config.margin,
                                          weights=w_all[batch])
                 loss = per_triple.sum() / batch.shape[0]
+                if regulariser is not None:
+                    # On this loop's 1/batch scale an epoch sums the margins / b: R enters as R / b per epoch.
+                    loss = loss + regulariser(entities, relations) / (n_batches * batch.shape[0])
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()

@@ -85,6 +85,8 @@ def influence_negatives(model: StoredModel, *, seed: int = DEFAULT_NEGATIVE_SEED
     A model that is no TransE fails first, with the named error of its missing vectors.
     """
     model.entity_embeddings  # noqa: B018 -- NOT_TRANSE before anything is drawn
+    if model.info.get("debias"):  # exact or re-drawn, its influence would linearise an objective it does not minimise
+        model.frozen_negatives  # noqa: B018 -- raises DEBIASED_NO_RETRAIN
     if model.negatives is not None:
         return InfluenceNegatives(negatives=model.negatives, seed=None)
     return InfluenceNegatives(negatives=redrawn_negatives(model, seed=seed), seed=seed)
