@@ -304,3 +304,18 @@ IMPORT_PICKLE_REFUSED = (
     "source you trust, or save the model's state_dict() beside it as trained_model.pt"
 )
 IMPORT_PICKLE_TRUSTED = "warning: unpickling {path} (--trust-pickle): this runs any code the file holds"
+
+
+# --- devices ----------------------------------------------------------------------
+class DeviceError(KGBiasError):
+    """The device asked for (--device, KGBIAS_DEVICE) is unknown or absent on this machine."""
+
+
+UNKNOWN_DEVICE = "unknown device {spec!r} (from {source}): choose auto, cpu, cuda or cuda:N"
+NO_CUDA_DEVICE = (
+    "device {spec!r} (from {source}) asks for a GPU, but PyTorch sees no CUDA device on this machine: "
+    "pass --device cpu or auto"
+)
+CUDA_INDEX_OUT_OF_RANGE = (
+    "device {spec!r} (from {source}): this machine has {count} CUDA device(s), numbered 0 to {last}"
+)

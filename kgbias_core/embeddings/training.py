@@ -23,6 +23,9 @@ import torch
 from pykeen.models import TransE
 
 from kgbias_core.data.graph import KnowledgeGraph
+
+# The device rules live in kgbias_core.device; re-exported here, where callers long found them.
+from kgbias_core.device import default_device, retrain_device  # noqa: F401
 from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
 from kgbias_core.embeddings.objective import margin_loss, transe_distance
 from kgbias_core.embeddings.store import StoredModel, library_versions
@@ -36,27 +39,6 @@ EpochCallback = Callable[[int, int, float], None]
 _NEGATIVE_STREAM = 1_000_003
 _INIT_STREAM = 2_000_003
 _EXTRA_STREAM = 3_000_017
-
-
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def retrain_device(model: StoredModel) -> torch.device:
-    """Where a retrain of ``model`` runs when no device is named: the kind of device it was trained on.
-
-    float32 sums in another order change a training as another seed would: the same config trained
-    on an H100 and on the CPU gave B_gr up to 0.074 apart on FB15k-237 (0.019 on FB13). A what-if
-    retrained on another kind of device than its base would count that drift as the edit's effect;
-    on the base's own kind an unedited retrain reproduces it bit for bit. Only where that kind is
-    absent (a GPU-trained model on a CPU-only machine) does the default device, and the drift, remain.
-    """
-    trained_on = str(model.info.get("device") or "")
-    if trained_on == "cpu":
-        return torch.device("cpu")
-    if trained_on.startswith("cuda") and torch.cuda.is_available():
-        return torch.device("cuda")
-    return default_device()
 
 
 @contextmanager
@@ -170,7 +152,7 @@ def train_transe(
     n_base_entities: int | None = None,
     init: tuple[FloatTensor, FloatTensor] | None = None,
     epochs: int | None = None,
-    device: torch.device | None = None,
+    device: torch.device | str,
     on_epoch: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> TransEResult:
@@ -183,7 +165,7 @@ def train_transe(
     Each batch's loss is divided by its full row count and Adam's weight_decay is l2 / n, so the
     optimum is that of the summed objective for every mask.
     """
-    device = torch.device(device) if device is not None else default_device()  # a name ("cpu") too
+    device = torch.device(device)  # a name ("cpu") too; chosen by the caller (kgbias_core.device)
     start = time.perf_counter()
     n = triples.shape[0]
     weights = torch.ones(n) if weights is None else weights.to(torch.float32)
@@ -248,8 +230,11 @@ def train_model(
     on_epoch: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> StoredModel:
-    """Train ``config.model`` on ``graph``'s training split; the result is ready for :func:`save_model`."""
-    device = device or default_device()
+    """Train ``config.model`` on ``graph``'s training split; the result is ready for :func:`save_model`.
+
+    ``device``: where it trains, as :func:`kgbias_core.device.resolve_device` resolved it (None: ``auto``).
+    """
+    device = torch.device(device) if device is not None else default_device()
     factory = graph.training
     triples = factory.mapped_triples.clone()
     n_entities, n_relations = factory.num_entities, factory.num_relations
