@@ -507,3 +507,9 @@ LINK_HELP = "Copy it (the button at its right): it opens this page with the same
 #: The occupation explorer's sections, one tab each (only the open one is drawn).
 EXPLORER_TABS = ["B_in per person, by gender", "B_in against B'_in (Du Fig 3)", "Persons",
                  "Compare occupations (Du Fig 2)", INTERSECTIONS]
+
+#: The sidebar's device line: where measures and new trainings run (KGBIAS_DEVICE), and the retrain rule.
+DEVICE_CAPTION = (
+    "Device: **{device}** for measures and training (`KGBIAS_DEVICE`); retrains run on the kind of device "
+    "their model was trained on · model store: `{store}`"
+)

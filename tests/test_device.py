@@ -168,3 +168,37 @@ def test_writing_commands_run_with_device_cpu(tiny_store: Path, tmp_path: Path) 
                  str(tmp_path / "nodata"), "--out", str(tmp_path / "c.csv")]) == 2  # no census: one line, exit 2
     # download needs a network: its parser takes the flag (checked above) and resolves it before fetching.
     assert main(["download", "--device", "bogus", "--data-dir", str(tmp_path / "nodata")]) == 2
+
+
+# --- the app: KGBIAS_DEVICE, shown in the sidebar ------------------------------------------------
+def test_the_sidebar_shows_the_device_of_measures_and_training(app_store: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import page, texts
+
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    app = page("overview")
+    app.run()
+    assert not app.exception
+    sidebar = texts(app.sidebar.caption)
+    assert "Device: **CPU** for measures and training (`KGBIAS_DEVICE`)" in sidebar
+    assert "retrains run on the kind of device their model was trained on" in sidebar
+
+
+def test_a_bad_app_device_is_one_error_line(app_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import page
+
+    monkeypatch.setenv(DEVICE_ENV, "bogus")
+    app = page("overview")
+    app.run()
+    assert not app.exception
+    assert [e.value for e in app.error] == [UNKNOWN_DEVICE.format(spec="bogus", source=DEVICE_ENV)]
+
+
+def test_the_app_cache_holds_the_model_on_the_variables_device(app_store: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgbias_app import cache
+
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    ref = next(m for m in cache.catalog().values() if m.name == "tiny-transe")
+    assert cache.device() == torch.device("cpu")
+    assert cache.analysis(ref).model.device.type == "cpu"
