@@ -113,7 +113,7 @@ def _train(args: argparse.Namespace) -> None:
         for k, v in {
             "model": args.model, "dim": args.dim, "epochs": args.epochs, "seed": args.seed,
             "batch_size": args.batch_size, "lr": args.lr, "l2": args.l2, "margin": args.margin,
-            "damping": args.damping,
+            "damping": args.damping, "optimizer": args.optimizer,
         }.items()
         if v is not None
     }
@@ -500,6 +500,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("--damping", _real(0, above=True), "lambda of the influence Hessian (default 2|G|/|E|)"),
     ):
         train.add_argument(flag, type=kind, help=meaning)
+    train.add_argument("--optimizer", choices=("adam", "sparse_adam"),
+                       help="adam: dense Adam over every row per step (default); sparse_adam: row-wise updates of "
+                            "the rows a batch touches, the same objective (for graphs of millions of entities)")
     train.add_argument("--inverse-occupation", action="store_true",
                        help="add (o, r_p (inverse), s) for every occupation fact (Du's FB5M has this inverse)")
     train.add_argument("--calibrate", action="store_true",

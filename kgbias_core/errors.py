@@ -117,6 +117,7 @@ NO_NEGATIVES = (
     "model {model!r} has no frozen negatives: influence needs TransE trained by kgbias (METHODS §2)"
 )
 UNKNOWN_MODEL = "unknown model {model!r}: choose one of {known}"
+UNKNOWN_OPTIMIZER = "unknown optimizer {optimizer!r}: choose one of {known}"
 UNKNOWN_DISTANCE = "unknown distance {distance!r}: choose one of {known}"
 NO_NEGATIVES_IMPORTED = (
     "model {model!r} was imported from {source} and has no frozen negatives: every retrain (what-if, noise band, "

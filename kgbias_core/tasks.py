@@ -136,7 +136,7 @@ def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
                        n_relations=count_rows(Path(model_dir) / "relations.tsv"),
                        dim=int(config.get("dim") or TrainConfig.dim),
                        batch_size=int(config.get("batch_size") or TrainConfig.batch_size), epochs=epochs,
-                       retrains=retrains)
+                       retrains=retrains, optimizer=str(config.get("optimizer") or TrainConfig.optimizer))
 
 
 def train_config(dataset: str) -> TrainConfig:
@@ -201,7 +201,8 @@ def train_task(
         check_retrain_fits(what="training" + (" with calibration" if calibrate else ""),
                            n_triples=graph.training.num_triples, n_entities=graph.training.num_entities,
                            n_relations=graph.training.num_relations, dim=config.dim, batch_size=config.batch_size,
-                           epochs=config.epochs, retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate)
+                           epochs=config.epochs, retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate,
+                           optimizer=config.optimizer)
         # The stage clock starts now, so that the time left is estimated from the epochs alone.
         progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
         model = train_model(graph, config, name=out.name, device=device, on_epoch=progress.as_callback(),

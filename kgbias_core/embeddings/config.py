@@ -35,6 +35,9 @@ class TrainConfig:
     damping: float | None = None  # lambda of METHODS §3; None means 2|G|/|E|
     seed: int = 0  # initialisation, frozen negatives and the batch permutation stream
     distance: str = "squared_l2"  # TransE's psi of h + r - t (DISTANCES); others only for imported models
+    # adam: dense Adam over every row each step (the default; every stored model). sparse_adam: row-wise
+    # updates of the rows a batch touches, the same objective (kgbias_core.embeddings.training.train_transe).
+    optimizer: str = "adam"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -593,6 +593,8 @@ def _fingerprint(config: dict[str, Any]) -> dict[str, Any]:
             "seed", "edit")
     # Only where set: a model stored before these keys existed keeps its fingerprint (and its cached results).
     extra = {k: config[k] for k in ("distance", "imported_from", "source_hash") if config.get(k) is not None}
+    if config.get("optimizer") not in (None, "adam"):  # the dense default keeps every stored fingerprint
+        extra["optimizer"] = config["optimizer"]
     if extra.get("distance") == "squared_l2":
         del extra["distance"]
     return {**{k: config.get(k) for k in keys}, **extra}

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 from pykeen.models import TransE
+from torch.nn import functional
 
 from kgbias_core.data.graph import KnowledgeGraph
 
@@ -29,8 +30,11 @@ from kgbias_core.device import default_device, retrain_device  # noqa: F401
 from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
 from kgbias_core.embeddings.objective import margin_loss, transe_distance
 from kgbias_core.embeddings.store import StoredModel, library_versions
-from kgbias_core.errors import CANCELLED, UNKNOWN_MODEL, CancelledError, KGBiasError
+from kgbias_core.errors import CANCELLED, UNKNOWN_MODEL, UNKNOWN_OPTIMIZER, CancelledError, KGBiasError
 from kgbias_core.types import FloatTensor, LongTensor
+
+#: TrainConfig.optimizer values: dense Adam (every stored model) and row-wise SparseAdam (see train_transe).
+OPTIMIZERS = ("adam", "sparse_adam")
 
 #: Called after every epoch with (epoch, n_epochs, mean loss per triple).
 EpochCallback = Callable[[int, int, float], None]
@@ -164,6 +168,17 @@ def train_transe(
     ``init`` warm-starts from given weights (fast what-ifs); otherwise the seeded initialisation.
     Each batch's loss is divided by its full row count and Adam's weight_decay is l2 / n, so the
     optimum is that of the summed objective for every mask.
+
+    ``config.optimizer == "sparse_adam"`` (row-wise updates, for graphs where dense Adam over every row per
+    step is the bottleneck: 5.7M rows at 20M triples): each step updates only the rows its batch touches
+    (``torch.optim.SparseAdam``), and the L2 term goes with them. Row e's (l2/2)||theta_e||^2 is split
+    evenly over the deg_e slots that hold e (head, relation or tail of a training triple or of its frozen
+    negative, masked triples included): a slot adds (l2 / (2 deg_e))||theta_e||^2 to its batch's loss.
+    Summed over an epoch that is exactly (l2/2)||theta||^2 for every row in some triple, so the objective,
+    and its optimum, are those of the dense loop (which applies l2/n to every row every step); a row in no
+    triple has no loss gradient and no L2 step: it stays at its initial value where the dense loop decays
+    it to 0 (such rows take part in no measure). Adam's moments of an untouched row are not decayed either
+    (lazy Adam), so the path to the optimum differs from the dense loop's, not the optimum.
     """
     device = torch.device(device)  # a name ("cpu") too; chosen by the caller (kgbias_core.device)
     start = time.perf_counter()
@@ -178,9 +193,21 @@ def train_transe(
     relations = torch.nn.Parameter(init[1].to(device, copy=True))  # [n_relations, dim]
     n_epochs = config.epochs if epochs is None else epochs
     n_batches = math.ceil(n / config.batch_size)
-    # The L2 term (l2/2)||theta||^2 of the objective, on this loop's 1/n scale: Adam adds its gradient
-    # (l2/n) theta itself, once per step, whatever the batch.
-    optimizer = torch.optim.Adam([entities, relations], lr=config.lr, weight_decay=config.l2 / n)
+    rowwise = config.optimizer == "sparse_adam"
+    if config.optimizer not in OPTIMIZERS:
+        raise KGBiasError(UNKNOWN_OPTIMIZER.format(optimizer=config.optimizer, known=", ".join(OPTIMIZERS)))
+    if rowwise:
+        optimizer: torch.optim.Optimizer = torch.optim.SparseAdam([entities, relations], lr=config.lr)
+        both_all = torch.cat([triples, negatives])  # [2n, 3]: every slot that holds a row
+        entity_share = config.l2 / (2 * torch.bincount(both_all[:, [0, 2]].reshape(-1), minlength=n_entities)
+                                    .clamp_min(1).to(torch.float32))  # [E]: l2 / (2 deg_e)
+        relation_share = config.l2 / (2 * torch.bincount(both_all[:, 1], minlength=n_relations)
+                                      .clamp_min(1).to(torch.float32))  # [R]
+        entity_share, relation_share = entity_share.to(device), relation_share.to(device)
+    else:
+        # The L2 term (l2/2)||theta||^2 of the objective, on this loop's 1/n scale: Adam adds its gradient
+        # (l2/n) theta itself, once per step, whatever the batch.
+        optimizer = torch.optim.Adam([entities, relations], lr=config.lr, weight_decay=config.l2 / n)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         optimizer, T_max=max(n_epochs * n_batches, 1), eta_min=config.lr_min
     )
@@ -193,11 +220,17 @@ def train_transe(
             total = torch.zeros((), device=device)
             for batch in order.split(config.batch_size):
                 both = torch.cat([pos_all[batch], neg_all[batch]])  # [2b, 3]
-                psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
+                if rowwise:
+                    psi, shares = _rowwise_distance(entities=entities, relations=relations, triples=both,
+                                                    entity_share=entity_share, relation_share=relation_share)
+                else:
+                    psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
                 psi_pos, psi_neg = psi.split(batch.shape[0])
                 per_triple = margin_loss(distance=psi_pos, negative_distance=psi_neg, margin=config.margin,
                                          weights=w_all[batch])
                 loss = per_triple.sum() / batch.shape[0]
+                if rowwise:
+                    loss = loss + shares / batch.shape[0]  # the batch's slots' shares of the L2 term
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
@@ -214,6 +247,26 @@ def train_transe(
         losses=losses,
         seconds=time.perf_counter() - start,
     )
+
+
+def _rowwise_distance(
+    *, entities: FloatTensor, relations: FloatTensor, triples: LongTensor, entity_share: FloatTensor,
+    relation_share: FloatTensor,
+) -> tuple[FloatTensor, FloatTensor]:
+    """psi of each triple and the L2 shares of its slots, through sparse lookups (row-wise gradients).
+
+    Shapes: entities [E, d], relations [R, d], triples [m, 3], entity_share [E], relation_share [R]
+    -> (psi [m], scalar sum over slots of share_row * ||theta_row||^2). Same psi as
+    :func:`~kgbias_core.embeddings.objective.transe_distance`, whose lookups give dense gradients.
+    """
+    h = functional.embedding(triples[:, 0], entities, sparse=True)  # [m, d]
+    r = functional.embedding(triples[:, 1], relations, sparse=True)  # [m, d]
+    t = functional.embedding(triples[:, 2], entities, sparse=True)  # [m, d]
+    psi = ((h + r - t) ** 2).sum(-1)  # [m]
+    shares = ((entity_share[triples[:, 0]] * h.pow(2).sum(-1)).sum()
+              + (relation_share[triples[:, 1]] * r.pow(2).sum(-1)).sum()
+              + (entity_share[triples[:, 2]] * t.pow(2).sum(-1)).sum())
+    return psi, shares
 
 
 def default_damping(*, n_triples: int, n_entities: int) -> float:
