@@ -202,3 +202,26 @@ def test_the_app_cache_holds_the_model_on_the_variables_device(app_store: Path,
     ref = next(m for m in cache.catalog().values() if m.name == "tiny-transe")
     assert cache.device() == torch.device("cpu")
     assert cache.analysis(ref).model.device.type == "cpu"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_measure_runs_where_the_model_was_loaded(tiny_store: Path, device: str) -> None:
+    """No function below the top picks a device: on a model loaded onto ``device`` every memoised tensor is
+    there, and the tables (which leave the device at display) equal the CPU's."""
+    from kgbias_core import tables
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.influence.iterative import conjugate_gradient_solve, group_bias_rhs
+
+    there = ModelAnalysis(load_model(tiny_store / "tiny-transe", device=device))
+    cpu = ModelAnalysis(load_model(tiny_store / "tiny-transe", device="cpu"))
+    nurse = "nurse"
+    index = there.groups.index(nurse)
+    solved = conjugate_gradient_solve(there.model, group_bias_rhs(there.context, index), damping=there.damping,
+                                      iterations=5)
+    for tensor in (there.group_bias(), *there.pair_biases, there.fisher_changes, there.fisher_bp,
+                   there.influence(nurse), there.context.entity_embeddings, there.alpha, solved[0]):
+        assert tensor.device.type == device
+    exact = device == "cpu"  # a GPU sums float32 in another order: equal within tolerance, not bit for bit
+    pd.testing.assert_frame_equal(tables.measures_table(there), tables.measures_table(cpu), check_exact=exact)
+    pd.testing.assert_frame_equal(tables.influence_table(there, nurse, top=10),
+                                  tables.influence_table(cpu, nurse, top=10), check_exact=exact)
