@@ -28,6 +28,7 @@ from kgbias_core import report as reports
 from kgbias_core import tables, tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.datasets import NAMED_DATASETS
+from kgbias_core.device import resolve_device
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store, list_models, load_model, model_version, read_config
 from kgbias_core.errors import KGBiasError
@@ -101,6 +102,13 @@ def whatif_runs(base: ModelRef) -> tuple[list[ModelRef], list[str]]:
     return current, stale
 
 
+def device() -> torch.device:
+    """The app's device (``KGBIAS_DEVICE``, else auto): every model is moved there once, on load, and its
+    measures run there; new trainings too (the tasks resolve the same variable). Raises
+    :class:`~kgbias_core.errors.DeviceError` for a spec it does not know or a GPU that is absent."""
+    return resolve_device(None)
+
+
 def config(model: ModelRef) -> dict:
     """The model's config.json (a copy)."""
     return _config(model.path, model.version)
@@ -111,9 +119,10 @@ def analysis(model: ModelRef) -> ModelAnalysis:
     """The shared, read-only analysis of one stored model (weights loaded once per process).
 
     The influence context (~0.8 s on FB15k-237) is precomputed in the background, so that the first
-    predicted change or influence table of a session does not wait for it.
+    predicted change or influence table of a session does not wait for it. The tensors live on
+    :func:`device` (this cache holds device tensors; tables leave the device at display).
     """
-    shared = ModelAnalysis(load_model(model.path))
+    shared = ModelAnalysis(load_model(model.path, device=device()))
     shared.warm_up()
     return shared
 

@@ -20,8 +20,9 @@ from kgbias_app import cache, jobs_ui, links, presenter, texts
 from kgbias_app.cache import ModelRef
 from kgbias_core import tasks
 from kgbias_core.data.datasets import available_datasets, dataset_title, has_dataset, resolve_data_dir
+from kgbias_core.device import describe_device
 from kgbias_core.embeddings.store import default_store
-from kgbias_core.embeddings.training import default_device
+from kgbias_core.errors import DeviceError
 from kgbias_core.jobs import FINISHED_STATES, JobState, Priority, default_registry
 from kgbias_core.tasks import DEFAULT_MODEL_NAMES, Task, train_task
 
@@ -89,9 +90,12 @@ def _render() -> ModelRef | None:
                 what="model", persist_state="session",
             )
             model = next(m for m in mine if m.name == name)
-        device = default_device()
-        gpu = f"GPU ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "CPU"
-        st.caption(f"Device: **{gpu}** · model store: `{store}`")
+        try:
+            device = cache.device()
+        except DeviceError as error:  # a bad KGBIAS_DEVICE: one line, and no page computes anywhere else
+            st.error(str(error))
+            st.stop()
+        st.caption(texts.DEVICE_CAPTION.format(device=describe_device(device), store=store))
         training = _training(graph, [m.name for m in mine], store=store, data_dir=data_dir)
         if training is not None and model is not None:
             jobs_ui.progress_panel([training], key="sidebar")

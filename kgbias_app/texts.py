@@ -668,3 +668,8 @@ ACCURACY_MISSING = "{n} model(s) have no link prediction yet and are not drawn: 
 ACCURACY_COMPUTE = "Compute the missing link predictions ({n} model(s))"
 SEVERAL_REPORT_PICK = "Occupations for one report"
 SEVERAL_REPORT_BUTTON = "Download a report of {n} occupation(s) (HTML)"
+#: The sidebar's device line: where measures and new trainings run (KGBIAS_DEVICE), and the retrain rule.
+DEVICE_CAPTION = (
+    "Device: **{device}** for measures and training (`KGBIAS_DEVICE`); retrains run on the kind of device "
+    "their model was trained on · model store: `{store}`"
+)

@@ -39,6 +39,8 @@ _API: dict[str, str] = {
     "SyntheticConfig": "data.synthetic",
     "generate_people_graph": "data.synthetic",
     "census_validation": "data.census",
+    # devices
+    "resolve_device": "device",
     # embeddings
     "TrainConfig": "embeddings.config",
     "default_train_config": "embeddings.config",

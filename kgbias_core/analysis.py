@@ -170,7 +170,7 @@ class ModelAnalysis:
                 value_b=groups.female,
                 occupation_relation=groups.occupation_relation,
                 professions=groups.occupations,
-            ).cpu()
+            )  # stays on the model's device: tables move it to the CPU, at display
 
         return self._memo.get("fisher_changes", compute)
 

@@ -147,13 +147,13 @@ def _train(args: argparse.Namespace) -> None:
         for k, v in {
             "model": args.model, "dim": args.dim, "epochs": args.epochs, "seed": args.seed,
             "batch_size": args.batch_size, "lr": args.lr, "l2": args.l2, "margin": args.margin,
-            "damping": args.damping,
+            "damping": args.damping, "optimizer": args.optimizer,
         }.items()
         if v is not None
     }
     task = train_task(args.dataset, out=Path(args.out), data_dir=args.data_dir, schema=args.schema,
                       names=args.names, overrides=overrides, calibrate=args.calibrate, overwrite=args.force,
-                      inverse_occupation=args.inverse_occupation)
+                      inverse_occupation=args.inverse_occupation, device=args.device)
     path = task.run(_PrintedProgress())
     print(f"saved {path} ({read_config(path)['train_seconds']:.1f}s)")
 
@@ -215,6 +215,26 @@ def _synthetic(args: argparse.Namespace) -> None:
           f"(train.txt, valid.txt, test.txt, entity_names.tsv, schema.toml); load it with --dataset {out}")
 
 
+def _device_flag(command: argparse.ArgumentParser) -> None:
+    """``--device``, on every command: where the model is moved on load and every measure runs (and where
+    ``train`` trains). Resolved once in :func:`main` (:func:`kgbias_core.device.resolve_device`)."""
+    from kgbias_core.device import DEVICE_CHOICES, DEVICE_ENV
+
+    command.add_argument("--device", default=None, metavar="DEVICE",
+                         help=f"{DEVICE_CHOICES} (default: ${DEVICE_ENV}, else auto: a GPU where PyTorch sees one); "
+                              "retrains run on the kind of device their base model was trained on")
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that run a command (``validate influence``, not ``validate``), for flags every command has."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found.extend(_leaf_parsers(sub))
+    return found or [parser]
+
+
 def _graph_flags(command: argparse.ArgumentParser, flag: str, meaning: str) -> None:
     """The graph flags of ``train`` and ``import``: a data set name or a user graph with its schema."""
     command.add_argument(flag, required=True, help=f"{meaning}: fb15k237 | fb13 | synthetic | PATH (TSV or directory)")
@@ -223,14 +243,15 @@ def _graph_flags(command: argparse.ArgumentParser, flag: str, meaning: str) -> N
     command.add_argument("--names", help="id<TAB>name file for a user graph")
 
 
-def _analysis(path: str, negative_seed: int | None = None):
-    """The model's analysis; ``negative_seed``: the re-draw seed of a model without frozen negatives (default 0)."""
+def _analysis(path: str, negative_seed: int | None = None, *, device: Any):
+    """The model's analysis, its tensors moved once to ``device`` (``args.device``, resolved in :func:`main`);
+    ``negative_seed``: the re-draw seed of a model without frozen negatives (default 0)."""
     from kgbias_core.analysis import ModelAnalysis
     from kgbias_core.embeddings.store import load_model
     from kgbias_core.influence.negatives import DEFAULT_NEGATIVE_SEED
 
     seed = DEFAULT_NEGATIVE_SEED if negative_seed is None else negative_seed
-    return ModelAnalysis(load_model(path), negative_seed=seed)
+    return ModelAnalysis(load_model(path, device=device), negative_seed=seed)
 
 
 def _print_negatives(analysis, occupation: str | None, *, negative_seed: int | None, exact_too: bool = True) -> None:
@@ -272,20 +293,20 @@ def _write_text(text: str, out: str) -> None:
 def _measures(args: argparse.Namespace) -> None:
     from kgbias_core.tables import MEASURE_COLUMNS, measures_table
 
-    frame = measures_table(_analysis(args.model))
+    frame = measures_table(_analysis(args.model, device=args.device))
     _write(frame[[*MEASURE_COLUMNS, "n_other_gender", "n_unknown_gender", "note"]], args.out)
 
 
 def _individuals(args: argparse.Namespace) -> None:
     from kgbias_core.tables import persons_table
 
-    _write(persons_table(_analysis(args.model), args.occupation), args.out)
+    _write(persons_table(_analysis(args.model, device=args.device), args.occupation), args.out)
 
 
 def _influence(args: argparse.Namespace) -> None:
     from kgbias_core.tables import influence_table
 
-    analysis = _analysis(args.model, args.negative_seed)
+    analysis = _analysis(args.model, args.negative_seed, device=args.device)
     frame = influence_table(analysis, args.occupation, top=args.top)
     _write(frame[["head", "relation", "tail", "head_name", "tail_name", "person", "person_name", "person_gender",
                   "person_degree", "influence", "negatives"]], args.out)
@@ -296,7 +317,8 @@ def _fisher(args: argparse.Namespace) -> None:
     from kgbias_core.tables import fisher_table
 
     frame = fisher_table(
-        _analysis(args.model), relation=args.relation, value_a=args.a, value_b=args.b, min_count=args.min_count
+        _analysis(args.model, device=args.device), relation=args.relation, value_a=args.a, value_b=args.b,
+        min_count=args.min_count,
     )
     _write(frame, args.out)
 
@@ -305,8 +327,8 @@ def _intersect(args: argparse.Namespace) -> None:
     from kgbias_core.tables import MIN_GROUP_SIZE, intersection_table
 
     min_count = MIN_GROUP_SIZE if args.min_count is None else args.min_count
-    found = intersection_table(_analysis(args.model), args.occupation, args.attribute, value_a=args.value_a,
-                               value_b=args.value_b, min_count=min_count)
+    found = intersection_table(_analysis(args.model, device=args.device), args.occupation, args.attribute,
+                               value_a=args.value_a, value_b=args.value_b, min_count=min_count)
     _write(found.table, args.out)
     test = found.comparison
     if test.note:
@@ -320,7 +342,7 @@ def _audit(args: argparse.Namespace) -> None:
     from kgbias_core.embeddings.store import load_model
     from kgbias_core.measures.relation_audit import audit_table
 
-    models = [load_model(path) for path in args.models]
+    models = [load_model(path, device=args.device) for path in args.models]
     table = audit_table(models, k=args.k, kind=args.classifier, min_persons=args.min_persons)
     _write(table, args.out)
 
@@ -334,7 +356,7 @@ def _fairness(args: argparse.Namespace) -> None:
 
     frames = []
     for path in args.models:
-        model = load_model(path)
+        model = load_model(path, device=args.device)
         report = model_fairness(model, min_count=args.min_count, n_bootstrap=args.bootstrap)
         own = [c for c in report.classes if c != OTHER]
         if len(own) < 2:  # one class or none: every gap compares (almost) nothing
@@ -384,7 +406,7 @@ def _debias(args: argparse.Namespace) -> None:
     from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, bias_change, membership_of_record
 
     check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
-    analysis = ModelAnalysis(load_model(args.model))
+    analysis = ModelAnalysis(load_model(args.model, device=args.device))
     occupation = args.occupation
     strategy = "add" if args.add else args.strategy if args.remove_k is not None else "basket"
     indices = _read_indices(args.remove_indices) if strategy == "basket" else ()
@@ -396,9 +418,10 @@ def _debias(args: argparse.Namespace) -> None:
     predicted = None
     if edit.kind == "remove":
         predicted = analysis.predicted_removal(occupation, torch.tensor(edit.removed, dtype=torch.long))
-    task = whatif_task(base=Path(args.model), edit=edit, out=Path(args.out), overwrite=args.force)
+    task = whatif_task(base=Path(args.model), edit=edit, out=Path(args.out), overwrite=args.force,
+                       device=args.device)
     path = task.run(_PrintedProgress())
-    what_if = ModelAnalysis(load_model(path))
+    what_if = ModelAnalysis(load_model(path, device=args.device))
     change = bias_change(analysis, what_if).set_index("occupation").loc[occupation]
     print(f"saved {path} ({edit.strategy}, retrained from the base's seed)")
     print(f"B_gr before {change['group_bias_before']:+.4f}  after {change['group_bias_after']:+.4f}  "
@@ -436,7 +459,7 @@ def _calibrate(args: argparse.Namespace) -> None:
     from kgbias_core.influence.calibration import calibrate, leave_one_out
     from kgbias_core.tasks import store_calibration
 
-    model = load_model(args.model)
+    model = load_model(args.model, device=args.device)  # measured there; retrained on its own kind of device
     n = int(model.triples.shape[0])
     if args.k is not None and args.k > n:  # before the first of 1 + 2n retrains
         raise MeasureError(LAB_K_TOO_LARGE.format(k=args.k, n=n, model=model.name))
@@ -464,7 +487,7 @@ def _validate_influence(args: argparse.Namespace) -> None:
     from kgbias_core.tasks import influence_accuracy_task
 
     task = influence_accuracy_task(Path(args.model), occupation=args.occupation, ks=args.ks, kinds=args.kinds,
-                                   keep=False)
+                                   keep=False, device=args.device)
     runs = task.run(_PrintedProgress())
     summary = summarize_accuracy(runs)
     _write(runs, args.out)
@@ -482,7 +505,7 @@ def _validate_census(args: argparse.Namespace) -> None:
     census = census_file(data_dir)
     if not census.is_file():
         raise DataError(CENSUS_FILE_MISSING.format(path=census, data_dir=data_dir))
-    analysis = _analysis(args.model)
+    analysis = _analysis(args.model, device=args.device)
     correlations, joined = census_validation(measures_table(analysis), census_path=census, year=args.year,
                                              min_per_gender=args.min_per_gender, dataset=analysis.model.dataset)
     if joined.empty:
@@ -507,7 +530,7 @@ def _findings(args: argparse.Namespace) -> None:
         check_writable(Path(args.model).parent, what="findings --retrain (saves what-ifs there)")
     census = census_file(resolve_data_dir(args.data_dir))
     frame = findings_task(Path(args.model), census=census, year=args.year, retrain=args.retrain or (),
-                          k=args.k, negative_seed=args.negative_seed).run(_PrintedProgress())
+                          k=args.k, negative_seed=args.negative_seed, device=args.device).run(_PrintedProgress())
     if not census.is_file():  # after the run: a refused model is one line, not a census note and the error
         print(f"no census file at {census}: claim 6 is not measured", file=sys.stderr)
     config = read_config(args.model)
@@ -531,7 +554,7 @@ def _report(args: argparse.Namespace) -> None:
     from kgbias_core.tasks import saved_noise_band
     from kgbias_core.whatif.runs import made_from
 
-    analysis = _analysis(args.model, args.negative_seed)
+    analysis = _analysis(args.model, args.negative_seed, device=args.device)
     if args.occupations is not None:
         from kgbias_core.report import occupations_report
 
@@ -546,7 +569,7 @@ def _report(args: argparse.Namespace) -> None:
             raise ModelStoreError(REPORT_NOT_A_RUN.format(path=args.run))
         if not made_from(run_config, read_config(args.model)):
             raise ModelStoreError(REPORT_RUN_NOT_OF_MODEL.format(run=args.run, model=args.model))
-        run = whatif_run(analysis, _analysis(args.run), noise=saved_noise_band(args.model))
+        run = whatif_run(analysis, _analysis(args.run, device=args.device), noise=saved_noise_band(args.model))
         occupation = run.edit["occupation"]
     comparison = None
     if args.compare:  # the original first, then the other models, all of one graph
@@ -578,6 +601,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("--damping", _real(0, above=True, high=MAX_DAMPING), "lambda of the influence Hessian (default 2|G|/|E|)"),
     ):
         train.add_argument(flag, type=kind, help=meaning)
+    train.add_argument("--optimizer", choices=("adam", "sparse_adam"),
+                       help="adam: dense Adam over every row per step (default); sparse_adam: row-wise updates of "
+                            "the rows a batch touches, the same objective (for graphs of millions of entities)")
     train.add_argument("--inverse-occupation", action="store_true",
                        help="add (o, r_p (inverse), s) for every occupation fact (Du's FB5M has this inverse)")
     train.add_argument("--calibrate", action="store_true",
@@ -800,6 +826,8 @@ def build_parser() -> argparse.ArgumentParser:
     census.add_argument("--min-per-gender", type=_integer(1), default=1)
     census.add_argument("--out", required=True, type=_csv_out, help="CSV: measure, r, p_value, n")
     census.set_defaults(handler=_validate_census)
+    for command in _leaf_parsers(parser):
+        _device_flag(command)
     return parser
 
 
@@ -815,6 +843,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit:  # --help (0) or a usage error, already printed as one line (2)
         return exit.code if isinstance(exit.code, int) else 2
     try:
+        from kgbias_core.device import resolve_device
+
+        # The one place the command line resolves its device: every handler passes args.device down.
+        args.device = resolve_device(args.device)
         args.handler(args)
     except KGBiasError as error:
         _say(f"error: {error}")

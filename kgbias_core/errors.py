@@ -150,6 +150,7 @@ NO_NEGATIVES = (
     "model {model!r} has no frozen negatives: influence needs TransE trained by kgbias (METHODS §2)"
 )
 UNKNOWN_MODEL = "unknown model {model!r}: choose one of {known}"
+UNKNOWN_OPTIMIZER = "unknown optimizer {optimizer!r}: choose one of {known}"
 UNKNOWN_DISTANCE = "unknown distance {distance!r}: choose one of {known}"
 NO_NEGATIVES_IMPORTED = (
     "model {model!r} was imported from {source} and has no frozen negatives: every retrain (what-if, noise band, "
@@ -374,4 +375,19 @@ IMPORT_PICKLE_TRUSTED = "warning: unpickling {path} (--trust-pickle): this runs 
 ADD_OTHER_C = (
     "the store's Add what-ifs use another c than the paper's 0.5 ({runs}): claim 5 is Du's Add with c = 0.5, and "
     "an extreme c adds so many dummies that B_gr measures them, not a debiasing; run findings --retrain OCC"
+)
+
+
+# --- devices ----------------------------------------------------------------------
+class DeviceError(KGBiasError):
+    """The device asked for (--device, KGBIAS_DEVICE) is unknown or absent on this machine."""
+
+
+UNKNOWN_DEVICE = "unknown device {spec!r} (from {source}): choose auto, cpu, cuda or cuda:N"
+NO_CUDA_DEVICE = (
+    "device {spec!r} (from {source}) asks for a GPU, but PyTorch sees no CUDA device on this machine: "
+    "pass --device cpu or auto"
+)
+CUDA_INDEX_OUT_OF_RANGE = (
+    "device {spec!r} (from {source}): this machine has {count} CUDA device(s), numbered 0 to {last}"
 )

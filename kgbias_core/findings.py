@@ -193,9 +193,10 @@ def top_triple_counts(analysis: ModelAnalysis, occupation: str, *, fraction: flo
     """
     influence = analysis.influence(occupation)
     model, groups = analysis.model, analysis.groups
-    occupation_like = torch.tensor(occupation_like_relations(analysis))
+    # Made where the model's triples are (the device of the measures), so no comparison mixes devices.
+    occupation_like = torch.tensor(occupation_like_relations(analysis), dtype=torch.long, device=model.triples.device)
     men, women = groups.members(groups.index(occupation))
-    is_member = torch.zeros(model.n_entities, dtype=torch.bool)
+    is_member = torch.zeros(model.n_entities, dtype=torch.bool, device=model.triples.device)
     is_member[men] = True
     is_member[women] = True
     counts: dict[str, float] = {}
@@ -217,7 +218,8 @@ def top_triple_counts(analysis: ModelAnalysis, occupation: str, *, fraction: flo
     if int(held.sum()) >= 3:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", stats.ConstantInputWarning)
-            rho = float(stats.spearmanr(degree[held].numpy(), influence[moving][held].abs().numpy()).statistic)
+            rho = float(stats.spearmanr(degree[held].cpu().numpy(),
+                                         influence[moving][held].abs().cpu().numpy()).statistic)
     counts["rho_degree"] = rho
     return counts
 
@@ -296,7 +298,8 @@ def add_findings(
     before = float(base.group_bias(occupation))
     index = what_if.groups.index(occupation)
     name = what_if.groups.names[index]
-    dummy = torch.tensor([label.startswith(DUMMY_PREFIX) for label in what_if.model.entity_labels])
+    dummy = torch.tensor([label.startswith(DUMMY_PREFIX) for label in what_if.model.entity_labels],
+                         device=what_if.model.device)
     original = what_if.groups.without(dummy)
     after_original = float(group_bias(entity_embeddings=what_if.model.entity_embeddings,
                                       relation_embeddings=what_if.model.relation_embeddings, groups=original)[index])

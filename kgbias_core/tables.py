@@ -348,7 +348,8 @@ def occupation_relation_share(
     top = top_influence(analysis.influence(occupation), fraction=fraction, sign=sign)
     occupation_like = occupation_like_relations(analysis)
     n_top = int(top.shape[0])
-    hits = int(torch.isin(model.triples[top, 1], torch.tensor(occupation_like)).sum())
+    hits = int(torch.isin(model.triples[top, 1],
+                          torch.tensor(occupation_like, dtype=torch.long, device=model.triples.device)).sum())
     return {
         "share": hits / n_top if n_top else math.nan,
         "n_top": n_top,

@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import pandas as pd
+import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.datasets import load_dataset
 from kgbias_core.data.graph import KnowledgeGraph
+from kgbias_core.device import resolve_device
 from kgbias_core.embeddings.config import RANDOM_FORMAT, TrainConfig, default_train_config
 from kgbias_core.embeddings.store import (
     StoredModel,
@@ -144,7 +146,7 @@ def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
                        n_relations=count_rows(Path(model_dir) / "relations.tsv"),
                        dim=int(config.get("dim") or TrainConfig.dim),
                        batch_size=int(config.get("batch_size") or TrainConfig.batch_size), epochs=epochs,
-                       retrains=retrains)
+                       retrains=retrains, optimizer=str(config.get("optimizer") or TrainConfig.optimizer))
 
 
 def train_config(dataset: str) -> TrainConfig:
@@ -180,6 +182,7 @@ def train_task(
     calibrate: bool = False,
     overwrite: bool = False,
     inverse_occupation: bool = False,
+    device: torch.device | str | None = None,
 ) -> Task[str]:
     """Train a model on ``dataset``'s training split and save it as the model directory ``out``.
 
@@ -191,7 +194,10 @@ def train_task(
     replaced only with ``overwrite``, anything else never, so a refused ``out`` costs no training.
     One job per model directory: the key is ``out``. ``inverse_occupation`` trains on the graph with
     the inverse of the occupation relation added (:func:`kgbias_core.data.graph.with_inverse_occupation`).
+    ``device`` (every task's): as :func:`kgbias_core.device.resolve_device` takes it (None: ``KGBIAS_DEVICE``,
+    else auto); training and measures run there, retrains on the base's kind of device.
     """
+    device = resolve_device(device)
 
     def run(progress: Progress) -> str:
         check_output(out, overwrite=overwrite)
@@ -207,17 +213,18 @@ def train_task(
         check_retrain_fits(what="training" + (" with calibration" if calibrate else ""),
                            n_triples=graph.training.num_triples, n_entities=graph.training.num_entities,
                            n_relations=graph.training.num_relations, dim=config.dim, batch_size=config.batch_size,
-                           epochs=config.epochs, retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate)
+                           epochs=config.epochs, retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate,
+                           optimizer=config.optimizer)
         # The stage clock starts now, so that the time left is estimated from the epochs alone.
         progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
-        model = train_model(graph, config, name=out.name, on_epoch=progress.as_callback(),
+        model = train_model(graph, config, name=out.name, device=device, on_epoch=progress.as_callback(),
                             should_stop=progress.should_stop)
         progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
         path = save_model(model, out.parent, overwrite=overwrite)
         if calibrate and config.model == "transe":
             # Saved first: the model is usable (ranking only) while its calibration runs.
             try:
-                calibrated, runs = _calibrated(model, progress)
+                calibrated, runs = _calibrated(model.to(device), progress)
             except MeasureError as exc:  # a graph too small to calibrate: the model itself is fine
                 progress.update(stage="saved", message=f"saved, not calibrated: {exc}")
             else:
@@ -340,14 +347,15 @@ def store_calibration(model_dir: Path | str, calibration: Calibration, runs: pd.
 CALIBRATION_RUNS = "calibration_runs"
 
 
-def calibration_task(model_dir: Path | str) -> Task[Calibration]:
+def calibration_task(model_dir: Path | str, *, device: torch.device | str | None = None) -> Task[Calibration]:
     """Calibrate the model at ``model_dir`` on several occupations and store the calibration in it."""
+    device = resolve_device(device)
 
     def run(progress: Progress) -> Calibration:
         from kgbias_core.influence.calibration import CALIBRATION_OCCUPATIONS
 
         check_retrains(model_dir, what="calibration", retrains=1 + 2 * CALIBRATION_OCCUPATIONS)
-        model = load_model(model_dir)
+        model = load_model(model_dir, device=device)
         calibrated, runs = _calibrated(model, progress)
         progress.update(stage="saving", message=f"storing the calibration in {Path(model_dir).name}")
         store_calibration(model_dir, calibrated.calibration, runs)
@@ -435,16 +443,19 @@ def whatif_name(base: str, edit: Edit, *, occupation_name: str) -> str:
 
 
 def whatif_task(
-    *, base: Path | str, edit: Edit, out: Path, evaluate: bool = False, overwrite: bool = False
+    *, base: Path | str, edit: Edit, out: Path, evaluate: bool = False, overwrite: bool = False,
+    device: torch.device | str | None = None,
 ) -> Task[str]:
     """Retrain the model at ``base`` with ``edit`` and save the run as the model directory ``out``.
 
     ``out`` is checked before retraining: never the base itself, an existing model only with
     ``overwrite``. The run's edit record keeps the base's :func:`model_fingerprint` under
     ``"base"``, so :func:`kgbias_core.whatif.runs.is_stale` can tell when the base was retrained
-    since. ``evaluate`` then caches link prediction of the run and its base (what the lab compares).
+    since. ``evaluate`` then caches link prediction of the run and its base (what the lab compares), on
+    ``device``; the retrain itself runs on the base's kind of device (:func:`kgbias_core.device.retrain_device`).
     The task returns the run's directory.
     """
+    device = resolve_device(device)
 
     def run(progress: Progress) -> str:
         check_output(out, overwrite=overwrite, reading=base)
@@ -459,19 +470,22 @@ def whatif_task(
         path = save_model(what_if, out.parent, overwrite=overwrite)
         if evaluate:
             progress.update(stage="evaluating", message="link prediction (MRR, Hits@10) of the run and its base")
-            cached_link_prediction(path)
-            cached_link_prediction(base)
+            cached_link_prediction(path, device=device)
+            cached_link_prediction(base, device=device)
         return str(path)
 
     return Task(key=_key("whatif", base, out=str(out), evaluate=evaluate), run=run)
 
 
-def noise_band_task(model_dir: Path | str, *, seeds: Sequence[int] = NOISE_SEEDS) -> Task[pd.DataFrame]:
+def noise_band_task(
+    model_dir: Path | str, *, seeds: Sequence[int] = NOISE_SEEDS, device: torch.device | str | None = None
+) -> Task[pd.DataFrame]:
     """Retrain the unedited graph under ``seeds`` and cache B_gr's spread beside the model."""
+    device = resolve_device(device)
 
     def run(progress: Progress) -> pd.DataFrame:
         check_retrains(model_dir, what="the noise band", retrains=len(seeds))
-        model = load_model(model_dir)
+        model = load_model(model_dir, device=device)
         done = [0]
 
         def on_epoch(epoch: int, n_epochs: int, loss: float) -> None:
@@ -495,7 +509,8 @@ def curve_key(occupation: str) -> str:
 
 
 def removal_curve_task(
-    model_dir: Path | str, *, occupation: str, ks: Sequence[int], seed: int = 0
+    model_dir: Path | str, *, occupation: str, ks: Sequence[int], seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> Task[pd.DataFrame]:
     """B_gr of ``occupation`` after IF-REMOVE and Random-REMOVE of k triples, for each k (Du Fig. 4d-f).
 
@@ -504,10 +519,11 @@ def removal_curve_task(
     ``predicted, predicted_low, predicted_high`` (B_gr after, calibrated; empty for an uncalibrated
     model) and ``group_bias`` (after the retrain).
     """
+    device = resolve_device(device)
 
     def run(progress: Progress) -> pd.DataFrame:
         check_retrains(model_dir, what="the removal curve", retrains=2 * len(ks))
-        model = load_model(model_dir)
+        model = load_model(model_dir, device=device)
         _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)
         index = analysis.groups.index(occupation)
@@ -554,16 +570,18 @@ def influence_accuracy_task(
     ks: Sequence[int],
     kinds: Sequence[str] = REMOVAL_KINDS,
     keep: bool = True,
+    device: torch.device | str | None = None,
 ) -> Task[pd.DataFrame]:
     """Du §4.2: predicted against actual change of B_gr for top/bottom/random-k removals.
 
     -> one row per (kind, k): ``kind, k, predicted, actual``; ``keep`` caches it beside the model
     (where the Validation page reads it; the command line writes its own file instead).
     """
+    device = resolve_device(device)
 
     def run(progress: Progress) -> pd.DataFrame:
         check_retrains(model_dir, what="the influence check", retrains=1 + len(kinds) * len(ks))
-        model = load_model(model_dir)
+        model = load_model(model_dir, device=device)
         _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)
         index = analysis.groups.index(occupation)
@@ -593,20 +611,26 @@ def saved_accuracy(model_dir: Path | str, occupation: str) -> pd.DataFrame | Non
 
 
 # --- evaluation and the relation audit -----------------------------------------------------------
-def link_prediction_task(model_dirs: Sequence[Path | str]) -> Task[None]:
+def link_prediction_task(
+    model_dirs: Sequence[Path | str], *, device: torch.device | str | None = None
+) -> Task[None]:
     """Cache filtered MRR and Hits@k of each model directory beside it (seconds each on FB15k-237)."""
+    device = resolve_device(device)
 
     def run(progress: Progress) -> None:
         for step, path in enumerate(model_dirs):
             progress.update(stage="evaluating", step=step, total=len(model_dirs),
                             message=f"link prediction of {Path(path).name}")
-            cached_link_prediction(path)
+            cached_link_prediction(path, device=device)
 
     return Task(key=_key("link_prediction", *model_dirs), run=run)
 
 
-def relation_audit_task(model_dir: Path | str, params: Mapping[str, Any]) -> Task[pd.DataFrame]:
+def relation_audit_task(
+    model_dir: Path | str, params: Mapping[str, Any], *, device: torch.device | str | None = None
+) -> Task[pd.DataFrame]:
     """Keidar et al.'s per-value relation audit of a stored model, cached beside it (METHODS §7)."""
+    device = resolve_device(device)
 
     def run(progress: Progress) -> pd.DataFrame:
         def on_step(done: int, total: int, relation: str) -> None:
@@ -614,7 +638,8 @@ def relation_audit_task(model_dir: Path | str, params: Mapping[str, Any]) -> Tas
             progress.pause_point()  # between relations: a person's job waiting runs now
 
         progress.update(stage="classifying occupations", message=f"{params['kind']} on {Path(model_dir).name}")
-        return cached_value_audit(model_dir, **params, on_step=on_step, should_stop=progress.should_stop)
+        return cached_value_audit(model_dir, **params, on_step=on_step, should_stop=progress.should_stop,
+                                  device=device)
 
     return Task(key=_key("relation_audit", model_dir, **params), run=run)
 
@@ -709,6 +734,7 @@ def findings_task(
     retrain: Sequence[str] = (),
     k: int | None = None,
     negative_seed: int | None = None,
+    device: torch.device | str | None = None,
 ) -> Task[pd.DataFrame]:
     """Du et al.'s claims measured on the model at ``model_dir`` (:func:`kgbias_core.findings.model_findings`),
     cached beside it.
@@ -724,10 +750,12 @@ def findings_task(
     from kgbias_core.findings import findings_frame, model_findings
     from kgbias_core.tables import measures_table
 
+    device = resolve_device(device)
+
     def run(progress: Progress) -> pd.DataFrame:
-        model = load_model(model_dir)
+        model = load_model(model_dir, device=device)
         if retrain:
-            _findings_retrains(model_dir, model, retrain, k=k, progress=progress)
+            _findings_retrains(model_dir, model, retrain, k=k, progress=progress, device=device)
         seed = _redraw_seed(model_dir, negative_seed)
         analysis = ModelAnalysis(model, negative_seed=DEFAULT_NEGATIVE_SEED if seed is None else seed)
         progress.update(stage="measuring", message="every measure with its bootstrap interval")
@@ -741,7 +769,8 @@ def findings_task(
         others = [f"{path.name} (c = {add_c(read_config(path))})" for path in add_runs(model_dir, c=None)
                   if path not in runs]
         frame = findings_frame(model_findings(analysis, measures, census=correlations, curves=curves, noise=noise,
-                                              add_runs=[ModelAnalysis(load_model(path)) for path in runs],
+                                              add_runs=[ModelAnalysis(load_model(path, device=device))
+                                                        for path in runs],
                                               add_refused=others))
         save_result(model_dir, FINDINGS, frame,
                     params=_inputs(curves, runs, noise, census=census, year=year, negative_seed=seed))
@@ -752,23 +781,24 @@ def findings_task(
 
 
 def _findings_retrains(
-    model_dir: Path | str, model: StoredModel, occupations: Sequence[str], *, k: int | None, progress: Progress
+    model_dir: Path | str, model: StoredModel, occupations: Sequence[str], *, k: int | None, progress: Progress,
+    device: torch.device,
 ) -> None:
     from kgbias_core.whatif.edits import add_edit
 
     analysis = ModelAnalysis(model)
     labels = [analysis.groups.labels[analysis.groups.index(o)] for o in occupations]  # names -> labels, checked first
     progress.update(stage="retraining", message="noise band: the unedited graph under 3 other seeds")
-    noise_band_task(model_dir).run(progress)
+    noise_band_task(model_dir, device=device).run(progress)
     have_add = {read_config(path)["edit"]["occupation"] for path in add_runs(model_dir)}
     for label in labels:
         if saved_curve(model_dir, label) is None:
             ks = [k] if k is not None else [_debiasing_k(analysis, label)]
-            removal_curve_task(model_dir, occupation=label, ks=ks).run(progress)
+            removal_curve_task(model_dir, occupation=label, ks=ks, device=device).run(progress)
         if label not in have_add:
             edit = add_edit(model, label)
             name = whatif_name(model.name, edit, occupation_name=analysis.groups.names[analysis.groups.index(label)])
-            whatif_task(base=model_dir, edit=edit, out=Path(model_dir).parent / name).run(progress)
+            whatif_task(base=model_dir, edit=edit, out=Path(model_dir).parent / name, device=device).run(progress)
 
 
 def _debiasing_k(analysis: ModelAnalysis, occupation: str) -> int:

@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.device import retrain_device
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_transe
 from kgbias_core.measures.group_bias import group_bias
@@ -66,6 +67,7 @@ def main() -> None:
             triples=model.triples, negatives=model.negatives, n_entities=model.n_entities,
             n_relations=model.n_relations, config=run_config, weights=weights,
             init=(model.entity_embeddings, model.relation_embeddings) if init else None,
+            device=retrain_device(model),
         )
         return group_bias(entity_embeddings=result.entity_embeddings,
                           relation_embeddings=result.relation_embeddings, groups=groups)

@@ -38,6 +38,9 @@ class TrainConfig:
     # Weight w of the fairness term (w/2) sum_o B_gr(o)^2 added to the objective (summed-loss units, as l2);
     # 0 = plain TransE. Only kgbias_core.whatif.regularised trains with it (it supplies the groups).
     fairness_weight: float = 0.0
+    # adam: dense Adam over every row each step (the default; every stored model). sparse_adam: row-wise
+    # updates of the rows a batch touches, the same objective (kgbias_core.embeddings.training.train_transe).
+    optimizer: str = "adam"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -179,14 +179,21 @@ class StoredModel:
             raise MeasureError(UNKNOWN_RELATION.format(relation=label)) from None
 
     def to(self, device: torch.device | str) -> StoredModel:
-        """A copy whose weights and triples live on ``device``."""
+        """A copy whose weights and triples (training, held-out, negatives) live on ``device``."""
         move = lambda t: None if t is None else t.to(device)  # noqa: E731
         return replace(
             self,
             weights={k: v.to(device) for k, v in self.weights.items()},
             triples=self.triples.to(device),
             negatives=move(self.negatives),
+            valid_triples=move(self.valid_triples),
+            test_triples=move(self.test_triples),
         )
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights live: every measure of this model runs there."""
+        return next(iter(self.weights.values())).device
 
 
 def library_versions() -> dict[str, str]:
@@ -396,6 +403,7 @@ def save_model(model: StoredModel, store: Path | str | None = None, *, overwrite
     """
     store = Path(store) if store is not None else default_store()
     target = check_output(store / check_model_name(model.name), overwrite=overwrite)
+    model = model.to("cpu")  # a model measured on a GPU is written from host memory
     try:
         store.mkdir(parents=True, exist_ok=True)
         claim = _Claim(store, model.name).__enter__()
@@ -517,8 +525,12 @@ def count_rows(path: Path | str) -> int:
     return max(_count_lines(Path(path)) - 1, 0)
 
 
-def load_model(path: Path | str) -> StoredModel:
-    """Read a model directory written by :func:`save_model`; never unpickles anything."""
+def load_model(path: Path | str, *, device: torch.device | str = "cpu") -> StoredModel:
+    """Read a model directory written by :func:`save_model`; never unpickles anything.
+
+    ``device``: where its tensors go, once, on load (resolved at the top by
+    :func:`kgbias_core.device.resolve_device`); every measure then runs where they are.
+    """
     path = Path(path)
     if not (path / "config.json").is_file() and not (path / "model.safetensors").is_file():
         raise ModelStoreError(MODEL_NOT_FOUND.format(path=path))
@@ -556,7 +568,7 @@ def load_model(path: Path | str) -> StoredModel:
                           file=path / "training.safetensors")
     reserved = {"name", "dataset", "data_hash", "schema", "damping", "influence_scale", "calibration", "edit"}
     reserved |= set(train_config.to_dict())
-    return StoredModel(
+    model = StoredModel(
         name=path.name,
         dataset=config.get("dataset", ""),
         data_hash=config.get("data_hash", ""),
@@ -576,6 +588,7 @@ def load_model(path: Path | str) -> StoredModel:
         edit=config.get("edit"),
         info={k: v for k, v in config.items() if k not in reserved},
     )
+    return model if torch.device(device).type == "cpu" else model.to(device)
 
 
 def _check_transe_dims(weights: dict[str, torch.Tensor], *, dim: int, path: Path) -> None:
@@ -779,6 +792,8 @@ def _fingerprint(config: dict[str, Any]) -> dict[str, Any]:
     extra = {k: config[k] for k in ("distance", "imported_from", "source_hash", "debias") if config.get(k) is not None}
     if config.get("fairness_weight"):  # 0 (plain TransE) leaves every existing fingerprint unchanged
         extra["fairness_weight"] = config["fairness_weight"]
+    if config.get("optimizer") not in (None, "adam"):  # the dense default keeps every stored fingerprint
+        extra["optimizer"] = config["optimizer"]
     if extra.get("distance") == "squared_l2":
         del extra["distance"]
     return {**{k: config.get(k) for k in keys}, **extra}

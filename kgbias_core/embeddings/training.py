@@ -21,13 +21,27 @@ from dataclasses import dataclass, field, replace
 
 import torch
 from pykeen.models import TransE
+from torch.nn import functional
 
 from kgbias_core.data.graph import KnowledgeGraph
+
+# The device rules live in kgbias_core.device; re-exported here, where callers long found them.
+from kgbias_core.device import default_device, retrain_device  # noqa: F401
 from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
 from kgbias_core.embeddings.objective import margin_loss, transe_distance
 from kgbias_core.embeddings.store import StoredModel, library_versions
-from kgbias_core.errors import CANCELLED, REGULARISER_MISSING, UNKNOWN_MODEL, CancelledError, KGBiasError
+from kgbias_core.errors import (
+    CANCELLED,
+    REGULARISER_MISSING,
+    UNKNOWN_MODEL,
+    UNKNOWN_OPTIMIZER,
+    CancelledError,
+    KGBiasError,
+)
 from kgbias_core.types import FloatTensor, LongTensor
+
+#: TrainConfig.optimizer values: dense Adam (every stored model) and row-wise SparseAdam (see train_transe).
+OPTIMIZERS = ("adam", "sparse_adam")
 
 #: Called after every epoch with (epoch, n_epochs, mean loss per triple).
 EpochCallback = Callable[[int, int, float], None]
@@ -39,27 +53,6 @@ Regulariser = Callable[[FloatTensor, FloatTensor], FloatTensor]
 _NEGATIVE_STREAM = 1_000_003
 _INIT_STREAM = 2_000_003
 _EXTRA_STREAM = 3_000_017
-
-
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def retrain_device(model: StoredModel) -> torch.device:
-    """Where a retrain of ``model`` runs when no device is named: the kind of device it was trained on.
-
-    float32 sums in another order change a training as another seed would: the same config trained
-    on an H100 and on the CPU gave B_gr up to 0.074 apart on FB15k-237 (0.019 on FB13). A what-if
-    retrained on another kind of device than its base would count that drift as the edit's effect;
-    on the base's own kind an unedited retrain reproduces it bit for bit. Only where that kind is
-    absent (a GPU-trained model on a CPU-only machine) does the default device, and the drift, remain.
-    """
-    trained_on = str(model.info.get("device") or "")
-    if trained_on == "cpu":
-        return torch.device("cpu")
-    if trained_on.startswith("cuda") and torch.cuda.is_available():
-        return torch.device("cuda")
-    return default_device()
 
 
 @contextmanager
@@ -173,7 +166,7 @@ def train_transe(
     n_base_entities: int | None = None,
     init: tuple[FloatTensor, FloatTensor] | None = None,
     epochs: int | None = None,
-    device: torch.device | None = None,
+    device: torch.device | str,
     on_epoch: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
     regulariser: Regulariser | None = None,
@@ -186,13 +179,24 @@ def train_transe(
     ``init`` warm-starts from given weights (fast what-ifs); otherwise the seeded initialisation.
     Each batch's loss is divided by its full row count and Adam's weight_decay is l2 / n, so the
     optimum is that of the summed objective for every mask.
+
+    ``config.optimizer == "sparse_adam"`` (row-wise updates, for graphs where dense Adam over every row per
+    step is the bottleneck: 5.7M rows at 20M triples): each step updates only the rows its batch touches
+    (``torch.optim.SparseAdam``), and the L2 term goes with them. Row e's (l2/2)||theta_e||^2 is split
+    evenly over the deg_e slots that hold e (head, relation or tail of a training triple or of its frozen
+    negative, masked triples included): a slot adds (l2 / (2 deg_e))||theta_e||^2 to its batch's loss.
+    Summed over an epoch that is exactly (l2/2)||theta||^2 for every row in some triple, so the objective,
+    and its optimum, are those of the dense loop (which applies l2/n to every row every step); a row in no
+    triple has no loss gradient and no L2 step: it stays at its initial value where the dense loop decays
+    it to 0 (such rows take part in no measure). Adam's moments of an untouched row are not decayed either
+    (lazy Adam), so the path to the optimum differs from the dense loop's, not the optimum.
     ``regulariser`` R adds R(theta) to the objective: each step adds R / (n_batches * b), so that one epoch
     adds it on the 1/b scale of its margins; a config with ``fairness_weight`` > 0 must come with it
     (never trained as plain TransE).
     """
     if config.fairness_weight and regulariser is None:
         raise KGBiasError(REGULARISER_MISSING.format(weight=config.fairness_weight))
-    device = torch.device(device) if device is not None else default_device()  # a name ("cpu") too
+    device = torch.device(device)  # a name ("cpu") too; chosen by the caller (kgbias_core.device)
     start = time.perf_counter()
     n = triples.shape[0]
     weights = torch.ones(n) if weights is None else weights.to(torch.float32)
@@ -205,9 +209,21 @@ def train_transe(
     relations = torch.nn.Parameter(init[1].to(device, copy=True))  # [n_relations, dim]
     n_epochs = config.epochs if epochs is None else epochs
     n_batches = math.ceil(n / config.batch_size)
-    # The L2 term (l2/2)||theta||^2 of the objective, on this loop's 1/n scale: Adam adds its gradient
-    # (l2/n) theta itself, once per step, whatever the batch.
-    optimizer = torch.optim.Adam([entities, relations], lr=config.lr, weight_decay=config.l2 / n)
+    rowwise = config.optimizer == "sparse_adam"
+    if config.optimizer not in OPTIMIZERS:
+        raise KGBiasError(UNKNOWN_OPTIMIZER.format(optimizer=config.optimizer, known=", ".join(OPTIMIZERS)))
+    if rowwise:
+        optimizer: torch.optim.Optimizer = torch.optim.SparseAdam([entities, relations], lr=config.lr)
+        both_all = torch.cat([triples, negatives])  # [2n, 3]: every slot that holds a row
+        entity_share = config.l2 / (2 * torch.bincount(both_all[:, [0, 2]].reshape(-1), minlength=n_entities)
+                                    .clamp_min(1).to(torch.float32))  # [E]: l2 / (2 deg_e)
+        relation_share = config.l2 / (2 * torch.bincount(both_all[:, 1], minlength=n_relations)
+                                      .clamp_min(1).to(torch.float32))  # [R]
+        entity_share, relation_share = entity_share.to(device), relation_share.to(device)
+    else:
+        # The L2 term (l2/2)||theta||^2 of the objective, on this loop's 1/n scale: Adam adds its gradient
+        # (l2/n) theta itself, once per step, whatever the batch.
+        optimizer = torch.optim.Adam([entities, relations], lr=config.lr, weight_decay=config.l2 / n)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         optimizer, T_max=max(n_epochs * n_batches, 1), eta_min=config.lr_min
     )
@@ -220,7 +236,11 @@ def train_transe(
             total = torch.zeros((), device=device)
             for batch in order.split(config.batch_size):
                 both = torch.cat([pos_all[batch], neg_all[batch]])  # [2b, 3]
-                psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
+                if rowwise:
+                    psi, shares = _rowwise_distance(entities=entities, relations=relations, triples=both,
+                                                    entity_share=entity_share, relation_share=relation_share)
+                else:
+                    psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
                 psi_pos, psi_neg = psi.split(batch.shape[0])
                 per_triple = margin_loss(distance=psi_pos, negative_distance=psi_neg, margin=config.margin,
                                          weights=w_all[batch])
@@ -228,6 +248,8 @@ def train_transe(
                 if regulariser is not None:
                     # On this loop's 1/batch scale an epoch sums the margins / b: R enters as R / b per epoch.
                     loss = loss + regulariser(entities, relations) / (n_batches * batch.shape[0])
+                if rowwise:
+                    loss = loss + shares / batch.shape[0]  # the batch's slots' shares of the L2 term
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
@@ -246,6 +268,26 @@ def train_transe(
     )
 
 
+def _rowwise_distance(
+    *, entities: FloatTensor, relations: FloatTensor, triples: LongTensor, entity_share: FloatTensor,
+    relation_share: FloatTensor,
+) -> tuple[FloatTensor, FloatTensor]:
+    """psi of each triple and the L2 shares of its slots, through sparse lookups (row-wise gradients).
+
+    Shapes: entities [E, d], relations [R, d], triples [m, 3], entity_share [E], relation_share [R]
+    -> (psi [m], scalar sum over slots of share_row * ||theta_row||^2). Same psi as
+    :func:`~kgbias_core.embeddings.objective.transe_distance`, whose lookups give dense gradients.
+    """
+    h = functional.embedding(triples[:, 0], entities, sparse=True)  # [m, d]
+    r = functional.embedding(triples[:, 1], relations, sparse=True)  # [m, d]
+    t = functional.embedding(triples[:, 2], entities, sparse=True)  # [m, d]
+    psi = ((h + r - t) ** 2).sum(-1)  # [m]
+    shares = ((entity_share[triples[:, 0]] * h.pow(2).sum(-1)).sum()
+              + (relation_share[triples[:, 1]] * r.pow(2).sum(-1)).sum()
+              + (entity_share[triples[:, 2]] * t.pow(2).sum(-1)).sum())
+    return psi, shares
+
+
 def default_damping(*, n_triples: int, n_entities: int) -> float:
     """lambda = 2|G|/|E| (METHODS §3-4): the mean degree, where Du's alpha_e crosses zero."""
     return 2.0 * n_triples / n_entities
@@ -260,8 +302,11 @@ def train_model(
     on_epoch: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> StoredModel:
-    """Train ``config.model`` on ``graph``'s training split; the result is ready for :func:`save_model`."""
-    device = device or default_device()
+    """Train ``config.model`` on ``graph``'s training split; the result is ready for :func:`save_model`.
+
+    ``device``: where it trains, as :func:`kgbias_core.device.resolve_device` resolved it (None: ``auto``).
+    """
+    device = torch.device(device) if device is not None else default_device()
     factory = graph.training
     triples = factory.mapped_triples.clone()
     n_entities, n_relations = factory.num_entities, factory.num_relations

@@ -157,16 +157,17 @@ def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_
     return rank_metrics(ranks)
 
 
-def cached_link_prediction(model_dir: Path | str) -> pd.DataFrame:
+def cached_link_prediction(model_dir: Path | str, *, device: torch.device | str = "cpu") -> pd.DataFrame:
     """Filtered MRR and Hits@1/3/10 (tails) on the test split, all queries and occupation queries.
 
     Computed once per model and cached beside it (:func:`kgbias_core.embeddings.store.save_result`);
-    -> one row per query set: ``queries, n, mr, mrr, hits@1, hits@3, hits@10``.
+    -> one row per query set: ``queries, n, mr, mrr, hits@1, hits@3, hits@10``. The ranking runs on
+    ``device`` (the model is loaded there).
     """
     cached = load_link_prediction(model_dir)
     if cached is not None:
         return cached
-    model = load_model(model_dir)
+    model = load_model(model_dir, device=device)
     rows = [{"queries": "all", **link_prediction(model)},
             {"queries": "occupation", **link_prediction(model, occupation_only=True)}]
     frame = pd.DataFrame(rows)

@@ -76,7 +76,6 @@ def calibration_runs(
     influence_of: Callable[[int], FloatTensor],
     groups: OccupationGroups,
     k: int | None = None,
-    device: torch.device | None = None,
     on_run: Callable[[int, int], None] | None = None,
 ) -> pd.DataFrame:
     """Masked retrains without the top-k and bottom-k triples of each occupation (METHODS §2, §4).
@@ -86,7 +85,7 @@ def calibration_runs(
     reports progress. -> one row per (occupation, kind): :data:`RUN_COLUMNS`.
     """
     total = 1 + 2 * len(occupations)
-    base = masked_retrain_bias(model, removed=None, groups=groups, device=device)
+    base = masked_retrain_bias(model, removed=None, groups=groups)
     if on_run is not None:
         on_run(1, total)
     rows = []
@@ -95,7 +94,7 @@ def calibration_runs(
         size = k or max(5, int(0.01 * int((influence != 0).sum())))
         for kind in ("top", "bottom"):
             removed = removal_set(influence, kind=kind, k=size)
-            after = masked_retrain_bias(model, removed=removed, groups=groups, device=device)
+            after = masked_retrain_bias(model, removed=removed, groups=groups)
             rows.append({"occupation": groups.labels[index], "name": groups.names[index], "kind": kind, "k": size,
                          "predicted": float(influence[removed].sum()),
                          "actual": float(after[index]) - float(base[index])})
@@ -147,7 +146,6 @@ def calibrate(
     *,
     n_occupations: int = CALIBRATION_OCCUPATIONS,
     k: int | None = None,
-    device: torch.device | None = None,
     on_run: Callable[[int, int], None] | None = None,
 ) -> tuple[Calibration, pd.DataFrame]:
     """Fit the calibration of ``model`` on :func:`calibration_occupations`: (calibration, its runs).
@@ -159,6 +157,6 @@ def calibrate(
     analysis = ModelAnalysis(model)
     groups = analysis.groups
     chosen = calibration_occupations(groups, analysis.group_bias(), n=n_occupations)
-    runs = calibration_runs(model, occupations=chosen, groups=groups, k=k, device=device, on_run=on_run,
+    runs = calibration_runs(model, occupations=chosen, groups=groups, k=k, on_run=on_run,
                             influence_of=lambda index: analysis.influence(groups.labels[index]))
     return fit_calibration(runs), runs

@@ -18,8 +18,9 @@ import pandas as pd
 import torch
 from scipy import stats
 
+from kgbias_core.device import retrain_device
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.embeddings.training import EpochCallback, retrain_device, train_transe
+from kgbias_core.embeddings.training import EpochCallback, train_transe
 from kgbias_core.influence.scale import through_origin
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups
@@ -50,17 +51,20 @@ def masked_retrain_bias(
     *,
     removed: LongTensor | None,
     groups: OccupationGroups,
-    device: torch.device | None = None,
     on_epoch: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> FloatTensor:
-    """B_gr of every occupation after retraining ``model``'s triples without ``removed``. -> [O]."""
+    """B_gr of every occupation after retraining ``model``'s triples without ``removed``. -> [O].
+
+    The retrain runs on :func:`~kgbias_core.device.retrain_device` (the kind of device ``model`` was trained
+    on); B_gr is measured where ``groups`` lives, the device of the measures.
+    """
     weights = torch.ones(model.triples.shape[0])
     if removed is not None:
         weights[removed.cpu()] = 0
     result = train_transe(
         triples=model.triples.cpu(), negatives=model.frozen_negatives.cpu(), n_entities=model.n_entities,
-        n_relations=model.n_relations, config=model.config, weights=weights, device=device or retrain_device(model),
+        n_relations=model.n_relations, config=model.config, weights=weights, device=retrain_device(model),
         on_epoch=on_epoch, should_stop=should_stop,
     )
     return group_bias(
@@ -90,7 +94,6 @@ def influence_accuracy(
     ks: Sequence[int],
     kinds: Sequence[str] = REMOVAL_KINDS,
     base_bias: float | None = None,
-    device: torch.device | None = None,
     on_run: Callable[[str, int, float, float], None] | None = None,
 ) -> pd.DataFrame:
     """One row per (kind, k): ``kind, k, predicted, actual`` (changes of B_gr of the occupation).
@@ -99,13 +102,13 @@ def influence_accuracy(
     base and edits run under identical conditions (the stored model may come from another machine).
     """
     if base_bias is None:
-        base_bias = float(masked_retrain_bias(model, removed=None, groups=groups, device=device)[occupation_index])
+        base_bias = float(masked_retrain_bias(model, removed=None, groups=groups)[occupation_index])
     rows = []
     for kind in kinds:
         for k in ks:
             removed = removal_set(influence, kind=kind, k=k)
             predicted = float(influence[removed].sum())
-            after = masked_retrain_bias(model, removed=removed, groups=groups, device=device)
+            after = masked_retrain_bias(model, removed=removed, groups=groups)
             actual = float(after[occupation_index]) - base_bias
             rows.append({"kind": kind, "k": k, "predicted": predicted, "actual": actual})
             if on_run is not None:

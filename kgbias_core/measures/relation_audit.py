@@ -335,7 +335,7 @@ def model_audit(
     bias, n_values, n_used, n_skipped, n_undefined; ``attrs`` carries the classifier's accuracy and
     balanced accuracy.
     """
-    module = pykeen_model(model, device="cpu")
+    module = pykeen_model(model)  # on the weights' device; only the sklearn classifier reads numpy
     triples = model.triples.cpu()
     occupation = model.relation_id(model.schema.occupation_relation)
     relations = sensitive_relations(model)
@@ -387,7 +387,7 @@ def model_value_audit(
     ``balanced_accuracy`` (held-out split), ``n_classified`` (persons with an occupation).
     All measures unsigned: larger = more bias.
     """
-    module = pykeen_model(model, device="cpu")
+    module = pykeen_model(model)  # on the weights' device; only the sklearn classifier reads numpy
     triples = model.triples.cpu()
     occupation = model.relation_id(model.schema.occupation_relation)
     predictions = classify_occupations(
@@ -441,6 +441,7 @@ def cached_value_audit(
     *,
     on_step: Callable[[int, int, str], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    device: torch.device | str = "cpu",
     **options: Any,
 ) -> pd.DataFrame:
     """:func:`model_value_audit` of a stored model, computed once per parameters and cached beside it.
@@ -451,7 +452,7 @@ def cached_value_audit(
     cached = load_result(model_dir, AUDIT_RESULT, params=params)
     if cached is not None:
         return cached
-    frame = model_value_audit(load_model(model_dir), **params, on_step=on_step, should_stop=should_stop)
+    frame = model_value_audit(load_model(model_dir, device=device), **params, on_step=on_step, should_stop=should_stop)
     save_result(model_dir, AUDIT_RESULT, frame, params=params)
     return frame
 

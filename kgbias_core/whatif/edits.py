@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import torch
 
+from kgbias_core.device import retrain_device
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, retrain_device, train_transe
+from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, train_transe
 from kgbias_core.errors import (
     ADD_NOTHING,
     ADD_ONE_GENDER,
@@ -151,7 +152,6 @@ def retrain(
     edit: Edit,
     *,
     name: str,
-    device: torch.device | None = None,
     on_epoch: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> StoredModel:
@@ -174,7 +174,7 @@ def retrain(
     result = train_transe(
         triples=triples, negatives=negatives, n_entities=n_entities, n_relations=model.n_relations,
         config=model.config, weights=weights, n_base_entities=model.n_entities,
-        device=device or retrain_device(model),
+        device=retrain_device(model),  # the base's kind of device: an unedited retrain reproduces it
         on_epoch=on_epoch, should_stop=should_stop,
     )
     keep = weights > 0

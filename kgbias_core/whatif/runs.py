@@ -17,8 +17,9 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.graph import Gender, gender_of
+from kgbias_core.device import retrain_device
 from kgbias_core.embeddings.store import StoredModel, config_fingerprint, load_result, read_config, save_result
-from kgbias_core.embeddings.training import EpochCallback, retrain_device, train_transe
+from kgbias_core.embeddings.training import EpochCallback, train_transe
 from kgbias_core.errors import ModelStoreError
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
@@ -151,7 +152,6 @@ def noise_band(
     *,
     model_dir: Path | str | None = None,
     seeds: Sequence[int] = (1, 2, 3),
-    device: torch.device | None = None,
     on_epoch: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> pd.DataFrame:
@@ -172,11 +172,13 @@ def noise_band(
         result = train_transe(
             triples=model.triples.cpu(), negatives=model.frozen_negatives.cpu(), n_entities=model.n_entities,
             n_relations=model.n_relations, config=replace(model.config, seed=seed),
-            device=device or retrain_device(model),
+            device=retrain_device(model),
             on_epoch=on_epoch, should_stop=should_stop,
         )
-        columns[f"seed_{seed}"] = group_bias(entity_embeddings=result.entity_embeddings,
-                                             relation_embeddings=result.relation_embeddings, groups=groups)
+        # Retrained where the base was trained; measured where the base's measures live.
+        here = groups.occupations.device
+        columns[f"seed_{seed}"] = group_bias(entity_embeddings=result.entity_embeddings.to(here),
+                                             relation_embeddings=result.relation_embeddings.to(here), groups=groups)
     frame = pd.DataFrame({k: v.tolist() for k, v in columns.items()})
     frame.insert(0, "occupation", list(groups.labels))
     values = frame[list(columns)]
