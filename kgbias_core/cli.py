@@ -171,7 +171,7 @@ def _prepare(args: argparse.Namespace) -> None:
     store = Path(args.model_dir) if args.model_dir else default_store()
     overrides = {"epochs": args.epochs} if args.epochs is not None else None
     items = prepare_task(args.dataset, store=store, data_dir=data_dir, calibrate=args.calibrate,
-                         overrides=overrides).run(_PrintedProgress())
+                         overrides=overrides, device=args.device).run(_PrintedProgress())
     print("readiness:")
     for line in readiness_lines(items):
         print("  " + line)
@@ -441,7 +441,7 @@ def _debias_embedding(args: argparse.Namespace) -> None:
 
     task = debias_embedding_task(base=Path(args.model), method=args.method, out=Path(args.out),
                                  occupations=args.occupations or None, weight=args.weight, persons=args.persons,
-                                 direction=args.direction, overwrite=args.force)
+                                 direction=args.direction, overwrite=args.force, device=args.device)
     path = task.run(_PrintedProgress())
     print(f"saved {path} ({args.method}; influence and what-ifs refuse it, every measure reads it)")
 
@@ -449,7 +449,8 @@ def _debias_embedding(args: argparse.Namespace) -> None:
 def _compare_debiasing(args: argparse.Namespace) -> None:
     from kgbias_core.tasks import compare_debiasing_task
 
-    table = compare_debiasing_task(args.models, occupations=args.occupations or ()).run(_PrintedProgress())
+    table = compare_debiasing_task(args.models, occupations=args.occupations or (),
+                                   device=args.device).run(_PrintedProgress())
     _write(table, args.out)
 
 
@@ -576,7 +577,8 @@ def _report(args: argparse.Namespace) -> None:
         from kgbias_core.tasks import compare_debiasing_task
 
         label = analysis.groups.labels[analysis.groups.index(occupation)]
-        comparison = compare_debiasing_task([args.model, *args.compare], occupations=[label]).run(_PrintedProgress())
+        comparison = compare_debiasing_task([args.model, *args.compare], occupations=[label],
+                                            device=args.device).run(_PrintedProgress())
     _write_text(occupation_report(analysis, occupation, run=run, comparison=comparison), args.out)
     _print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
     print(f"wrote the report to {args.out}")

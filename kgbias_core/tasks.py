@@ -882,24 +882,24 @@ def readiness_lines(items: Sequence[ReadyItem]) -> list[str]:
 
 
 def _demo_task(what: str, dataset: str, path: Path, *, data_dir: Path | str | None, census: Path | None,
-               overrides: Mapping[str, Any] | None) -> Task[Any]:
-    """The task that makes ``what`` (one of :data:`READY_ITEMS`) for the model at ``path``."""
+               overrides: Mapping[str, Any] | None, device: torch.device | str | None) -> Task[Any]:
+    """The task that makes ``what`` (one of :data:`READY_ITEMS`) for the model at ``path``, on ``device``."""
     if what == "model":
-        return train_task(dataset, out=path, data_dir=data_dir, overrides=overrides)
+        return train_task(dataset, out=path, data_dir=data_dir, overrides=overrides, device=device)
     if what == "noise band":
-        return noise_band_task(path)
+        return noise_band_task(path, device=device)
     if what == "link prediction":
-        return link_prediction_task([path])
+        return link_prediction_task([path], device=device)
     if what == "relation audit":
-        return relation_audit_task(path, demo_audit_params(path))
+        return relation_audit_task(path, demo_audit_params(path), device=device)
     if what == "findings":
-        return findings_task(path, census=census)
-    return calibration_task(path)
+        return findings_task(path, census=census, device=device)
+    return calibration_task(path, device=device)
 
 
 def prepare_task(
     datasets: Sequence[str], *, store: Path | str, data_dir: Path | str | None = None, calibrate: bool = False,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None, device: torch.device | str | None = None,
 ) -> Task[list[ReadyItem]]:
     """Train the default model of each of ``datasets`` where missing, then everything a demo shows: noise band,
     link prediction, relation audit, findings (and the calibration with ``calibrate``: 13 retrains). Resumable:
@@ -920,7 +920,8 @@ def prepare_task(
                     progress.update(message=f"{dataset}: {what} is ready, skipped")
                     continue
                 progress.update(message=f"{dataset}: {what}…")
-                _demo_task(what, dataset, path, data_dir=data_dir, census=census, overrides=overrides).run(progress)
+                _demo_task(what, dataset, path, data_dir=data_dir, census=census, overrides=overrides,
+                           device=device).run(progress)
         return [item for dataset in datasets for item in readiness(dataset, store=store, data_dir=data_dir)]
 
     return Task(key=_key("prepare", datasets=list(datasets), store=str(store), calibrate=calibrate), run=run)
@@ -940,6 +941,7 @@ def debias_embedding_task(
     persons: bool = False,
     direction: str = "values",
     overwrite: bool = False,
+    device: torch.device | str | None = None,
 ) -> Task[str]:
     """Debias the model at ``base`` at the embedding level and save it as the model directory ``out``.
 
@@ -958,7 +960,7 @@ def debias_embedding_task(
         check_output(out, overwrite=overwrite, reading=base)
         if method == "regularise":
             check_retrains(base, what="the regularised training (a full retrain)", retrains=1)
-        model = load_model(base)
+        model = load_model(base, device=resolve_device(device))  # the regulariser retrains on retrain_device
         if method == "project":
             progress.update(stage="projecting", message=f"projecting the gender direction ({direction}) out")
             debiased = projected_model(model, name=out.name, occupations=occupations, persons=persons,
@@ -976,13 +978,14 @@ def debias_embedding_task(
     return Task(key=_key("debias-embedding", base, **params), run=run)
 
 
-def compare_debiasing_task(model_dirs: Sequence[Path | str], *, occupations: Sequence[str] = ()) -> Task[pd.DataFrame]:
+def compare_debiasing_task(model_dirs: Sequence[Path | str], *, occupations: Sequence[str] = (),
+                           device: torch.device | str | None = None) -> Task[pd.DataFrame]:
     """:func:`kgbias_core.whatif.compare.comparison_table` of the models at ``model_dirs`` (the first is the
     reference graph); link prediction is read from, or cached into, each model's directory."""
     from kgbias_core.whatif.compare import comparison_table
 
     def run(progress: Progress) -> pd.DataFrame:
-        models = [load_model(d) for d in model_dirs]
+        models = [load_model(d, device=resolve_device(device)) for d in model_dirs]
         paths = {id(model): Path(d) for model, d in zip(models, model_dirs, strict=True)}
 
         def links(model: StoredModel) -> dict[str, float]:
