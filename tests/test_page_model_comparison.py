@@ -106,8 +106,8 @@ def test_single_model_and_a_minimum_count_no_class_reaches(writable_store: Path)
 def test_training_a_missing_model_from_the_page(
     writable_store: Path, monkeypatch: pytest.MonkeyPatch, tiny_graph: KnowledgeGraph
 ) -> None:
-    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
-    monkeypatch.setattr(tasks, "train_config", lambda dataset: DISTMULT)
+    monkeypatch.setattr(tasks.training, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks.training, "train_config", lambda dataset: DISTMULT)
     app = comparison().run()
     app.multiselect(key="train_kinds").set_value(["distmult"])
     app.button(key="train_models").click()

@@ -47,8 +47,8 @@ def test_overview_without_any_model_trains_one_in_the_background(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_graph
 ) -> None:
     empty = use_store(tmp_path / "store", monkeypatch, tmp_path)
-    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
-    monkeypatch.setattr(tasks, "train_config", lambda dataset: TINY_TRAINING)
+    monkeypatch.setattr(tasks.training, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks.training, "train_config", lambda dataset: TINY_TRAINING)
     app = page("overview").run()
     assert not app.exception
     assert "Training a first model" in texts(app.info)

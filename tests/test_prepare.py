@@ -18,8 +18,8 @@ from tests.conftest import TINY_TRAINING
 def test_prepare_synthetic_end_to_end_is_resumable_and_checks_readiness(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_graph, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
-    monkeypatch.setattr(tasks, "train_config", lambda dataset: TINY_TRAINING)
+    monkeypatch.setattr(tasks.training, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks.training, "train_config", lambda dataset: TINY_TRAINING)
     store, data = tmp_path / "store", tmp_path / "no-data"
     argv = ["prepare", "--dataset", "synthetic", "--model-dir", str(store), "--data-dir", str(data), "--epochs", "3"]
     assert main(argv) == 0
@@ -68,7 +68,7 @@ def test_the_sidebar_shows_the_same_readiness(monkeypatch: pytest.MonkeyPatch, t
 
     store = use_store(tiny_store, monkeypatch, tmp_path)
     names = {**tasks.DEFAULT_MODEL_NAMES, "synthetic": "tiny-transe"}  # the tiny model as the graph's default
-    monkeypatch.setattr(tasks, "DEFAULT_MODEL_NAMES", names)
+    monkeypatch.setattr(tasks.prepare, "DEFAULT_MODEL_NAMES", names)
     monkeypatch.setattr(sidebar, "DEFAULT_MODEL_NAMES", names)
     items = tasks.readiness("synthetic", store=store, data_dir=tmp_path / "no-data")
     assert items[0].ready and not all(i.ready for i in items)

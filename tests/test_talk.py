@@ -87,8 +87,8 @@ def test_the_first_start_opens_when_the_model_is_saved_and_calibrates_in_the_bac
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_graph
 ) -> None:
     store = use_store(tmp_path / "store", monkeypatch, tmp_path)
-    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
-    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=4))
+    monkeypatch.setattr(tasks.training, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks.training, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=4))
     waiting = page("overview").run()
     second = page("overview").run()  # another session, open while the first model trains
     assert "Training a first model" in texts(waiting.info) and "Training a first model" in texts(second.info)
@@ -122,8 +122,8 @@ def test_a_graph_with_data_and_no_model_is_offered_with_its_estimate(
     lines = [f"/m/p{i}\tgender\t/m/{'male' if i % 2 else 'female'}" for i in range(300)]
     (data / "fb13" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     monkeypatch.setenv("KGBIAS_DATA_DIR", str(data))
-    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
-    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
+    monkeypatch.setattr(tasks.training, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks.training, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
     expected = tasks.training_seconds("fb13", data)
     app = page("overview").run()
     app.selectbox(key="graph").set_value("fb13").run()

@@ -73,8 +73,8 @@ def test_keys_name_the_work_and_the_model_version(store: Path) -> None:
 def test_train_task_saves_the_model_and_calibrates_it(
     tmp_path: Path, tiny_graph, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
-    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=30))
+    monkeypatch.setattr(tasks.training, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks.training, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=30))
     progress = Progress()
     path = tasks.train_task("synthetic", out=tmp_path / "m", overrides={"epochs": 8}, calibrate=True).run(progress)
     config = read_config(path)
@@ -122,13 +122,13 @@ def test_storing_a_calibration_keeps_the_cached_results(store: Path) -> None:
 def test_a_train_task_on_a_graph_too_small_to_calibrate_still_saves_the_model(
     tmp_path: Path, tiny_graph, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
-    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
+    monkeypatch.setattr(tasks.training, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks.training, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
 
     def refuse(*args, **kwargs):
         raise MeasureError("calibration needs at least 3 occupations with persons of both genders; this model has 2")
 
-    monkeypatch.setattr(tasks, "calibrate", refuse)
+    monkeypatch.setattr(tasks.calibration, "calibrate", refuse)
     progress = Progress()
     path = tasks.train_task("synthetic", out=tmp_path / "m", calibrate=True).run(progress)
     assert load_model(path).calibration is None and "not calibrated: calibration needs" in progress.message
@@ -176,8 +176,8 @@ def test_estimates_grow_with_the_work_and_training_no_longer_calibrates_by_defau
     assert one == pytest.approx(steps * (SECONDS_PER_STEP + SHOWN_SECONDS_PER_UPDATE * parameters))  # by hand
     assert tasks.calibration_seconds(base) == pytest.approx(13 * one)
     assert tasks.model_retrain_seconds(tmp_path / "nothing") is None
-    monkeypatch.setattr(tasks, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
-    monkeypatch.setattr(tasks, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
+    monkeypatch.setattr(tasks.training, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks.training, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
     assert tasks.training_seconds("synthetic", None) < tasks.training_seconds("synthetic", None,
                                                                                overrides={"epochs": 20})
     path = tasks.train_task("synthetic", out=tmp_path / "m").run(Progress())

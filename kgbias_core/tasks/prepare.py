@@ -1,0 +1,129 @@
+"""prepare: everything a demo shows, ahead of time, and what of it is in the store already."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kgbias_core.embeddings.store import (
+    is_model_dir,
+    read_config,
+)
+from kgbias_core.jobs import Progress
+from kgbias_core.tasks.base import Task, _key
+from kgbias_core.tasks.calibration import calibration_task
+from kgbias_core.tasks.evaluation import link_prediction_task, relation_audit_task
+from kgbias_core.tasks.findings import findings_task, saved_findings
+from kgbias_core.tasks.training import DEFAULT_MODEL_NAMES, model_name, train_task
+from kgbias_core.tasks.whatif import noise_band_task, saved_noise_band
+
+
+# --- prepare: everything a demo shows, ahead of time ----------------------------------------------
+@dataclass(frozen=True)
+class ReadyItem:
+    """One thing a demo of a graph shows, and whether it is in the store."""
+
+    dataset: str
+    what: str  # "model", "noise band", "link prediction", "relation audit", "findings", "calibration"
+    ready: bool
+    optional: bool  # calibration: long, prepared only when asked (``prepare --calibrate``)
+    detail: str  # the model directory, or why it is missing
+
+
+#: The items of :func:`readiness`, in the order ``prepare`` makes them.
+READY_ITEMS = ("model", "noise band", "link prediction", "relation audit", "findings", "calibration")
+
+
+def demo_audit_params(model_dir: Path | str) -> dict[str, Any]:
+    """The relation audit's parameters as Model comparison opens with them (default classifier and k)."""
+    from kgbias_core.measures.relation_audit import audit_params, default_min_persons
+
+    return audit_params(min_persons=default_min_persons(int(read_config(model_dir).get("n_train") or 0)))
+
+
+def readiness(dataset: str, *, store: Path | str, data_dir: Path | str | None = None) -> list[ReadyItem]:
+    """What of :data:`READY_ITEMS` the default model of ``dataset`` has in ``store`` (read from files only)."""
+    from kgbias_core.data.census import census_file
+    from kgbias_core.data.datasets import resolve_data_dir
+    from kgbias_core.measures.relation_audit import load_value_audit
+
+    path = Path(store) / DEFAULT_MODEL_NAMES.get(dataset, model_name(dataset))
+    if not is_model_dir(path):
+        return [ReadyItem(dataset, what, False, what == "calibration", f"no model {path.name} in {store}")
+                for what in READY_ITEMS]
+    census = census_file(resolve_data_dir(data_dir))
+    have = {
+        "model": True,
+        "noise band": saved_noise_band(path) is not None,
+        "link prediction": cached_link_prediction_ready(path),
+        "relation audit": load_value_audit(path, **demo_audit_params(path)) is not None,
+        "findings": saved_findings(path, census=census) is not None,
+        "calibration": read_config(path).get("calibration") is not None,
+    }
+    return [ReadyItem(dataset, what, have[what], what == "calibration", str(path)) for what in READY_ITEMS]
+
+
+def cached_link_prediction_ready(model_dir: Path | str) -> bool:
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    return load_link_prediction(model_dir) is not None
+
+
+def readiness_lines(items: Sequence[ReadyItem]) -> list[str]:
+    """One line per item: 'ready   synthetic  noise band' / 'MISSING ...' / 'optional ...'."""
+    def word(item: ReadyItem) -> str:
+        return "ready" if item.ready else ("optional" if item.optional else "MISSING")
+
+    return [f"{word(i):8} {i.dataset:10} {i.what:16} {i.detail}" for i in items]
+
+
+def _demo_task(what: str, dataset: str, path: Path, *, data_dir: Path | str | None, census: Path | None,
+               overrides: Mapping[str, Any] | None, device: torch.device | str | None) -> Task[Any]:
+    """The task that makes ``what`` (one of :data:`READY_ITEMS`) for the model at ``path``, on ``device``."""
+    if what == "model":
+        return train_task(dataset, out=path, data_dir=data_dir, overrides=overrides, device=device)
+    if what == "noise band":
+        return noise_band_task(path, device=device)
+    if what == "link prediction":
+        return link_prediction_task([path], device=device)
+    if what == "relation audit":
+        return relation_audit_task(path, demo_audit_params(path), device=device)
+    if what == "findings":
+        return findings_task(path, census=census, device=device)
+    return calibration_task(path, device=device)
+
+
+def prepare_task(
+    datasets: Sequence[str], *, store: Path | str, data_dir: Path | str | None = None, calibrate: bool = False,
+    overrides: Mapping[str, Any] | None = None, device: torch.device | str | None = None,
+) -> Task[list[ReadyItem]]:
+    """Train the default model of each of ``datasets`` where missing, then everything a demo shows: noise band,
+    link prediction, relation audit, findings (and the calibration with ``calibrate``: 13 retrains). Resumable:
+    what is in the store already is skipped. Returns the :func:`readiness` of every graph afterwards.
+    ``overrides`` apply to the trainings only (e.g. fewer epochs for a quick try)."""
+    from kgbias_core.data.census import census_file
+    from kgbias_core.data.datasets import resolve_data_dir
+
+    def run(progress: Progress) -> list[ReadyItem]:
+        census = census_file(resolve_data_dir(data_dir))
+        for dataset in datasets:
+            path = Path(store) / DEFAULT_MODEL_NAMES.get(dataset, model_name(dataset))
+            done = {i.what for i in readiness(dataset, store=store, data_dir=data_dir) if i.ready}
+            for what in READY_ITEMS:
+                if what == "calibration" and not calibrate:
+                    continue
+                if what in done:
+                    progress.update(message=f"{dataset}: {what} is ready, skipped")
+                    continue
+                progress.update(message=f"{dataset}: {what}…")
+                _demo_task(what, dataset, path, data_dir=data_dir, census=census, overrides=overrides,
+                           device=device).run(progress)
+        return [item for dataset in datasets for item in readiness(dataset, store=store, data_dir=data_dir)]
+
+    return Task(key=_key("prepare", datasets=list(datasets), store=str(store), calibrate=calibrate), run=run)
+
+
