@@ -457,8 +457,8 @@ def _compare_debiasing(args: argparse.Namespace) -> None:
 def _calibrate(args: argparse.Namespace) -> None:
     from kgbias_core.embeddings.store import check_writable, load_model
     from kgbias_core.errors import LAB_K_TOO_LARGE, MeasureError
-    from kgbias_core.influence.calibration import calibrate, leave_one_out
-    from kgbias_core.tasks import store_calibration
+    from kgbias_core.influence.calibration import leave_one_out
+    from kgbias_core.tasks import calibrate, store_calibration
 
     model = load_model(args.model, device=args.device)  # measured there; retrained on its own kind of device
     n = int(model.triples.shape[0])

@@ -12,13 +12,13 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.errors import MeasureError
 from kgbias_core.influence.calibration import (
-    calibrate,
     calibration_occupations,
     fit_calibration,
     leave_one_out,
 )
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.influence.scale import Calibration, predict
+from kgbias_core.tasks.calibration import calibrate
 
 CALIBRATION = Calibration(scale=0.3, low=0.25, high=0.35, occupations=("a", "b"), per_occupation=(0.25, 0.35))
 

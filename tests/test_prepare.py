@@ -9,7 +9,10 @@ import pytest
 
 from kgbias_core import tasks
 from kgbias_core.cli import main
-from kgbias_core.embeddings.store import load_result, model_version
+from kgbias_core.embeddings.results import load_result
+from kgbias_core.embeddings.store import (
+    model_version,
+)
 from kgbias_core.evaluation.link_prediction import load_link_prediction
 from kgbias_core.measures.relation_audit import load_value_audit
 from tests.conftest import TINY_TRAINING

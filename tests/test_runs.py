@@ -12,7 +12,12 @@ import torch
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.synthetic import generate_people_graph
-from kgbias_core.embeddings.store import load_model, load_result, model_fingerprint, save_model
+from kgbias_core.embeddings.results import load_result
+from kgbias_core.embeddings.store import (
+    load_model,
+    model_fingerprint,
+    save_model,
+)
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.evaluation.link_prediction import link_prediction
 from kgbias_core.influence.scale import Calibration

@@ -1,6 +1,6 @@
 """The calibration of ``kgbias calibrate``, one masked retrain at a time, resumable (issue 13, FB13).
 
-Same occupations, removal sets and fit as :func:`kgbias_core.influence.calibration.calibrate`, but
+Same occupations, removal sets and fit as :func:`kgbias_core.tasks.calibration.calibrate`, but
 every retrain's row is appended to ``--runs`` as soon as it is done, and a rerun skips the rows
 already there. On FB13 a retrain takes 10-16 min on this 2-core CPU, so the 13 retrains of a
 calibration outlast a working session; this script lets them be spread over several.

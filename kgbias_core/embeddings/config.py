@@ -1,7 +1,9 @@
-"""Training configuration, saved as JSON beside every model's weights."""
+"""Training configuration and the influence calibration, saved as JSON beside every model's weights."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -64,3 +66,47 @@ DEFAULT_TRAIN_CONFIGS: dict[str, TrainConfig] = {
 def default_train_config(dataset: str) -> TrainConfig:
     """The default for a data set name; user graphs get the synthetic graph's small-graph default."""
     return DEFAULT_TRAIN_CONFIGS.get(dataset, DEFAULT_TRAIN_CONFIGS["synthetic"])
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The scale actual/predicted with its spread over the occupations it was fitted on (METHODS §4).
+
+    Fitted by :func:`kgbias_core.tasks.calibration.calibrate`, used by :func:`kgbias_core.influence.scale.predict`;
+    it lives here, beside :class:`TrainConfig`, because the store saves it in config.json.
+    """
+
+    scale: float  # least squares through the origin over all runs
+    low: float  # smallest per-occupation scale
+    high: float  # largest per-occupation scale
+    occupations: tuple[str, ...]  # labels of the occupations fitted on
+    per_occupation: tuple[float, ...]  # their scales, in the order of ``occupations``
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scale": self.scale, "low": self.low, "high": self.high, "occupations": list(self.occupations),
+                "per_occupation": list(self.per_occupation)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Calibration:
+        """A calibration read from a config file; anything malformed is a ValueError saying what."""
+
+        def number(value: Any) -> bool:
+            return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+        problem = None
+        if not isinstance(data, Mapping):
+            problem = f"must be a JSON object, found {type(data).__name__}"
+        elif not all(number(data.get(key)) for key in ("scale", "low", "high")):
+            problem = "'scale', 'low' and 'high' must be finite numbers"
+        elif not data["low"] <= data["scale"] <= data["high"]:
+            problem = "needs 'low' <= 'scale' <= 'high'"
+        elif not isinstance(data.get("occupations"), list) or not all(isinstance(o, str) for o in data["occupations"]):
+            problem = "'occupations' must be a list of labels"
+        elif (not isinstance(scales := data.get("per_occupation"), list) or len(scales) != len(data["occupations"])
+              or not all(number(v) for v in scales)):
+            problem = "'per_occupation' must hold one finite number per occupation"
+        if problem is not None:
+            raise ValueError(problem)
+        return cls(scale=float(data["scale"]), low=float(data["low"]), high=float(data["high"]),
+                   occupations=tuple(data["occupations"]),
+                   per_occupation=tuple(float(v) for v in data["per_occupation"]))

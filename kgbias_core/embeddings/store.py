@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import platform
 import re
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,12 +41,18 @@ from safetensors.torch import load_file, save_file
 
 from kgbias_core.data.schema import Schema
 from kgbias_core.data.text import read_columns, text_lines
-from kgbias_core.embeddings.config import DISTANCES, IMPORTED_MODELS, MODELS, TrainConfig
+from kgbias_core.embeddings.config import Calibration, TrainConfig
+from kgbias_core.embeddings.model_checks import (
+    check_id_triples,
+    check_transe_dims,
+    check_unique_labels,
+    config_calibration,
+    config_train_config,
+)
 from kgbias_core.errors import (
     DEBIASED_NO_RETRAIN,
     MODEL_BEING_WRITTEN,
     MODEL_CORRUPT,
-    MODEL_DISAGREES,
     MODEL_FILE_LINK,
     MODEL_INCOMPLETE,
     MODEL_NOT_FOUND,
@@ -61,15 +66,12 @@ from kgbias_core.errors import (
     OUT_IS_INPUT,
     OUT_NOT_A_MODEL,
     STORE_NOT_WRITABLE,
-    UNKNOWN_DISTANCE,
     UNKNOWN_ENTITY,
-    UNKNOWN_MODEL,
     UNKNOWN_RELATION,
     DataError,
     MeasureError,
     ModelStoreError,
 )
-from kgbias_core.influence.scale import Calibration
 from kgbias_core.types import FloatTensor, LongTensor
 
 MODEL_FILES = ("config.json", "model.safetensors", "training.safetensors", "entities.tsv", "relations.tsv")
@@ -525,6 +527,11 @@ def count_rows(path: Path | str) -> int:
     return max(_count_lines(Path(path)) - 1, 0)
 
 
+def model_sizes(path: Path | str) -> tuple[int, int]:
+    """(entities, relations) of the model directory at ``path``, counted from its id maps without loading it."""
+    return count_rows(Path(path) / "entities.tsv"), count_rows(Path(path) / "relations.tsv")
+
+
 def load_model(path: Path | str, *, device: torch.device | str = "cpu") -> StoredModel:
     """Read a model directory written by :func:`save_model`; never unpickles anything.
 
@@ -545,7 +552,7 @@ def load_model(path: Path | str, *, device: torch.device | str = "cpu") -> Store
     training = _read_safetensors(path / "training.safetensors")
     entities = _read_tsv(path / "entities.tsv", 3)
     relations = _read_tsv(path / "relations.tsv", 2)
-    train_config = _train_config(config, path / "config.json")
+    train_config = config_train_config(config, path / "config.json")
     for key, tensor in weights.items():
         if tensor.is_floating_point() or tensor.is_complex():
             bad = int((~torch.isfinite(tensor)).sum())
@@ -557,14 +564,14 @@ def load_model(path: Path | str, *, device: torch.device | str = "cpu") -> Store
                 raise ModelStoreError(
                     MODEL_CORRUPT.format(path=path, problem=f"{key} does not match the id maps")
                 )
-        _check_transe_dims(weights, dim=train_config.dim, path=path)
+        check_transe_dims(weights, dim=train_config.dim, path=path)
     for kind, labels in (("entity", entities[0]), ("relation", relations[0])):
-        _check_unique(labels, kind=kind, path=path)
+        check_unique_labels(labels, kind=kind, path=path)
     triples = training.get("triples")
     if triples is None or triples.ndim != 2 or triples.shape[1] != 3:
         raise ModelStoreError(MODEL_CORRUPT.format(path=path, problem="training.safetensors lacks triples [n, 3]"))
     for key, value in training.items():
-        _check_id_triples(value, key=key, n_entities=len(entities[0]), n_relations=len(relations[0]),
+        check_id_triples(value, key=key, n_entities=len(entities[0]), n_relations=len(relations[0]),
                           file=path / "training.safetensors")
     reserved = {"name", "dataset", "data_hash", "schema", "damping", "influence_scale", "calibration", "edit"}
     reserved |= set(train_config.to_dict())
@@ -584,108 +591,11 @@ def load_model(path: Path | str, *, device: torch.device | str = "cpu") -> Store
         test_triples=training.get("test_triples"),
         damping=float(config.get("damping") or 0.0),
         influence_scale=config.get("influence_scale"),
-        calibration=_calibration(config, path / "config.json"),
+        calibration=config_calibration(config, path / "config.json"),
         edit=config.get("edit"),
         info={k: v for k, v in config.items() if k not in reserved},
     )
     return model if torch.device(device).type == "cpu" else model.to(device)
-
-
-def _check_transe_dims(weights: dict[str, torch.Tensor], *, dim: int, path: Path) -> None:
-    """TransE's vectors: [E, d] and [R, d] with config.json's d (h + r - t, Bordes eq. 1)."""
-    entities, relations = weights["entity_embeddings"], weights["relation_embeddings"]
-    if entities.ndim != 2 or relations.ndim != 2:
-        problem = f"the vectors are not matrices (entities {list(entities.shape)}, relations {list(relations.shape)})"
-        raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
-    if entities.shape[1] != relations.shape[1]:
-        problem = (f"entity vectors have dimension {entities.shape[1]}, relation vectors {relations.shape[1]} "
-                   "(h + r - t needs one)")
-        raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
-    if entities.shape[1] != dim:
-        problem = f"model.safetensors holds {entities.shape[1]}-dimensional vectors, config.json says dim {dim}"
-        raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
-
-
-def _check_unique(labels: tuple[str, ...], *, kind: str, path: Path) -> None:
-    """Each label once: a label twice maps two rows to one name, and every lookup would take the first."""
-    if len(set(labels)) == len(labels):
-        return
-    seen: set[str] = set()
-    for i, label in enumerate(labels):
-        if label in seen:
-            file = "entities.tsv" if kind == "entity" else "relations.tsv"
-            problem = f"{kind} label {label!r} appears twice in {file} (again at id {i})"
-            raise ModelStoreError(MODEL_DISAGREES.format(path=path, problem=problem))
-        seen.add(label)
-
-
-def _calibration(config: dict[str, Any], file: Path) -> Calibration | None:
-    """The config's calibration (METHODS §4), checked; None where the model has none."""
-    if config.get("calibration") is None:
-        return None
-    try:
-        calibration = Calibration.from_dict(config["calibration"])
-    except ValueError as exc:
-        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=f"'calibration' {exc}")) from None
-    if config.get("influence_scale") != calibration.scale:
-        problem = "'influence_scale' differs from the calibration's scale"
-        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
-    return calibration
-
-
-def _train_config(config: dict[str, Any], file: Path) -> TrainConfig:
-    """The training config of a config.json, each setting of the type its field's default has."""
-
-    def corrupt(problem: str) -> ModelStoreError:
-        return ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
-
-    if not isinstance(config.get("schema"), dict):
-        raise corrupt("'schema' is missing or not a JSON object")
-    for key, default in TrainConfig().to_dict().items():
-        value = config.get(key, default)
-        if key == "damping" and value is None:
-            continue
-        numeric = isinstance(value, int | float) and not isinstance(value, bool)
-        if isinstance(default, str):
-            ok = isinstance(value, str)
-        elif isinstance(default, int):
-            ok = numeric and isinstance(value, int)
-        else:
-            ok = numeric and math.isfinite(value)
-        if not ok:
-            raise corrupt(f"{key!r} must be {type(default or 0.0).__name__}, found {value!r}")
-    for key, low in (("dim", 1), ("batch_size", 1), ("epochs", 0), ("seed", 0), ("lr", 0), ("lr_min", 0),
-                     ("margin", 0), ("l2", 0)):
-        value = config.get(key)
-        if value is not None and value < low:  # types checked above: int or finite float
-            raise corrupt(f"{key!r} must be >= {low}, found {value!r}")
-    for key in ("damping", "influence_scale"):
-        value = config.get(key)
-        if value is not None and not (isinstance(value, int | float) and not isinstance(value, bool)
-                                      and math.isfinite(value) and value >= 0):
-            raise corrupt(f"{key!r} must be a non-negative number or null, found {value!r}")
-    if not isinstance(config.get("edit"), dict | None):
-        raise corrupt(f"'edit' must be a JSON object or null, found {config['edit']!r}")
-    train_config = TrainConfig.from_dict(config)
-    if train_config.model not in (*MODELS, *IMPORTED_MODELS):
-        raise corrupt(UNKNOWN_MODEL.format(model=train_config.model, known=", ".join((*MODELS, *IMPORTED_MODELS))))
-    if train_config.distance not in DISTANCES:
-        raise corrupt(UNKNOWN_DISTANCE.format(distance=train_config.distance, known=", ".join(DISTANCES)))
-    return train_config
-
-
-def _check_id_triples(tensor: torch.Tensor, *, key: str, n_entities: int, n_relations: int, file: Path) -> None:
-    """``tensor`` is [n, 3] integer (head, relation, tail) ids inside the id maps."""
-    if tensor.ndim != 2 or tensor.shape[1] != 3 or tensor.is_floating_point() or tensor.is_complex():
-        problem = f"{key} is not integer triples [n, 3] (shape {list(tensor.shape)}, {tensor.dtype})"
-        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
-    if tensor.numel() == 0:
-        return
-    entities, relations = tensor[:, [0, 2]], tensor[:, 1]
-    if int(entities.min()) < 0 or int(entities.max()) >= n_entities or int(relations.min()) < 0 \
-            or int(relations.max()) >= n_relations:
-        problem = f"{key} names ids outside entities.tsv ({n_entities}) or relations.tsv ({n_relations})"
-        raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
 
 
 def list_models(store: Path | str | None = None) -> list[str]:
@@ -722,54 +632,6 @@ def _read_safetensors(file: Path) -> dict[str, torch.Tensor]:
         raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=str(exc))) from exc
 
 
-def _result_paths(model_dir: Path, key: str) -> tuple[Path, Path]:
-    folder = Path(model_dir) / "results"
-    return folder / f"{key}.csv", folder / f"{key}.json"
-
-
-def save_result(model_dir: Path | str, key: str, frame: pd.DataFrame, *, params: dict[str, Any]) -> Path | None:
-    """Cache a derived table beside a model, with the model's config, data hash and ``params``.
-
-    Written atomically (temporary file, then rename); :func:`load_result` returns it only while the
-    model and params are still the ones that made it. A directory that cannot be written (read-only)
-    caches nothing: None.
-    """
-    config = read_config(model_dir)
-    csv_path, meta_path = _result_paths(Path(model_dir), key)
-    meta = {"data_hash": config.get("data_hash"), "model_config": _fingerprint(config), "params": params}
-    try:
-        csv_path.parent.mkdir(exist_ok=True)
-        for path, text in ((csv_path, frame.to_csv(index=False)), (meta_path, json.dumps(meta, sort_keys=True))):
-            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-            try:
-                tmp.write_text(text, encoding="utf-8")
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
-    except OSError:  # a read-only model directory: the result is computed, only not cached
-        return None
-    return csv_path
-
-
-def load_result(model_dir: Path | str, key: str, *, params: dict[str, Any]) -> pd.DataFrame | None:
-    """A table cached by :func:`save_result`, or None if absent or made by another model/params."""
-    import pandas as pd
-
-    csv_path, meta_path = _result_paths(Path(model_dir), key)
-    if not csv_path.is_file() or not meta_path.is_file():
-        return None
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        config = read_config(model_dir)
-    except (OSError, json.JSONDecodeError, ModelStoreError):
-        return None
-    expected = {"data_hash": config.get("data_hash"), "model_config": _fingerprint(config),
-                "params": json.loads(json.dumps(params, sort_keys=True))}
-    if meta != expected:
-        return None
-    return pd.read_csv(csv_path)
-
-
 def model_fingerprint(path: Path | str) -> dict[str, str]:
     """What made a model's weights: ``data_hash`` (its training data) and ``config_hash`` (SHA-256 of
     the settings that trained it, edit included). Equal fingerprints, equal weights; the influence
@@ -779,12 +641,12 @@ def model_fingerprint(path: Path | str) -> dict[str, str]:
 
 def config_fingerprint(config: dict[str, Any]) -> dict[str, str]:
     """:func:`model_fingerprint` of an already read config.json."""
-    settings = json.dumps(_fingerprint(config), sort_keys=True, default=str)
+    settings = json.dumps(weight_settings(config), sort_keys=True, default=str)
     return {"config_hash": hashlib.sha256(settings.encode("utf-8")).hexdigest(),
             "data_hash": str(config.get("data_hash") or "")}
 
 
-def _fingerprint(config: dict[str, Any]) -> dict[str, Any]:
+def weight_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The parts of a model's config that determine its weights."""
     keys = ("dataset", "data_hash", "model", "dim", "epochs", "batch_size", "lr", "lr_min", "margin", "l2",
             "seed", "edit")

@@ -18,7 +18,11 @@ from pykeen.models import Model
 from pykeen.nn.modules import TransEInteraction
 
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
-from kgbias_core.embeddings.store import StoredModel, load_model, load_result, save_result
+from kgbias_core.embeddings.results import load_result, save_result
+from kgbias_core.embeddings.store import (
+    StoredModel,
+    load_model,
+)
 from kgbias_core.errors import RANKS_EMPTY, TRIPLES_BAD_SHAPE, MeasureError
 from kgbias_core.types import FloatTensor, LongTensor
 

@@ -25,10 +25,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from kgbias_core.embeddings.config import Calibration
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import MeasureError
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
-from kgbias_core.influence.scale import Calibration, predict, through_origin
+from kgbias_core.influence.scale import predict, through_origin
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor
 
@@ -139,24 +140,3 @@ def leave_one_out(runs: pd.DataFrame) -> pd.DataFrame:
         part["inside"] = (part["low"] <= part["actual"]) & (part["actual"] <= part["high"])
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
-
-
-def calibrate(
-    model: StoredModel,
-    *,
-    n_occupations: int = CALIBRATION_OCCUPATIONS,
-    k: int | None = None,
-    on_run: Callable[[int, int], None] | None = None,
-) -> tuple[Calibration, pd.DataFrame]:
-    """Fit the calibration of ``model`` on :func:`calibration_occupations`: (calibration, its runs).
-
-    1 + 2·``n_occupations`` masked retrains (13 by default: about 10 min on FB15k-237 on 2 cores).
-    """
-    from kgbias_core.analysis import ModelAnalysis
-
-    analysis = ModelAnalysis(model)
-    groups = analysis.groups
-    chosen = calibration_occupations(groups, analysis.group_bias(), n=n_occupations)
-    runs = calibration_runs(model, occupations=chosen, groups=groups, k=k, on_run=on_run,
-                            influence_of=lambda index: analysis.influence(groups.labels[index]))
-    return fit_calibration(runs), runs

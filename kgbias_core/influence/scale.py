@@ -1,60 +1,22 @@
 """The calibrated scale of the closed-form influence and the interval it gives a prediction (METHODS §4).
 
 The closed form predicts the change of B_gr up to a factor: actual ≈ s · sum_{z in S} delta_z. A
-:class:`Calibration` (fitted by :mod:`kgbias_core.influence.calibration`) holds the pooled s and the
-range of s over the occupations it was fitted on; :func:`predict` turns a raw influence sum into what
-a model can honestly say: the raw sum only (uncalibrated: sign and ranking), a point (a single stored
-scale), or a point with the interval sorted(raw · low, raw · high).
+:class:`~kgbias_core.embeddings.config.Calibration` (fitted by :mod:`kgbias_core.influence.calibration`)
+holds the pooled s and the range of s over the occupations it was fitted on; :func:`predict` turns a raw
+influence sum into what a model can honestly say: the raw sum only (uncalibrated: sign and ranking),
+a point (a single stored scale), or a point with the interval sorted(raw · low, raw · high).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+# The record lives beside TrainConfig (it is stored in config.json); re-exported here for its readers.
+from kgbias_core.embeddings.config import Calibration
 
-@dataclass(frozen=True)
-class Calibration:
-    """The scale actual/predicted with its spread over the occupations it was fitted on."""
-
-    scale: float  # least squares through the origin over all runs
-    low: float  # smallest per-occupation scale
-    high: float  # largest per-occupation scale
-    occupations: tuple[str, ...]  # labels of the occupations fitted on
-    per_occupation: tuple[float, ...]  # their scales, in the order of ``occupations``
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"scale": self.scale, "low": self.low, "high": self.high, "occupations": list(self.occupations),
-                "per_occupation": list(self.per_occupation)}
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Calibration:
-        """A calibration read from a config file; anything malformed is a ValueError saying what."""
-
-        def number(value: Any) -> bool:
-            return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-        problem = None
-        if not isinstance(data, Mapping):
-            problem = f"must be a JSON object, found {type(data).__name__}"
-        elif not all(number(data.get(key)) for key in ("scale", "low", "high")):
-            problem = "'scale', 'low' and 'high' must be finite numbers"
-        elif not data["low"] <= data["scale"] <= data["high"]:
-            problem = "needs 'low' <= 'scale' <= 'high'"
-        elif not isinstance(data.get("occupations"), list) or not all(isinstance(o, str) for o in data["occupations"]):
-            problem = "'occupations' must be a list of labels"
-        elif (not isinstance(scales := data.get("per_occupation"), list) or len(scales) != len(data["occupations"])
-              or not all(number(v) for v in scales)):
-            problem = "'per_occupation' must hold one finite number per occupation"
-        if problem is not None:
-            raise ValueError(problem)
-        return cls(scale=float(data["scale"]), low=float(data["low"]), high=float(data["high"]),
-                   occupations=tuple(data["occupations"]),
-                   per_occupation=tuple(float(v) for v in data["per_occupation"]))
+__all__ = ["Calibration", "PredictedChange", "predict", "through_origin"]
 
 
 @dataclass(frozen=True)

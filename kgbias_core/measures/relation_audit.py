@@ -34,7 +34,11 @@ from pykeen.models import ERModel
 
 from kgbias_core.data.graph import LARGE_GRAPH
 from kgbias_core.embeddings.pykeen_bridge import pykeen_model
-from kgbias_core.embeddings.store import StoredModel, load_model, load_result, save_result
+from kgbias_core.embeddings.results import load_result, save_result
+from kgbias_core.embeddings.store import (
+    StoredModel,
+    load_model,
+)
 from kgbias_core.errors import AUDIT_CANCELLED, AUDIT_SHAPE_MISMATCH, CancelledError, MeasureError
 from kgbias_core.measures.fisher import CHUNK_ELEMENTS, fisher_bias
 from kgbias_core.measures.occupation_classifier import ClassifierKind, classify_occupations, entity_feature_matrix

@@ -24,6 +24,7 @@ from kgbias_core.tasks.base import (
 )
 from kgbias_core.tasks.calibration import (
     CALIBRATION_RUNS,
+    calibrate,
     calibration_seconds,
     calibration_task,
     saved_calibration_runs,
@@ -102,6 +103,7 @@ __all__ = [
     "calibration_task",
     "saved_calibration_runs",
     "store_calibration",
+    "calibrate",
     "NOISE_SEEDS",
     "accuracy_key",
     "curve_key",

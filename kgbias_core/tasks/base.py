@@ -12,8 +12,8 @@ from typing import Any, Generic, TypeVar
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import (
     StoredModel,
-    count_rows,
     is_model_dir,
+    model_sizes,
     model_version,
     read_config,
 )
@@ -74,10 +74,10 @@ def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
     if not is_model_dir(model_dir):
         return  # load_model, next, names what is missing
     config = read_config(model_dir)
+    n_entities, n_relations = model_sizes(model_dir)
     epochs = int(config.get("epochs") or TrainConfig.epochs)  # an imported model (0 epochs) retrains with the default
     check_retrain_fits(what=what, n_triples=int(config.get("n_train") or 0),
-                       n_entities=count_rows(Path(model_dir) / "entities.tsv"),
-                       n_relations=count_rows(Path(model_dir) / "relations.tsv"),
+                       n_entities=n_entities, n_relations=n_relations,
                        dim=int(config.get("dim") or TrainConfig.dim),
                        batch_size=int(config.get("batch_size") or TrainConfig.batch_size), epochs=epochs,
                        retrains=retrains, optimizer=str(config.get("optimizer") or TrainConfig.optimizer))
@@ -97,9 +97,8 @@ def model_retrain_seconds(model_dir: Path | str, *, retrains: int = 1) -> float 
     if not is_model_dir(model_dir):
         return None
     config = read_config(model_dir)
-    return estimated_seconds(n_triples=int(config.get("n_train") or 0),
-                             n_entities=count_rows(Path(model_dir) / "entities.tsv"),
-                             n_relations=count_rows(Path(model_dir) / "relations.tsv"),
+    n_entities, n_relations = model_sizes(model_dir)
+    return estimated_seconds(n_triples=int(config.get("n_train") or 0), n_entities=n_entities, n_relations=n_relations,
                              dim=int(config.get("dim") or TrainConfig.dim),
                              batch_size=int(config.get("batch_size") or TrainConfig.batch_size),
                              epochs=int(config.get("epochs") or TrainConfig.epochs), retrains=retrains)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,13 +12,12 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.device import resolve_device
+from kgbias_core.embeddings.results import cached_params, load_result, save_result
 from kgbias_core.embeddings.store import (
     StoredModel,
     list_models,
     load_model,
-    load_result,
     read_config,
-    save_result,
 )
 from kgbias_core.errors import (
     ModelStoreError,
@@ -46,10 +44,9 @@ FINDINGS = "findings"
 def saved_curves(model_dir: Path | str) -> dict[str, pd.DataFrame]:
     """Every removal curve cached beside the model, by occupation label."""
     curves = {}
-    for meta in sorted((Path(model_dir) / "results").glob("removal_curve-*.json")):
-        try:
-            occupation = json.loads(meta.read_text(encoding="utf-8"))["params"]["occupation"]
-        except (OSError, ValueError, KeyError, TypeError):
+    for params in cached_params(model_dir, "removal_curve-"):
+        occupation = params.get("occupation") if isinstance(params, dict) else None
+        if occupation is None:
             continue  # not a curve kgbias wrote: nothing to report from it
         curve = saved_curve(model_dir, occupation)
         if curve is not None:

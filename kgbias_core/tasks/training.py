@@ -148,61 +148,71 @@ def import_task(
     (20M triples on a CPU): every measure and the app run on the model's sizes, none of its numbers
     means anything; config.json records ``"imported_from": "random"``, ``"untrained": true``, ``epochs`` 0.
     """
-    from kgbias_core.embeddings.importers import READERS, onto_graph, pickle_to_read
-    from kgbias_core.embeddings.pykeen_bridge import imported_weights
-    from kgbias_core.embeddings.training import initial_embeddings
-    from kgbias_core.errors import IMPORT_PICKLE_TRUSTED
-
-    def vectors(kg: KnowledgeGraph, progress: Progress) -> tuple[dict, TrainConfig, dict[str, Any]]:
-        """(weights, config, info) of the imported or drawn vectors, rows in the graph's id order."""
-        if fmt == RANDOM_FORMAT:
-            progress.update(stage="drawing", message=f"read {kg.name}: {kg.training.num_triples:,} training "
-                                                     f"triples; drawing random {dim}-dimensional vectors (seed {seed})")
-            entities, relations = initial_embeddings(n_entities=kg.training.num_entities,
-                                                     n_relations=kg.training.num_relations, dim=dim, seed=seed)
-            info = {"imported_from": RANDOM_FORMAT, "untrained": True, "negatives": "none", "train_seconds": 0.0,
-                    "source": f"random uniform(-6/sqrt(d), 6/sqrt(d)), seed {seed}"}
-            return ({"entity_embeddings": entities, "relation_embeddings": relations},
-                    TrainConfig(model="transe", dim=dim, epochs=0, seed=seed), info)
-        progress.update(stage="reading", message=f"read {kg.name}: {kg.training.num_triples} training triples; "
-                                                 f"reading the {fmt} embeddings at {path}")
-        pickled = pickle_to_read(fmt, path) if trust_pickle else None
-        if pickled is not None:  # said before unpickling: the file's code runs during the read
-            progress.update(message=IMPORT_PICKLE_TRUSTED.format(path=pickled))
-        imported = READERS[fmt](path, distance=distance, trust_pickle=trust_pickle)
-        for warning in imported.warnings:
-            if pickled is None or warning != IMPORT_PICKLE_TRUSTED.format(path=pickled):
-                progress.update(message=warning)
-        entity_labels, relation_labels = graph_labels(kg)
-        entities, relations = onto_graph(imported, entity_labels=entity_labels, relation_labels=relation_labels,
-                                         graph=kg.name)
-        margin = TrainConfig.margin if imported.margin is None else imported.margin
-        # PyKEEN's ComplEx dimension counts complex numbers: its real rows hold (re, im) pairs.
-        model_dim = int(entities.shape[1]) // (2 if imported.model == "complex" else 1)
-        config = TrainConfig(model=imported.model, dim=model_dim, epochs=0, margin=margin,
-                             distance=imported.distance)
-        digest = hashlib.sha256(entities.numpy().tobytes() + relations.numpy().tobytes()).hexdigest()
-        if imported.model == "transe":
-            weights = {"entity_embeddings": entities, "relation_embeddings": relations}
-        else:
-            weights = imported_weights(imported.model, entities=entities, relations=relations, dim=model_dim,
-                                       triples=kg.training.mapped_triples, pbg=imported.pbg)
-        info = {"imported_from": fmt, "negatives": "none", "source": str(path), "source_hash": digest,
-                "unpickled": bool(imported.warnings), "train_seconds": 0.0,
-                **({"sign": imported.sign} if imported.sign else {}),
-                **({"pbg": imported.pbg} if imported.pbg else {})}
-        return weights, config, info
-
     def run(progress: Progress) -> str:
         check_output(out, overwrite=overwrite)
         progress.update(stage="loading data")
         kg = load_graph(graph, data_dir, schema=schema, names=names)
-        weights, config, info = vectors(kg, progress)
+        if fmt == RANDOM_FORMAT:
+            weights, config, info = _random_vectors(kg, dim=dim, seed=seed, progress=progress)
+        else:
+            weights, config, info = _read_vectors(fmt, path, kg, distance=distance, trust_pickle=trust_pickle,
+                                                  progress=progress)
         model = graph_model(kg, config, name=out.name, negatives=None, weights=weights, info=info)
         progress.update(stage="saving", message=f"writing {out.name} to {out.parent}")
         return str(save_model(model, out.parent, overwrite=overwrite))
 
     return Task(key=_key("import", out=str(out)), run=run)
+
+
+def _random_vectors(kg: KnowledgeGraph, *, dim: int, seed: int,
+                    progress: Progress) -> tuple[dict, TrainConfig, dict[str, Any]]:
+    """(weights, config, info) of random, untrained TransE vectors drawn from ``seed``, rows in the graph's id order."""
+    from kgbias_core.embeddings.training import initial_embeddings
+
+    progress.update(stage="drawing", message=f"read {kg.name}: {kg.training.num_triples:,} training "
+                                             f"triples; drawing random {dim}-dimensional vectors (seed {seed})")
+    entities, relations = initial_embeddings(n_entities=kg.training.num_entities,
+                                             n_relations=kg.training.num_relations, dim=dim, seed=seed)
+    info = {"imported_from": RANDOM_FORMAT, "untrained": True, "negatives": "none", "train_seconds": 0.0,
+            "source": f"random uniform(-6/sqrt(d), 6/sqrt(d)), seed {seed}"}
+    return ({"entity_embeddings": entities, "relation_embeddings": relations},
+            TrainConfig(model="transe", dim=dim, epochs=0, seed=seed), info)
+
+
+def _read_vectors(fmt: str, path: Path | None, kg: KnowledgeGraph, *, distance: str | None, trust_pickle: bool,
+                  progress: Progress) -> tuple[dict, TrainConfig, dict[str, Any]]:
+    """(weights, config, info) of the ``fmt`` embeddings at ``path``, rows in the graph's id order."""
+    from kgbias_core.embeddings.importers import READERS, onto_graph, pickle_to_read
+    from kgbias_core.embeddings.pykeen_bridge import imported_weights
+    from kgbias_core.errors import IMPORT_PICKLE_TRUSTED
+
+    progress.update(stage="reading", message=f"read {kg.name}: {kg.training.num_triples} training triples; "
+                                             f"reading the {fmt} embeddings at {path}")
+    pickled = pickle_to_read(fmt, path) if trust_pickle else None
+    if pickled is not None:  # said before unpickling: the file's code runs during the read
+        progress.update(message=IMPORT_PICKLE_TRUSTED.format(path=pickled))
+    imported = READERS[fmt](path, distance=distance, trust_pickle=trust_pickle)
+    for warning in imported.warnings:
+        if pickled is None or warning != IMPORT_PICKLE_TRUSTED.format(path=pickled):
+            progress.update(message=warning)
+    entity_labels, relation_labels = graph_labels(kg)
+    entities, relations = onto_graph(imported, entity_labels=entity_labels, relation_labels=relation_labels,
+                                     graph=kg.name)
+    margin = TrainConfig.margin if imported.margin is None else imported.margin
+    # PyKEEN's ComplEx dimension counts complex numbers: its real rows hold (re, im) pairs.
+    model_dim = int(entities.shape[1]) // (2 if imported.model == "complex" else 1)
+    config = TrainConfig(model=imported.model, dim=model_dim, epochs=0, margin=margin, distance=imported.distance)
+    digest = hashlib.sha256(entities.numpy().tobytes() + relations.numpy().tobytes()).hexdigest()
+    if imported.model == "transe":
+        weights = {"entity_embeddings": entities, "relation_embeddings": relations}
+    else:
+        weights = imported_weights(imported.model, entities=entities, relations=relations, dim=model_dim,
+                                   triples=kg.training.mapped_triples, pbg=imported.pbg)
+    info = {"imported_from": fmt, "negatives": "none", "source": str(path), "source_hash": digest,
+            "unpickled": bool(imported.warnings), "train_seconds": 0.0,
+            **({"sign": imported.sign} if imported.sign else {}),
+            **({"pbg": imported.pbg} if imported.pbg else {})}
+    return weights, config, info
 
 
 def graph_size(dataset: str, data_dir: Path | str | None) -> tuple[int, int, int]:

@@ -13,13 +13,12 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.device import resolve_device
+from kgbias_core.embeddings.results import load_result, save_result
 from kgbias_core.embeddings.store import (
     check_output,
     load_model,
-    load_result,
     model_fingerprint,
     save_model,
-    save_result,
 )
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.closed_form import debiasing_removal

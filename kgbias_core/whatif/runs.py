@@ -18,7 +18,12 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.graph import Gender, gender_of
 from kgbias_core.device import retrain_device
-from kgbias_core.embeddings.store import StoredModel, config_fingerprint, load_result, read_config, save_result
+from kgbias_core.embeddings.results import load_result, save_result
+from kgbias_core.embeddings.store import (
+    StoredModel,
+    config_fingerprint,
+    read_config,
+)
 from kgbias_core.embeddings.training import EpochCallback, train_transe
 from kgbias_core.errors import ModelStoreError
 from kgbias_core.measures.group_bias import group_bias
