@@ -280,8 +280,8 @@ def test_two_writers_of_one_name_the_second_is_refused(tiny_model, tmp_path: Pat
 _HOLD_CLAIM = """
 import sys, time
 from pathlib import Path
-from kgbias_core.embeddings.store import _Claim
-claim = _Claim(Path(sys.argv[1]), sys.argv[2])
+from kgbias_core.embeddings.claims import Claim
+claim = Claim(Path(sys.argv[1]), sys.argv[2])
 assert claim.acquire()
 print("held", flush=True)
 time.sleep(60)

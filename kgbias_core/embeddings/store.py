@@ -10,7 +10,8 @@ place, so a half-written model is never visible under its name):
   ``valid_triples`` / ``test_triples`` in the same id space;
 - ``entities.tsv`` (``id label name``) and ``relations.tsv`` (``id label``);
 - ``config.json``: data set and data hash, schema, training config, damping, influence scale,
-  edit, library versions, final loss, training seconds.
+  edit, library versions, final loss, training seconds;
+- ``results/``: derived tables cached beside the model (:mod:`kgbias_core.embeddings.results`).
 
 Nothing is ever unpickled: tensors come from safetensors, everything else from JSON/TSV.
 """
@@ -41,6 +42,7 @@ from safetensors.torch import load_file, save_file
 
 from kgbias_core.data.schema import Schema
 from kgbias_core.data.text import read_columns, text_lines
+from kgbias_core.embeddings.claims import FILE_MODE, Claim, alive, scratch_dir, scratch_parts
 from kgbias_core.embeddings.config import Calibration, TrainConfig
 from kgbias_core.embeddings.model_checks import (
     check_id_triples,
@@ -51,7 +53,6 @@ from kgbias_core.embeddings.model_checks import (
 )
 from kgbias_core.errors import (
     DEBIASED_NO_RETRAIN,
-    MODEL_BEING_WRITTEN,
     MODEL_CORRUPT,
     MODEL_FILE_LINK,
     MODEL_INCOMPLETE,
@@ -79,8 +80,6 @@ STORE_ENV = "KGBIAS_MODEL_DIR"
 #: A model name is one path component: nothing a user types (or a page passes) can leave the store.
 #: At most 200 characters: a write's scratch directory adds about 50 to it, and a file system 255.
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
-#: Files are world-readable like the rest of a checkout (safetensors writes 0600 on its own).
-_FILE_MODE = 0o644
 
 
 def default_store() -> Path:
@@ -250,92 +249,6 @@ def check_writable(folder: Path | str, *, what: str) -> None:
         raise ModelStoreError(STORE_NOT_WRITABLE.format(path=folder, what=what, reason=exc.strerror or exc)) from None
 
 
-def _scratch(store: Path, kind: str, name: str) -> Path:
-    """A hidden sibling for an atomic write; the pid lets :func:`clean_orphans` spot dead writers."""
-    return store / f".{kind}-{name}-{os.getpid()}-{uuid.uuid4().hex}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # somebody else's live process
-        return True
-    return True
-
-
-class _Claim:
-    """An exclusive claim on one model name of a store, held while its save (or recovery) runs.
-
-    ``store/.lock-<name>`` is locked with ``flock``, which the kernel releases when its process dies
-    (kill -9 included): a dead writer's claim is recovered by the next claimant, never blocks forever.
-    After locking, the file's inode is compared with the path's: a claim whose file a finishing writer
-    just removed is retried, so two processes never both hold one name. The file holds the pid for the
-    refusal message and is removed on release.
-    """
-
-    def __init__(self, store: Path, name: str) -> None:
-        self.path = store / f".lock-{name}"
-        self.name = name
-        self.fd: int | None = None
-
-    def acquire(self) -> bool:
-        import fcntl
-
-        for _ in range(20):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                return False
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                os.ftruncate(fd, 0)
-                os.write(fd, str(os.getpid()).encode())
-                self.fd = fd
-                return True
-            os.close(fd)  # removed by the writer that held it: claim the new file
-        return False
-
-    def holder(self) -> str:
-        try:
-            return self.path.read_text(encoding="utf-8").strip() or "?"
-        except OSError:
-            return "?"
-
-    def release(self) -> None:
-        if self.fd is None:
-            return
-        # Unlinked while still locked: a process waiting on this inode re-checks it and retries.
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
-        os.close(self.fd)
-        self.fd = None
-
-    def __enter__(self) -> _Claim:
-        if not self.acquire():
-            raise ModelStoreError(MODEL_BEING_WRITTEN.format(path=self.path.parent / self.name, pid=self.holder()))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def _scratch_parts(entry: Path) -> tuple[str, str, int] | None:
-    """(kind, model name, pid) of a scratch directory ``.{tmp,old}-<name>-<pid>-<hex>``, else None."""
-    if not entry.name.startswith((".tmp-", ".old-")):
-        return None
-    parts = entry.name.rsplit("-", 2)
-    if len(parts) != 3 or not parts[1].isdigit() or not parts[0][5:]:
-        return None
-    return parts[0][1:4], parts[0][5:], int(parts[1])
-
-
 def _recover(store: Path, name: str, scratch: list[Path]) -> list[str]:
     """Finish or undo the interrupted saves of ``name`` (``scratch``: its dead writers' directories).
 
@@ -371,12 +284,12 @@ def clean_orphans(store: Path | str | None = None) -> list[str]:
         return removed
     by_name: dict[str, list[Path]] = {}
     for entry in store.iterdir():
-        parts = _scratch_parts(entry)
-        if parts is None or not entry.is_dir() or _alive(parts[2]):
+        parts = scratch_parts(entry)
+        if parts is None or not entry.is_dir() or alive(parts[2]):
             continue
         by_name.setdefault(parts[1], []).append(entry)
     for name, scratch in by_name.items():
-        claim = _Claim(store, name)
+        claim = Claim(store, name)
         try:
             if not claim.acquire():  # a save of this name is running: its own finish tidies up
                 continue
@@ -399,7 +312,7 @@ def save_model(model: StoredModel, store: Path | str | None = None, *, overwrite
     An existing *model* of that name is replaced only with ``overwrite``; anything else at that
     path is never touched (:func:`check_output`). A failed write (full disk, I/O error) leaves the
     previous model as it was and raises :class:`ModelStoreError` with the reason. Writers of one
-    name exclude each other (:class:`_Claim`): the second is refused, and the existence check runs
+    name exclude each other (:class:`Claim`): the second is refused, and the existence check runs
     under the claim, so two saves without ``overwrite`` never both succeed. A process killed at
     any point leaves the old or the new model, restored by the next :func:`clean_orphans`.
     """
@@ -408,20 +321,20 @@ def save_model(model: StoredModel, store: Path | str | None = None, *, overwrite
     model = model.to("cpu")  # a model measured on a GPU is written from host memory
     try:
         store.mkdir(parents=True, exist_ok=True)
-        claim = _Claim(store, model.name).__enter__()
+        claim = Claim(store, model.name).__enter__()
     except OSError as exc:
         raise ModelStoreError(MODEL_WRITE_FAILED.format(path=target, reason=exc)) from exc
     try:
-        dead = [p for p in store.iterdir() if (parts := _scratch_parts(p)) is not None and parts[1] == model.name
-                and p.is_dir() and not _alive(parts[2])]
+        dead = [p for p in store.iterdir() if (parts := scratch_parts(p)) is not None and parts[1] == model.name
+                and p.is_dir() and not alive(parts[2])]
         _recover(store, model.name, dead)  # a killed save of this name first gets its model back
         check_output(target, overwrite=overwrite)  # again, under the claim: another writer may have finished
-        tmp, old = _scratch(store, "tmp", model.name), None
+        tmp, old = scratch_dir(store, "tmp", model.name), None
         try:
             tmp.mkdir()
             _write_model_files(model, tmp)
             if target.exists():
-                old = _scratch(store, "old", model.name)
+                old = scratch_dir(store, "old", model.name)
                 os.replace(target, old)
             os.replace(tmp, target)
             if old is not None:
@@ -474,10 +387,10 @@ def _write_model_files(model: StoredModel, folder: Path) -> None:
         **model.info,
     }
     for file in folder.iterdir():
-        file.chmod(_FILE_MODE)
+        file.chmod(FILE_MODE)
     # config.json last: a directory holding it was written completely.
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True), encoding="utf-8")
-    (folder / "config.json").chmod(_FILE_MODE)
+    (folder / "config.json").chmod(FILE_MODE)
 
 
 def _clean(text: str) -> str:
