@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import torch
 
 from kgbias_core.errors import CUDA_INDEX_OUT_OF_RANGE, NO_CUDA_DEVICE, UNKNOWN_DEVICE, DeviceError
 
-if TYPE_CHECKING:
-    from kgbias_core.embeddings.store import StoredModel
+
+class TrainedModel(Protocol):
+    """What :func:`retrain_device` reads of a model (a :class:`~kgbias_core.embeddings.store.StoredModel`): its
+    info, where training recorded its device. A protocol, not the store's class: the device sits below the store."""
+
+    info: Mapping[str, Any]
+
 
 #: The app's device: auto | cpu | cuda | cuda:N (the CLI's --device overrides it).
 DEVICE_ENV = "KGBIAS_DEVICE"
@@ -67,7 +73,7 @@ def resolve_device(spec: str | torch.device | None = None, *, source: str = "--d
     return torch.device("cuda", int(index))
 
 
-def retrain_device(model: StoredModel) -> torch.device:
+def retrain_device(model: TrainedModel) -> torch.device:
     """Where a retrain of ``model`` runs: the kind of device it was trained on, whatever device measures use.
 
     float32 sums in another order change a training as another seed would: the same config trained
