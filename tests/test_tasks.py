@@ -109,6 +109,22 @@ def test_impossible_ks_are_refused_before_any_retraining(store: Path) -> None:
     assert str(info.value) == LAB_K_TOO_LARGE.format(k=n + 1, n=n, model="tiny-transe")
 
 
+def test_a_calibration_of_too_large_a_k_is_refused_before_any_retrain_and_keys_name_its_settings(
+    store: Path,
+) -> None:
+    base = store / "tiny-transe"
+    n = load_model(base).triples.shape[0]
+    progress = Progress()
+    with pytest.raises(MeasureError) as info:
+        tasks.calibration_task(base, k=n + 1).run(progress)
+    assert str(info.value) == LAB_K_TOO_LARGE.format(k=n + 1, n=n, model="tiny-transe")
+    assert progress.stage != "calibrating"  # refused before the first masked retrain
+    assert load_model(base).calibration is None
+    default = tasks.calibration_task(base).key
+    assert default == tasks.calibration_task(base, n_occupations=6, k=None).key
+    assert len({default, tasks.calibration_task(base, n_occupations=2).key, tasks.calibration_task(base, k=3).key}) == 3
+
+
 def test_storing_a_calibration_keeps_the_cached_results(store: Path) -> None:
     base = store / "tiny-transe"
     tasks.link_prediction_task([base]).run(Progress())

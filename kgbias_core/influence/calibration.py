@@ -14,6 +14,8 @@ A calibrated prediction is the interval sorted(raw · low, raw · high) around r
 random-removal noise band (:mod:`kgbias_core.whatif.runs`) is a separate component: it says how far
 a retrain moves B_gr anyway, not how wrong the scale is. :func:`leave_one_out` checks the interval
 honestly: fit without occupation X, predict X's runs, count how often the actual change is inside.
+The orchestration over one model (pick the occupations from its measures, retrain, fit) is
+:func:`kgbias_core.tasks.calibration.calibrate`: it needs a ModelAnalysis, which sits above influence.
 """
 
 from __future__ import annotations

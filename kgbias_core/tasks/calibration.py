@@ -30,7 +30,7 @@ from kgbias_core.influence.calibration import (
     fit_calibration,
 )
 from kgbias_core.jobs import Progress
-from kgbias_core.tasks.base import Task, _key, check_retrains, model_retrain_seconds
+from kgbias_core.tasks.base import Task, _check_ks, _key, check_retrains, model_retrain_seconds
 
 
 def calibrate(
@@ -55,7 +55,8 @@ def calibrate(
     return fit_calibration(runs), runs
 
 
-def _calibrated(model: StoredModel, progress: Progress) -> tuple[StoredModel, pd.DataFrame]:
+def _calibrated(model: StoredModel, progress: Progress, *, n_occupations: int = CALIBRATION_OCCUPATIONS,
+                k: int | None = None) -> tuple[StoredModel, pd.DataFrame]:
     """``model`` with its calibration over several occupations (METHODS §4), and the runs it was fitted on."""
     progress.update(stage="calibrating", step=0, message="calibrating the influence scale by masked retraining…")
 
@@ -65,7 +66,7 @@ def _calibrated(model: StoredModel, progress: Progress) -> tuple[StoredModel, pd
             raise CancelledError(CALIBRATION_CANCELLED.format(done=done, total=total))
         progress.pause_point()  # a person's job waiting runs now: each retrain seeds itself, the result is unchanged
 
-    calibration, runs = calibrate(model, on_run=on_run)
+    calibration, runs = calibrate(model, n_occupations=n_occupations, k=k, on_run=on_run)
     progress.update(message=f"influence scale actual/predicted = {calibration.scale:.3f} "
                             f"(range {calibration.low:.3f}-{calibration.high:.3f} over "
                             f"{len(calibration.occupations)} occupations)")
@@ -87,19 +88,31 @@ def store_calibration(model_dir: Path | str, calibration: Calibration, runs: pd.
 CALIBRATION_RUNS = "calibration_runs"
 
 
-def calibration_task(model_dir: Path | str, *, device: torch.device | str | None = None) -> Task[Calibration]:
-    """Calibrate the model at ``model_dir`` on several occupations and store the calibration in it."""
+def calibration_task(model_dir: Path | str, *, n_occupations: int = CALIBRATION_OCCUPATIONS, k: int | None = None,
+                     device: torch.device | str | None = None) -> Task[Calibration]:
+    """Calibrate the model at ``model_dir`` on ``n_occupations`` occupations (1 + 2·n masked retrains, each
+    removing ``k`` triples; None: the default per occupation) and store the calibration in it, with its runs
+    (:func:`saved_calibration_runs`). Refused before loading when the retrains would not finish here."""
     device = resolve_device(device)
 
     def run(progress: Progress) -> Calibration:
-        check_retrains(model_dir, what="calibration", retrains=1 + 2 * CALIBRATION_OCCUPATIONS)
+        check_retrains(model_dir, what="calibration", retrains=1 + 2 * n_occupations)
         model = load_model(model_dir, device=device)
-        calibrated, runs = _calibrated(model, progress)
+        if k is not None:
+            _check_ks([k], model=model)  # before the first of 1 + 2n retrains
+        calibrated, runs = _calibrated(model, progress, n_occupations=n_occupations, k=k)
         progress.update(stage="saving", message=f"storing the calibration in {Path(model_dir).name}")
         store_calibration(model_dir, calibrated.calibration, runs)
         return calibrated.calibration
 
-    return Task(key=_key("calibration", model_dir), run=run, kept=CALIBRATION_KEPT.format(name=Path(model_dir).name))
+    # Only where not the defaults: the key of the default calibration stays what it was.
+    params: dict[str, int] = {}
+    if n_occupations != CALIBRATION_OCCUPATIONS:
+        params["n_occupations"] = n_occupations
+    if k is not None:
+        params["k"] = k
+    return Task(key=_key("calibration", model_dir, **params), run=run,
+                kept=CALIBRATION_KEPT.format(name=Path(model_dir).name))
 
 
 def calibration_seconds(model_dir: Path | str) -> float | None:
