@@ -31,8 +31,8 @@ CPU = torch.device("cpu")
 def models(tiny_model: StoredModel) -> list[StoredModel]:
     analysis = ModelAnalysis(tiny_model)
     target = occupation_groups(tiny_model).labels[1]
-    if_remove = retrain(tiny_model, make_edit(analysis, target, strategy="if", k=30), name="tiny-if", device=CPU)
-    add = retrain(tiny_model, make_edit(analysis, target, strategy="add", c=0.5), name="tiny-add", device=CPU)
+    if_remove = retrain(tiny_model, make_edit(analysis, target, strategy="if", k=30), name="tiny-if")
+    add = retrain(tiny_model, make_edit(analysis, target, strategy="add", c=0.5), name="tiny-add")
     return [tiny_model, if_remove, add, projected_model(tiny_model, name="tiny-projected"),
             regularised_model(tiny_model, name="tiny-fair", weight=10.0, device=CPU)]
 
