@@ -1,5 +1,6 @@
-"""The Newton-step what-if (kgbias_core.influence.prediction): the CG solve, the spectrum and the step against
-dense linear algebra on a very small graph, the sign of the removal step against the masked objective, and
+"""The Newton-step what-if (kgbias_core.influence.prediction): the CG solve, the spectrum, the exact-H step and
+the absolute-curvature |H| step against dense linear algebra (|H| built by plain loops) on a very small graph,
+the sign of the removal step against the masked objective, and
 the prediction's sign and interval against masked retrains on the tiny graph."""
 
 from __future__ import annotations
