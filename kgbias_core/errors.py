@@ -391,3 +391,7 @@ NO_CUDA_DEVICE = (
 CUDA_INDEX_OUT_OF_RANGE = (
     "device {spec!r} (from {source}): this machine has {count} CUDA device(s), numbered 0 to {last}"
 )
+NEWTON_NEEDS_SQUARED_L2 = (
+    "model {model}: the Newton-step what-if differentiates the squared-L2 TransE objective, and this model"
+    " scores with {distance}"
+)
