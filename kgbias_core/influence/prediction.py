@@ -42,7 +42,7 @@ by the bench; they are not fitted per model, and a real graph may need a wider b
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
@@ -54,8 +54,12 @@ from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import LongTensor
 
-if TYPE_CHECKING:  # analysis sits above influence: a type only, no import at run time
-    from kgbias_core.analysis import ModelAnalysis
+class AnalysedModel(Protocol):
+    """What :func:`predict_removal` reads of a :class:`~kgbias_core.analysis.ModelAnalysis` (which sits above
+    influence, so it is named by its shape, not imported)."""
+
+    model: StoredModel
+    groups: OccupationGroups
 
 #: Name of the estimator a prediction states beside its number.
 ESTIMATOR = "newton step (absolute curvature, CG, exact B_gr), band fitted on synthetic retrains"
@@ -267,7 +271,7 @@ def newton_removal_prediction(
     return WhatIfPrediction(point=point, low=ends[0], high=ends[1], estimator=ESTIMATOR)
 
 
-def predict_removal(analysis: ModelAnalysis, occupation: str, removed: LongTensor) -> WhatIfPrediction:
+def predict_removal(analysis: AnalysedModel, occupation: str, removed: LongTensor) -> WhatIfPrediction:
     """What-if for the lab, ``debias`` and the report: B_gr of ``occupation`` without training rows ``removed``.
 
     Uses the analysis's groups, held fixed as the masked retrain holds them.
