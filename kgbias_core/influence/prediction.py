@@ -54,6 +54,7 @@ from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import LongTensor
 
+
 class AnalysedModel(Protocol):
     """What :func:`predict_removal` reads of a :class:`~kgbias_core.analysis.ModelAnalysis` (which sits above
     influence, so it is named by its shape, not imported)."""
