@@ -239,8 +239,6 @@ MEASURES_TABLE = (
 
 # --- occupation explorer ------------------------------------------------------------------------
 GROUP_NOTE = "{name}: {note} ({n_male} men, {n_female} women)."
-OTHER_GENDERS_LEFT_OUT = "{n} more with another or no gender value are left out."
-ALL_BINARY = "Every person of this occupation has a binary gender value."
 EVERY_POINT = "Show every person as a point (slower for large occupations)"
 PERSONS_DISTRIBUTION = (
     "Violin and box show the distribution of B_in per gender; points are the outliers (or every person, with "
@@ -270,32 +268,9 @@ REPORT_HELP = (
     "intervals and readings, the charts (interactive), and for a what-if its predicted and retrained change."
 )
 IMAGE_HELP = "The chart as an image for slides (PNG) or print (SVG), drawn when clicked (a few seconds)."
-COMPARE_TWO = "Pick at least two occupations to compare."
-COMPARE_DISTRIBUTIONS = (
-    "B_in of each occupation's women and men side by side (box: quartiles; points: outliers, or every person "
-    "with the switch above). Occupations whose boxes sit above 0 lean male for most of their persons."
-)
 
 # --- occupation explorer: within subpopulations (intersectional) ----------------------------------
 INTERSECTIONS = "Within subpopulations (intersectional)"
-NO_ATTRIBUTES = (
-    "This graph's schema names no attribute (nationality, ethnicity, religion, …) to split the persons by, so "
-    "there are no subpopulations to compare. A user graph names them under [[attributes]] in its schema."
-)
-INTERSECTIONS_TABLE = (
-    "One row per value of {attribute} held by {name}'s persons: B_gr (with its bootstrap 95% interval), B_in "
-    "and Fisher's b_p computed among the persons with that value only ({sign}). A person with several values "
-    "counts in each; \"no value\" gathers those with none. A subpopulation with fewer than {minimum} men or "
-    "{minimum} women shows \"too few persons\" instead of figures: a mean over a handful of persons is noise. "
-    "b_p averages over every person of the graph with the value, not only this occupation's. Rows with figures "
-    "come first, by |B_gr|: the subpopulations that drive the gap."
-)
-INTERSECTION_BARS = (
-    "B_gr within each subpopulation with enough persons (blue, right: male-leaning; red, left: female-leaning); "
-    "whiskers: bootstrap 95% interval over its persons. Bars far apart with intervals that do not overlap mark "
-    "subpopulations in which the embedding leans differently."
-)
-NO_INTERSECTION_BARS = "No subpopulation has {minimum} men and {minimum} women: nothing to chart."
 
 
 def comparison_sentence(name: str, attribute: str, comparison: SubpopulationComparison,
@@ -319,26 +294,6 @@ INFLUENCE_READING = (
     "that retraining without the triple raises B_gr (more male-leaning). Select rows to put them in the "
     "removal basket."
 )
-#: The badge beside influence computed from re-drawn negatives (a model kgbias did not train).
-APPROXIMATE_INFLUENCE = (
-    "Influence {label}: this model has no frozen negatives (it was trained elsewhere and imported), so one "
-    "negative per training triple was re-drawn, as kgbias's training draws them. Which triples lead, and their "
-    "δ_z, depend on that draw; the stability beside this says how much. Checked on a FB15k-237 model whose true "
-    "negatives are known, re-drawn ones found about 6% of its true top 1% (README): read these triples as "
-    "examples of what can move B_gr, not as the ones that do."
-)
-STABILITY_METRIC = "Top-1% stability across 3 negative seeds"
-STABILITY_CAPTION = (
-    "Spearman's ρ of δ_z over the union of each seed's top 1% moving triples ({n} triples), for each pair of "
-    "the negative seeds {seeds}: lowest {low}, mean {mean}; the seeds' top sets overlap (Jaccard) at least "
-    "{overlap}. Near 1: the re-draw barely changes which triples lead and in what order."
-)
-#: Under the basket's predicted change when influence is approximate.
-APPROXIMATE_CHANGE = "Predicted from influence {label}."
-DIRECTIONS = {
-    "raises": "Removing these raises B_gr (towards male-leaning)",
-    "lowers": "Removing these lowers B_gr (towards female-leaning)",
-}
 INFLUENCE_DEGREE = (
     "The {n:,} triples with the largest |δ_z B_gr| (all with non-zero influence, at most {top:,}), against the "
     "degree of the person in them (the entity with a gender or occupation fact, never the occupation node; "
@@ -352,14 +307,8 @@ OCCUPATION_SHARE = (
     "'occupation' in its label. Du et "
     "al. report ~74% occupation and inverse-occupation triples on FB5M."
 )
-EMPTY_BASKET_HERE = "The basket is empty: select triples in the tables above and add them."
-BASKET_CHANGE = (
-    "Removing these {n} triple(s) and retraining would move {name}'s B_gr from {before} by about {change} "
-    "({sign})."
-)
 
 # --- attributes (Fisher et al.) -----------------------------------------------------------------
-ONE_VS_REST = "all other values (one vs rest)"
 REST_NAME = "the other values"
 FISHER_READING = (
     "b_p (Fisher §3.2): the mean change of each profession's plausibility when every person's embedding "
@@ -367,14 +316,6 @@ FISHER_READING = (
     "than {min_count} {a}- plus {b}-persons are not ranked ({n} kept; the others are listed apart at the bottom)."
 )
 FISHER_TOO_FEW = "No profession has that many persons with these values: lower the minimum count."
-NO_PROFESSION_FOR_B = (
-    "No profession is associated with {b}: every b_p is > 0, i.e. moving persons towards {a} raises every "
-    "profession's plausibility (a shared offset). Listed instead: the professions it raises least."
-)
-NO_PROFESSION_FOR_A = (
-    "No profession is associated with {a}: every b_p is < 0, i.e. moving persons towards {a} lowers every "
-    "profession's plausibility (a shared offset). Listed instead: the professions it lowers least."
-)
 FISHER_BARS = (
     "The professions of the two tables, one bar per row: bars to the right lean towards {a}, to the left "
     "towards {b}. The download holds every profession kept by the minimum count."
@@ -382,12 +323,6 @@ FISHER_BARS = (
 
 # --- model comparison ---------------------------------------------------------------------------
 CLASSIFIERS = {"random_forest": "Random forest", "mlp": "MLP (multi-layer perceptron)"}
-ALSO_IN_STORE = "Also in the store for this graph: {names}."
-TRAIN_ONLY_BUILT_IN = "Other models can be trained only on the built-in graphs (synthetic, FB15k-237)."
-TRAIN_MODELS_HELP = (
-    "Same graph, split and training config as the default model; only the model differs. FB15k-237 takes "
-    "minutes per model."
-)
 PICK_A_MODEL = "Pick at least one model to compare."
 IN_THE_BACKGROUND = "Computing in the background: the page fills in as each job finishes."
 LINK_PREDICTION = (
@@ -412,26 +347,6 @@ AUDIT_HEATMAP = (
     "relative to the largest of the same measure, because DPD, PPD and TLB have different scales: compare "
     "colours along a row within one measure, i.e. across models."
 )
-VALUE_TABLE = (
-    "One row per tail value of {relation}, one-vs-rest: n_persons have the value, n_rest have another value "
-    "of the relation only; 'undefined' = skipped (too few persons) or no class defined for both sides. The "
-    "relation's number above is the mean of its defined rows."
-)
-VALUE_CHART = (
-    "The rows of the table as bars, one panel per measure (each with its own scale): the values that drive "
-    "the relation's bias stand out."
-)
-TOP_PROFESSIONS = (
-    "The professions whose plausibility moves most when persons are nudged towards '{value}' and away from "
-    "the other values (Fisher's b_p, > 0 = associated with the value; #: persons of the profession with the "
-    "value / with another value of the relation). Over every profession with at least {minimum} persons "
-    "holding the relation (the others are listed apart) and every person with the relation, unlike TLB, "
-    "which averages over the k classified ones."
-)
-MIN_COUNT_DEFAULT = (
-    "Default {default}: the paper's 100 scaled to this model's {n_facts:,} occupation test facts (7.6% of "
-    "them, between 2 and 100; 100 on FB15k-237). Occupations below the minimum are pooled as OTHER."
-)
 NO_CLASS_REACHES = (
     "No occupation has {min_count} or more test facts: every fact falls in OTHER and there is nothing to "
     "compare. Lower the minimum count."
@@ -441,11 +356,6 @@ GAP_CHART = (
     "averaged over the occupation classes where it is defined; whiskers: bootstrap 95% interval over the "
     "test facts ({n_bootstrap} resamples). Lower = fairer. n_not_occupation: top-1 predictions that are not "
     "an occupation at all (counted as wrong)."
-)
-DEGENERATE_PREDICTOR = (
-    "{model} predicts one answer, {name}, for {share:.0%} of the {n:,} test facts (more than {threshold:.0%}): "
-    "a degenerate predictor. Its gaps compare how often women and men get that one answer, not how fairly it "
-    "tells occupations apart; read them with care, next to its link prediction above."
 )
 GROUP_METRICS = (
     "Macro means over the classes of each metric per gender, with 95% intervals; selection_deviation: mean "
@@ -459,18 +369,6 @@ DEVIATION_CHART = (
 )
 
 # --- debiasing lab ------------------------------------------------------------------------------
-STRATEGIES = {
-    "if": "Remove k triples by influence (IF-REMOVE)",
-    "random": "Remove k random triples (Random-REMOVE)",
-    "basket": "Remove the removal basket",
-    "add": "Add dummies of the under-represented gender (Add)",
-}
-ADD_NOT_PREDICTED = "Influence predicts the effect of removing triples only: for Add, retrain to see the change."
-ADD_EDIT = "Edit: {strategy}, {n} new triples."
-IF_REMOVE_FEWER = "Only {n} training triples move B_gr of {name} towards 0: IF-REMOVE removes those {n}, not {k}."
-RANDOM_CAPPED = "k = {k} exceeds the {n} training triples: Random-REMOVE removes all {n}."
-EMPTY_BASKET = "The removal basket of {model} is empty: add triples on the Influential triples page."
-PREDICTED_HELP = "Sum of δ_z B_gr over the {n} removed triples (METHODS §4)."
 RUN_IN_STORE = "This what-if is already in the store as `{name}`: compare it below."
 RUN_RETRAINING = "`{name}` is being retrained (see the jobs below)."
 NOISE_BAND_PENDING = (
@@ -515,7 +413,6 @@ BIAS_CHANGE_PENDING = (
     "of the unedited graph are done, no change of another occupation can be told apart from retraining drift, "
     "so none is coloured as an effect."
 )
-LINK_BEFORE_AFTER = "Filtered tail prediction on the test split: all queries and occupation queries only."
 REMOVAL_CURVE = (
     "B_gr after masked retraining without k triples: IF-REMOVE (by influence, towards 0) against "
     "Random-REMOVE (the baseline). The grey band is the noise of retraining under other seeds."
@@ -532,34 +429,11 @@ VALIDATION_RUNS = (
     "{n_runs} masked retrains from the model's seed ({epochs} epochs each): the top-k, bottom-k and random-k "
     "triples removed, plus the unedited graph."
 )
-KS_HELP = "{n:,} training triples have a non-zero influence on {name}."
 CHECK_RUNNING = "This check is running (see the jobs below)."
 ACCURACY_SCATTER = (
     "Each point removes one set of triples and retrains masked from the same seed. Points on a line through 0 "
     "mean the influence ranks removals correctly; read r against the random sets' noise."
 )
-CALIBRATION_TRANSE_ONLY = "Influence, and so its calibration, is defined for TransE models; this one is {kind}."
-NOT_CALIBRATED_YET = (
-    "This model is not calibrated: its predicted changes give the direction and the ranking of edits, not "
-    "their size. Calibrating fits the scale actual/predicted on 6 occupations spread over B_gr and group size "
-    "(a masked retrain without the top-k and one without the bottom-k triples of each), and keeps the range "
-    "of the per-occupation scales, which every prediction is then quoted with."
-)
-SINGLE_SCALE = (
-    "This model stores a single scale ({scale:.3g}) without a spread, so its predictions come without a "
-    "range. Recalibrate on several occupations to get one."
-)
-LEAVE_ONE_OUT = (
-    "Leave-one-occupation-out: fitted without each occupation in turn, the range held {inside} of its {n} "
-    "retrained changes ({share:.0%})."
-)
-CALIBRATION_COLUMNS = {
-    "name": "occupation", "kind": "removed set", "k": "k", "predicted": "Σ δ_z (raw)",
-    "actual": "retrained change", "low": "interval low (others)", "high": "interval high (others)",
-    "inside": "inside", "scale": "scale of this occupation", "occupation": "id",
-}
-CALIBRATION_RUNNING = "The calibration is running (see the jobs below)."
-RECALIBRATE_BUTTON = "Recalibrate (13 masked retrains over 6 occupations)"
 NO_CENSUS = (
     "No census file at `{path}`. Get it with `python -m kgbias_core download --data-dir {data_dir}` "
     "(or copy data/occupation_percentages_gender_occ1950.csv of github.com/nikhgarg/EmbeddingDynamicStereotypes "
@@ -626,48 +500,10 @@ EXPLORER_TABS = ["B_in per person, by gender", "B_in against B'_in (Du Fig 3)", 
 
 # --- the person view (issue 28) ------------------------------------------------------------------
 PERSON_LINK_TEXT = "open"
-PERSON_SEARCH = "Search a person by name or id"
-PERSON_SEARCH_HELP = "Part of a name finds every person whose name contains it; a link may give ?person=<id or name>."
-PERSON_NONE_FOUND = "No person's name or id contains “{query}”."
-PERSON_PICK = "Persons found ({n}{more})"
-PERSON_SUMMARY = "{gender}, {degree:,} training triples; {n} occupation(s) in the training graph."
-PERSON_OCCUPATIONS = (
-    "Per occupation: Du's B_in (the change of the TransE score ψ(s, r_p, o) that influence predicts when the "
-    "person's gender fact flips, Corollary 4) and Fisher's B'_in (METHODS §5), both > 0 = male-leaning. ψ: the "
-    "score now (lower = more plausible); ψ, gender flipped: ψ + B_in for a man made a woman, ψ − B_in for a woman "
-    "made a man (an influence prediction, not a retrain). A person without a binary gender has no B_in."
-)
-PERSON_TRIPLES = (
-    "The person's training triples in words, each with δ_z B_gr: how removing it would move {name}'s B_gr "
-    "(> 0: removing it makes the occupation more male-leaning), largest first."
-)
-PERSON_NO_OCCUPATION = "This person holds no occupation in the training graph: no B_in, and no influence to show."
-OPEN_A_PERSON = "Open a person of this chart in the person view (largest |B_in| first)"
 
 # --- the embedding space (issue 28) --------------------------------------------------------------
-SPACE_CAPTION = (
-    "{n:,} points: {persons:,} persons (an entity with a gender or occupation fact) coloured by gender, and "
-    "{occupations:,} occupations (diamonds). x: each embedding's projection on the learned gender direction, the "
-    "mean man minus the mean woman, normalised (> 0 = towards the men). y: the first principal component of what "
-    "is left after removing that direction. Hover a point for its name; drag a box (or pick the lasso) to select."
-)
-SPACE_ALL = " Every point is drawn (WebGL)."
-SPACE_SAMPLED = " A seeded sample of {n:,} of the {total:,} points is drawn (WebGL); every occupation is among them."
-SPACE_DOWNLOAD_ALL = "Download the {n:,} shown points (CSV)"
-SPACE_DOWNLOAD_SELECTED = "Download the {n:,} selected points (CSV)"
-SPACE_SELECT_HINT = "Select points with a box or a lasso to download them alone."
 
 # --- accuracy against disparity (issue 28) -------------------------------------------------------
-ACCURACY_DISPARITY = (
-    "One point per model of this graph: base models and every what-if (debiasing) run. x: mean |B_gr| over the "
-    "occupations with at least {minimum} men and {minimum} women (Du's measure, TransE only); y: filtered MRR of "
-    "tail prediction on the test split. Left is fairer, up is more accurate: a debiasing edit that costs accuracy "
-    "moves left and down. {missing}"
-)
-ACCURACY_MISSING = "{n} model(s) have no link prediction yet and are not drawn: {names}."
-ACCURACY_COMPUTE = "Compute the missing link predictions ({n} model(s))"
-SEVERAL_REPORT_PICK = "Occupations for one report"
-SEVERAL_REPORT_BUTTON = "Download a report of {n} occupation(s) (HTML)"
 #: The sidebar's device line: where measures and new trainings run (KGBIAS_DEVICE), and the retrain rule.
 DEVICE_CAPTION = (
     "Device: **{device}** for measures and training (`KGBIAS_DEVICE`); retrains run on the kind of device "

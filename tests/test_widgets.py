@@ -8,7 +8,6 @@ from streamlit.testing.v1 import AppTest
 
 from kgbias_app import widgets
 from kgbias_app.sections import attributes as attributes_section
-from kgbias_app.sections import influential_triples as triples_section
 from kgbias_core.data.schema import AttributeRelation, Schema
 from tests.conftest import PAGE_TIMEOUT
 
@@ -37,6 +36,7 @@ def basket_script() -> None:
     import streamlit as st
 
     from kgbias_app import widgets
+    from kgbias_app.sections import influential_triples as triples_section
 
     measures = pd.DataFrame({"occupation": ["nurse", "pilot"], "name": ["Nurse", "Pilot"], "n_male": [3, 12],
                              "n_female": [7, 0], "note": ["small group", "no women"]})

@@ -19,6 +19,17 @@ from kgbias_app.widgets import (
 from kgbias_core.data.schema import Schema
 from kgbias_core.embeddings.store import StoredModel
 
+# Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
+ONE_VS_REST = "all other values (one vs rest)"
+NO_PROFESSION_FOR_B = (
+    "No profession is associated with {b}: every b_p is > 0, i.e. moving persons towards {a} raises every "
+    "profession's plausibility (a shared offset). Listed instead: the professions it raises least."
+)
+NO_PROFESSION_FOR_A = (
+    "No profession is associated with {a}: every b_p is < 0, i.e. moving persons towards {a} lowers every "
+    "profession's plausibility (a shared offset). Listed instead: the professions it lowers least."
+)
+
 # --- attributes (Fisher et al.) -----------------------------------------------------------------
 #: The "value b" that stands for every other value of the relation (one vs rest).
 REST = "__rest__"
@@ -68,7 +79,7 @@ def attribute_choice(model: ModelRef) -> AttributeChoice:
     others = [REST] + [v for v in labels if v != value_a]
     value_b = links.selectbox(
         "Value b", others, key="value_b", what="value", container=middle,
-        format_func=lambda v: texts.ONE_VS_REST if v == REST else titles[v],
+        format_func=lambda v: ONE_VS_REST if v == REST else titles[v],
         index=others.index(stored.schema.female) if gender and stored.schema.female in others else 0,
     )
     min_count = links.number(right.slider, "Minimum a- plus b-persons per profession", 0, 500, MIN_PERSONS,
@@ -86,7 +97,7 @@ def associated_tables(top_a: pd.DataFrame, top_b: pd.DataFrame, *, fallback: str
         with column:
             if side == fallback:
                 st.subheader(f"Least associated with {md(other)}")
-                missing = texts.NO_PROFESSION_FOR_A if side == "a" else texts.NO_PROFESSION_FOR_B
+                missing = NO_PROFESSION_FOR_A if side == "a" else NO_PROFESSION_FOR_B
                 st.info(missing.format(a=md(a), b=md(b)))
             else:
                 st.subheader(f"Most associated with {md(value)}")

@@ -20,6 +20,21 @@ from kgbias_core.evaluation.link_prediction import before_after, load_link_predi
 from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
 from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE
 
+# Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
+STRATEGIES = {
+    "if": "Remove k triples by influence (IF-REMOVE)",
+    "random": "Remove k random triples (Random-REMOVE)",
+    "basket": "Remove the removal basket",
+    "add": "Add dummies of the under-represented gender (Add)",
+}
+ADD_NOT_PREDICTED = "Influence predicts the effect of removing triples only: for Add, retrain to see the change."
+ADD_EDIT = "Edit: {strategy}, {n} new triples."
+IF_REMOVE_FEWER = "Only {n} training triples move B_gr of {name} towards 0: IF-REMOVE removes those {n}, not {k}."
+RANDOM_CAPPED = "k = {k} exceeds the {n} training triples: Random-REMOVE removes all {n}."
+EMPTY_BASKET = "The removal basket of {model} is empty: add triples on the Influential triples page."
+PREDICTED_HELP = "Sum of δ_z B_gr over the {n} removed triples (METHODS §4)."
+LINK_BEFORE_AFTER = "Filtered tail prediction on the test split: all queries and occupation queries only."
+
 # --- debiasing lab ------------------------------------------------------------------------------
 #: The lab's defaults: k triples to remove, c dummies per missing person.
 LAB_K, LAB_C = 20, 0.5
@@ -33,7 +48,7 @@ CURVE_KS, CURVE_DEFAULT = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000]
 class EditChoice:
     """The edit the lab's controls describe (before it is built on a model)."""
 
-    strategy: str  # a key of texts.STRATEGIES
+    strategy: str  # a key of STRATEGIES
     k: int  # triples to remove (if, random)
     c: float  # dummies per missing person (add)
     cap: int  # at most this many dummies (add)
@@ -41,7 +56,7 @@ class EditChoice:
 
 def edit_choice() -> EditChoice:
     # persist_state: coming back from another page finds the edit as it was left (Streamlit would reset it).
-    strategy = links.radio("Edit", list(texts.STRATEGIES), format_func=texts.STRATEGIES.__getitem__, key="lab_strategy",
+    strategy = links.radio("Edit", list(STRATEGIES), format_func=STRATEGIES.__getitem__, key="lab_strategy",
                            what="edit", persist_state="session")
     left, right = st.columns(2)
     k, c, cap = 0, LAB_C, MAX_DUMMIES
@@ -64,15 +79,15 @@ def build_edit(analysis: ModelAnalysis, choice: EditChoice, *, occupation: str) 
     model_name, n = analysis.model.name, analysis.model.triples.shape[0]
     chosen = basket(model_name) if choice.strategy == "basket" else []
     if choice.strategy == "basket" and not chosen:
-        st.info(texts.EMPTY_BASKET.format(model=model_name))
+        st.info(EMPTY_BASKET.format(model=model_name))
         return None
     edit = make_edit(analysis, occupation, strategy=choice.strategy, k=min(choice.k, n), c=choice.c, cap=choice.cap,
                      indices=chosen)
     if choice.strategy == "if" and len(edit.removed) < choice.k:
         name = analysis.groups.names[analysis.groups.index(occupation)]
-        st.warning(texts.IF_REMOVE_FEWER.format(n=len(edit.removed), name=md(name), k=choice.k))
+        st.warning(IF_REMOVE_FEWER.format(n=len(edit.removed), name=md(name), k=choice.k))
     if choice.strategy == "random" and choice.k > n:
-        st.warning(texts.RANDOM_CAPPED.format(k=choice.k, n=n))
+        st.warning(RANDOM_CAPPED.format(k=choice.k, n=n))
     return edit
 
 
@@ -81,8 +96,8 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
     membership = cache.edit_membership(model, edit.occupation, edit.kind, tuple(edit.removed),
                                        len(edit.added_entities))
     if edit.kind == "add":
-        st.info(texts.ADD_NOT_PREDICTED)
-        st.caption(texts.ADD_EDIT.format(strategy=md(edit.strategy), n=len(edit.added_triples)))
+        st.info(ADD_NOT_PREDICTED)
+        st.caption(ADD_EDIT.format(strategy=md(edit.strategy), n=len(edit.added_triples)))
         st.caption(texts.membership_sentence(membership, name=md(row["name"])))
         return
     sentence = texts.membership_sentence(membership, name=md(row["name"]))
@@ -92,7 +107,7 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
     columns = st.columns(3)
     columns[0].metric("B_gr now", texts.fmt(before), help=texts.SIGN)
     columns[1].metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
-                      help=texts.PREDICTED_HELP.format(n=len(edit.removed)))
+                      help=PREDICTED_HELP.format(n=len(edit.removed)))
     if change.calibrated:
         columns[2].metric("Predicted B_gr after", texts.fmt(before + change.point))
     st.caption(texts.predicted_range(change, before=before if change.calibrated else None))
@@ -119,7 +134,7 @@ def link_prediction_before_after(base: ModelRef, run: ModelRef) -> None:
     links = tasks.link_prediction_task([run.path, base.path])
     if base_links is not None and run_links is not None:
         st.dataframe(before_after(base_links, run_links), hide_index=True)
-        st.caption(texts.LINK_BEFORE_AFTER)
+        st.caption(LINK_BEFORE_AFTER)
     elif not jobs_ui.is_running(links) and st.button("Compute link prediction"):
         jobs_ui.submit(f"{run.name}: link prediction", links, group="lab")
         st.rerun()

@@ -5,8 +5,21 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from kgbias_app import cache, charts, texts, widgets
+from kgbias_app import cache, charts, widgets
 from kgbias_app.cache import ModelRef
+
+# Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
+SPACE_CAPTION = (
+    "{n:,} points: {persons:,} persons (an entity with a gender or occupation fact) coloured by gender, and "
+    "{occupations:,} occupations (diamonds). x: each embedding's projection on the learned gender direction, the "
+    "mean man minus the mean woman, normalised (> 0 = towards the men). y: the first principal component of what "
+    "is left after removing that direction. Hover a point for its name; drag a box (or pick the lasso) to select."
+)
+SPACE_ALL = " Every point is drawn (WebGL)."
+SPACE_SAMPLED = " A seeded sample of {n:,} of the {total:,} points is drawn (WebGL); every occupation is among them."
+SPACE_DOWNLOAD_ALL = "Download the {n:,} shown points (CSV)"
+SPACE_DOWNLOAD_SELECTED = "Download the {n:,} selected points (CSV)"
+SPACE_SELECT_HINT = "Select points with a box or a lasso to download them alone."
 
 #: Beyond this many points the chart draws a seeded sample (WebGL draws a million, the browser's memory less).
 MAX_POINTS = 200_000
@@ -32,9 +45,9 @@ def embedding_space(model: ModelRef) -> None:
     points, explained = cache.embedding_space(model)
     shown, sampled = shown_points(points)
     kinds = shown["kind"].value_counts()
-    st.caption(texts.SPACE_CAPTION.format(
+    st.caption(SPACE_CAPTION.format(
         n=len(shown), persons=int(len(shown) - kinds.get("occupation", 0)), occupations=int(kinds.get("occupation", 0)))
-        + (texts.SPACE_SAMPLED.format(n=len(shown), total=len(points)) if sampled else texts.SPACE_ALL))
+        + (SPACE_SAMPLED.format(n=len(shown), total=len(points)) if sampled else SPACE_ALL))
     fig, rows = charts.embedding_space_scatter(shown, explained=explained)
     event = st.plotly_chart(fig, key="embedding_space", on_select="rerun", selection_mode=("box", "lasso"),
                             config={"displaylogo": False})
@@ -43,12 +56,12 @@ def embedding_space(model: ModelRef) -> None:
     left, right = st.columns(2)
     with left:
         widgets.download(shown[columns], widgets.csv_name(model.name, "embedding-space"), key="space:all",
-                         label=texts.SPACE_DOWNLOAD_ALL.format(n=len(shown)))
+                         label=SPACE_DOWNLOAD_ALL.format(n=len(shown)))
     with right:
         if chosen.empty:
-            st.caption(texts.SPACE_SELECT_HINT)
+            st.caption(SPACE_SELECT_HINT)
         else:
             widgets.download(chosen[columns], widgets.csv_name(model.name, "embedding-space", "selection"),
-                             key="space:selection", label=texts.SPACE_DOWNLOAD_SELECTED.format(n=len(chosen)))
+                             key="space:selection", label=SPACE_DOWNLOAD_SELECTED.format(n=len(chosen)))
     if not chosen.empty:
         widgets.table(chosen, ["name", "kind", "gender_axis", "second_axis"], ids=["label"], key="space:table")

@@ -24,6 +24,33 @@ from kgbias_core.tables import (
     triples_in_words,
 )
 
+# Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
+#: The badge beside influence computed from re-drawn negatives (a model kgbias did not train).
+APPROXIMATE_INFLUENCE = (
+    "Influence {label}: this model has no frozen negatives (it was trained elsewhere and imported), so one "
+    "negative per training triple was re-drawn, as kgbias's training draws them. Which triples lead, and their "
+    "δ_z, depend on that draw; the stability beside this says how much. Checked on a FB15k-237 model whose true "
+    "negatives are known, re-drawn ones found about 6% of its true top 1% (README): read these triples as "
+    "examples of what can move B_gr, not as the ones that do."
+)
+STABILITY_METRIC = "Top-1% stability across 3 negative seeds"
+STABILITY_CAPTION = (
+    "Spearman's ρ of δ_z over the union of each seed's top 1% moving triples ({n} triples), for each pair of "
+    "the negative seeds {seeds}: lowest {low}, mean {mean}; the seeds' top sets overlap (Jaccard) at least "
+    "{overlap}. Near 1: the re-draw barely changes which triples lead and in what order."
+)
+#: Under the basket's predicted change when influence is approximate.
+APPROXIMATE_CHANGE = "Predicted from influence {label}."
+DIRECTIONS = {
+    "raises": "Removing these raises B_gr (towards male-leaning)",
+    "lowers": "Removing these lowers B_gr (towards female-leaning)",
+}
+EMPTY_BASKET_HERE = "The basket is empty: select triples in the tables above and add them."
+BASKET_CHANGE = (
+    "Removing these {n} triple(s) and retraining would move {name}'s B_gr from {before} by about {change} "
+    "({sign})."
+)
+
 #: Default number of triples listed per direction.
 TOP_TRIPLES = 20
 
@@ -53,7 +80,7 @@ def triple_filters(frame: pd.DataFrame) -> pd.DataFrame:
 def selected_triples(extremes: pd.DataFrame) -> list[int]:
     """Each direction's triples as a table with selectable rows; -> the selected triples' indices."""
     selected: list[int] = []
-    for direction, title in texts.DIRECTIONS.items():
+    for direction, title in DIRECTIONS.items():
         st.subheader(title)
         part = with_person_links(extremes[extremes["direction"] == direction])
         event = table(part, ["in words", "influence", "person_name", "person_gender", "person_degree", PERSON_LINK],
@@ -76,10 +103,10 @@ def negatives_badge(model: ModelRef, occupation: str) -> None:
     if negatives.exact:
         return
     badge, number = st.columns([3, 1])
-    badge.warning(texts.APPROXIMATE_INFLUENCE.format(label=negatives.label), icon="⚠️")
+    badge.warning(APPROXIMATE_INFLUENCE.format(label=negatives.label), icon="⚠️")
     stability = cache.redraw_stability(model, occupation)
-    number.metric(texts.STABILITY_METRIC, f"ρ ≥ {texts.number(stability.spearman_min, 2)}")
-    st.caption(texts.STABILITY_CAPTION.format(
+    number.metric(STABILITY_METRIC, f"ρ ≥ {texts.number(stability.spearman_min, 2)}")
+    st.caption(STABILITY_CAPTION.format(
         n=stability.n_union, seeds=", ".join(map(str, stability.seeds)), low=f"{stability.spearman_min:.2f}",
         mean=f"{stability.spearman_mean:.2f}", overlap=f"{stability.overlap_min:.0%}"))
 
@@ -88,7 +115,7 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     """The basket's triples in words, its predicted change of the occupation's B_gr, download and Empty."""
     chosen = basket(model.name)
     if not chosen:
-        st.info(texts.EMPTY_BASKET_HERE)
+        st.info(EMPTY_BASKET_HERE)
         return
     frame = with_person_links(triples_in_words(cache.triples_frame(model, tuple(chosen))))
     table(frame, TRIPLE_COLUMNS, ids=TRIPLE_IDS, names=TRIPLE_NAMES)
@@ -96,12 +123,12 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     st.metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
               help="Sum of δ_z B_gr over the basket, times the calibrated scale (METHODS §4).")
     if change.calibrated:
-        st.caption(texts.BASKET_CHANGE.format(n=len(chosen), name=md(row["name"]), before=texts.fmt(row["group_bias"]),
+        st.caption(BASKET_CHANGE.format(n=len(chosen), name=md(row["name"]), before=texts.fmt(row["group_bias"]),
                                               change=texts.fmt(change.point), sign=texts.SIGN))
     st.caption(texts.predicted_range(change))
     negatives = cache.analysis(model).negatives
     if not negatives.exact:
-        st.caption(texts.APPROXIMATE_CHANGE.format(label=negatives.label))
+        st.caption(APPROXIMATE_CHANGE.format(label=negatives.label))
     download(frame, csv_name(model.name, "basket"), key="basket:csv", label="Download the basket (CSV)")
     if st.button("Empty the basket"):
         st.session_state.setdefault(BASKET_KEY, {}).pop(model.name, None)

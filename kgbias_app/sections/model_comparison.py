@@ -41,6 +41,47 @@ from kgbias_core.tables import (
     split_small,
 )
 
+# Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
+ALSO_IN_STORE = "Also in the store for this graph: {names}."
+TRAIN_ONLY_BUILT_IN = "Other models can be trained only on the built-in graphs (synthetic, FB15k-237)."
+TRAIN_MODELS_HELP = (
+    "Same graph, split and training config as the default model; only the model differs. FB15k-237 takes "
+    "minutes per model."
+)
+VALUE_TABLE = (
+    "One row per tail value of {relation}, one-vs-rest: n_persons have the value, n_rest have another value "
+    "of the relation only; 'undefined' = skipped (too few persons) or no class defined for both sides. The "
+    "relation's number above is the mean of its defined rows."
+)
+VALUE_CHART = (
+    "The rows of the table as bars, one panel per measure (each with its own scale): the values that drive "
+    "the relation's bias stand out."
+)
+TOP_PROFESSIONS = (
+    "The professions whose plausibility moves most when persons are nudged towards '{value}' and away from "
+    "the other values (Fisher's b_p, > 0 = associated with the value; #: persons of the profession with the "
+    "value / with another value of the relation). Over every profession with at least {minimum} persons "
+    "holding the relation (the others are listed apart) and every person with the relation, unlike TLB, "
+    "which averages over the k classified ones."
+)
+MIN_COUNT_DEFAULT = (
+    "Default {default}: the paper's 100 scaled to this model's {n_facts:,} occupation test facts (7.6% of "
+    "them, between 2 and 100; 100 on FB15k-237). Occupations below the minimum are pooled as OTHER."
+)
+DEGENERATE_PREDICTOR = (
+    "{model} predicts one answer, {name}, for {share:.0%} of the {n:,} test facts (more than {threshold:.0%}): "
+    "a degenerate predictor. Its gaps compare how often women and men get that one answer, not how fairly it "
+    "tells occupations apart; read them with care, next to its link prediction above."
+)
+ACCURACY_DISPARITY = (
+    "One point per model of this graph: base models and every what-if (debiasing) run. x: mean |B_gr| over the "
+    "occupations with at least {minimum} men and {minimum} women (Du's measure, TransE only); y: filtered MRR of "
+    "tail prediction on the test split. Left is fairer, up is more accurate: a debiasing edit that costs accuracy "
+    "moves left and down. {missing}"
+)
+ACCURACY_MISSING = "{n} model(s) have no link prediction yet and are not drawn: {names}."
+ACCURACY_COMPUTE = "Compute the missing link predictions ({n} model(s))"
+
 #: Professions listed per model for one tail value.
 TOP_MOVED = 5
 
@@ -84,14 +125,14 @@ def training_panel(dataset: str, models: list[ModelRef], pending: list[tasks.Tas
     others = [m.name for m in models if m.name not in {tasks.model_name(dataset, k) for k in MODELS}]
     st.dataframe(pd.DataFrame(rows, columns=["model", "name in the store", "status"]), hide_index=True)
     if others:
-        st.caption(texts.ALSO_IN_STORE.format(names=md(", ".join(others))))
+        st.caption(ALSO_IN_STORE.format(names=md(", ".join(others))))
     if not missing:
         return
     if not has_dataset(dataset, data_dir):  # only a built-in graph can be loaded again to train on
-        st.caption(texts.TRAIN_ONLY_BUILT_IN)
+        st.caption(TRAIN_ONLY_BUILT_IN)
         return
     chosen = st.multiselect("Models to train", missing, default=missing, key="train_kinds")
-    if st.button("Train in the background", disabled=not chosen, key="train_models", help=texts.TRAIN_MODELS_HELP):
+    if st.button("Train in the background", disabled=not chosen, key="train_models", help=TRAIN_MODELS_HELP):
         for kind in chosen:
             # again: the model is missing, so a finished training of it is out of date.
             jobs_ui.submit(tasks.model_name(dataset, kind), trainings[kind], again=True,
@@ -117,9 +158,9 @@ def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef],
     relation = links.selectbox("Relation", relations, key="audit_relation", format_func=relation_words, what="relation")
     values = value_table(audits, relation)
     table(values, list(values.columns), ids=["value"])
-    st.caption(texts.VALUE_TABLE.format(relation=md(relation)))
+    st.caption(VALUE_TABLE.format(relation=md(relation)))
     rows = relation_values(audits, relation)
-    show_chart(charts.value_chart(rows, relation), rows, caption=texts.VALUE_CHART,
+    show_chart(charts.value_chart(rows, relation), rows, caption=VALUE_CHART,
                file_name=csv_name(dataset, relation, "values"), key="value_chart")
     labels = dict(zip(values["value"], values["value_name"], strict=True))
     value = links.selectbox("Most biased professions for the value (TLB, Keidar Table 3)", list(labels),
@@ -132,7 +173,7 @@ def relation_drill_down(audits: dict[str, pd.DataFrame], models: list[ModelRef],
             st.markdown(f"**{md(model.name)}**")
             table(most_moved(kept, k=TOP_MOVED), ["name", "bias", "n_a", "n_b"], ids=["label"], digits=4,
                   names=fisher_names(labels[value], texts.REST_NAME))
-    st.caption(texts.TOP_PROFESSIONS.format(value=md(labels[value]), minimum=MIN_PERSONS))
+    st.caption(TOP_PROFESSIONS.format(value=md(labels[value]), minimum=MIN_PERSONS))
     # The counts are the graph's, the same under every model: one list of the small professions.
     too_few(small, ["name", "n_a", "n_b"], ids=["label"], names=fisher_names(labels[value], texts.REST_NAME),
             rule=texts.TOO_FEW_PROFESSIONS.format(minimum=MIN_PERSONS, a=labels[value], b=texts.REST_NAME))
@@ -150,7 +191,7 @@ def degenerate_warnings(reports: Mapping[str, FairnessReport], models: list[Mode
     for model in models:
         report = reports[model.name]
         if report.degenerate:
-            st.warning(texts.DEGENERATE_PREDICTOR.format(
+            st.warning(DEGENERATE_PREDICTOR.format(
                 model=model.name, name=entity_name(cache.analysis(model), report.top_prediction),
                 share=report.top_prediction_share, n=report.n_facts, threshold=DEGENERATE_SHARE))
 
@@ -160,7 +201,7 @@ def fairness_min_count(n_facts: int) -> int:
     default = default_min_count(n_facts)
     min_count = links.number(st.slider, "Minimum test facts for an occupation to be a class of its own", 1, 500,
                              default, key="min_count", what="minimum count")
-    st.caption(texts.MIN_COUNT_DEFAULT.format(default=default, n_facts=n_facts))
+    st.caption(MIN_COUNT_DEFAULT.format(default=default, n_facts=n_facts))
     return min_count
 
 
@@ -172,9 +213,9 @@ def accuracy_disparity(model: ModelRef, pending: list) -> None:
     minimum = MIN_GROUP_SIZE
     missing = [m for m in everyone if load_link_prediction(m.path) is None]
     frame = cache.accuracy_disparity(tuple(everyone), minimum, tuple(m.name for m in everyone if m not in missing))
-    note = texts.ACCURACY_MISSING.format(n=len(missing), names=", ".join(m.name for m in missing)) if missing else ""
+    note = ACCURACY_MISSING.format(n=len(missing), names=", ".join(m.name for m in missing)) if missing else ""
     show_chart(charts.accuracy_disparity_scatter(frame), frame, key="accuracy_disparity",
-               caption=texts.ACCURACY_DISPARITY.format(minimum=minimum, missing=note),
+               caption=ACCURACY_DISPARITY.format(minimum=minimum, missing=note),
                file_name=csv_name(model.dataset, "accuracy-disparity"))
     if missing:
         jobs = [tasks.link_prediction_task([m.path]) for m in missing]
@@ -182,7 +223,7 @@ def accuracy_disparity(model: ModelRef, pending: list) -> None:
         # The page's own link-prediction section may list the same job: one progress row (and Cancel key) each.
         listed = {job.key for job in pending}
         pending.extend(job for job in running if job.key not in listed)
-        if not running and st.button(texts.ACCURACY_COMPUTE.format(n=len(missing))):
+        if not running and st.button(ACCURACY_COMPUTE.format(n=len(missing))):
             for m, job in zip(missing, jobs, strict=True):
                 jobs_ui.submit(f"Link prediction of {m.name}", job)
             st.rerun()

@@ -24,6 +24,34 @@ from kgbias_core.tables import (
     Intersections,
 )
 
+# Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
+OTHER_GENDERS_LEFT_OUT = "{n} more with another or no gender value are left out."
+ALL_BINARY = "Every person of this occupation has a binary gender value."
+COMPARE_TWO = "Pick at least two occupations to compare."
+COMPARE_DISTRIBUTIONS = (
+    "B_in of each occupation's women and men side by side (box: quartiles; points: outliers, or every person "
+    "with the switch above). Occupations whose boxes sit above 0 lean male for most of their persons."
+)
+NO_ATTRIBUTES = (
+    "This graph's schema names no attribute (nationality, ethnicity, religion, …) to split the persons by, so "
+    "there are no subpopulations to compare. A user graph names them under [[attributes]] in its schema."
+)
+INTERSECTIONS_TABLE = (
+    "One row per value of {attribute} held by {name}'s persons: B_gr (with its bootstrap 95% interval), B_in "
+    "and Fisher's b_p computed among the persons with that value only ({sign}). A person with several values "
+    "counts in each; \"no value\" gathers those with none. A subpopulation with fewer than {minimum} men or "
+    "{minimum} women shows \"too few persons\" instead of figures: a mean over a handful of persons is noise. "
+    "b_p averages over every person of the graph with the value, not only this occupation's. Rows with figures "
+    "come first, by |B_gr|: the subpopulations that drive the gap."
+)
+INTERSECTION_BARS = (
+    "B_gr within each subpopulation with enough persons (blue, right: male-leaning; red, left: female-leaning); "
+    "whiskers: bootstrap 95% interval over its persons. Bars far apart with intervals that do not overlap mark "
+    "subpopulations in which the embedding leans differently."
+)
+NO_INTERSECTION_BARS = "No subpopulation has {minimum} men and {minimum} women: nothing to chart."
+OPEN_A_PERSON = "Open a person of this chart in the person view (largest |B_in| first)"
+
 # --- occupation explorer: within subpopulations (intersectional) ----------------------------------
 #: The figures of an intersection table, in reading order.
 SUBPOPULATION_FIGURES = ["group_bias", "group_bias_low", "group_bias_high", "individual_bias_vanilla",
@@ -37,11 +65,11 @@ def compare_occupations(model: ModelRef, measures: pd.DataFrame, *, current: str
     chosen = occupations_to_compare(measures, current=current)
     links.publish_fragment()
     if len(chosen) < 2:
-        st.info(texts.COMPARE_TWO)
+        st.info(COMPARE_TWO)
         return
     several = tuple(chosen)
     show_chart(cache.persons_figure(model, several, "compare", every_point), cache.persons_of(model, several),
-               caption=texts.COMPARE_DISTRIBUTIONS, file_name=csv_name(model.name, "compare"),
+               caption=COMPARE_DISTRIBUTIONS, file_name=csv_name(model.name, "compare"),
                key="compare_distributions")
 
 
@@ -79,7 +107,7 @@ def headline(row: pd.Series) -> None:
     with columns[0]:
         st.metric("Persons (men / women)", f"{row['n_male']} / {row['n_female']}")
         extra = int(row["n_other_gender"]) + int(row["n_unknown_gender"])
-        st.caption(texts.OTHER_GENDERS_LEFT_OUT.format(n=extra) if extra else texts.ALL_BINARY)
+        st.caption(OTHER_GENDERS_LEFT_OUT.format(n=extra) if extra else ALL_BINARY)
     for i, (label, value, measure) in enumerate(figures, start=1):
         interval = (row[f"{measure}_low"], row[f"{measure}_high"]) if f"{measure}_low" in row else (None, None)
         with columns[i % 3]:
@@ -91,7 +119,7 @@ def subpopulation_attribute(schema: Schema, *, key: str = "subpopulation_attribu
     """The schema's attribute whose values split the occupation's persons; None, said in words, when it has none."""
     names = [attribute.name for attribute in schema.attributes]
     if not names:
-        st.info(texts.NO_ATTRIBUTES)
+        st.info(NO_ATTRIBUTES)
         return None
     return links.selectbox("Attribute that defines the subpopulations", names, key=key, what="attribute")
 
@@ -114,14 +142,14 @@ def subpopulations(found: Intersections, *, file_name: str) -> None:
     download, the chart of B_gr per value with intervals, and the permutation test in a sentence."""
     table(too_few_as_text(found.table), ["name", "n_male", "n_female", *SUBPOPULATION_FIGURES], ids=["value"],
           names={"name": found.attribute, "value": "id"})
-    st.caption(md_format(texts.INTERSECTIONS_TABLE, attribute=found.attribute, name=found.name, sign=texts.SIGN,
+    st.caption(md_format(INTERSECTIONS_TABLE, attribute=found.attribute, name=found.name, sign=texts.SIGN,
                                                 minimum=MIN_GROUP_SIZE))
     download(found.table, file_name, key="subpopulations:csv", label="Download the table (CSV)")
     drawn = found.table[found.table["group_bias"].notna()]
     if drawn.empty:
-        st.info(texts.NO_INTERSECTION_BARS.format(minimum=MIN_GROUP_SIZE))
+        st.info(NO_INTERSECTION_BARS.format(minimum=MIN_GROUP_SIZE))
     else:
-        show_chart(charts.subpopulation_bars(drawn, attribute=found.attribute), drawn, caption=texts.INTERSECTION_BARS,
+        show_chart(charts.subpopulation_bars(drawn, attribute=found.attribute), drawn, caption=INTERSECTION_BARS,
                    file_name=file_name.replace(".csv", "-chart.csv"), key="subpopulation_bars")
     st.markdown(texts.comparison_sentence(md(found.name), md(found.attribute), found.comparison, escape=md))
 
@@ -136,6 +164,6 @@ def open_a_person(persons: pd.DataFrame, *, key: str) -> None:
     ordered = by_magnitude(persons, "individual_bias")
     titles = dict(zip(ordered["person"], ordered["name"], strict=True))
     left, right = st.columns([3, 1])
-    chosen = left.selectbox(texts.OPEN_A_PERSON, list(titles), format_func=titles.__getitem__, key=key)
+    chosen = left.selectbox(OPEN_A_PERSON, list(titles), format_func=titles.__getitem__, key=key)
     if chosen is not None:
         right.link_button(texts.PERSON_LINK_TEXT, person_url(chosen))
