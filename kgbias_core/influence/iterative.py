@@ -47,20 +47,18 @@ def _dot(a: Vector, b: Vector) -> float:
     return float((a[0] * b[0]).sum() + (a[1] * b[1]).sum())
 
 
-def conjugate_gradient_solve(
-    model: StoredModel, rhs: Vector, *, damping: float, iterations: int = 100, tolerance: float = 1e-6
+def conjugate_gradients(
+    apply: Callable[[Vector], Vector], rhs: Vector, *, iterations: int = 100, tolerance: float = 1e-6
 ) -> Vector:
-    """s = (H + lambda I)^{-1} rhs by conjugate gradients with exact full-batch HVPs."""
-    hvp = objective_hvp(model)
-
-    def apply(v: Vector) -> Vector:
-        h = hvp(v)
-        return h[0] + damping * v[0], h[1] + damping * v[1]
-
+    """x = A^{-1} rhs by conjugate gradients for a positive definite ``apply`` (v -> A v); stops when the
+    residual is ``tolerance`` times the start's. A zero ``rhs`` (a set whose margins are all inactive has no
+    gradient) gives x = 0 at once, not a division by zero."""
     x = (torch.zeros_like(rhs[0]), torch.zeros_like(rhs[1]))
     r = (rhs[0].clone(), rhs[1].clone())
     p = (r[0].clone(), r[1].clone())
     rs = _dot(r, r)
+    if rs == 0:
+        return x
     target = tolerance * tolerance * rs
     for _ in range(iterations):
         ap = apply(p)
@@ -73,6 +71,19 @@ def conjugate_gradient_solve(
         p = (r[0] + rs_new / rs * p[0], r[1] + rs_new / rs * p[1])
         rs = rs_new
     return x
+
+
+def conjugate_gradient_solve(
+    model: StoredModel, rhs: Vector, *, damping: float, iterations: int = 100, tolerance: float = 1e-6
+) -> Vector:
+    """s = (H + lambda I)^{-1} rhs by conjugate gradients with exact full-batch HVPs."""
+    hvp = objective_hvp(model)
+
+    def apply(v: Vector) -> Vector:
+        h = hvp(v)
+        return h[0] + damping * v[0], h[1] + damping * v[1]
+
+    return conjugate_gradients(apply, rhs, iterations=iterations, tolerance=tolerance)
 
 
 def lissa_solve(

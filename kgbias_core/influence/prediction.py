@@ -49,7 +49,7 @@ import torch
 from kgbias_core.embeddings.objective import transe_distance, transe_objective
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import NEWTON_NEEDS_SQUARED_L2, MeasureError
-from kgbias_core.influence.iterative import Vector, _dot, conjugate_gradient_solve, objective_hvp
+from kgbias_core.influence.iterative import Vector, conjugate_gradient_solve, conjugate_gradients, objective_hvp
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import LongTensor
@@ -202,28 +202,6 @@ def absolute_curvature_hvp(model: StoredModel):
     return hvp
 
 
-def _cg(apply, rhs: Vector, *, iterations: int = 300, tolerance: float = 1e-6) -> Vector:
-    """Conjugate gradients for a positive definite ``apply`` (as in iterative.conjugate_gradient_solve)."""
-    x = (torch.zeros_like(rhs[0]), torch.zeros_like(rhs[1]))
-    r = (rhs[0].clone(), rhs[1].clone())
-    p = (r[0].clone(), r[1].clone())
-    rs = _dot(r, r)
-    if rs == 0:  # a set whose margins are all inactive has no gradient: it moves nothing
-        return x
-    target = tolerance * tolerance * rs
-    for _ in range(iterations):
-        ap = apply(p)
-        step = rs / _dot(p, ap)
-        x = (x[0] + step * p[0], x[1] + step * p[1])
-        r = (r[0] - step * ap[0], r[1] - step * ap[1])
-        rs_new = _dot(r, r)
-        if rs_new < target:
-            break
-        p = (r[0] + rs_new / rs * p[0], r[1] + rs_new / rs * p[1])
-        rs = rs_new
-    return x
-
-
 def absolute_newton_step(model: StoredModel, removed: LongTensor, *, damping: float = 0.0) -> Vector:
     """Delta theta = (|H| + lambda I)^{-1} sum_{z in S} grad L(z) (the removal sign of the module docstring)."""
     hvp = absolute_curvature_hvp(model)
@@ -232,7 +210,7 @@ def absolute_newton_step(model: StoredModel, removed: LongTensor, *, damping: fl
         h = hvp(v)
         return h[0] + damping * v[0], h[1] + damping * v[1]
 
-    return _cg(apply, removal_gradient(model, removed))
+    return conjugate_gradients(apply, removal_gradient(model, removed))
 
 
 def newton_change(model: StoredModel, removed: LongTensor, *, groups: OccupationGroups, occupation_index: int,
