@@ -155,6 +155,19 @@ class TransEResult:
     seconds: float = 0.0
 
 
+def _l2_shares(
+    triples: LongTensor, negatives: LongTensor, *, n_entities: int, n_relations: int, l2: float,
+    device: torch.device,
+) -> tuple[FloatTensor, FloatTensor]:
+    """Row-wise L2 shares l2 / (2 deg_e) per entity [E] and per relation [R]: deg counts every slot holding the row."""
+    both_all = torch.cat([triples, negatives])  # [2n, 3]: every slot that holds a row
+    entity_share = l2 / (2 * torch.bincount(both_all[:, [0, 2]].reshape(-1), minlength=n_entities)
+                         .clamp_min(1).to(torch.float32))  # [E]: l2 / (2 deg_e)
+    relation_share = l2 / (2 * torch.bincount(both_all[:, 1], minlength=n_relations)
+                           .clamp_min(1).to(torch.float32))  # [R]
+    return entity_share.to(device), relation_share.to(device)
+
+
 def train_transe(
     *,
     triples: LongTensor,
@@ -214,12 +227,8 @@ def train_transe(
         raise KGBiasError(UNKNOWN_OPTIMIZER.format(optimizer=config.optimizer, known=", ".join(OPTIMIZERS)))
     if rowwise:
         optimizer: torch.optim.Optimizer = torch.optim.SparseAdam([entities, relations], lr=config.lr)
-        both_all = torch.cat([triples, negatives])  # [2n, 3]: every slot that holds a row
-        entity_share = config.l2 / (2 * torch.bincount(both_all[:, [0, 2]].reshape(-1), minlength=n_entities)
-                                    .clamp_min(1).to(torch.float32))  # [E]: l2 / (2 deg_e)
-        relation_share = config.l2 / (2 * torch.bincount(both_all[:, 1], minlength=n_relations)
-                                      .clamp_min(1).to(torch.float32))  # [R]
-        entity_share, relation_share = entity_share.to(device), relation_share.to(device)
+        entity_share, relation_share = _l2_shares(triples, negatives, n_entities=n_entities,
+                                                  n_relations=n_relations, l2=config.l2, device=device)
     else:
         # The L2 term (l2/2)||theta||^2 of the objective, on this loop's 1/n scale: Adam adds its gradient
         # (l2/n) theta itself, once per step, whatever the batch.
