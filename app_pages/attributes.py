@@ -4,13 +4,14 @@ import streamlit as st
 
 from kgbias_app import cache, charts, sidebar, texts, widgets
 from kgbias_app.escape import md
+from kgbias_app.sections import attributes as section
 from kgbias_core.measures.fisher import associated_sides
 from kgbias_core.tables import split_small
 
 model = sidebar.page_header("Attributes (Fisher et al.)")
 
 with widgets.errors_shown():
-    choice = widgets.attribute_choice(model)
+    choice = section.attribute_choice(model)
     a, b = choice.a_name, choice.b_name
     every = cache.fisher_table(model, choice.relation, choice.value_a, choice.value_b, 0)
     table, small = split_small(every, size=every["n_a"] + every["n_b"], minimum=choice.min_count)
@@ -19,7 +20,7 @@ with widgets.errors_shown():
         st.warning(texts.FISHER_TOO_FEW)
     else:
         top_a, top_b, fallback = associated_sides(table, k=widgets.TOP_PROFESSIONS)
-        widgets.associated_tables(top_a, top_b, fallback=fallback, a=a, b=b)
+        section.associated_tables(top_a, top_b, fallback=fallback, a=a, b=b)
         widgets.show_chart(charts.fisher_bars(top_a, top_b, a_name=a, b_name=b), table,
                            caption=texts.FISHER_BARS.format(a=a, b=b),
                            file_name=widgets.csv_name(model.name, "fisher", choice.relation), key="fisher_bars")

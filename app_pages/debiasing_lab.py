@@ -4,6 +4,7 @@ import streamlit as st
 
 from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
 from kgbias_app.escape import md, md_format
+from kgbias_app.sections import debiasing_lab as section
 from kgbias_core import tasks
 from kgbias_core.jobs import Priority
 from kgbias_core.whatif.runs import collateral, noise_spread, random_baseline
@@ -17,11 +18,11 @@ with widgets.errors_shown(stop=True):
     noise = tasks.saved_noise_band(model.path)
 
 st.subheader("Edit and predicted change")
-choice = widgets.edit_choice()
+choice = section.edit_choice()
 with widgets.errors_shown():
-    edit = widgets.build_edit(analysis, choice, occupation=occupation)
+    edit = section.build_edit(analysis, choice, occupation=occupation)
     if edit is not None:
-        widgets.predicted_edit(model, edit, row=row)
+        section.predicted_edit(model, edit, row=row)
         name = tasks.whatif_name(model.name, edit, occupation_name=row["name"])
         whatif = tasks.whatif_task(base=model.path, edit=edit, out=model.beside(name), evaluate=True, overwrite=True)
         if name in cache.catalog():
@@ -68,7 +69,7 @@ with widgets.errors_shown():
     if not runs:
         st.info(texts.NO_RUNS)
     else:
-        run = widgets.run_picker(runs)
+        run = section.run_picker(runs)
         edited = cache.config(run)["edit"]
         st.caption(md_format(texts.RUN_EDIT, **edited))
         if edited.get("mode") == "warm":
@@ -79,7 +80,7 @@ with widgets.errors_shown():
                                            tuple(edited.get("removed") or ()), int(edited.get("n_added_entities", 0)))
         (st.warning if membership.changes_groups else st.caption)(
             texts.membership_sentence(membership, name=md(target["name"])))
-        widgets.run_figures(target, spread=noise_spread(noise, edited["occupation"]),
+        section.run_figures(target, spread=noise_spread(noise, edited["occupation"]),
                             baseline=random_baseline(tasks.saved_curve(model.path, edited["occupation"]),
                                                      k=edited["n_removed"]))
         widgets.report_download(model, edited["occupation"], run=run)
@@ -95,11 +96,11 @@ with widgets.errors_shown():
                            key="bias_change")
         widgets.too_few(small, ["name", "n_male", "n_female", "n_male_after", "n_female_after", "change"],
                         ids=["occupation"], rule=texts.TOO_FEW_OCCUPATIONS.format(minimum=minimum))
-        widgets.link_prediction_before_after(model, run)
+        section.link_prediction_before_after(model, run)
 
 st.subheader("B_gr against k (Du Fig 4d-f)")
 with widgets.errors_shown():
-    ks = links.multiselect("k values", widgets.CURVE_KS, default=widgets.CURVE_DEFAULT, key="lab_curve_ks", what="k")
+    ks = links.multiselect("k values", section.CURVE_KS, default=section.CURVE_DEFAULT, key="lab_curve_ks", what="k")
     removal = tasks.removal_curve_task(model.path, occupation=occupation, ks=sorted(ks))
     if not jobs_ui.is_running(removal) and st.button(f"Compute the curve ({2 * len(ks)} retrains from scratch)",
                                                       disabled=not ks):

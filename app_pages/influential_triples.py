@@ -3,6 +3,7 @@
 import streamlit as st
 
 from kgbias_app import cache, charts, links, sidebar, texts, widgets
+from kgbias_app.sections import influential_triples as section
 from kgbias_core.tables import triples_in_words
 
 model = sidebar.page_header("Influential triples")
@@ -14,15 +15,15 @@ with widgets.errors_shown():
         st.warning(texts.NEEDS_BOTH_GENDERS)
         st.stop()
 
-    widgets.negatives_badge(model, occupation)
-    k = links.number(st.slider, "Triples per direction", 5, 100, widgets.TOP_TRIPLES, key="top_k", what="k")
-    shown = widgets.triple_filters(triples_in_words(cache.influence_extremes(model, occupation, k)))
+    section.negatives_badge(model, occupation)
+    k = links.number(st.slider, "Triples per direction", 5, 100, section.TOP_TRIPLES, key="top_k", what="k")
+    shown = section.triple_filters(triples_in_words(cache.influence_extremes(model, occupation, k)))
     st.caption(texts.INFLUENCE_READING)
-    selected = widgets.selected_triples(shown)
+    selected = section.selected_triples(shown)
     widgets.download(shown, widgets.csv_name(model.name, occupation, "influential"), key="extremes:csv",
                      label="Download these triples (CSV)")
     if st.button(f"Add {len(selected)} selected triple(s) to the removal basket", disabled=not selected):
-        widgets.add_to_basket(model.name, selected)
+        section.add_to_basket(model.name, selected)
 
     st.subheader("Influence against degree (Du Fig 1)")
     ranked = triples_in_words(cache.influence_table(model, occupation, charts.SCATTER_TRIPLES))
@@ -38,4 +39,4 @@ with widgets.errors_shown():
                                              relations=", ".join(share["relations"])))
 
     st.subheader("Removal basket")
-    widgets.removal_basket(model, occupation, row)
+    section.removal_basket(model, occupation, row)

@@ -4,6 +4,7 @@
 import streamlit as st
 
 from kgbias_app import cache, charts, jobs_ui, sidebar, texts, widgets
+from kgbias_app.sections import model_comparison as section
 from kgbias_core import tasks
 from kgbias_core.evaluation.link_prediction import link_prediction_table, load_link_prediction
 from kgbias_core.jobs import Priority
@@ -17,8 +18,8 @@ with widgets.errors_shown():
     progress_slot = st.container()
     models = cache.base_models(model.dataset)
     st.header("Models on this graph")
-    widgets.training_panel(model.dataset, models, pending)
-    chosen = widgets.models_to_compare(models, current=model.name)
+    section.training_panel(model.dataset, models, pending)
+    chosen = section.models_to_compare(models, current=model.name)
     if not chosen:
         st.info(texts.PICK_A_MODEL)
         st.stop()
@@ -35,10 +36,10 @@ with widgets.errors_shown():
                            file_name=widgets.csv_name(model.dataset, "link-prediction"), key="link_prediction")
 
     st.subheader("Accuracy against disparity")
-    widgets.accuracy_disparity(model, pending)
+    section.accuracy_disparity(model, pending)
 
     st.header("Which relations carry bias? (Keidar et al.)")
-    params = widgets.audit_controls(n_triples)
+    params = section.audit_controls(n_triples)
     audits = jobs_ui.stored_per_model(chosen, title="Relation audit of {name}", pending=pending,
                                       load=lambda m: audit.load_value_audit(m.path, **params),
                                       task=lambda m: tasks.relation_audit_task(m.path, params),
@@ -46,7 +47,7 @@ with widgets.errors_shown():
     if audits:
         st.caption(texts.AUDIT_CAPTION.format(classifier=texts.CLASSIFIERS[params["kind"]], **params))
         wide = audit.audit_wide(audits)
-        widgets.audit_table(wide)
+        section.audit_table(wide)
         widgets.download(audit.audit_long(audits), widgets.csv_name(model.dataset, "relation-audit"),
                          key="audit:csv", label="Download the table (CSV)")
         st.markdown(texts.CLASSIFIER_HEADING)
@@ -56,15 +57,15 @@ with widgets.errors_shown():
                            file_name=widgets.csv_name(model.dataset, "relation-audit-wide"), key="audit_heatmap")
 
         st.subheader("Drill down into one relation")
-        widgets.relation_drill_down(audits, chosen, relations=list(wide["relation"]), dataset=model.dataset)
+        section.relation_drill_down(audits, chosen, relations=list(wide["relation"]), dataset=model.dataset)
 
     st.header("Are the predictions fair? (Schwertmann et al.)")
-    min_count = widgets.fairness_min_count(cache.occupation_test_facts(chosen[0]))
+    min_count = section.fairness_min_count(cache.occupation_test_facts(chosen[0]))
     reports = {m.name: cache.fairness_report(m, min_count) for m in chosen}
     if all(report.classes == (fairness.OTHER,) for report in reports.values()):
         st.warning(texts.NO_CLASS_REACHES.format(min_count=min_count))
     else:
-        widgets.degenerate_warnings(reports, chosen)
+        section.degenerate_warnings(reports, chosen)
         gaps = fairness.gap_table(reports)
         widgets.table(gaps, ["model", *[f"{g} (95% CI)" for g in fairness.GAP_NAMES], "n_classes", "n_facts",
                              "n_not_occupation"])

@@ -7,6 +7,7 @@ switch then sends and draws one chart instead of four (issue 15, the browser-vis
 import streamlit as st
 
 from kgbias_app import cache, charts, links, sidebar, texts, widgets
+from kgbias_app.sections import occupation_explorer as section
 
 model = sidebar.page_header("Occupation explorer")
 
@@ -14,7 +15,7 @@ with widgets.errors_shown():
     measures = cache.measures(model)
     occupation, row, _ = widgets.occupation_section(measures)
     name = row["name"]  # readable, for exported charts' titles and file names
-    widgets.headline(row)
+    section.headline(row)
     widgets.report_download(model, occupation)
     every_point = links.toggle(texts.EVERY_POINT, key="every_point", what="setting")
 
@@ -32,10 +33,10 @@ with widgets.errors_shown():
             widgets.show_chart(cache.persons_figure(model, (occupation,), "scatter", every_point), persons,
                                caption=caption, key="individual_scatter", occupation=name,
                                file_name=widgets.readable_name(model.name, name, "bin-vs-fisher"))
-            widgets.open_a_person(persons, key="scatter_person")
+            section.open_a_person(persons, key="scatter_person")
     if persons_tab.open:
         with persons_tab:
-            ranked = widgets.by_magnitude(cache.persons(model, occupation), "individual_bias")
+            ranked = section.by_magnitude(cache.persons(model, occupation), "individual_bias")
             persons = widgets.with_person_links(ranked)
             widgets.table(persons, ["name", "gender", "degree", "individual_bias", "fisher_individual",
                                     "individual_bias_centred", widgets.PERSON_LINK], ids=["person"])
@@ -44,10 +45,10 @@ with widgets.errors_shown():
                              label="Download the table (CSV)")
     if compare.open:
         with compare:
-            widgets.compare_occupations(model, measures, current=occupation, every_point=every_point)
+            section.compare_occupations(model, measures, current=occupation, every_point=every_point)
     if within.open:
         with within:
-            attribute = widgets.subpopulation_attribute(cache.analysis(model).model.schema)
+            attribute = section.subpopulation_attribute(cache.analysis(model).model.schema)
             if attribute is not None:
-                widgets.subpopulations(cache.intersections(model, occupation, attribute),
+                section.subpopulations(cache.intersections(model, occupation, attribute),
                                        file_name=widgets.csv_name(model.name, occupation, attribute))

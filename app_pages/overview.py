@@ -4,6 +4,7 @@ import streamlit as st
 
 from kgbias_app import cache, charts, sidebar, texts, widgets
 from kgbias_app.escape import md_format
+from kgbias_app.sections import overview as section
 from kgbias_core.tables import gender_ratio_table, ranked_occupations
 
 #: The ranked table's columns, in reading order (the intervals of B_in and b_p are on the explorer).
@@ -35,7 +36,7 @@ with widgets.errors_shown():
     )
 
     st.subheader("A report of several occupations")
-    widgets.several_report_download(model, ranked, measures)
+    section.several_report_download(model, ranked, measures)
 
     st.subheader("Every measure per ranked occupation")
     widgets.table(ranked, RANKED_COLUMNS, ids=["occupation"])

@@ -4,6 +4,7 @@ import streamlit as st
 
 from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
 from kgbias_app.escape import md, md_format
+from kgbias_app.sections import validation as section
 from kgbias_core import tasks
 from kgbias_core.data.census import CENSUS_MEASURES, PAIRING_RESOURCES, census_file, census_validation, census_years
 from kgbias_core.data.datasets import resolve_data_dir
@@ -20,7 +21,7 @@ with widgets.errors_shown(stop=True):
     if not defined:
         st.warning(texts.NEEDS_BOTH_GENDERS)
     else:
-        ks = widgets.removal_ks(analysis, occupation=occupation, name=row["name"])
+        ks = section.removal_ks(analysis, occupation=occupation, name=row["name"])
         kinds = links.multiselect("Removed sets", list(REMOVAL_KINDS), default=list(REMOVAL_KINDS), key="val_kinds",
                                   what="removal set")
         st.caption(texts.VALIDATION_RUNS.format(n_runs=len(ks) * len(kinds) + 1, epochs=analysis.model.config.epochs))
@@ -49,7 +50,7 @@ with widgets.errors_shown():
 
 st.header("Calibration of the predicted changes (METHODS §4)")
 with widgets.errors_shown():
-    widgets.calibration_section(model)
+    section.calibration_section(model)
 
 jobs_ui.progress_panel(jobs_ui.session_tasks("validation"), heading=texts.JOBS_OF_SESSION)
 
@@ -69,7 +70,7 @@ else:
         elif correlations["n"].max() < 3:
             st.warning(texts.CENSUS_TOO_FEW.format(n=int(correlations["n"].max()), year=year))
         else:
-            widgets.census_table(correlations)
+            section.census_table(correlations)
             st.caption(texts.census_table_caption(n_paired=len(joined), n_used=correlations["n"]))
             measure = links.selectbox("Measure", CENSUS_MEASURES, key="val_measure", format_func=texts.measure_name,
                                       what="measure")

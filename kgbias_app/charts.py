@@ -17,12 +17,8 @@ import plotly.graph_objects as go
 from kgbias_app.texts import SIGN, UNDEFINED, measure_name
 from kgbias_core.measures.prediction_fairness import GAP_NAMES
 from kgbias_core.measures.relation_audit import AUDIT_MEASURES
+from kgbias_core.palette import EFFECT, GENDER_COLORS, HIGHLIGHT, LEAN_COLORS, MUTED, SPACE_COLORS
 
-GENDER_COLORS = {"male": "#2c7bb6", "female": "#d7191c", "other": "#7f7f7f", "unknown": "#bdbdbd", "": "#bdbdbd"}
-LEAN_COLORS = {"male-leaning": GENDER_COLORS["male"], "female-leaning": GENDER_COLORS["female"]}
-HIGHLIGHT, MUTED = "#ff7f0e", "#7f7f7f"
-#: A collateral change larger than the noise band: an effect of the edit, not drift.
-EFFECT = "#9467bd"
 #: Triples drawn in the influence-against-degree scatter (the largest |δ_z B_gr|).
 SCATTER_TRIPLES = 5000
 _MARGIN = {"l": 10, "r": 10, "t": 30, "b": 10}
@@ -429,8 +425,6 @@ def census_scatter(joined: pd.DataFrame, *, measure: str) -> go.Figure:
 
 # --- the embedding space (issue 28) --------------------------------------------------------------
 #: Colours of the embedding space's points: persons by gender, occupations apart.
-SPACE_COLORS = {"male": "#2c7bb6", "female": "#d7191c", "other": "#7b3294", "unknown": "#a6a6a6",
-                "occupation": "#1a1a1a"}
 
 
 def embedding_space_scatter(points: pd.DataFrame, *, explained: float) -> tuple[go.Figure, list[pd.Index]]:

@@ -26,14 +26,14 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import library_versions
 from kgbias_core.errors import REPORT_NOT_A_RUN, MeasureError
 from kgbias_core.influence.scale import PredictedChange
+from kgbias_core.palette import EFFECT, FEMALE, MALE
 from kgbias_core.tables import influence_table, measures_table, persons_table, triples_in_words
 from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, EditMembership, bias_change, membership_of_record, noise_spread
 
 #: Training triples charted by |delta_z B_gr|: enough to see who moves the occupation, few enough to read.
 TOP_TRIPLES = 15
-GENDER_COLORS = {"male": "#2c7bb6", "female": "#d7191c"}
 #: Bar colours by what removing the triple does to B_gr (positive = towards male-leaning).
-INFLUENCE_COLORS = {True: GENDER_COLORS["male"], False: GENDER_COLORS["female"]}
+INFLUENCE_COLORS = {True: MALE, False: FEMALE}
 
 PERSONS_CAPTION = (
     "B_in per person of the occupation (Du §3.2: the change of B_gr if that person's gender fact were flipped), "
@@ -100,7 +100,7 @@ def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame |
 def persons_figure(persons: pd.DataFrame) -> go.Figure:
     """B_in per person by gender (a :func:`~kgbias_core.tables.persons_table`), one box per gender."""
     fig = go.Figure()
-    for gender, color in GENDER_COLORS.items():
+    for gender, color in {"male": MALE, "female": FEMALE}.items():
         mine = persons[persons["gender"] == gender]
         fig.add_trace(go.Box(y=mine["individual_bias"], name=gender, text=mine["name"], marker_color=color,
                              boxpoints="outliers", hovertemplate="%{text}: %{y:.4f}<extra></extra>"))
@@ -131,7 +131,7 @@ def change_figure(run: WhatIfRun) -> go.Figure:
     if shown and predicted.has_interval:
         error = {"type": "data", "symmetric": False, "array": [predicted.high - predicted.point, 0],
                  "arrayminus": [predicted.point - predicted.low, 0]}
-    fig = go.Figure(go.Bar(x=bars, y=values, error_y=error, marker_color="#9467bd",
+    fig = go.Figure(go.Bar(x=bars, y=values, error_y=error, marker_color=EFFECT,
                            hovertemplate="%{x}: %{y:+.4f}<extra></extra>"))
     if run.spread is not None:
         fig.add_hrect(y0=-run.spread, y1=run.spread, fillcolor="grey", opacity=0.2, line_width=0,

@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from kgbias_app.escape import md
+from kgbias_app.sections.influential_triples import TOP_TRIPLES
 from kgbias_app.texts import EXPLORER_TABS, LINK_UNKNOWN
-from kgbias_app.widgets import TOP_TRIPLES
 from tests.conftest import dashboard, texts
 
 #: Per page: a change a person makes, and how to read the changed widget back (key, its value).

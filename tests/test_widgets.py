@@ -7,6 +7,8 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from kgbias_app import widgets
+from kgbias_app.sections import attributes as attributes_section
+from kgbias_app.sections import influential_triples as triples_section
 from kgbias_core.data.schema import AttributeRelation, Schema
 from tests.conftest import PAGE_TIMEOUT
 
@@ -26,7 +28,7 @@ def test_csv_name_never_holds_a_path_separator_or_a_space() -> None:
 def test_attribute_options_offer_gender_the_schema_attributes_then_every_other_relation() -> None:
     schema = Schema(gender_relation="gender", male="m", female="f", occupation_relation="job",
                     attributes=(AttributeRelation(name="citizenship", relation="P27"),))
-    options = widgets.attribute_options(schema, ("gender", "job", "P27", "born_in"))
+    options = attributes_section.attribute_options(schema, ("gender", "job", "P27", "born_in"))
     assert options == {"gender": "gender (gender)", "citizenship": "citizenship (P27)", "born_in": "relation born_in"}
 
 
@@ -41,8 +43,8 @@ def basket_script() -> None:
     occupation, row, defined = widgets.occupation_section(measures)
     st.write(f"{occupation} {defined}")
     if st.button("Add"):
-        widgets.add_to_basket("m", [5, 2])
-        widgets.add_to_basket("m", [2, 9])
+        triples_section.add_to_basket("m", [5, 2])
+        triples_section.add_to_basket("m", [2, 9])
     st.write(f"basket {widgets.basket('m')} {widgets.basket('other')}")
 
 

@@ -1,0 +1,134 @@
+"""The Debiasing lab's own UI: the edit, its prediction, a run's figures, the run picker. The page
+(``app_pages/debiasing_lab.py``) calls these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from kgbias_app import cache, jobs_ui, links, texts
+from kgbias_app.cache import ModelRef
+from kgbias_app.escape import md
+from kgbias_app.widgets import (
+    basket,
+)
+from kgbias_core import tasks
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.evaluation.link_prediction import before_after, load_link_prediction
+from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
+from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE
+
+# --- debiasing lab ------------------------------------------------------------------------------
+#: The lab's defaults: k triples to remove, c dummies per missing person.
+LAB_K, LAB_C = 20, 0.5
+
+
+#: k values offered for the removal curve, and the default ones.
+CURVE_KS, CURVE_DEFAULT = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], [5, 20, 50]
+
+
+@dataclass(frozen=True)
+class EditChoice:
+    """The edit the lab's controls describe (before it is built on a model)."""
+
+    strategy: str  # a key of texts.STRATEGIES
+    k: int  # triples to remove (if, random)
+    c: float  # dummies per missing person (add)
+    cap: int  # at most this many dummies (add)
+
+
+def edit_choice() -> EditChoice:
+    # persist_state: coming back from another page finds the edit as it was left (Streamlit would reset it).
+    strategy = links.radio("Edit", list(texts.STRATEGIES), format_func=texts.STRATEGIES.__getitem__, key="lab_strategy",
+                           what="edit", persist_state="session")
+    left, right = st.columns(2)
+    k, c, cap = 0, LAB_C, MAX_DUMMIES
+    if strategy == "add":
+        c = links.number(left.slider, "c: dummies per missing person, c·(|M| − |F|)", 0.0, 2.0, LAB_C, step=0.1,
+                         key="lab_c", what="c", kind=float, persist_state="session")
+        cap = int(links.number(right.number_input, "At most this many dummies", 1, 1_000_000, MAX_DUMMIES,
+                               key="lab_cap", what="cap", persist_state="session"))
+    elif strategy != "basket":
+        k = int(links.number(left.number_input, "k: triples to remove", 1, 10**9, LAB_K, key="lab_k", what="k",
+                             persist_state="session"))
+    return EditChoice(strategy=strategy, k=k, c=c, cap=cap)
+
+
+def build_edit(analysis: ModelAnalysis, choice: EditChoice, *, occupation: str) -> Edit | None:
+    """The chosen edit, with a warning where k was capped; None (and a hint) for an empty basket.
+
+    An impossible edit raises :class:`~kgbias_core.errors.MeasureError` (shown by :func:`errors_shown`).
+    """
+    model_name, n = analysis.model.name, analysis.model.triples.shape[0]
+    chosen = basket(model_name) if choice.strategy == "basket" else []
+    if choice.strategy == "basket" and not chosen:
+        st.info(texts.EMPTY_BASKET.format(model=model_name))
+        return None
+    edit = make_edit(analysis, occupation, strategy=choice.strategy, k=min(choice.k, n), c=choice.c, cap=choice.cap,
+                     indices=chosen)
+    if choice.strategy == "if" and len(edit.removed) < choice.k:
+        name = analysis.groups.names[analysis.groups.index(occupation)]
+        st.warning(texts.IF_REMOVE_FEWER.format(n=len(edit.removed), name=md(name), k=choice.k))
+    if choice.strategy == "random" and choice.k > n:
+        st.warning(texts.RANDOM_CAPPED.format(k=choice.k, n=n))
+    return edit
+
+
+def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
+    """B_gr now, the edit's predicted change and B_gr after (removals only: influence predicts no Add)."""
+    membership = cache.edit_membership(model, edit.occupation, edit.kind, tuple(edit.removed),
+                                       len(edit.added_entities))
+    if edit.kind == "add":
+        st.info(texts.ADD_NOT_PREDICTED)
+        st.caption(texts.ADD_EDIT.format(strategy=md(edit.strategy), n=len(edit.added_triples)))
+        st.caption(texts.membership_sentence(membership, name=md(row["name"])))
+        return
+    sentence = texts.membership_sentence(membership, name=md(row["name"]))
+    (st.warning if membership.changes_groups else st.caption)(sentence)
+    before = row["group_bias"]
+    change = cache.predicted_removal(model, edit.occupation, edit.removed)
+    columns = st.columns(3)
+    columns[0].metric("B_gr now", texts.fmt(before), help=texts.SIGN)
+    columns[1].metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
+                      help=texts.PREDICTED_HELP.format(n=len(edit.removed)))
+    if change.calibrated:
+        columns[2].metric("Predicted B_gr after", texts.fmt(before + change.point))
+    st.caption(texts.predicted_range(change, before=before if change.calibrated else None))
+
+
+def run_figures(target: pd.Series, *, spread: float | None, baseline: tuple[int, float] | None) -> None:
+    """The edited occupation's B_gr before and after a what-if (a row of ``bias_change``), read against
+    the noise band's ``spread`` and the Random-REMOVE ``baseline`` (``random_baseline``)."""
+    columns = st.columns(4)
+    columns[0].metric(f"B_gr of {target['name']} before", texts.fmt(target["group_bias_before"]), help=texts.SIGN)
+    columns[1].metric("after", texts.fmt(target["group_bias_after"]), help=AFTER_GROUPS_CHOICE)
+    columns[2].metric("change", texts.fmt(target["change"]))
+    columns[3].metric("after, original persons", texts.fmt(target["group_bias_after_original"]),
+                      delta=texts.fmt(target["change_original"]), delta_color="off", help=AFTER_GROUPS_CHOICE)
+    st.caption(AFTER_GROUPS_CHOICE)
+    st.caption(texts.noise_sentence(target["change"], spread))
+    if baseline is not None:
+        st.caption(texts.random_baseline_sentence(*baseline))
+
+
+def link_prediction_before_after(base: ModelRef, run: ModelRef) -> None:
+    """MRR and Hits@10 of a base model and its what-if, or a button computing them as a lab job."""
+    base_links, run_links = load_link_prediction(base.path), load_link_prediction(run.path)
+    links = tasks.link_prediction_task([run.path, base.path])
+    if base_links is not None and run_links is not None:
+        st.dataframe(before_after(base_links, run_links), hide_index=True)
+        st.caption(texts.LINK_BEFORE_AFTER)
+    elif not jobs_ui.is_running(links) and st.button("Compute link prediction"):
+        jobs_ui.submit(f"{run.name}: link prediction", links, group="lab")
+        st.rerun()
+
+
+def run_picker(runs: list[ModelRef]) -> ModelRef:
+    """One of a model's what-if runs; the one retrained last in this session, else the last one."""
+    names = [run.name for run in runs]
+    last = st.session_state.get("lab_last_run")
+    name = links.selectbox("Run", names, index=names.index(last) if last in names else len(names) - 1, key="run",
+                           what="what-if run")
+    return runs[names.index(name)]
