@@ -155,6 +155,43 @@ class TransEResult:
     seconds: float = 0.0
 
 
+def _l2_shares(
+    triples: LongTensor, negatives: LongTensor, *, n_entities: int, n_relations: int, l2: float,
+    device: torch.device,
+) -> tuple[FloatTensor, FloatTensor]:
+    """Row-wise L2 shares l2 / (2 deg_e) per entity [E] and per relation [R]: deg counts every slot holding the row."""
+    both_all = torch.cat([triples, negatives])  # [2n, 3]: every slot that holds a row
+    entity_share = l2 / (2 * torch.bincount(both_all[:, [0, 2]].reshape(-1), minlength=n_entities)
+                         .clamp_min(1).to(torch.float32))  # [E]: l2 / (2 deg_e)
+    relation_share = l2 / (2 * torch.bincount(both_all[:, 1], minlength=n_relations)
+                           .clamp_min(1).to(torch.float32))  # [R]
+    return entity_share.to(device), relation_share.to(device)
+
+
+def _batch_loss(
+    entities: FloatTensor, relations: FloatTensor, positives: LongTensor, negatives: LongTensor,
+    weights: FloatTensor, *, margin: float, shares: tuple[FloatTensor, FloatTensor] | None,
+    regulariser: Regulariser | None, n_batches: int,
+) -> tuple[FloatTensor, FloatTensor]:
+    """One batch's loss (to step on) and its weighted margins per triple [b] (to report), as in train_transe."""
+    b = positives.shape[0]
+    both = torch.cat([positives, negatives])  # [2b, 3]
+    if shares is not None:
+        psi, l2_part = _rowwise_distance(entities=entities, relations=relations, triples=both,
+                                         entity_share=shares[0], relation_share=shares[1])
+    else:
+        psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
+    psi_pos, psi_neg = psi.split(b)
+    per_triple = margin_loss(distance=psi_pos, negative_distance=psi_neg, margin=margin, weights=weights)
+    loss = per_triple.sum() / b
+    if regulariser is not None:
+        # On the loop's 1/batch scale an epoch sums the margins / b: R enters as R / b per epoch.
+        loss = loss + regulariser(entities, relations) / (n_batches * b)
+    if shares is not None:
+        loss = loss + l2_part / b  # the batch's slots' shares of the L2 term
+    return loss, per_triple
+
+
 def train_transe(
     *,
     triples: LongTensor,
@@ -214,12 +251,8 @@ def train_transe(
         raise KGBiasError(UNKNOWN_OPTIMIZER.format(optimizer=config.optimizer, known=", ".join(OPTIMIZERS)))
     if rowwise:
         optimizer: torch.optim.Optimizer = torch.optim.SparseAdam([entities, relations], lr=config.lr)
-        both_all = torch.cat([triples, negatives])  # [2n, 3]: every slot that holds a row
-        entity_share = config.l2 / (2 * torch.bincount(both_all[:, [0, 2]].reshape(-1), minlength=n_entities)
-                                    .clamp_min(1).to(torch.float32))  # [E]: l2 / (2 deg_e)
-        relation_share = config.l2 / (2 * torch.bincount(both_all[:, 1], minlength=n_relations)
-                                      .clamp_min(1).to(torch.float32))  # [R]
-        entity_share, relation_share = entity_share.to(device), relation_share.to(device)
+        entity_share, relation_share = _l2_shares(triples, negatives, n_entities=n_entities,
+                                                  n_relations=n_relations, l2=config.l2, device=device)
     else:
         # The L2 term (l2/2)||theta||^2 of the objective, on this loop's 1/n scale: Adam adds its gradient
         # (l2/n) theta itself, once per step, whatever the batch.
@@ -235,21 +268,11 @@ def train_transe(
             order = torch.randperm(n, generator=permutations).to(device)
             total = torch.zeros((), device=device)
             for batch in order.split(config.batch_size):
-                both = torch.cat([pos_all[batch], neg_all[batch]])  # [2b, 3]
-                if rowwise:
-                    psi, shares = _rowwise_distance(entities=entities, relations=relations, triples=both,
-                                                    entity_share=entity_share, relation_share=relation_share)
-                else:
-                    psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
-                psi_pos, psi_neg = psi.split(batch.shape[0])
-                per_triple = margin_loss(distance=psi_pos, negative_distance=psi_neg, margin=config.margin,
-                                         weights=w_all[batch])
-                loss = per_triple.sum() / batch.shape[0]
-                if regulariser is not None:
-                    # On this loop's 1/batch scale an epoch sums the margins / b: R enters as R / b per epoch.
-                    loss = loss + regulariser(entities, relations) / (n_batches * batch.shape[0])
-                if rowwise:
-                    loss = loss + shares / batch.shape[0]  # the batch's slots' shares of the L2 term
+                shares = (entity_share, relation_share) if rowwise else None
+                loss, per_triple = _batch_loss(
+                    entities, relations, pos_all[batch], neg_all[batch], w_all[batch], margin=config.margin,
+                    shares=shares, regulariser=regulariser, n_batches=n_batches,
+                )
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()

@@ -238,6 +238,27 @@ def _bootstrap_intervals(
     )
 
 
+def _checked_inputs(
+    y_true: np.ndarray | LongTensor,
+    y_pred: np.ndarray | LongTensor,
+    gender: np.ndarray | Sequence[str],
+    *,
+    groups: tuple[str, str],
+    confidence: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The report's inputs as flat numpy arrays, or one MeasureError naming what is wrong with them."""
+    if len(groups) != 2 or groups[0] == groups[1]:
+        raise MeasureError(FAIRNESS_BAD_GROUPS.format(groups=groups))
+    if not 0 < confidence < 1:
+        raise MeasureError(FAIRNESS_BAD_CONFIDENCE.format(confidence=confidence))
+    y_true = np.asarray(torch.as_tensor(y_true).cpu(), dtype=np.int64).reshape(-1)
+    y_pred = np.asarray(torch.as_tensor(y_pred).cpu(), dtype=np.int64).reshape(-1)
+    gender = np.asarray(gender, dtype=object).reshape(-1)
+    if not len(y_true) == len(y_pred) == len(gender):
+        raise MeasureError(FAIRNESS_SHAPE_MISMATCH.format(n_true=len(y_true), n_pred=len(y_pred), n_gender=len(gender)))
+    return y_true, y_pred, gender
+
+
 def fairness_report(
     *,
     y_true: np.ndarray | LongTensor,
@@ -276,15 +297,7 @@ def fairness_report(
     often they were drawn: a MetricFrame per replicate would be ~1000x slower).
     Sign: gaps are unsigned; ``selection_deviation`` is signed.
     """
-    if len(groups) != 2 or groups[0] == groups[1]:
-        raise MeasureError(FAIRNESS_BAD_GROUPS.format(groups=groups))
-    if not 0 < confidence < 1:
-        raise MeasureError(FAIRNESS_BAD_CONFIDENCE.format(confidence=confidence))
-    y_true = np.asarray(torch.as_tensor(y_true).cpu(), dtype=np.int64).reshape(-1)
-    y_pred = np.asarray(torch.as_tensor(y_pred).cpu(), dtype=np.int64).reshape(-1)
-    gender = np.asarray(gender, dtype=object).reshape(-1)
-    if not len(y_true) == len(y_pred) == len(gender):
-        raise MeasureError(FAIRNESS_SHAPE_MISMATCH.format(n_true=len(y_true), n_pred=len(y_pred), n_gender=len(gender)))
+    y_true, y_pred, gender = _checked_inputs(y_true, y_pred, gender, groups=groups, confidence=confidence)
     occupations = np.asarray(sorted(int(o) for o in occupation_ids), dtype=np.int64)
     classes = _select_classes(y_true, min_count)
     used = np.isin(gender, list(groups))
