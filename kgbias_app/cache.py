@@ -25,7 +25,7 @@ from kgbias_app import charts
 from kgbias_core import embedding_space as space
 from kgbias_core import persons as person_views
 from kgbias_core import report as reports
-from kgbias_core import tables, tasks
+from kgbias_core import subpopulations, tables, tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.datasets import NAMED_DATASETS
 from kgbias_core.device import resolve_device
@@ -189,9 +189,9 @@ def occupation_relation_share(model: ModelRef, occupation: str) -> dict[str, obj
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the measures within each subpopulation…")
-def intersections(model: ModelRef, occupation: str, attribute: str) -> tables.Intersections:
+def intersections(model: ModelRef, occupation: str, attribute: str) -> subpopulations.Intersections:
     """The occupation's measures within the subpopulations of ``attribute``, with the permutation test."""
-    return tables.intersection_table(analysis(model), occupation, attribute)
+    return subpopulations.intersection_table(analysis(model), occupation, attribute)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

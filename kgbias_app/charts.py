@@ -203,7 +203,7 @@ def compare_distributions(persons: pd.DataFrame, *, every_point: bool = False) -
 
 def subpopulation_bars(table: pd.DataFrame, *, attribute: str) -> go.Figure:
     """B_gr within each subpopulation with figures, with its bootstrap 95% interval (an
-    :func:`~kgbias_core.tables.intersection_table`'s table; the too-small rows, NaN, are not drawn)."""
+    :func:`~kgbias_core.subpopulations.intersection_table`'s table; the too-small rows, NaN, are not drawn)."""
     return _interval_bars(table, label="value", yaxis_title=attribute,
                           xaxis_title=f"B_gr among the persons with the value ({SIGN})")
 

@@ -32,7 +32,7 @@ from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.
     number,
     sentence,
 )
-from kgbias_core.tables import SubpopulationComparison
+from kgbias_core.subpopulations import SubpopulationComparison
 
 # --- tables ---------------------------------------------------------------------------------------
 #: The display name of each column code of the core's tables; ids (labels, indices) read "id".

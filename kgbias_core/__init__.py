@@ -100,7 +100,7 @@ _API: dict[str, str] = {
     "triples_frame": "tables",
     "influence_table": "tables",
     "fisher_table": "tables",
-    "intersection_table": "tables",
+    "intersection_table": "subpopulations",
     # one person, the embedding space, accuracy against disparity, reports
     "search_persons": "persons",
     "person": "persons",

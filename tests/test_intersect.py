@@ -1,5 +1,5 @@
 """B_gr, the B_in aggregates and b_p within the subpopulations of an attribute (measures.intersections,
-tables.intersection_table, the ``intersect`` command) against plain loops over the labelled triples."""
+subpopulations.intersection_table, the ``intersect`` command) against plain loops over the labelled triples."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from kgbias_core import tables
+from kgbias_core import subpopulations, tables
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.cli import main
 from kgbias_core.data.schema import AttributeRelation
@@ -101,15 +101,15 @@ def assert_close(found: float, expected: float) -> None:
 @pytest.mark.parametrize("occupation", [OCCUPATION, "writer", "nurse"])
 def test_subpopulation_measures_match_naive_loops(tiny_model, analysis, occupation) -> None:
     """Every row of the table (min_count 1: every subpopulation with both genders has figures) against loops."""
-    found = tables.intersection_table(analysis, occupation, ATTRIBUTE, min_count=1, n_resamples=50,
+    found = subpopulations.intersection_table(analysis, occupation, ATTRIBUTE, min_count=1, n_resamples=50,
                                       n_permutations=10)
-    assert list(found.table.columns) == list(tables.INTERSECTION_COLUMNS)
+    assert list(found.table.columns) == list(subpopulations.INTERSECTION_COLUMNS)
     expected = naive_measures(analysis, occupation, naive_values(tiny_model, "nationality"))
     assert sorted(found.table.value) == sorted(expected)
     for row in found.table.itertuples():
         naive = expected[row.value]
         assert (row.n_male, row.n_female) == (naive["n_male"], naive["n_female"])
-        assert row.name == (tables.NO_VALUE if row.value == "" else tiny_model.entity_names[
+        assert row.name == (subpopulations.NO_VALUE if row.value == "" else tiny_model.entity_names[
             tiny_model.entity_id(row.value)])
         if min(row.n_male, row.n_female) == 0:
             assert all(math.isnan(getattr(row, c)) for c in FIGURES) and row.note.startswith(TOO_FEW)
@@ -154,10 +154,10 @@ def test_a_person_with_several_values_counts_in_each_subpopulation(tiny_model, a
 def test_the_persons_without_a_value_form_their_own_subpopulation(tiny_model, analysis) -> None:
     values = naive_values(tiny_model, "nationality")
     men, women = naive_groups(tiny_model)[0][OCCUPATION]
-    table = tables.intersection_table(analysis, OCCUPATION, ATTRIBUTE).table
+    table = subpopulations.intersection_table(analysis, OCCUPATION, ATTRIBUTE).table
     none = table[table.value == ""].iloc[0]
     assert table.index[table.value == ""].tolist() == [len(table) - 1]  # reported last, with its counts
-    assert none["name"] == tables.NO_VALUE
+    assert none["name"] == subpopulations.NO_VALUE
     assert (none.n_male, none.n_female) == (len(men - set(values)), len(women - set(values))) and none.n_female > 0
 
 
@@ -172,17 +172,17 @@ def test_an_attribute_absent_from_the_graph_puts_everyone_in_no_value(tiny_model
     schema = replace(tiny_model.schema, attributes=(AttributeRelation("religion", "religion"),))
     analysis = ModelAnalysis(replace(tiny_model, schema=schema))
     men, women = naive_groups(tiny_model)[0][OCCUPATION]
-    table = tables.intersection_table(analysis, OCCUPATION, "religion").table
-    assert table[["value", "name", "n_male", "n_female"]].values.tolist() == [["", tables.NO_VALUE, len(men),
+    table = subpopulations.intersection_table(analysis, OCCUPATION, "religion").table
+    assert table[["value", "name", "n_male", "n_female"]].values.tolist() == [["", subpopulations.NO_VALUE, len(men),
                                                                                 len(women)]]
     assert table.group_bias.iloc[0] == pytest.approx(float(analysis.group_bias(OCCUPATION)), abs=1e-5)
 
 
 @pytest.mark.parametrize("min_count", [tables.MIN_GROUP_SIZE, 10**6])
 def test_a_too_small_subpopulation_gets_the_note_never_a_number(analysis, min_count) -> None:
-    table = tables.intersection_table(analysis, OCCUPATION, ATTRIBUTE, min_count=min_count).table
+    table = subpopulations.intersection_table(analysis, OCCUPATION, ATTRIBUTE, min_count=min_count).table
     small = table[["n_male", "n_female"]].min(axis=1) < min_count
-    figures = table[[c for c in tables.INTERSECTION_COLUMNS if c not in ("value", "name", "n_male", "n_female",
+    figures = table[[c for c in subpopulations.INTERSECTION_COLUMNS if c not in ("value", "name", "n_male", "n_female",
                                                                          "note")]]
     assert figures[small].isna().all().all()
     for row in table[small].itertuples():
@@ -224,7 +224,7 @@ def slow_permutation_test(values, female, in_a, in_b, *, n_permutations: int, se
 
 def test_permutation_test_equals_a_slow_loop_with_the_same_seed(tiny_model, analysis) -> None:
     model, groups = tiny_model, analysis.groups
-    found = tables.intersection_table(analysis, OCCUPATION, ATTRIBUTE, n_permutations=300, seed=4)
+    found = subpopulations.intersection_table(analysis, OCCUPATION, ATTRIBUTE, n_permutations=300, seed=4)
     test = found.comparison
     largest = found.table[found.table.note == ""].query("value != ''")
     assert {test.value_a, test.value_b} == set(largest.assign(n=largest.n_male + largest.n_female)
@@ -275,7 +275,7 @@ def test_intersect_command_writes_the_table_and_refuses_an_unknown_attribute(tin
     assert main(["intersect", "--model", model, "--occupation", "Actor", "--attribute", "nationality",
                  "--out", str(out)]) == 0
     frame = pd.read_csv(out, keep_default_na=False, na_values=[""])
-    assert list(frame.columns) == list(tables.INTERSECTION_COLUMNS)
+    assert list(frame.columns) == list(subpopulations.INTERSECTION_COLUMNS)
     assert frame.note.fillna("").str.startswith(TOO_FEW).any() and frame.group_bias.notna().any()
     printed = capsys.readouterr().out
     assert "wrote 9 rows" in printed and "Actor: B_gr among" in printed and "permutation p" in printed

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # ModelAnalysis measures one model through measures + influence; the what-ifs measure their runs with it,
     # so it sits below whatif (whatif/runs.py, compare.py, edits.py use it), as do the tables built from it.
     ("analysis",),
-    ("tables",),
+    ("tables", "subpopulations"),
     ("whatif",),  # retrained and debiased runs, the noise band, the debiasing comparison
     # What is read off a model and its runs: readings, the findings, people, the embedding space, reports.
     ("readings", "findings", "persons", "embedding_space", "accuracy_disparity", "report", "static_images",

@@ -7,7 +7,7 @@ import math
 from kgbias_app import texts
 from kgbias_core.influence.scale import Calibration, predict
 from kgbias_core.jobs import JobState, JobStatus, ProgressSnapshot
-from kgbias_core.tables import SubpopulationComparison
+from kgbias_core.subpopulations import SubpopulationComparison
 
 
 def test_fmt_signs_numbers_and_names_nan_undefined() -> None:

@@ -19,10 +19,8 @@ from kgbias_app.widgets import (
     table,
 )
 from kgbias_core.data.schema import Schema
-from kgbias_core.tables import (
-    MIN_GROUP_SIZE,
-    Intersections,
-)
+from kgbias_core.subpopulations import Intersections
+from kgbias_core.tables import MIN_GROUP_SIZE
 
 # Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
 OTHER_GENDERS_LEFT_OUT = "{n} more with another or no gender value are left out."

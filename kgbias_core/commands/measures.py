@@ -48,7 +48,8 @@ def _fisher(args: argparse.Namespace) -> None:
 
 
 def _intersect(args: argparse.Namespace) -> None:
-    from kgbias_core.tables import MIN_GROUP_SIZE, intersection_table
+    from kgbias_core.subpopulations import intersection_table
+    from kgbias_core.tables import MIN_GROUP_SIZE
 
     min_count = MIN_GROUP_SIZE if args.min_count is None else args.min_count
     found = intersection_table(load_analysis(args.model, device=args.device), args.occupation, args.attribute,
