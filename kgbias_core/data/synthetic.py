@@ -78,16 +78,7 @@ def generate_people_graph(config: SyntheticConfig = SyntheticConfig()) -> Knowle
     heldout: list[tuple[str, str, str]] = []  # facts that may go to valid/test
     names: dict[str, str] = {}
 
-    cities = [f"city_{i:02d}" for i in range(config.n_cities)]
-    for i, city in enumerate(cities):
-        triples.append((city, "located_in", COUNTRIES[i % len(COUNTRIES)]))
-        names[city] = f"City {i}"
-    for country in COUNTRIES:
-        names[country] = country
-    for occupation, _, _ in OCCUPATIONS:
-        names[occupation] = occupation.replace("_", " ").capitalize()
-    for genre, _ in GENRES:
-        names[genre] = genre.capitalize()
+    cities = _places(config.n_cities, triples, names)
 
     shares = np.array([s for _, s, _ in OCCUPATIONS])
     popularity = np.array([p for _, _, p in OCCUPATIONS])
@@ -139,22 +130,8 @@ def generate_people_graph(config: SyntheticConfig = SyntheticConfig()) -> Knowle
                 triples.append((person, "award", f"award_{genre}"))
                 names[f"award_{genre}"] = f"{genre.capitalize()} award"
 
-    # Spouses: pairs of persons, mostly of different gender.
-    order = rng.permutation(len(persons))
-    n_pairs = int(config.spouse_share * len(persons) / 2)
-    males = [i for i in order if genders[i] == "male"]
-    females = [i for i in order if genders[i] == "female"]
-    for a, b in list(zip(males, females, strict=False))[:n_pairs]:
-        triples.append((persons[a], "spouse", persons[b]))
-        triples.append((persons[b], "spouse", persons[a]))
-
-    heldout_array = np.asarray(heldout, dtype=str)
-    held = rng.random(len(heldout_array)) < config.test_share
-    train = np.concatenate([np.asarray(triples, dtype=str), heldout_array[~held]])
-    rest = heldout_array[held]
-    # Keep only held-out facts whose entities occur in training, as in FB15k-237.
-    known = set(train[:, 0]) | set(train[:, 2])
-    rest = rest[[h in known and t in known for h, _, t in rest]]
+    triples.extend(_spouses(rng, persons, genders, share=config.spouse_share))
+    train, rest = _split(rng, triples, heldout, test_share=config.test_share)
     half = len(rest) // 2
     params = json.dumps(asdict(config), sort_keys=True)
     return from_labeled_triples(
@@ -166,3 +143,42 @@ def generate_people_graph(config: SyntheticConfig = SyntheticConfig()) -> Knowle
         entity_names=names,
         data_hash=hashlib.sha256(f"synthetic-v1 {params}".encode()).hexdigest(),
     )
+
+
+def _places(n_cities: int, triples: list[tuple[str, str, str]], names: dict[str, str]) -> list[str]:
+    """The cities (each located in a country), appended to ``triples``; the readable names of the cities,
+    countries, occupations and genres into ``names``. Draws nothing: the random stream starts with the persons."""
+    cities = [f"city_{i:02d}" for i in range(n_cities)]
+    for i, city in enumerate(cities):
+        triples.append((city, "located_in", COUNTRIES[i % len(COUNTRIES)]))
+        names[city] = f"City {i}"
+    for country in COUNTRIES:
+        names[country] = country
+    for occupation, _, _ in OCCUPATIONS:
+        names[occupation] = occupation.replace("_", " ").capitalize()
+    for genre, _ in GENRES:
+        names[genre] = genre.capitalize()
+    return cities
+
+
+def _spouses(rng: np.random.Generator, persons: list[str], genders: list[str], *, share: float,
+             ) -> list[tuple[str, str, str]]:
+    """Spouses: pairs of persons, mostly of different gender, both directions of each pair."""
+    order = rng.permutation(len(persons))
+    n_pairs = int(share * len(persons) / 2)
+    males = [i for i in order if genders[i] == "male"]
+    females = [i for i in order if genders[i] == "female"]
+    pairs = list(zip(males, females, strict=False))[:n_pairs]
+    return [t for a, b in pairs for t in ((persons[a], "spouse", persons[b]), (persons[b], "spouse", persons[a]))]
+
+
+def _split(rng: np.random.Generator, triples: list[tuple[str, str, str]], heldout: list[tuple[str, str, str]], *,
+           test_share: float) -> tuple[np.ndarray, np.ndarray]:
+    """(train, held out): a ``test_share`` of the facts that may be held out leave training; of those, only the
+    facts whose entities occur in training are kept, as in FB15k-237."""
+    heldout_array = np.asarray(heldout, dtype=str)
+    held = rng.random(len(heldout_array)) < test_share
+    train = np.concatenate([np.asarray(triples, dtype=str), heldout_array[~held]])
+    rest = heldout_array[held]
+    known = set(train[:, 0]) | set(train[:, 2])
+    return train, rest[[h in known and t in known for h, _, t in rest]]
