@@ -93,13 +93,19 @@ def _occupation_table(config: ScaleConfig, rng: np.random.Generator, n: int) -> 
     return popularity, share
 
 
-def generate_scale_graph(config: ScaleConfig, out: Path | str) -> Path:
-    """Generate the graph of ``config`` into the folder ``out`` (created); returns it. See the module docstring."""
+def _checked_persons(config: ScaleConfig) -> int:
+    """The number of persons, once the triple budget holds every person's fixed facts (with a fifth to spare)."""
     n = config.n_persons
     minimum = int(np.ceil(FIXED_PER_PERSON * 1.2 * n)) + 1000
     if n < 100 or config.n_triples < minimum:
         raise DataError(SYNTHETIC_TOO_FEW_TRIPLES.format(persons=n, triples=config.n_triples,
                                                          minimum=max(minimum, 1000)))
+    return n
+
+
+def generate_scale_graph(config: ScaleConfig, out: Path | str) -> Path:
+    """Generate the graph of ``config`` into the folder ``out`` (created); returns it. See the module docstring."""
+    n = _checked_persons(config)
     rng = np.random.default_rng(config.seed)
     sizes = _sizes(config)
     start, offset = {}, 0
@@ -167,25 +173,7 @@ def generate_scale_graph(config: ScaleConfig, out: Path | str) -> Path:
     # --- held-out occupation / nationality facts: valid and test
     held_facts = [("occupation", *occupation_facts), ("nationality", *nationality_facts)]
     n_held = min(20_000, max(50, int(config.heldout_share * (len(pairs) + n))))
-    relation_index = {r: i for i, r in enumerate(RELATIONS)}
-    train_parts, held_parts = [], []
-    for relation, heads, tails in blocks:
-        train_parts.append(_stack(relation_index[relation], heads, tails))
-    for relation, heads, tails in held_facts:
-        both = _stack(relation_index[relation], heads, tails)
-        chosen = np.zeros(len(both), dtype=bool)
-        chosen[rng.choice(len(both), size=min(n_held, len(both)), replace=False)] = True
-        train_parts.append(both[~chosen])
-        held_parts.append(both[chosen])
-    train = np.concatenate(train_parts)
-    held = np.concatenate(held_parts)
-    # A held-out fact whose tail never occurs in training (a rare occupation) goes back to training.
-    seen = np.zeros(offset + n_works, dtype=bool)
-    seen[train[:, 0]] = True
-    seen[train[:, 2]] = True
-    known_tail = seen[held[:, 2]]
-    train = np.concatenate([train, held[~known_tail]])
-    held = held[known_tail][rng.permutation(int(known_tail.sum()))]
+    train, held = _split_heldout(rng, blocks, held_facts, n_held=n_held, n_entities=offset + n_works)
     half = len(held) // 2
     vocabulary = _vocabulary(config, rng, sizes, start, gender, n_works)
     out = Path(out)
@@ -278,3 +266,32 @@ def _write_names(path: Path, vocabulary: _Vocabulary) -> None:
     table = pa.table([pa.array(vocabulary.labels, type=pa.string()), pa.array(vocabulary.names, type=pa.string())],
                      names=["id", "name"])
     pa_csv.write_csv(table, path, write_options=_WRITE)
+
+
+def _split_heldout(
+    rng: np.random.Generator,
+    blocks: list[tuple[str, np.ndarray, np.ndarray]],
+    held_facts: list[tuple[str, np.ndarray, np.ndarray]],
+    *,
+    n_held: int,
+    n_entities: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(train [T, 3], held out [H, 3], shuffled): every block trains; of each kind of held-out fact, ``n_held``
+    drawn ones leave training. A held-out fact whose tail never occurs in training (a rare occupation) goes
+    back to training, as FB15k-237 keeps only entities seen in training."""
+    relation_index = {r: i for i, r in enumerate(RELATIONS)}
+    train_parts = [_stack(relation_index[relation], heads, tails) for relation, heads, tails in blocks]
+    held_parts = []
+    for relation, heads, tails in held_facts:
+        both = _stack(relation_index[relation], heads, tails)
+        chosen = np.zeros(len(both), dtype=bool)
+        chosen[rng.choice(len(both), size=min(n_held, len(both)), replace=False)] = True
+        train_parts.append(both[~chosen])
+        held_parts.append(both[chosen])
+    train = np.concatenate(train_parts)
+    held = np.concatenate(held_parts)
+    seen = np.zeros(n_entities, dtype=bool)
+    seen[train[:, 0]] = True
+    seen[train[:, 2]] = True
+    known_tail = seen[held[:, 2]]
+    return np.concatenate([train, held[~known_tail]]), held[known_tail][rng.permutation(int(known_tail.sum()))]
