@@ -192,6 +192,23 @@ def _batch_loss(
     return loss, per_triple
 
 
+def _optimizer(
+    config: TrainConfig, entities: torch.nn.Parameter, relations: torch.nn.Parameter, triples: LongTensor,
+    negatives: LongTensor, *, device: torch.device,
+) -> tuple[torch.optim.Optimizer, tuple[FloatTensor, FloatTensor] | None]:
+    """The optimiser of ``config.optimizer`` over both tables, and for row-wise updates each row's L2 share
+    (entities [E], relations [R]); None for dense Adam, which applies the L2 term itself."""
+    if config.optimizer not in OPTIMIZERS:
+        raise KGBiasError(UNKNOWN_OPTIMIZER.format(optimizer=config.optimizer, known=", ".join(OPTIMIZERS)))
+    if config.optimizer == "sparse_adam":
+        shares = _l2_shares(triples, negatives, n_entities=entities.shape[0], n_relations=relations.shape[0],
+                            l2=config.l2, device=device)
+        return torch.optim.SparseAdam([entities, relations], lr=config.lr), shares
+    # The L2 term (l2/2)||theta||^2 of the objective, on this loop's 1/n scale: Adam adds its gradient
+    # (l2/n) theta itself, once per step, whatever the batch.
+    return torch.optim.Adam([entities, relations], lr=config.lr, weight_decay=config.l2 / triples.shape[0]), None
+
+
 def train_transe(
     *,
     triples: LongTensor,
@@ -246,17 +263,7 @@ def train_transe(
     relations = torch.nn.Parameter(init[1].to(device, copy=True))  # [n_relations, dim]
     n_epochs = config.epochs if epochs is None else epochs
     n_batches = math.ceil(n / config.batch_size)
-    rowwise = config.optimizer == "sparse_adam"
-    if config.optimizer not in OPTIMIZERS:
-        raise KGBiasError(UNKNOWN_OPTIMIZER.format(optimizer=config.optimizer, known=", ".join(OPTIMIZERS)))
-    if rowwise:
-        optimizer: torch.optim.Optimizer = torch.optim.SparseAdam([entities, relations], lr=config.lr)
-        entity_share, relation_share = _l2_shares(triples, negatives, n_entities=n_entities,
-                                                  n_relations=n_relations, l2=config.l2, device=device)
-    else:
-        # The L2 term (l2/2)||theta||^2 of the objective, on this loop's 1/n scale: Adam adds its gradient
-        # (l2/n) theta itself, once per step, whatever the batch.
-        optimizer = torch.optim.Adam([entities, relations], lr=config.lr, weight_decay=config.l2 / n)
+    optimizer, shares = _optimizer(config, entities, relations, triples, negatives, device=device)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         optimizer, T_max=max(n_epochs * n_batches, 1), eta_min=config.lr_min
     )
@@ -268,7 +275,6 @@ def train_transe(
             order = torch.randperm(n, generator=permutations).to(device)
             total = torch.zeros((), device=device)
             for batch in order.split(config.batch_size):
-                shares = (entity_share, relation_share) if rowwise else None
                 loss, per_triple = _batch_loss(
                     entities, relations, pos_all[batch], neg_all[batch], w_all[batch], margin=config.margin,
                     shares=shares, regulariser=regulariser, n_batches=n_batches,
