@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from kgbias_app import cache, charts, jobs_ui, links, sidebar, texts, widgets
+from kgbias_app import cache, jobs_ui, sidebar, texts, widgets
 from kgbias_app.escape import md, md_format
 from kgbias_app.sections import debiasing_lab as section
 from kgbias_core import tasks
 from kgbias_core.jobs import Priority
-from kgbias_core.whatif.runs import collateral, noise_spread, random_baseline
+from kgbias_core.whatif.runs import noise_spread, random_baseline
 
 model = sidebar.page_header("Debiasing lab")
 run_point = None  # the selected run on the curve, when it removed triples of this occupation
@@ -86,30 +86,9 @@ with widgets.errors_shown():
         widgets.report_download(model, edited["occupation"], run=run)
         if edited["occupation"] == occupation and edited["kind"] == "remove":
             run_point = (edited["n_removed"], float(target["group_bias_after"]))
-        minimum = widgets.min_group_size(key="lab_min_group_size")
-        drawn, small = collateral(frame, occupation=edited["occupation"], minimum=minimum)
-        widgets.show_chart(charts.bias_change_bars(drawn, occupation=edited["occupation"], noise=noise), frame,
-                           caption=(texts.BIAS_CHANGE if noise is not None else texts.BIAS_CHANGE_PENDING)
-                           + texts.COLLATERAL_SMALL.format(minimum=minimum, n=len(small)),
-                           file_name=widgets.readable_name(run.name, "bias-change"),
-                           occupation=widgets.occupation_name(model, edited["occupation"]),
-                           key="bias_change")
-        widgets.too_few(small, ["name", "n_male", "n_female", "n_male_after", "n_female_after", "change"],
-                        ids=["occupation"], rule=texts.TOO_FEW_OCCUPATIONS.format(minimum=minimum))
+        section.collateral_chart(model, run, frame, occupation=edited["occupation"], noise=noise)
         section.link_prediction_before_after(model, run)
 
 st.subheader("B_gr against k (Du Fig 4d-f)")
 with widgets.errors_shown():
-    ks = links.multiselect("k values", section.CURVE_KS, default=section.CURVE_DEFAULT, key="lab_curve_ks", what="k")
-    removal = tasks.removal_curve_task(model.path, occupation=occupation, ks=sorted(ks))
-    if not jobs_ui.is_running(removal) and st.button(f"Compute the curve ({2 * len(ks)} retrains from scratch)",
-                                                      disabled=not ks):
-        jobs_ui.submit(f"{model.name}: curve for {row['name']}", removal, group="lab",
-                       estimate=tasks.model_retrain_seconds(model.path, retrains=2 * len(ks)))
-        st.rerun()
-    curve = tasks.saved_curve(model.path, occupation)
-    if curve is not None:
-        widgets.show_chart(charts.removal_curve(curve, spread=spread, run=run_point), curve,
-                           caption=texts.REMOVAL_CURVE,
-                           file_name=widgets.readable_name(model.name, row["name"], "curve"),
-                           key="removal_curve", occupation=row["name"])
+    section.removal_curve(model, occupation, row, spread=spread, run_point=run_point)

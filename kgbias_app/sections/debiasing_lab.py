@@ -8,17 +8,22 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from kgbias_app import cache, jobs_ui, links, texts
+from kgbias_app import cache, charts, jobs_ui, links, texts
 from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md
 from kgbias_app.widgets import (
     basket,
+    min_group_size,
+    occupation_name,
+    readable_name,
+    show_chart,
+    too_few,
 )
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.evaluation.link_prediction import before_after, load_link_prediction
 from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
-from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE
+from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, collateral
 
 # Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
 STRATEGIES = {
@@ -147,3 +152,36 @@ def run_picker(runs: list[ModelRef]) -> ModelRef:
     name = links.selectbox("Run", names, index=names.index(last) if last in names else len(names) - 1, key="run",
                            what="what-if run")
     return runs[names.index(name)]
+
+
+def removal_curve(model: ModelRef, occupation: str, row: pd.Series, *, spread: float | None,
+                  run_point: tuple[int, float] | None) -> None:
+    """Du Fig 4d-f: the k values, the button that retrains the curve as a job, and the curve once stored
+    (``run_point``: the selected run, when it removed triples of this occupation)."""
+    ks = links.multiselect("k values", CURVE_KS, default=CURVE_DEFAULT, key="lab_curve_ks", what="k")
+    removal = tasks.removal_curve_task(model.path, occupation=occupation, ks=sorted(ks))
+    if not jobs_ui.is_running(removal) and st.button(f"Compute the curve ({2 * len(ks)} retrains from scratch)",
+                                                      disabled=not ks):
+        jobs_ui.submit(f"{model.name}: curve for {row['name']}", removal, group="lab",
+                       estimate=tasks.model_retrain_seconds(model.path, retrains=2 * len(ks)))
+        st.rerun()
+    curve = tasks.saved_curve(model.path, occupation)
+    if curve is not None:
+        show_chart(charts.removal_curve(curve, spread=spread, run=run_point), curve,
+                   caption=texts.REMOVAL_CURVE, file_name=readable_name(model.name, row["name"], "curve"),
+                   key="removal_curve", occupation=row["name"])
+
+
+def collateral_chart(model: ModelRef, run: ModelRef, frame: pd.DataFrame, *, occupation: str,
+                     noise: pd.DataFrame | None) -> None:
+    """Every occupation's change of B_gr after ``run`` (its target ``occupation`` highlighted), beyond the noise
+    band coloured as an effect; occupations below the minimum size listed apart, as on the Overview."""
+    minimum = min_group_size(key="lab_min_group_size")
+    drawn, small = collateral(frame, occupation=occupation, minimum=minimum)
+    show_chart(charts.bias_change_bars(drawn, occupation=occupation, noise=noise), frame,
+               caption=(texts.BIAS_CHANGE if noise is not None else texts.BIAS_CHANGE_PENDING)
+               + texts.COLLATERAL_SMALL.format(minimum=minimum, n=len(small)),
+               file_name=readable_name(run.name, "bias-change"), occupation=occupation_name(model, occupation),
+               key="bias_change")
+    too_few(small, ["name", "n_male", "n_female", "n_male_after", "n_female_after", "change"],
+            ids=["occupation"], rule=texts.TOO_FEW_OCCUPATIONS.format(minimum=minimum))
