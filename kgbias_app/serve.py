@@ -48,11 +48,12 @@ def wait_until_healthy(url: str, server: subprocess.Popen, timeout: float = 60) 
 
 @contextmanager
 def dashboard(env: Mapping[str, str], *, timeout: float = 60) -> Iterator[str]:
-    """``streamlit run dashboard.py`` on 127.0.0.1 with ``env``; -> its URL, once healthy. Stopped on exit."""
+    """The dashboard as ``scripts/start.sh`` serves it (:mod:`kgbias_app.launch`) on 127.0.0.1 with ``env``; -> its URL,
+    once healthy. Stopped on exit."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.headless", "true",
+        [sys.executable, "-m", "kgbias_app.launch", "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
         cwd=REPO, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

@@ -20,4 +20,5 @@ if [[ -n "${KGBIAS_DATA_DIR:-}" && ! -d "$KGBIAS_DATA_DIR" ]]; then
   exit 2
 fi
 bash scripts/setup.sh
-exec python3 -m streamlit run dashboard.py --server.headless true "${args[@]}"
+# kgbias_app.launch is `streamlit run dashboard.py` with the heavy imports done before the first visitor.
+exec python3 -m kgbias_app.launch --server.headless true "${args[@]}"
