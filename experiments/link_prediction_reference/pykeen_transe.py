@@ -1,0 +1,102 @@
+"""PyKEEN's own TransE with a published configuration, on kgbias's split of a graph: the reference that the
+default models' link prediction is read against (issue 24).
+
+    python experiments/link_prediction_reference/pykeen_transe.py --dataset fb15k237 \
+        --out experiments/link_prediction_reference/results/pykeen_transe_fb15k237.csv \
+        [--config nguyen2018] [--epochs N] [--device cuda] [--data-dir DIR]
+
+The configuration is PyKEEN's ``experiments/convkb/nguyen2018_transe_fb15k237.json`` (Nguyen et al. 2018 used
+this TransE to initialise ConvKB and report it at MRR 0.294, Hits@10 0.465 on FB15k-237): L1 distance, d = 100,
+margin 1, SGD lr 0.0005, Bernoulli negatives (one per triple), batch 256, 3000 epochs. ``--epochs`` shortens it
+(a CPU cannot run 3000 epochs in a session: the row records the epochs run). The training, validation and test
+splits are the ones kgbias trains and evaluates on (:func:`kgbias_core.data.datasets.load_dataset`), so the
+figures stand beside ``kgbias link-prediction``'s. PyKEEN's ``RankBasedEvaluator`` ranks both sides, filtered by
+train + valid + test, realistic ranks (ties count half): the figures papers quote. One CSV row per run (resumable:
+a config and epoch count already in the file is skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+#: Published configurations, transcribed from PyKEEN's experiment files (name -> pipeline keyword arguments).
+CONFIGS = {
+    "nguyen2018": {
+        "model": "TransE", "model_kwargs": {"embedding_dim": 100, "scoring_fct_norm": 1},
+        "optimizer": "SGD", "optimizer_kwargs": {"lr": 0.0005},
+        "loss": "MarginRankingLoss", "loss_kwargs": {"reduction": "mean", "margin": 1},
+        "training_loop": "sLCWA", "negative_sampler": "bernoulli", "negative_sampler_kwargs": {"num_negs_per_pos": 1},
+        "training_kwargs": {"num_epochs": 3000, "batch_size": 256},
+        "source": "pykeen/src/pykeen/experiments/convkb/nguyen2018_transe_fb15k237.json",
+        "published": "MRR 0.294, Hits@10 0.465 (Nguyen et al. 2018, Table 2, TransE on FB15k-237)",
+    },
+}
+
+
+def run(dataset: str, *, config: str, epochs: int | None, device: str, data_dir: str | None, seed: int) -> dict:
+    from pykeen.evaluation import RankBasedEvaluator
+    from pykeen.pipeline import pipeline
+
+    from kgbias_core.data.datasets import load_dataset
+
+    graph = load_dataset(dataset, data_dir=data_dir)
+    spec = dict(CONFIGS[config])
+    source, published = spec.pop("source"), spec.pop("published")
+    training_kwargs = dict(spec.pop("training_kwargs"))
+    if epochs is not None:
+        training_kwargs["num_epochs"] = epochs
+    started = time.perf_counter()
+    result = pipeline(training=graph.training, validation=graph.validation, testing=graph.testing,
+                      training_kwargs=training_kwargs, device=device, random_seed=seed,
+                      evaluator=RankBasedEvaluator, evaluator_kwargs={"filtered": True},
+                      evaluation_kwargs={"batch_size": 256, "additional_filter_triples": [graph.training.mapped_triples,
+                                                                       graph.validation.mapped_triples]},
+                      **spec)
+    seconds = time.perf_counter() - started
+    metrics = result.metric_results
+    row = {"dataset": dataset, "config": config, "epochs": training_kwargs["num_epochs"], "seed": seed,
+           "device": device, "torch_threads": torch.get_num_threads(), "seconds": round(seconds, 1),
+           "source": source, "published": published}
+    for side in ("head", "tail", "both"):
+        row[f"mrr_{side}"] = metrics.get_metric(f"{side}.realistic.inverse_harmonic_mean_rank")
+        for k in (1, 3, 10):
+            row[f"hits@{k}_{side}"] = metrics.get_metric(f"{side}.realistic.hits_at_{k}")
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="fb15k237")
+    parser.add_argument("--config", default="nguyen2018", choices=sorted(CONFIGS))
+    parser.add_argument("--epochs", type=int, default=None, help="override the configuration's epochs")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    epochs = args.epochs or CONFIGS[args.config]["training_kwargs"]["num_epochs"]
+    if args.out.exists():
+        done = pd.read_csv(args.out)
+        if ((done["dataset"] == args.dataset) & (done["config"] == args.config) & (done["epochs"] == epochs)
+                & (done["seed"] == args.seed)).any():
+            print(f"{args.dataset} {args.config} {epochs} epochs seed {args.seed}: already in {args.out}, skipped")
+            return
+    print(f"load average {os.getloadavg()[0]:.2f} at start; device {args.device}", flush=True)
+    row = run(args.dataset, config=args.config, epochs=args.epochs, device=args.device, data_dir=args.data_dir,
+              seed=args.seed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([row]).to_csv(args.out, mode="a", header=not args.out.exists(), index=False)
+    print(", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+
+
+if __name__ == "__main__":
+    main()
