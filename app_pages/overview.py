@@ -24,6 +24,7 @@ with widgets.errors_shown():
     columns[3].metric("Occupations", f"{summary['n_occupations']:,}")
     columns[4].metric("Training triples", f"{summary['n_triples']:,}")
     st.caption(md_format(texts.OVERVIEW_MODEL, model=model.name, dataset=model.dataset, **summary))
+    section.link_prediction_line(model)
 
     st.subheader("Occupations ranked by group bias B_gr")
     minimum = widgets.min_group_size()

@@ -213,7 +213,10 @@ def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str
     """
     base = analysis(model)
     whatif = None if run is None else reports.whatif_run(base, analysis(run), noise=tasks.saved_noise_band(model.path))
-    return reports.occupation_report(base, occupation, measures=measures(model), run=whatif)
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    return reports.occupation_report(base, occupation, measures=measures(model), run=whatif,
+                                     link_prediction=load_link_prediction(model.path))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -306,4 +309,7 @@ def accuracy_disparity(models: tuple[ModelRef, ...], minimum: int, computed: tup
 
 def occupations_report(model: ModelRef, occupations: tuple[str, ...]) -> str:
     """The HTML report of several occupations; built on the click, not memoised (it carries its date)."""
-    return reports.occupations_report(analysis(model), occupations, measures=measures(model))
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    return reports.occupations_report(analysis(model), occupations, measures=measures(model),
+                                      link_prediction=load_link_prediction(model.path))

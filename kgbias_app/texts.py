@@ -326,7 +326,8 @@ CLASSIFIERS = {"random_forest": "Random forest", "mlp": "MLP (multi-layer percep
 PICK_A_MODEL = "Pick at least one model to compare."
 IN_THE_BACKGROUND = "Computing in the background: the page fills in as each job finishes."
 LINK_PREDICTION = (
-    "Filtered MRR and Hits@1/3/10 of tail prediction on the test split: over all test triples and over the "
+    "Filtered MRR and Hits@1/3/10 on the test split (realistic ranks: ties count half), predicting heads "
+    "(?, r, t), tails (h, r, ?) and both pooled (the figure papers report), over all test triples and over the "
     "occupation queries (person, occupation, ?) only. Higher = the model predicts facts better; compare the "
     "fairness below only between models that predict comparably well. Computed once per model and cached "
     "beside it."

@@ -17,15 +17,17 @@ from kgbias_core.commands.common import (
 def _report(args: argparse.Namespace) -> None:
     from kgbias_core.embeddings.store import read_config
     from kgbias_core.errors import REPORT_NOT_A_RUN, REPORT_RUN_NOT_OF_MODEL, ModelStoreError
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
     from kgbias_core.report import occupation_report, whatif_run
     from kgbias_core.tasks import saved_noise_band
     from kgbias_core.whatif.runs import made_from
 
     analysis = load_analysis(args.model, args.negative_seed, device=args.device)
+    links = load_link_prediction(args.model)  # quoted where computed; a report never waits for it
     if args.occupations is not None:
         from kgbias_core.report import occupations_report
 
-        write_text(occupations_report(analysis, args.occupations), args.out)
+        write_text(occupations_report(analysis, args.occupations, link_prediction=links), args.out)
         print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
         print(f"wrote the report of {len(args.occupations)} occupation(s) to {args.out}")
         return
@@ -45,7 +47,8 @@ def _report(args: argparse.Namespace) -> None:
         label = analysis.groups.labels[analysis.groups.index(occupation)]
         comparison = compare_debiasing_task([args.model, *args.compare], occupations=[label],
                                             device=args.device).run(PrintedProgress())
-    write_text(occupation_report(analysis, occupation, run=run, comparison=comparison), args.out)
+    write_text(occupation_report(analysis, occupation, run=run, comparison=comparison, link_prediction=links),
+               args.out)
     print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
     print(f"wrote the report to {args.out}")
 
