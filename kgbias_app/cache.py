@@ -129,6 +129,22 @@ def analysis(model: ModelRef) -> ModelAnalysis:
 
 @st.cache_data(max_entries=8, show_spinner="Computing every measure per occupation…")
 def measures(model: ModelRef) -> pd.DataFrame:
+    """Every measure per occupation; for a member of a seed family, with the seed band beside each (issue 24)."""
+    from kgbias_core.families import family_seed_band, with_seed_band
+
+    own, refs = _own_measures(model), catalog()
+
+    def member_measures(path: Path) -> pd.DataFrame:  # each member's table from its own cache entry
+        ref = refs.get(Path(path).name)
+        return own if ref == model else _own_measures(ref) if ref is not None else \
+            tables.measures_table(ModelAnalysis(load_model(path)))
+
+    return with_seed_band(own, family_seed_band(model.path, measures_of=member_measures))
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing every measure per occupation…")
+def _own_measures(model: ModelRef) -> pd.DataFrame:
+    """One model's measures alone (a family member's own, before the seed band is added)."""
     return tables.measures_table(analysis(model))
 
 

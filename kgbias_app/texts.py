@@ -30,6 +30,7 @@ from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.
     membership_sentence,
     noise_sentence,
     number,
+    seed_band_of,
     sentence,
 )
 from kgbias_core.subpopulations import SubpopulationComparison
@@ -41,6 +42,8 @@ COLUMNS: dict[str, str] = {
     # occupations and their measures (tables.measures_table)
     "occupation": "id", "name": "name", "n_male": "men", "n_female": "women",
     "group_bias": "B_gr", "group_bias_low": "B_gr 95% low", "group_bias_high": "B_gr 95% high",
+    "group_bias_seed_min": "B_gr seed min", "group_bias_seed_max": "B_gr seed max",
+    "group_bias_seed_std": "B_gr seed std", "n_seeds": "seeds",
     "projection_bias": "B_wo", "individual_bias_vanilla": "B_in, all persons",
     "individual_bias_weighted": "B_in, women + men", "fisher_individual_vanilla": "B'_in, all persons",
     "fisher_individual_weighted": "B'_in, women + men", "fisher_bp": "Fisher b_p",

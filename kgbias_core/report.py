@@ -179,15 +179,20 @@ def _chart(fig: go.Figure, *, number: int, title: str, caption: str) -> str:
 
 
 def _measures(row: pd.Series) -> str:
-    """The headline measures with their 95% intervals and a sentence each, after whether they agree."""
-    rows = []
+    """The headline measures with their 95% intervals (and seed band, for a member of a seed family) and a
+    sentence each, after whether they agree."""
+    rows, bands = [], "group_bias_seed_min" in row
     for column, short in readings.HEADLINE_MEASURES.items():
         digits = readings.DIGITS.get(column, 3)
         low, high = (row.get(f"{column}_low"), row.get(f"{column}_high")) if f"{column}_low" in row else (None, None)
         interval = "none" if low is None else f"{readings.fmt(low, digits)} to {readings.fmt(high, digits)}"
-        reading = readings.sentence(column, row[column], low, high)
-        rows.append((short, readings.fmt(row[column], digits), interval, reading))
-    table = _table(rows, header=("measure", "value", "95% interval", "reading"), numbers=(1, 2))
+        seed_min, seed_max, n_seeds = readings.seed_band_of(row, column)
+        reading = readings.sentence(column, row[column], low, high, seed_min=seed_min, seed_max=seed_max,
+                                    n_seeds=n_seeds)
+        band = "" if seed_min is None else f"{readings.fmt(seed_min, digits)} to {readings.fmt(seed_max, digits)}"
+        rows.append((short, readings.fmt(row[column], digits), interval, *([band] if bands else []), reading))
+    header = ("measure", "value", "95% interval", *(["seed band (min to max)"] if bands else []), "reading")
+    table = _table(rows, header=header, numbers=(1, 2))
     return (f"<p>{_text(readings.agreement(row))}</p>{table}"
             f'<p class="caption">{_text(readings.WHY_THEY_DIFFER)}</p>')
 

@@ -10,6 +10,7 @@ import streamlit as st
 
 from kgbias_app import cache, jobs_ui, links, texts
 from kgbias_app.cache import ModelRef
+from kgbias_app.escape import md_format
 from kgbias_app.widgets import (
     csv_name,
     occupation_titles,
@@ -27,6 +28,13 @@ LINK_PREDICTION_LINE = (
 )
 LINK_PREDICTION_NOT_YET = "Link prediction of this model is not computed yet (filtered MRR and Hits@k, both sides)."
 LINK_PREDICTION_COMPUTE = "Compute link prediction"
+SEED_BAND_OVERVIEW = (
+    "This model is one of {n} seeds of family **{family}** ({members}). The table's *seed min / max / std* columns "
+    "give each measure's spread over the seeds, beside its bootstrap interval over persons: the training's own "
+    "randomness, which the interval does not see."
+)
+#: The seed-band columns the ranked table shows for a member of a seed family (issue 24).
+SEED_COLUMNS = ("group_bias_seed_min", "group_bias_seed_max", "group_bias_seed_std")
 
 
 def several_report_download(model: ModelRef, ranked: pd.DataFrame, measures: pd.DataFrame) -> None:
@@ -56,3 +64,14 @@ def link_prediction_line(model: ModelRef) -> None:
     elif st.button(LINK_PREDICTION_COMPUTE, key="link_prediction_line"):
         jobs_ui.submit(f"Link prediction of {model.name}", job)
         st.rerun()
+
+
+def family_note(model: ModelRef, measures: pd.DataFrame) -> list[str]:
+    """For a member of a seed family: a note naming the family, and the seed-band columns the ranked table
+    adds (none for a model of no family)."""
+    columns = [c for c in SEED_COLUMNS if c in measures.columns]
+    if columns:
+        members = ", ".join(cache.config(model)["family"]["members"])
+        st.info(md_format(SEED_BAND_OVERVIEW, n=int(measures["n_seeds"].max()), family=str(measures["family"].iloc[0]),
+                          members=members))
+    return columns

@@ -66,6 +66,7 @@ from kgbias_core.tasks.training import (
     load_graph,
     model_name,
     train_config,
+    train_family_task,
     train_task,
     training_seconds,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "load_graph",
     "model_name",
     "train_config",
+    "train_family_task",
     "train_task",
     "training_seconds",
     "CALIBRATION_RUNS",

@@ -116,6 +116,56 @@ def train_task(
     return Task(key=_key("train", out=str(out)), run=run)
 
 
+def train_family_task(
+    dataset: str,
+    *,
+    out: Path,
+    seeds: int,
+    data_dir: Path | str | None = None,
+    schema: str | None = None,
+    names: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    inverse_occupation: bool = False,
+    device: torch.device | str | None = None,
+) -> Task[list[str]]:
+    """Train ``seeds`` seeds of one config as a seed family (:mod:`kgbias_core.families`): the members
+    ``out.parent/<out.name>-s<seed>`` for seed = the config's seed, +1, ..., each an ordinary model. The config
+    is :func:`train_task`'s (the data set's default with ``overrides``); ``device`` as there. -> the members'
+    directories. Every member's directory is checked before the first training; the key is ``out`` and
+    ``seeds``.
+    """
+    from kgbias_core.families import family_record, member_name, train_family
+
+    device = resolve_device(device)
+
+    def run(progress: Progress) -> list[str]:
+        progress.update(stage="loading data")
+        graph = load_graph(dataset, data_dir, schema=schema, names=names, inverse_occupation=inverse_occupation)
+        config = replace(train_config(graph.name), **(overrides or {}))
+        family_seeds = [config.seed + i for i in range(seeds)]
+        for member in family_record(out.name, family_seeds)["members"]:
+            check_output(out.parent / member, overwrite=overwrite)
+        from kgbias_core.embeddings.training_cost import check_retrain_fits
+
+        check_retrain_fits(what=f"a family of {seeds} seeds", n_triples=graph.training.num_triples,
+                           n_entities=graph.training.num_entities, n_relations=graph.training.num_relations,
+                           dim=config.dim, batch_size=config.batch_size, epochs=config.epochs, retrains=seeds,
+                           optimizer=config.optimizer)
+
+        def on_member(i: int, n: int) -> None:
+            # The stage clock restarts per member: the time left is that member's.
+            progress.update(stage=f"training seed {i + 1} of {n}", step=0, total=config.epochs,
+                            message=f"training {member_name(out.name, family_seeds[i])}")
+
+        paths = train_family(graph, config, name=out.name, seeds=family_seeds, store=out.parent,
+                             overwrite=overwrite, device=device, on_member=on_member,
+                             on_epoch=progress.as_callback(), should_stop=progress.should_stop)
+        return [str(p) for p in paths]
+
+    return Task(key=_key("train_family", out=str(out), seeds=seeds), run=run)
+
+
 def import_task(
     fmt: str,
     *,
