@@ -58,7 +58,7 @@ COLUMNS: dict[str, str] = {
     # Fisher's professions (tables.fisher_table)
     "profession": "id", "label": "id", "bias": "b_p",
     # link prediction, the relation audit and the prediction fairness (model comparison)
-    "model": "model", "queries": "queries", "n": "queries (n)", "mrr": "MRR", "hits@1": "Hits@1",
+    "model": "model", "queries": "queries", "side": "side", "n": "queries (n)", "mrr": "MRR", "hits@1": "Hits@1",
     "hits@3": "Hits@3", "hits@10": "Hits@10", "mr": "mean rank", "relation_words": "relation",
     "value": "id", "value_name": "value", "n_persons": "persons with the value", "n_rest": "persons without it",
     "classifier": "classifier", "k": "k", "accuracy": "accuracy", "balanced_accuracy": "balanced accuracy",
