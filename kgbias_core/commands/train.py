@@ -78,8 +78,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--calibrate", action="store_true",
                        help="TransE: calibrate the influence scale on 6 occupations, 13 masked retrains (METHODS §4)")
     train.add_argument("--seeds", type=integer(2, 100),
-                       help="train this many seeds (--seed, --seed + 1, ...) of the config as one seed family: "
-                            "OUT-s<seed> each, an ordinary model; measures then show each one's seed band")
+                       help="train this many seeds (--seed, --seed + 1, ...) of the config as one seed family: OUT "
+                            "for --seed, OUT-s<seed> for the others, each an ordinary model (one already there as "
+                            "this would train it is kept); measures then show each one's seed band")
     train.add_argument("--out", required=True, help="model directory, e.g. cached_models/fb15k237-transe")
     train.add_argument("--force", action="store_true", help="replace the model already at --out")
     train.set_defaults(handler=_train)
