@@ -211,6 +211,21 @@ READINESS_PREPARE = (
     "`kgbias prepare --dataset {graph}` (add `--calibrate` for the calibration)."
 )
 TRAIN_BUTTON = "Train {name} ({estimate})"
+# --- a seed family of the default model (issue 24) ---
+FAMILY_HEADING = "Seed family of {name}"
+FAMILY_SEEDS = "Seeds"
+FAMILY_SEEDS_HELP = (
+    "N seeds of the default model's config, each an ordinary model: the default model is the first, its "
+    "siblings are NAME-s1, NAME-s2, .... Every measure and finding then shows its spread over the seeds."
+)
+FAMILY_ESTIMATE = (
+    "{n} seeds = {n} trainings of {one} each ({total} on a quiet CPU); {left} of them not in the store yet: "
+    "{remaining}."
+)
+FAMILY_BUTTON = "Train the family in the background ({estimate})"
+FAMILY_HELP = (
+    "Through the job queue, one seed after the other; a member already in the store as it would be trained is kept."
+)
 TRAIN_ESTIMATE = "{graph} has no model yet. Training takes {estimate} on a quiet CPU (a GPU is several times faster)."
 FOLLOW_UP_RUNNING = (
     "{name} is ready; its calibration continues in the background (see Jobs): predicted changes show their "
@@ -491,6 +506,13 @@ FINDINGS_RETRAINS = (
     "is saved as a what-if."
 )
 FINDING_COLUMNS = {"claim": "Claim", "statement": "Du et al. claim", "paper": "Paper (FB5M)"}
+FINDINGS_FAMILY = (
+    "{model} is one of {n} seeds of family **{family}**: every claim read off the model (1-3, 6) was measured on "
+    "each seed too, and its cell gives that seed band after the interval. A direction (*reproduces*, "
+    "*contradicts*) is stated only where the interval and the seed band both exclude no effect (0, or one half "
+    "for a share); where the seeds disagree the finding is *inconclusive*. Claims 4-5 are retrains: their "
+    "interval, the noise band, is already B_gr's spread over retrains under other seeds."
+)
 
 # --- links to a view ------------------------------------------------------------------------------
 LINK_UNKNOWN = "The link asks for {what} “{value}”, which this view does not have; showing the default instead."

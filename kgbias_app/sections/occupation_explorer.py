@@ -99,9 +99,9 @@ def headline(row: pd.Series) -> None:
     st.caption(texts.WHY_THEY_DIFFER)
     seed_min, seed_max, n_seeds = texts.seed_band_of(row, "group_bias")
     if seed_min is not None:
-        st.info(md_format(SEED_BAND_HEADLINE, n=n_seeds, family=str(row.get("family", "")),
-                          seed_min=texts.fmt(seed_min), seed_max=texts.fmt(seed_max),
-                          seed_std=texts.number(row["group_bias_seed_std"])))
+        st.info(SEED_BAND_HEADLINE.format(n=n_seeds, family=md(str(row.get("family", ""))),  # the name escaped
+                                          seed_min=texts.fmt(seed_min), seed_max=texts.fmt(seed_max),
+                                          seed_std=texts.number(row["group_bias_seed_std"])))
     half_width = (row["group_bias_high"] - row["group_bias_low"]) / 2
     b_gr = texts.fmt(row["group_bias"]) + (f" ± {half_width:.3f}" if texts.is_defined(half_width) else "")
     figures = [
