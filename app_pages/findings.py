@@ -3,7 +3,7 @@
 import streamlit as st
 
 from kgbias_app import cache, jobs_ui, sidebar, texts, widgets
-from kgbias_app.escape import md
+from kgbias_app.escape import md, md_format
 from kgbias_core import tasks
 from kgbias_core.data.census import census_file
 from kgbias_core.data.datasets import resolve_data_dir
@@ -23,6 +23,10 @@ with widgets.errors_shown():
         elif st.button("Compute the findings", type="primary"):
             jobs_ui.submit(f"{model.name}: findings", compute, group="findings")
             st.rerun()
+    mine = tables.get(model.name)
+    if mine is not None and "seed_min" in mine.columns:  # a member of a seed family (issue 24)
+        st.info(md_format(texts.FINDINGS_FAMILY, model=model.name, n=int(mine["n_seeds"].max()),
+                          family=str(cache.config(model)["family"]["name"])))
     if tables:
         table = side_by_side(tables)
         # A static table: it wraps each cell, so the verdict at the end of a long finding is read whole (the

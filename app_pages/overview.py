@@ -24,13 +24,16 @@ with widgets.errors_shown():
     columns[3].metric("Occupations", f"{summary['n_occupations']:,}")
     columns[4].metric("Training triples", f"{summary['n_triples']:,}")
     st.caption(md_format(texts.OVERVIEW_MODEL, model=model.name, dataset=model.dataset, **summary))
+    section.link_prediction_line(model)
+    seed_columns = section.family_note(model, measures)
 
     st.subheader("Occupations ranked by group bias B_gr")
     minimum = widgets.min_group_size()
     ranked, small = ranked_occupations(measures, minimum=minimum)
     widgets.show_chart(
         charts.group_bias_bars(ranked),
-        ranked[["occupation", "name", "n_male", "n_female", "group_bias", "group_bias_low", "group_bias_high"]],
+        ranked[["occupation", "name", "n_male", "n_female", "group_bias", "group_bias_low", "group_bias_high",
+                *seed_columns]],
         caption=texts.GROUP_BIAS_BARS.format(n=len(ranked), small=len(small)),
         file_name=widgets.csv_name(model.name, "group-bias"), key="group_bias_bars",
     )
@@ -39,7 +42,7 @@ with widgets.errors_shown():
     section.several_report_download(model, ranked, measures)
 
     st.subheader("Every measure per ranked occupation")
-    widgets.table(ranked, RANKED_COLUMNS, ids=["occupation"])
+    widgets.table(ranked, [*RANKED_COLUMNS[:6], *seed_columns, *RANKED_COLUMNS[6:]], ids=["occupation"])
     widgets.too_few(small, ["name", "n_male", "n_female", "note"], ids=["occupation"],
                     rule=texts.TOO_FEW_OCCUPATIONS.format(minimum=minimum))
     st.caption(texts.MEASURES_TABLE)

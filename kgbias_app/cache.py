@@ -129,6 +129,22 @@ def analysis(model: ModelRef) -> ModelAnalysis:
 
 @st.cache_data(max_entries=8, show_spinner="Computing every measure per occupation…")
 def measures(model: ModelRef) -> pd.DataFrame:
+    """Every measure per occupation; for a member of a seed family, with the seed band beside each (issue 24)."""
+    from kgbias_core.families import family_seed_band, with_seed_band
+
+    own, refs = _own_measures(model), catalog()
+
+    def member_measures(path: Path) -> pd.DataFrame:  # each member's table from its own cache entry
+        ref = refs.get(Path(path).name)
+        return own if ref == model else _own_measures(ref) if ref is not None else \
+            tables.measures_table(ModelAnalysis(load_model(path)))
+
+    return with_seed_band(own, family_seed_band(model.path, measures_of=member_measures))
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing every measure per occupation…")
+def _own_measures(model: ModelRef) -> pd.DataFrame:
+    """One model's measures alone (a family member's own, before the seed band is added)."""
     return tables.measures_table(analysis(model))
 
 
@@ -213,7 +229,10 @@ def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str
     """
     base = analysis(model)
     whatif = None if run is None else reports.whatif_run(base, analysis(run), noise=tasks.saved_noise_band(model.path))
-    return reports.occupation_report(base, occupation, measures=measures(model), run=whatif)
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    return reports.occupation_report(base, occupation, measures=measures(model), run=whatif,
+                                     link_prediction=load_link_prediction(model.path))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -306,4 +325,7 @@ def accuracy_disparity(models: tuple[ModelRef, ...], minimum: int, computed: tup
 
 def occupations_report(model: ModelRef, occupations: tuple[str, ...]) -> str:
     """The HTML report of several occupations; built on the click, not memoised (it carries its date)."""
-    return reports.occupations_report(analysis(model), occupations, measures=measures(model))
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    return reports.occupations_report(analysis(model), occupations, measures=measures(model),
+                                      link_prediction=load_link_prediction(model.path))

@@ -250,10 +250,12 @@ def fisher_bars(top_a: pd.DataFrame, top_b: pd.DataFrame, *, a_name: str, b_name
 
 # --- model comparison ---------------------------------------------------------------------------
 def link_prediction_chart(table: pd.DataFrame) -> go.Figure:
-    long = table.melt(id_vars=["model", "queries"], value_vars=["mrr", "hits@1", "hits@3", "hits@10"],
-                      var_name="metric", value_name="value")
+    sides = "side" in table.columns
+    long = table.melt(id_vars=["model", "queries", *(["side"] if sides else [])],
+                      value_vars=["mrr", "hits@1", "hits@3", "hits@10"], var_name="metric", value_name="value")
     fig = px.bar(long, x="metric", y="value", color="model", barmode="group", facet_col="queries",
-                 labels={"metric": "metric (filtered, test split, tail queries)",
+                 facet_row="side" if sides else None,
+                 labels={"metric": "metric (filtered, realistic ranks, test split)",
                          "value": "value (0-1; higher = better link prediction)", "model": "model"})
     fig.update_yaxes(range=[0, 1])
     return fig

@@ -18,11 +18,14 @@ import torch
 
 from kgbias_app import cache, jobs_ui, links, presenter, texts
 from kgbias_app.cache import ModelRef
+from kgbias_app.escape import md
 from kgbias_core import tasks
 from kgbias_core.data.datasets import available_datasets, dataset_title, has_dataset, resolve_data_dir
 from kgbias_core.device import describe_device
+from kgbias_core.embeddings.config import DEFAULT_FAMILY_SEEDS
 from kgbias_core.embeddings.store import default_store
 from kgbias_core.errors import DeviceError
+from kgbias_core.families import family_record
 from kgbias_core.jobs import FINISHED_STATES, JobState, Priority, default_registry
 from kgbias_core.tasks import DEFAULT_MODEL_NAMES, Task, train_task
 
@@ -50,6 +53,9 @@ def default_model(graph: str, models: list[ModelRef]) -> int:
         return names.index(DEFAULT_MODEL_NAMES[graph])
     return next((i for i, m in enumerate(models) if not m.is_whatif), 0)
 
+
+#: Most seeds the sidebar trains as one family (each a full training).
+MAX_FAMILY_SEEDS = 10
 
 #: Torch threads of a page run. Page computations are small tensor ops; with several sessions each
 #: script thread running them on every core oversubscribed the CPU (a retrain in the app ran 4-7x
@@ -113,6 +119,7 @@ def _render() -> ModelRef | None:
     with st.sidebar:
         follow_up(model)
         readiness_panel(graph, store=store, data_dir=data_dir)
+        family_panel(graph, store=store, data_dir=data_dir)
     with st.sidebar:
         config = cache.config(model)
         st.caption(f"Data hash: `{str(config.get('data_hash', ''))[:16]}…`")
@@ -171,6 +178,47 @@ def readiness_panel(graph: str, *, store: Path, data_dir: Path) -> None:
             st.caption(f"{mark} {item.what}" + ("" if item.ready or not item.optional else " (optional, long)"))
         if ready < len(needed):
             st.caption(texts.READINESS_PREPARE.format(graph=graph))
+
+
+@st.cache_data(max_entries=16, show_spinner="Estimating the training time…")
+def member_seconds(graph: str, data_dir: str, dim: int, epochs: int, batch_size: int) -> float:
+    """:func:`kgbias_core.tasks.training_seconds` of one member of a family of ``graph``'s default config."""
+    return tasks.training_seconds(graph, data_dir, overrides={"dim": dim, "epochs": epochs, "batch_size": batch_size})
+
+
+def family_panel(graph: str, *, store: Path, data_dir: Path) -> None:
+    """Train ``graph``'s default model as a seed family (:mod:`kgbias_core.families`): N seeds of its config
+    through the job queue, the default model the first of them; the estimate, N x one training, before the click."""
+    name = DEFAULT_MODEL_NAMES.get(graph)
+    if name is None or not has_dataset(graph, data_dir):
+        return
+    with st.expander(texts.FAMILY_HEADING.format(name=name), expanded=False):
+        seeds = int(st.number_input(texts.FAMILY_SEEDS, 2, MAX_FAMILY_SEEDS, DEFAULT_FAMILY_SEEDS, key="family_seeds",
+                                    help=texts.FAMILY_SEEDS_HELP))
+        task = tasks.train_family_task(graph, out=store / name, seeds=seeds, data_dir=data_dir, from_existing=True)
+        if jobs_ui.is_running(task):
+            jobs_ui.progress_panel([task], key="family")
+            return
+        base = store / name
+        config = cache.config(cache.catalog()[name]) if name in cache.catalog() else {}
+        if config:
+            ready, detail = tasks.family_item(base, seeds=seeds)
+            st.caption(("✅ " if ready else "") + md(detail))
+            if ready:
+                return
+        # One training of the default model's own config where it is stored, else of the graph's default one.
+        one = (member_seconds(graph, str(data_dir), int(config["dim"]), int(config["epochs"]),
+                              int(config["batch_size"])) if config else training_seconds(graph, str(data_dir)))
+        first = int(config["seed"]) if config else tasks.training.train_config(graph).seed
+        wanted = family_record(name, [first + i for i in range(seeds)])["members"]
+        left = sum(not (store / member / "config.json").is_file() for member in wanted)
+        st.caption(texts.FAMILY_ESTIMATE.format(n=seeds, one=texts.duration(one), total=texts.duration(seeds * one),
+                                                left=left, remaining=texts.duration(left * one)))
+        if st.button(texts.FAMILY_BUTTON.format(n=seeds, estimate=texts.duration(left * one)), key="train_family",
+                     help=texts.FAMILY_HELP):
+            # again: members are missing, so a finished training of this family is out of date.
+            jobs_ui.submit(f"{name}: family of {seeds} seeds", task, again=True, estimate=left * one)
+            st.rerun()
 
 
 @st.fragment(run_every=1)

@@ -30,6 +30,7 @@ from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.
     membership_sentence,
     noise_sentence,
     number,
+    seed_band_of,
     sentence,
 )
 from kgbias_core.subpopulations import SubpopulationComparison
@@ -41,6 +42,8 @@ COLUMNS: dict[str, str] = {
     # occupations and their measures (tables.measures_table)
     "occupation": "id", "name": "name", "n_male": "men", "n_female": "women",
     "group_bias": "B_gr", "group_bias_low": "B_gr 95% low", "group_bias_high": "B_gr 95% high",
+    "group_bias_seed_min": "B_gr seed min", "group_bias_seed_max": "B_gr seed max",
+    "group_bias_seed_std": "B_gr seed std", "n_seeds": "seeds",
     "projection_bias": "B_wo", "individual_bias_vanilla": "B_in, all persons",
     "individual_bias_weighted": "B_in, women + men", "fisher_individual_vanilla": "B'_in, all persons",
     "fisher_individual_weighted": "B'_in, women + men", "fisher_bp": "Fisher b_p",
@@ -55,7 +58,7 @@ COLUMNS: dict[str, str] = {
     # Fisher's professions (tables.fisher_table)
     "profession": "id", "label": "id", "bias": "b_p",
     # link prediction, the relation audit and the prediction fairness (model comparison)
-    "model": "model", "queries": "queries", "n": "queries (n)", "mrr": "MRR", "hits@1": "Hits@1",
+    "model": "model", "queries": "queries", "side": "side", "n": "queries (n)", "mrr": "MRR", "hits@1": "Hits@1",
     "hits@3": "Hits@3", "hits@10": "Hits@10", "mr": "mean rank", "relation_words": "relation",
     "value": "id", "value_name": "value", "n_persons": "persons with the value", "n_rest": "persons without it",
     "classifier": "classifier", "k": "k", "accuracy": "accuracy", "balanced_accuracy": "balanced accuracy",
@@ -208,6 +211,21 @@ READINESS_PREPARE = (
     "`kgbias prepare --dataset {graph}` (add `--calibrate` for the calibration)."
 )
 TRAIN_BUTTON = "Train {name} ({estimate})"
+# --- a seed family of the default model (issue 24) ---
+FAMILY_HEADING = "Seed family of {name}"
+FAMILY_SEEDS = "Seeds"
+FAMILY_SEEDS_HELP = (
+    "N seeds of the default model's config, each an ordinary model: the default model is the first, its "
+    "siblings are NAME-s1, NAME-s2, .... Every measure and finding then shows its spread over the seeds."
+)
+FAMILY_ESTIMATE = (
+    "{n} seeds = {n} trainings of {one} each ({total} on a quiet CPU); {left} of them not in the store yet: "
+    "{remaining}."
+)
+FAMILY_BUTTON = "Train the family in the background ({estimate})"
+FAMILY_HELP = (
+    "Through the job queue, one seed after the other; a member already in the store as it would be trained is kept."
+)
 TRAIN_ESTIMATE = "{graph} has no model yet. Training takes {estimate} on a quiet CPU (a GPU is several times faster)."
 FOLLOW_UP_RUNNING = (
     "{name} is ready; its calibration continues in the background (see Jobs): predicted changes show their "
@@ -326,7 +344,8 @@ CLASSIFIERS = {"random_forest": "Random forest", "mlp": "MLP (multi-layer percep
 PICK_A_MODEL = "Pick at least one model to compare."
 IN_THE_BACKGROUND = "Computing in the background: the page fills in as each job finishes."
 LINK_PREDICTION = (
-    "Filtered MRR and Hits@1/3/10 of tail prediction on the test split: over all test triples and over the "
+    "Filtered MRR and Hits@1/3/10 on the test split (realistic ranks: ties count half), predicting heads "
+    "(?, r, t), tails (h, r, ?) and both pooled (the figure papers report), over all test triples and over the "
     "occupation queries (person, occupation, ?) only. Higher = the model predicts facts better; compare the "
     "fairness below only between models that predict comparably well. Computed once per model and cached "
     "beside it."
@@ -487,6 +506,13 @@ FINDINGS_RETRAINS = (
     "is saved as a what-if."
 )
 FINDING_COLUMNS = {"claim": "Claim", "statement": "Du et al. claim", "paper": "Paper (FB5M)"}
+FINDINGS_FAMILY = (
+    "{model} is one of {n} seeds of family **{family}**: every claim read off the model (1-3, 6) was measured on "
+    "each seed too, and its cell gives that seed band after the interval. A direction (*reproduces*, "
+    "*contradicts*) is stated only where the interval and the seed band both exclude no effect (0, or one half "
+    "for a share); where the seeds disagree the finding is *inconclusive*. Claims 4-5 are retrains: their "
+    "interval, the noise band, is already B_gr's spread over retrains under other seeds."
+)
 
 # --- links to a view ------------------------------------------------------------------------------
 LINK_UNKNOWN = "The link asks for {what} “{value}”, which this view does not have; showing the default instead."

@@ -77,6 +77,8 @@ _API: dict[str, str] = {
     "link_prediction": "evaluation.link_prediction",
     "filtered_ranks": "evaluation.link_prediction",
     "rank_metrics": "evaluation.link_prediction",
+    "link_prediction_sides": "evaluation.link_prediction",
+    "cached_link_prediction": "evaluation.link_prediction",
     # influence
     "InfluenceContext": "influence.closed_form",
     "influence_context": "influence.closed_form",
@@ -101,6 +103,10 @@ _API: dict[str, str] = {
     "influence_table": "tables",
     "fisher_table": "tables",
     "intersection_table": "subpopulations",
+    # seed families: N seeds of one config, the seed band of every measure
+    "train_family": "families",
+    "family_seed_band": "families",
+    "seed_band": "families",
     # one person, the embedding space, accuracy against disparity, reports
     "search_persons": "persons",
     "person": "persons",

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.evaluation.link_prediction import one_side
 from kgbias_core.tables import MIN_GROUP_SIZE
 
 #: Columns of :func:`accuracy_disparity_table`.
@@ -30,9 +31,11 @@ def mean_abs_group_bias(analysis: ModelAnalysis, *, minimum: int = MIN_GROUP_SIZ
 
 def accuracy_disparity_row(name: str, analysis: ModelAnalysis, link_prediction: pd.DataFrame | None, *,
                            minimum: int = MIN_GROUP_SIZE) -> dict[str, object]:
-    """One model's row: MRR of all and of occupation queries (NaN where not computed yet), mean |B_gr|."""
+    """One model's row: MRR of all and of occupation queries, head and tail sides pooled (NaN where not computed
+    yet), mean |B_gr|."""
     edit = analysis.model.edit or {}
-    by_queries = {} if link_prediction is None else link_prediction.set_index("queries")["mrr"].to_dict()
+    by_queries = {} if link_prediction is None else one_side(link_prediction, "both").set_index("queries")["mrr"]
+    by_queries = dict(by_queries)
     # B_gr is a distance-model measure (Du): a DistMult, ComplEx or RotatE model has no mean |B_gr| to show.
     distance_model = analysis.model.config.model == "transe"
     disparity, n = mean_abs_group_bias(analysis, minimum=minimum) if distance_model else (math.nan, 0)

@@ -395,3 +395,12 @@ NEWTON_NEEDS_SQUARED_L2 = (
     "model {model}: the Newton-step what-if differentiates the squared-L2 TransE objective, and this model"
     " scores with {distance}"
 )
+
+
+# --- seed families (issue 24) ---
+FAMILY_TOO_SMALL = "a seed family needs at least 2 distinct seeds, got {n}: pass --seeds 2 or more"
+FAMILY_NO_CALIBRATE = "--calibrate with --seeds: calibrate one member at a time (kgbias calibrate --model NAME)"
+FAMILY_MEMBER_DIFFERS = (
+    "{path} holds a model that is not seed {seed} of family {family} (another config, seed or data): pass "
+    "--force to replace it, or another --out"
+)

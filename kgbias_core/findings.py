@@ -16,8 +16,10 @@ Claims 1-3 and 6 are read off the model; 4 and 5 need retrains, so they are comp
 caller hands in (a removal curve, Add what-ifs, the noise band), and marked "not measured" without
 them. Intervals: percentile bootstrap over occupations (claims 1-3, fixed seed), the Fisher z
 interval of Pearson's r (census), the retraining noise band (claims 4-5: B_gr's spread over
-retrains under other seeds). The pure computation lives here; :func:`kgbias_core.tasks.findings_task`
-gathers the runs and caches the table beside the model.
+retrains under other seeds). For a member of a seed family (:mod:`kgbias_core.families`), every claim read
+off the model is measured on each member too, and a direction is stated only where the interval and that
+seed band both exclude no effect (:func:`family_findings`). The pure computation lives here;
+:func:`kgbias_core.tasks.findings_task` gathers the runs and caches the table beside the model.
 """
 
 from __future__ import annotations
@@ -411,11 +413,56 @@ def model_findings(
     return found
 
 
+# --- a seed family: every finding read off the model with its seed band (issue 24) -------------------
+#: Columns a family member's findings add: the finding's min and max over the family's seeds, and how many.
+SEED_BAND_COLUMNS = ("seed_min", "seed_max", "n_seeds")
+#: Claims read off one model (no retrain), each measured again on every member of a family. Claims 4 and 5 are
+#: retrains: their interval is already the noise band, B_gr's spread over retrains under other seeds.
+READ_OFF_CLAIMS = ("1", "2", "3a", "3b", "3c", "6")
+#: The detail a finding gets where the seed band reaches its reference: no direction is stated.
+SEEDS_DISAGREE = "over the {n} seeds of its family the figure runs from {low} to {high}, across {reference}: no " \
+                 "direction stated"
+
+
+def is_share(key: str) -> bool:
+    """Whether a finding's figure is a share (claims 3a, 3b: "most" means above one half)."""
+    return key.startswith(("occupation_share", "women_in", "men_in"))
+
+
+def family_findings(frame: pd.DataFrame, members: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """``frame`` (one model's findings) with the seed band of each finding over its family.
+
+    ``members``: the findings of every member of the family (this model's included; claims 4 and 5 of the
+    others may be "not measured"). For each finding of :data:`READ_OFF_CLAIMS`, ``seed_min``, ``seed_max`` and
+    ``n_seeds`` are its value's min, max and count over the members (same claim and key, NaN values skipped).
+    A direction (reproduces, contradicts) is stated only where the interval and the seed band both exclude the
+    reference (0; one half for a share): a finding whose band reaches it becomes inconclusive, its detail
+    says why (:data:`SEEDS_DISAGREE`). Claims 4 and 5 keep their verdicts and have no band (NaN).
+    """
+    values = pd.concat([m[["claim", "key", "value"]] for m in members], ignore_index=True)
+    values = values[values["claim"].isin(READ_OFF_CLAIMS) & values["value"].notna()]
+    band = values.groupby(["claim", "key"])["value"].agg(seed_min="min", seed_max="max", n_seeds="count")
+    out = frame.merge(band.reset_index(), on=["claim", "key"], how="left")
+    for i, row in out.iterrows():
+        if not (row["verdict"] in (REPRODUCES, CONTRADICTS) and row["n_seeds"] >= 2):
+            continue
+        reference = 0.5 if is_share(row["key"]) else 0.0
+        if row["seed_min"] <= reference <= row["seed_max"]:
+            number = (lambda x: f"{x:.0%}") if is_share(row["key"]) else (lambda x: f"{x:+.3f}")
+            why = SEEDS_DISAGREE.format(n=int(row["n_seeds"]), low=number(row["seed_min"]),
+                                        high=number(row["seed_max"]), reference="one half" if reference else "0")
+            out.loc[i, "verdict"] = INCONCLUSIVE
+            out.loc[i, "detail"] = "; ".join(filter(None, [row["detail"], why]))
+    out["n_seeds"] = out["n_seeds"].fillna(0).astype(int)
+    return out
+
+
 def finding_text(row: pd.Series | Finding) -> str:
-    """One finding in a table cell: "+0.416 [+0.175, +0.644], p 0.028: reproduces" (shares in %)."""
+    """One finding in a table cell: "+0.416 [+0.175, +0.644], p 0.028: reproduces" (shares in %); for a family
+    member, its seed band before the verdict ("; 3 seeds +0.301 to +0.520")."""
     if row.verdict == NOT_MEASURED:
         return f"not measured ({row.detail})" if row.detail else "not measured"
-    share = row.key.startswith(("occupation_share", "women_in", "men_in"))
+    share = is_share(row.key)
 
     def number(x: float) -> str:
         return f"{x:.0%}" if share else f"{x:+.3f}"
@@ -425,6 +472,11 @@ def finding_text(row: pd.Series | Finding) -> str:
         text += f" [{number(row.low)}, {number(row.high)}]"
     if math.isfinite(row.p_value):
         text += f", p {row.p_value:.2g}"
+    seed_min, seed_max = getattr(row, "seed_min", math.nan), getattr(row, "seed_max", math.nan)
+    if math.isfinite(seed_min) and math.isfinite(seed_max):  # a family member (:func:`family_findings`)
+        reference = 0.5 if share else 0.0
+        across = f", across {'one half' if share else '0'}" if seed_min <= reference <= seed_max else ""
+        text += f"; {int(row.n_seeds)} seeds {number(seed_min)} to {number(seed_max)}{across}"
     return f"{text}: {row.verdict}"
 
 

@@ -91,12 +91,21 @@ NO_INTERVAL_FLOORS = {"projection_bias": 0.05}
 WITHIN_FLOOR = "No clear lean: |{name}| = {value} is below {floor}, within noise ({name} has no interval)."
 
 
-def lean(value: float | None, low: float | None = None, high: float | None = None, *, floor: float = 0.0) -> str:
-    """"male", "female", "none" (the 95% interval includes 0, or an interval is missing) or "undefined".
+def band_crosses_zero(seed_min: float | None, seed_max: float | None) -> bool:
+    """Whether a seed band (the min and max of a measure over a family's seeds) reaches 0 or across it; False
+    where there is no band (None or NaN: a model of no family)."""
+    return is_defined(seed_min) and is_defined(seed_max) and seed_min <= 0 <= seed_max
+
+
+def lean(value: float | None, low: float | None = None, high: float | None = None, *, floor: float = 0.0,
+         seed_min: float | None = None, seed_max: float | None = None) -> str:
+    """"male", "female", "none" (the 95% interval includes 0, or an interval is missing, or the seed band
+    reaches 0) or "undefined".
 
     Without ``low`` and ``high`` (a measure that has no interval, B_wo) the sign decides where |value|
     reaches ``floor`` (:data:`NO_INTERVAL_FLOORS`); below it, "none". A zero-width interval (one person
-    per group: every resample alike) counts as missing.
+    per group: every resample alike) counts as missing. ``seed_min``, ``seed_max``: the measure's seed band
+    over the model's family (:mod:`kgbias_core.families`); a lean is stated only when it excludes 0 too.
     """
     if not is_defined(value):
         return "undefined"
@@ -105,18 +114,43 @@ def lean(value: float | None, low: float | None = None, high: float | None = Non
             return "none"
     elif abs(value) < floor:
         return "none"
+    if band_crosses_zero(seed_min, seed_max):
+        return "none"
     return "male" if value > 0 else "female" if value < 0 else "none"
 
 
-def sentence(measure: str, value: float | None, low: float | None = None, high: float | None = None) -> str:
-    """The plain-language reading of one measure's value: a direction only where its interval excludes 0.
+#: The sentence of a measure whose interval excludes 0 but whose seed band does not: no lean stated.
+SEED_BAND_CROSSES = ("No clear lean across seeds: this model's 95% interval ({low} to {high}) excludes 0, but over "
+                     "the {n} seeds of its family the value runs from {seed_min} to {seed_max}, across 0.")
+#: Appended to a stated lean where the model belongs to a family.
+SEED_BAND_AGREES = " Every seed of its family agrees: {seed_min} to {seed_max} over {n} seeds."
+
+
+def seed_band_of(row: Mapping[str, float], measure: str) -> tuple[float | None, float | None, int]:
+    """(seed min, seed max, number of seeds) of ``measure`` in a measures row with seed-band columns
+    (:func:`kgbias_core.families.with_seed_band`); (None, None, 0) without."""
+    if f"{measure}_seed_min" not in row or not is_defined(row.get(f"{measure}_seed_min")):
+        return None, None, 0
+    n = row.get("n_seeds")
+    return row[f"{measure}_seed_min"], row[f"{measure}_seed_max"], int(n) if is_defined(n) else 0
+
+
+def sentence(measure: str, value: float | None, low: float | None = None, high: float | None = None, *,
+             seed_min: float | None = None, seed_max: float | None = None, n_seeds: int = 0) -> str:
+    """The plain-language reading of one measure's value: a direction only where its interval excludes 0,
+    and, for a model of a seed family, its seed band too.
 
     ``low``, ``high``: the measure's 95% interval; both None for a measure without one (B_wo).
+    ``seed_min``, ``seed_max``, ``n_seeds``: its seed band (:func:`seed_band_of`), None without a family.
     """
     floor = NO_INTERVAL_FLOORS.get(measure, 0.0)
-    side = lean(value, low, high, floor=floor)
+    side = lean(value, low, high, floor=floor, seed_min=seed_min, seed_max=seed_max)
     if side == "undefined":
         return UNDEFINED_SENTENCE
+    digits = DIGITS.get(measure, 3)
+    if side == "none" and lean(value, low, high, floor=floor) != "none":  # the seed band alone says no
+        return SEED_BAND_CROSSES.format(low=fmt(low, digits), high=fmt(high, digits), n=n_seeds,
+                                        seed_min=fmt(seed_min, digits), seed_max=fmt(seed_max, digits))
     if side == "none":
         if low is None and high is None and value != 0 and floor:
             return WITHIN_FLOOR.format(name=HEADLINE_MEASURES.get(measure, measure), value=fmt(abs(value)),
@@ -131,8 +165,9 @@ def sentence(measure: str, value: float | None, low: float | None = None, high: 
     text = positive if side == "male" else negative
     if low is None and high is None:
         return text + PROJECTION_NO_INTERVAL
-    digits = DIGITS.get(measure, 3)
-    return text[:-1] + EXCLUDES_ZERO.format(low=fmt(low, digits), high=fmt(high, digits)) + "."
+    band = ("" if not (is_defined(seed_min) and is_defined(seed_max)) else
+            SEED_BAND_AGREES.format(seed_min=fmt(seed_min, digits), seed_max=fmt(seed_max, digits), n=n_seeds))
+    return text[:-1] + EXCLUDES_ZERO.format(low=fmt(low, digits), high=fmt(high, digits)) + "." + band
 
 
 #: The headline measures in the order the agreement line names them: (column, short name).
@@ -166,7 +201,10 @@ def agreement(row: Mapping[str, float]) -> str:
     leans: dict[str, list[str]] = {}
     for column, name in HEADLINE_MEASURES.items():
         interval = (row.get(f"{column}_low"), row.get(f"{column}_high")) if f"{column}_low" in row else (None, None)
-        leans.setdefault(lean(row[column], *interval, floor=NO_INTERVAL_FLOORS.get(column, 0.0)), []).append(name)
+        seed_min, seed_max, _ = seed_band_of(row, column)
+        side = lean(row[column], *interval, floor=NO_INTERVAL_FLOORS.get(column, 0.0), seed_min=seed_min,
+                    seed_max=seed_max)
+        leans.setdefault(side, []).append(name)
     parts = "; ".join(f"{', '.join(leans[side])} {LEAN_WORDS[side][len(leans[side]) > 1]}"
                       for side in LEAN_WORDS if side in leans)
     line = (MEASURES_DISAGREE if {"male", "female"} <= set(leans) else MEASURES_AGREE).format(parts=parts)

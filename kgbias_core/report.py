@@ -25,6 +25,7 @@ from kgbias_core import __version__, readings
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import library_versions
 from kgbias_core.errors import REPORT_NOT_A_RUN, MeasureError
+from kgbias_core.evaluation.link_prediction import headline as link_prediction_headline
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.palette import EFFECT, FEMALE, MALE
 from kgbias_core.tables import influence_table, measures_table, persons_table, triples_in_words
@@ -34,6 +35,9 @@ from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, EditMembership, bias_ch
 TOP_TRIPLES = 15
 #: Bar colours by what removing the triple does to B_gr (positive = towards male-leaning).
 INFLUENCE_COLORS = {True: MALE, False: FEMALE}
+
+#: The report's link-prediction row where the model's has not been computed (it is never computed for a report).
+LINK_PREDICTION_NOT_COMPUTED = "not computed yet (kgbias link-prediction --model DIR, or the Model comparison page)"
 
 PERSONS_CAPTION = (
     "B_in per person of the occupation (Du §3.2: the change of B_gr if that person's gender fact were flipped), "
@@ -63,8 +67,8 @@ COMPARISON_CAPTION = (
     "Each row one model of the same graph: the original, Du's what-ifs (data edits, retrained) and embedding-level "
     "debiasing (the gender direction projected out; TransE retrained with a B_gr² penalty). B_gr and b_p: {sign}; "
     "mean |·| over every occupation with both genders; TLB (Keidar), DPG/PPG/EOG (Schwertmann): unsigned, larger = "
-    "more bias; MRR and Hits@10: filtered tail prediction on the test split; cost: training triples removed or "
-    "added, and seconds to make the model."
+    "more bias; MRR and Hits@10: filtered link prediction on the test split, heads and tails pooled; cost: training "
+    "triples removed or added, and seconds to make the model."
 )
 NO_BAND = "No noise band is saved for this model: the retrained change cannot be read against retraining noise."
 
@@ -175,21 +179,34 @@ def _chart(fig: go.Figure, *, number: int, title: str, caption: str) -> str:
 
 
 def _measures(row: pd.Series) -> str:
-    """The headline measures with their 95% intervals and a sentence each, after whether they agree."""
-    rows = []
+    """The headline measures with their 95% intervals (and seed band, for a member of a seed family) and a
+    sentence each, after whether they agree."""
+    rows, bands = [], "group_bias_seed_min" in row
     for column, short in readings.HEADLINE_MEASURES.items():
         digits = readings.DIGITS.get(column, 3)
         low, high = (row.get(f"{column}_low"), row.get(f"{column}_high")) if f"{column}_low" in row else (None, None)
         interval = "none" if low is None else f"{readings.fmt(low, digits)} to {readings.fmt(high, digits)}"
-        reading = readings.sentence(column, row[column], low, high)
-        rows.append((short, readings.fmt(row[column], digits), interval, reading))
-    table = _table(rows, header=("measure", "value", "95% interval", "reading"), numbers=(1, 2))
+        seed_min, seed_max, n_seeds = readings.seed_band_of(row, column)
+        reading = readings.sentence(column, row[column], low, high, seed_min=seed_min, seed_max=seed_max,
+                                    n_seeds=n_seeds)
+        band = "" if seed_min is None else f"{readings.fmt(seed_min, digits)} to {readings.fmt(seed_max, digits)}"
+        rows.append((short, readings.fmt(row[column], digits), interval, *([band] if bands else []), reading))
+    header = ("measure", "value", "95% interval", *(["seed band (min to max)"] if bands else []), "reading")
+    table = _table(rows, header=header, numbers=(1, 2))
     return (f"<p>{_text(readings.agreement(row))}</p>{table}"
             f'<p class="caption">{_text(readings.WHY_THEY_DIFFER)}</p>')
 
 
-def _model_rows(analysis: ModelAnalysis) -> list[tuple[str, Any]]:
-    """The graph and the model: what made the weights, and the influence scale."""
+def _link_prediction_row(link_prediction: pd.DataFrame | None) -> tuple[str, str]:
+    """The model's link prediction in one row: MRR and Hits@k of all test queries, heads and tails pooled."""
+    line = link_prediction_headline(link_prediction)
+    value = (LINK_PREDICTION_NOT_COMPUTED if line is None else
+             "MRR {mrr:.3f}, Hits@1 {hits@1:.3f}, Hits@3 {hits@3:.3f}, Hits@10 {hits@10:.3f}".format(**line))
+    return "link prediction (test split, filtered, realistic ranks, heads and tails pooled)", value
+
+
+def _model_rows(analysis: ModelAnalysis, link_prediction: pd.DataFrame | None = None) -> list[tuple[str, Any]]:
+    """The graph and the model: what made the weights, the influence scale, and how well it predicts links."""
     model = analysis.model
     calibration = model.calibration
     rows = [("model", model.name), ("graph", model.dataset), ("data hash (SHA-256)", model.data_hash),
@@ -204,6 +221,7 @@ def _model_rows(analysis: ModelAnalysis) -> list[tuple[str, Any]]:
                  else f"{model.influence_scale:.4g}" + ("" if calibration is None else
                                                         f" (range {calibration.low:.4g} to {calibration.high:.4g} "
                                                         f"over {len(calibration.occupations)} occupations)")))
+    rows.append(_link_prediction_row(link_prediction))
     return rows
 
 
@@ -273,6 +291,7 @@ def occupation_report(
     run: WhatIfRun | None = None,
     created: datetime | None = None,
     comparison: pd.DataFrame | None = None,
+    link_prediction: pd.DataFrame | None = None,
 ) -> str:
     """The report of ``occupation`` (label or readable name) under ``analysis``'s model, as one HTML page.
 
@@ -280,6 +299,8 @@ def occupation_report(
     dashboard's cache), else computed here. ``run``: a what-if of the occupation (:func:`whatif_run`),
     whose section and chart are added. ``created``: the report's date (default now, UTC). ``comparison``: a
     debiasing comparison table (:func:`kgbias_core.whatif.compare.comparison_table`), shown as its own section.
+    ``link_prediction``: the model's cached
+    :func:`~kgbias_core.evaluation.link_prediction.cached_link_prediction` table, if any.
     """
     groups = analysis.groups
     label = groups.labels[groups.index(occupation)]  # a name resolves to its label; an unknown one raises
@@ -298,7 +319,7 @@ def occupation_report(
         f"<h1>kgbias report: {_text(title)}</h1>",
         f'<p class="caption">Made {created:%Y-%m-%d %H:%M} UTC by kgbias {__version__}. Every bias: '
         f"{_text(readings.SIGN)}.</p>",
-        f"<section><h2>Graph and model</h2>{_table(_model_rows(analysis), header=('', ''))}</section>",
+        f"<section><h2>Graph and model</h2>{_table(_model_rows(analysis, link_prediction), header=('', ''))}</section>",
         f"<section><h2>Measures of {_text(name)}</h2><p>Persons: {_text(persons)}.</p>{_measures(row)}</section>",
     ]
     if run is not None:
@@ -325,9 +346,11 @@ def occupations_report(
     *,
     measures: pd.DataFrame | None = None,
     created: datetime | None = None,
+    link_prediction: pd.DataFrame | None = None,
 ) -> str:
     """Several occupations (labels or names) under one model as one HTML page: the graph and the model, a summary
     table of every occupation first, then one section each (measures with intervals and readings, then charts).
+    ``link_prediction``: as :func:`occupation_report`'s.
 
     One plotly.js for all charts, fixed chart ids: apart from the date, a function of the model and the list.
     """
@@ -350,7 +373,7 @@ def occupations_report(
         f"{_text(readings.SIGN)}.</p>",
         f"<section><h2>Summary</h2>{_table(summary, header=header, numbers=tuple(range(2, 2 + len(SUMMARY_COLUMNS))))}"
         f'<p class="caption">{_text(SUMMARY_CAPTION)}</p></section>',
-        f"<section><h2>Graph and model</h2>{_table(_model_rows(analysis), header=('', ''))}</section>",
+        f"<section><h2>Graph and model</h2>{_table(_model_rows(analysis, link_prediction), header=('', ''))}</section>",
     ]
     number = 0
     for label, row in rows.iterrows():

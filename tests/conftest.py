@@ -234,3 +234,22 @@ def settled(app: AppTest, *, rounds: int = 3) -> AppTest:
             assert registry.wait(status.job_id, timeout=PAGE_TIMEOUT).state is JobState.DONE, status.name
         app.run()
     return app
+
+
+# --- a seed family (issue 24) ---------------------------------------------------------------------
+#: Few epochs: three seeds train in about a second and their B_gr spread widely (a band that often crosses 0).
+FAMILY_TRAINING = replace(TINY_TRAINING, epochs=6)
+FAMILY_SEEDS = (0, 1, 2)
+#: The first seed keeps the family's plain name (kgbias_core.families).
+FAMILY_MEMBERS = ("fam", "fam-s1", "fam-s2")
+
+
+@pytest.fixture(scope="session")
+def family_store(tmp_path_factory: pytest.TempPathFactory, tiny_graph: KnowledgeGraph) -> Path:
+    """A store holding the family ``fam`` of 3 seeds: fam (seed 0), fam-s1, fam-s2 (read-only for tests: copy
+    to edit)."""
+    from kgbias_core.families import train_family
+
+    store = tmp_path_factory.mktemp("family")
+    train_family(tiny_graph, FAMILY_TRAINING, name="fam", seeds=FAMILY_SEEDS, store=store, device=torch.device("cpu"))
+    return store

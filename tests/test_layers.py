@@ -32,8 +32,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tables", "subpopulations"),
     ("whatif",),  # retrained and debiased runs, the noise band, the debiasing comparison
     # What is read off a model and its runs: readings, the findings, people, the embedding space, reports.
+    # families: seed families of one config and the seed band of their measures (issue 24).
     ("readings", "findings", "persons", "embedding_space", "accuracy_disparity", "report", "static_images",
-     "palette"),
+     "palette", "families"),
     ("jobs",),  # the job registry and Progress: tasks report through it
     ("tasks",),  # every long job as a Task
     ("cli", "commands", "__main__"),  # the command line

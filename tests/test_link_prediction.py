@@ -13,8 +13,12 @@ from kgbias_core.evaluation.link_prediction import (
     before_after,
     cached_link_prediction,
     filtered_ranks,
+    headline,
+    link_prediction,
+    link_prediction_sides,
     link_prediction_table,
     load_link_prediction,
+    one_side,
     predict_top1_tails,
     rank_metrics,
 )
@@ -50,6 +54,43 @@ def _brute_force_rank(model, triple: list[int], known: set[tuple[int, int, int]]
         better += int(scores[e] > scores[t])
         tied += int(scores[e] == scores[t])
     return 1 + better + tied / 2
+
+
+def _brute_force_head_rank(model, triple: list[int], known: set[tuple[int, int, int]], n_entities: int) -> float:
+    h, r, t = triple
+    scores = model.score_hrt(torch.tensor([[e, r, t] for e in range(n_entities)])).reshape(-1)
+    better = tied = 0
+    for e in range(n_entities):
+        if e == h or (e, r, t) in known:
+            continue
+        better += int(scores[e] > scores[h])
+        tied += int(scores[e] == scores[h])
+    return 1 + better + tied / 2
+
+
+@pytest.mark.parametrize("cls", [TransE, RotatE])
+def test_filtered_head_ranks_equal_brute_force(factory: TriplesFactory, cls: type) -> None:
+    model = cls(triples_factory=factory, embedding_dim=5, random_seed=4)
+    known = factory.mapped_triples
+    test = known[torch.tensor([0, 3, 10, 11, 15])]
+    fast = filtered_ranks(model, triples=test, known=known, batch_size=2, side="head")
+    known_set = {tuple(row) for row in known.tolist()}
+    slow = [_brute_force_head_rank(model, row, known_set, factory.num_entities) for row in test.tolist()]
+    torch.testing.assert_close(fast, torch.tensor(slow, dtype=torch.float32))
+
+
+def test_filtered_head_ranks_realistic_ties(factory: TriplesFactory) -> None:
+    model = DistMult(triples_factory=factory, embedding_dim=4, random_seed=0)
+    with torch.no_grad():
+        model.relation_representations[0]._embeddings.weight.zero_()  # every score is 0: all tied
+    job = factory.relation_to_id["job"]
+    job0 = factory.entity_to_id["job0"]
+    known = factory.mapped_triples
+    holders = int(((known[:, 1] == job) & (known[:, 2] == job0)).sum())  # heads of (?, job, job0), filtered
+    ranks = filtered_ranks(model, triples=torch.tensor([[factory.entity_to_id["p0"], job, job0]]), known=known,
+                           side="head")
+    # every entity except the true head and the other known heads ties with the true head
+    assert float(ranks[0]) == 1 + (factory.num_entities - holders) / 2
 
 
 @pytest.mark.parametrize("cls", [TransE, RotatE])
@@ -88,15 +129,65 @@ def test_rank_metrics() -> None:
         rank_metrics([])
 
 
+def test_both_sides_pool_the_head_and_tail_ranks_of_a_stored_model(tiny_model) -> None:
+    from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+    from kgbias_core.evaluation.link_prediction import known_triples
+
+    sides = link_prediction_sides(tiny_model)
+    scorer, test, known = pykeen_model(tiny_model), tiny_model.test_triples, known_triples(tiny_model)
+    heads = filtered_ranks(scorer, triples=test, known=known, side="head")
+    tails = filtered_ranks(scorer, triples=test, known=known, side="tail")
+    assert sides["head"] == rank_metrics(heads) and sides["tail"] == rank_metrics(tails)
+    assert sides["both"]["n"] == 2 * len(test)
+    assert sides["both"]["mrr"] == pytest.approx((sides["head"]["mrr"] + sides["tail"]["mrr"]) / 2)
+    assert link_prediction(tiny_model) == sides["tail"]  # the default side is unchanged: tails
+    assert link_prediction(tiny_model, side="both") == sides["both"]
+
+
+def test_ranks_agree_with_pykeens_rank_based_evaluator(tiny_model) -> None:
+    """PyKEEN's own filtered evaluation of the same weights: realistic MRR and Hits@k on each side."""
+    from pykeen.evaluation import RankBasedEvaluator
+
+    from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+
+    model, test = tiny_model, tiny_model.test_triples
+    filters = [model.triples.cpu()] + [t.cpu() for t in (model.valid_triples,) if t is not None]
+    result = RankBasedEvaluator(filtered=True).evaluate(pykeen_model(model), test.cpu(), batch_size=64,
+                                                          additional_filter_triples=filters, use_tqdm=False)
+    ours = link_prediction_sides(model)
+    for side in ("head", "tail", "both"):
+        assert ours[side]["mrr"] == pytest.approx(result.get_metric(f"{side}.realistic.inverse_harmonic_mean_rank"),
+                                                  rel=1e-5)
+        for k in (1, 3, 10):
+            assert ours[side][f"hits@{k}"] == pytest.approx(result.get_metric(f"{side}.realistic.hits_at_{k}"),
+                                                            abs=1e-9)
+
+
 def test_link_prediction_is_cached_beside_the_model(tiny_model, tmp_path) -> None:
     path = save_model(tiny_model, tmp_path)
     assert load_link_prediction(path) is None
     first = cached_link_prediction(path)
-    assert list(first.queries) == ["all", "occupation"] and first.mrr.between(0, 1).all()
+    assert list(first.queries) == ["all"] * 3 + ["occupation"] * 3 and first.mrr.between(0, 1).all()
+    assert list(first.side) == ["head", "tail", "both"] * 2
+    assert one_side(first, "tail").equals(pd.DataFrame([{"queries": q, **link_prediction(
+        tiny_model, occupation_only=q == "occupation")} for q in ("all", "occupation")]))
+    assert headline(first)["mrr"] == pytest.approx(link_prediction(tiny_model, side="both")["mrr"])
     assert (path / "results" / "link_prediction.csv").is_file()
     (path / "results" / "link_prediction.csv").write_text(first.assign(mrr=0.5).to_csv(index=False))
     assert (cached_link_prediction(path).mrr == 0.5).all()  # read from the cache, not recomputed
     assert (load_link_prediction(path).mrr == 0.5).all()
+
+
+def test_comparison_tables_carry_the_side() -> None:
+    def frame(mrr: float) -> pd.DataFrame:
+        return pd.DataFrame({"queries": ["all", "all"], "side": ["tail", "both"], "n": 50, "mr": 4.0,
+                             "mrr": [mrr, mrr / 2], "hits@1": 0.1, "hits@3": 0.2, "hits@10": 0.5})
+
+    table = link_prediction_table({"transe": frame(0.3)})
+    assert list(table.columns[:3]) == ["model", "queries", "side"]
+    change = before_after(frame(0.3), frame(0.2)).set_index("side")
+    assert change.loc["both", "mrr before"] == pytest.approx(0.15) and change.loc["both", "mrr after"] == 0.1
+    assert headline(frame(0.3))["mrr"] == pytest.approx(0.15) and headline(None) is None
 
 
 def test_comparison_tables_of_link_prediction() -> None:
@@ -111,3 +202,15 @@ def test_comparison_tables_of_link_prediction() -> None:
     assert change.loc["occupation", "mrr before"] == pytest.approx(0.15)
     assert change.loc["occupation", "mrr after"] == pytest.approx(0.1)
     assert list(change.columns) == ["n", "mrr before", "hits@10 before", "mrr after", "hits@10 after"]
+
+
+def test_cli_link_prediction_writes_the_cached_table(tiny_model, tmp_path, capsys) -> None:
+    from kgbias_core.cli import main
+
+    path = save_model(tiny_model, tmp_path)
+    out = tmp_path / "links.csv"
+    assert main(["link-prediction", "--model", str(path), "--out", str(out)]) == 0
+    written = pd.read_csv(out)
+    pd.testing.assert_frame_equal(written, load_link_prediction(path))  # the cache beside the model, as written
+    assert f"MRR {headline(written)['mrr']:.3f}" in capsys.readouterr().out
+    assert main(["link-prediction", "--model", str(tmp_path / "absent"), "--out", str(out)]) == 2

@@ -162,3 +162,15 @@ def test_accuracy_against_disparity_draws_every_model_of_the_graph_including_wha
     expected = sorted(mean_abs_group_bias(ModelAnalysis(load_model(store_with_a_run_first / n)))[0]
                       for n in ("tiny-transe", "a-run"))
     assert xs == pytest.approx(expected, rel=1e-5)
+
+
+def test_link_prediction_table_shows_head_tail_and_both_sides(store_with_a_run_first: Path) -> None:
+    """Issue 24: the Model comparison page's link-prediction table is the cached one, each side a row."""
+    from kgbias_core.evaluation.link_prediction import cached_link_prediction
+
+    cached = cached_link_prediction(store_with_a_run_first / "tiny-transe")
+    app = page("model_comparison").run()
+    assert not app.exception
+    shown = next(d.value for d in app.dataframe if "side" in d.value.columns and "MRR" in d.value.columns)
+    assert list(shown["side"]) == list(cached["side"]) == ["head", "tail", "both"] * 2
+    assert list(shown["MRR"]) == pytest.approx(list(cached["mrr"]))

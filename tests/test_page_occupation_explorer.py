@@ -64,15 +64,26 @@ def test_no_women_warns_on_the_explorer(app_store: Path) -> None:
 
 
 def test_a_sentence_whose_interval_passes_through_zero_says_no_clear_lean(app_store: Path) -> None:
+    # The occupations are chosen from the model's own measures, not named: which B_gr interval reaches 0 is
+    # a trained figure that another CPU need not reproduce bit for bit (issue 24).
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.embeddings.store import load_model
+    from kgbias_core.tables import measures_table
+
+    measures = measures_table(ModelAnalysis(load_model(app_store / "tiny-transe")))
+    sized = measures[(measures["n_male"] >= 5) & (measures["n_female"] >= 5)]
+    through_zero = sized[(sized["group_bias_low"] < 0) & (sized["group_bias_high"] > 0)]
+    male = sized[sized["group_bias_low"] > 0]
+    assert len(through_zero) and len(male), "the tiny model needs both kinds of occupation"
     app = page("occupation_explorer").run()
-    app.selectbox(key="occupation").set_value("actor").run()  # B_gr +0.001, its interval about -0.28 to +0.30
+    app.selectbox(key="occupation").set_value(through_zero["occupation"].iloc[0]).run()
     assert not app.exception
     captions = [c.value for c in app.caption]
     b_gr = next(c for c in captions if "B_gr" not in c and ("TransE error" in c or "No clear lean" in c))
     assert b_gr.startswith("No clear lean (interval includes 0)") and "male" not in b_gr
-    assert app.markdown[0].value.startswith("**The measures disagree in direction:**")
-    assert "B_gr shows no clear lean" in app.markdown[0].value
-    app.selectbox(key="occupation").set_value("politician").run()  # interval +0.11 to +1.29: a direction
+    parts = app.markdown[0].value.split(":**", 1)[1].rstrip(".").split("; ")
+    assert "B_gr" in next(part for part in parts if "no clear lean" in part).split(" show")[0]
+    app.selectbox(key="occupation").set_value(male["occupation"].iloc[0]).run()
     assert "the embedding leans male (95% interval" in texts(app.caption)
 
 

@@ -31,7 +31,7 @@ def test_the_ranking_leaves_small_groups_apart_and_its_chart_draws_the_table(app
     assert not app.exception
     ranked = app.dataframe[0].value
     assert (ranked[["men", "women"]] >= 5).all().all()
-    assert "Secretary" not in set(ranked["name"])  # B_gr +2.07 from one man: listed apart, not first
+    assert "Secretary" not in set(ranked["name"])  # one man: listed apart, however large its B_gr
     assert list(ranked.columns)[-1] == "id" and "group_bias" not in ranked.columns
     chart = next(c for c in app.get("plotly_chart") if "group_bias_bars" in c.proto.id)
     (bars,) = json.loads(chart.proto.spec)["data"]
@@ -94,3 +94,16 @@ def test_overview_offers_one_report_of_several_occupations(app_store: Path) -> N
     assert "Download a report of 2 occupation(s) (HTML)" in [b.label for b in app.get("download_button")]
     html = occupations_report(ModelAnalysis(load_model(app_store / "tiny-transe")), ["nurse", "engineer"])
     assert html.index("<h2>Summary</h2>") < html.index("<h2>Nurse (nurse)</h2>") < html.index("<h2>Engineer (")
+
+
+def test_overview_quotes_the_models_link_prediction_once_computed(writable_store: Path) -> None:
+    """Issue 24: one line of filtered MRR and Hits@k (both sides) under the graph, or a button computing it."""
+    from kgbias_core.evaluation.link_prediction import cached_link_prediction, headline
+
+    app = page("overview").run()
+    assert not app.exception
+    assert "not computed yet" in texts(app.caption)
+    assert "Compute link prediction" in [b.label for b in app.button]
+    line = headline(cached_link_prediction(writable_store / "tiny-transe"))
+    app = page("overview").run()
+    assert f"MRR {line['mrr']:.3f}" in texts(app.caption) and f"Hits@10 {line['hits@10']:.3f}" in texts(app.caption)

@@ -11,6 +11,7 @@ from kgbias_core import tasks
 from kgbias_core.cli import main
 from kgbias_core.embeddings.results import load_result
 from kgbias_core.embeddings.store import (
+    load_model,
     model_version,
 )
 from kgbias_core.evaluation.link_prediction import load_link_prediction
@@ -34,10 +35,22 @@ def test_prepare_synthetic_end_to_end_is_resumable_and_checks_readiness(
     assert load_link_prediction(model) is not None
     assert load_value_audit(model, **tasks.demo_audit_params(model)) is not None
     assert load_result(model, tasks.FINDINGS, params=tasks.findings_inputs(model)) is not None
-    for what in ("model", "noise band", "link prediction", "relation audit", "findings"):
+    for what in ("model", "seed family", "noise band", "link prediction", "relation audit", "findings"):
         assert any(line.split()[:1] == ["ready"] and what in line for line in out.splitlines()), out
     assert any(line.split()[:1] == ["optional"] and "calibration" in line for line in out.splitlines())
     assert out.strip().endswith("ready for a demo")
+    # The default model is the first of a family of 3 seeds (issue 24), under its own name: the dashboard opens
+    # it as before; its siblings take its config (the --epochs 3 of this run) and the next seeds.
+    from kgbias_core.families import family_members, family_record
+
+    seed = load_model(model).config.seed
+    names = family_record("synthetic-transe", [seed, seed + 1, seed + 2])["members"]
+    assert names[0] == "synthetic-transe" and family_members(model) == [store / n for n in names]
+    assert all(load_model(store / n).config.epochs == 3 for n in names)
+    family_line = next(line for line in out.splitlines() if "seed family" in line)
+    assert family_line.split()[0] == "ready" and family_line.endswith("3 seeds: " + ", ".join(names))
+    findings = load_result(model, tasks.FINDINGS, params=tasks.findings_inputs(model))
+    assert (findings.loc[findings["claim"] == "1", "n_seeds"] == 3).all()  # the findings read the family's band
 
     # Resumable: a second run skips everything present and changes nothing; a removed item is made again.
     version = model_version(model)

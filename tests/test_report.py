@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import platform
 import re
 from dataclasses import replace
@@ -207,3 +208,20 @@ def test_a_report_of_several_occupations_has_the_summary_first_and_a_section_eac
     assert main(["report", "--model", str(tiny_store / "tiny-transe"), "--occupations", "nurse", "astronaut",
                  "--out", str(tmp_path / "bad.html")]) == 2
     assert not (tmp_path / "bad.html").exists()
+
+
+def test_the_report_quotes_the_models_link_prediction_where_computed(tiny_model, tmp_path: Path) -> None:
+    """Issue 24: the 'Graph and model' table carries MRR and Hits@k (both sides), or says it is not computed."""
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.evaluation.link_prediction import cached_link_prediction, headline
+    from kgbias_core.report import LINK_PREDICTION_NOT_COMPUTED
+
+    path = save_model(tiny_model, tmp_path)
+    before = tmp_path / "before.html"
+    assert main(["report", "--model", str(path), "--occupation", "nurse", "--out", str(before)]) == 0
+    assert html.escape(LINK_PREDICTION_NOT_COMPUTED) in before.read_text()
+    line = headline(cached_link_prediction(path))
+    after = tmp_path / "after.html"
+    assert main(["report", "--model", str(path), "--occupations", "nurse", "engineer", "--out", str(after)]) == 0
+    text = after.read_text()
+    assert f"MRR {line['mrr']:.3f}, Hits@1 {line['hits@1']:.3f}" in text and LINK_PREDICTION_NOT_COMPUTED not in text

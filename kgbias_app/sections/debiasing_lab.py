@@ -38,7 +38,8 @@ IF_REMOVE_FEWER = "Only {n} training triples move B_gr of {name} towards 0: IF-R
 RANDOM_CAPPED = "k = {k} exceeds the {n} training triples: Random-REMOVE removes all {n}."
 EMPTY_BASKET = "The removal basket of {model} is empty: add triples on the Influential triples page."
 PREDICTED_HELP = "Sum of δ_z B_gr over the {n} removed triples (METHODS §4)."
-LINK_BEFORE_AFTER = "Filtered tail prediction on the test split: all queries and occupation queries only."
+LINK_BEFORE_AFTER = ("Filtered link prediction on the test split (heads, tails and both pooled): all queries and "
+                     "occupation queries only.")
 
 # --- debiasing lab ------------------------------------------------------------------------------
 #: The lab's defaults: k triples to remove, c dummies per missing person.

@@ -76,8 +76,8 @@ DEGENERATE_PREDICTOR = (
 ACCURACY_DISPARITY = (
     "One point per model of this graph: base models and every what-if (debiasing) run. x: mean |B_gr| over the "
     "occupations with at least {minimum} men and {minimum} women (Du's measure, TransE only); y: filtered MRR of "
-    "tail prediction on the test split. Left is fairer, up is more accurate: a debiasing edit that costs accuracy "
-    "moves left and down. {missing}"
+    "link prediction on the test split, heads and tails pooled. Left is fairer, up is more accurate: a debiasing "
+    "edit that costs accuracy moves left and down. {missing}"
 )
 ACCURACY_MISSING = "{n} model(s) have no link prediction yet and are not drawn: {names}."
 ACCURACY_COMPUTE = "Compute the missing link predictions ({n} model(s))"

@@ -49,6 +49,11 @@ INTERSECTION_BARS = (
 )
 NO_INTERSECTION_BARS = "No subpopulation has {minimum} men and {minimum} women: nothing to chart."
 OPEN_A_PERSON = "Open a person of this chart in the person view (largest |B_in| first)"
+SEED_BAND_HEADLINE = (
+    "This model is one of {n} seeds of family **{family}**: B_gr of this occupation runs from {seed_min} to "
+    "{seed_max} over the seeds (std {seed_std}). A lean is stated only where the bootstrap interval and this "
+    "seed band both exclude 0."
+)
 
 # --- occupation explorer: within subpopulations (intersectional) ----------------------------------
 #: The figures of an intersection table, in reading order.
@@ -92,6 +97,11 @@ def headline(row: pd.Series) -> None:
     if line.startswith(texts.MEASURES_DISAGREE.split("{")[0]):
         st.markdown(texts.DISAGREE_ONE_LINE)  # said where the surprise is, in one line
     st.caption(texts.WHY_THEY_DIFFER)
+    seed_min, seed_max, n_seeds = texts.seed_band_of(row, "group_bias")
+    if seed_min is not None:
+        st.info(SEED_BAND_HEADLINE.format(n=n_seeds, family=md(str(row.get("family", ""))),  # the name escaped
+                                          seed_min=texts.fmt(seed_min), seed_max=texts.fmt(seed_max),
+                                          seed_std=texts.number(row["group_bias_seed_std"])))
     half_width = (row["group_bias_high"] - row["group_bias_low"]) / 2
     b_gr = texts.fmt(row["group_bias"]) + (f" ± {half_width:.3f}" if texts.is_defined(half_width) else "")
     figures = [
@@ -108,9 +118,11 @@ def headline(row: pd.Series) -> None:
         st.caption(OTHER_GENDERS_LEFT_OUT.format(n=extra) if extra else ALL_BINARY)
     for i, (label, value, measure) in enumerate(figures, start=1):
         interval = (row[f"{measure}_low"], row[f"{measure}_high"]) if f"{measure}_low" in row else (None, None)
+        seed_min, seed_max, n_seeds = texts.seed_band_of(row, measure)
         with columns[i % 3]:
             st.metric(label, value, help=texts.SIGN)
-            st.caption(texts.sentence(measure, row[measure], *interval))
+            st.caption(texts.sentence(measure, row[measure], *interval, seed_min=seed_min, seed_max=seed_max,
+                                      n_seeds=n_seeds))
 
 
 def subpopulation_attribute(schema: Schema, *, key: str = "subpopulation_attribute") -> str | None:

@@ -9,6 +9,7 @@ from kgbias_core.commands import (
     debias,
     findings,
     imports,
+    link_prediction,
     measures,
     prepare,
     report,
@@ -17,4 +18,5 @@ from kgbias_core.commands import (
 )
 
 #: In the order ``kgbias --help`` lists them.
-COMMANDS = (train, imports, measures, report, audit, data, prepare, debias, calibrate, findings, validate)
+COMMANDS = (train, imports, measures, link_prediction, report, audit, data, prepare, debias, calibrate, findings,
+            validate)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -37,10 +38,16 @@ def _findings(args: argparse.Namespace) -> None:
     document = {"model": config.get("name"), "dataset": config.get("dataset"), **model_fingerprint(args.model),
                 "findings": json.loads(frame.to_json(orient="records"))}
     write_text(json.dumps(document, indent=2), args.out)
+    family = config.get("family") if "seed_min" in frame.columns else None
+    if family:  # a member of a seed family: each finding read off the model also over its siblings
+        print(f"{config.get('name')} is one of {len(family['members'])} seeds of family {family['name']}: "
+              "a direction is stated only where the interval and the seed band both exclude no effect")
     for row in frame.itertuples():
         interval = f" [{row.low:+.3f}, {row.high:+.3f}]" if row.low == row.low else ""
         p_value = f" p {row.p_value:.2g}" if row.p_value == row.p_value else ""
-        print(f"{row.claim:3s} {row.key:30s} paper {row.paper:>16s}  {row.value:+.3f}{interval}{p_value}  "
+        seed_min, seed_max = getattr(row, "seed_min", math.nan), getattr(row, "seed_max", math.nan)
+        seeds = f" seeds [{seed_min:+.3f}, {seed_max:+.3f}]" if math.isfinite(seed_min) else ""
+        print(f"{row.claim:3s} {row.key:30s} paper {row.paper:>16s}  {row.value:+.3f}{interval}{p_value}{seeds}  "
               f"{row.verdict}  ({row.scope})")
     if config.get("negatives") == "none":  # imported: claim 3's influence re-drew the negatives
         print(f"influence: {negatives_label(seed=args.negative_seed or DEFAULT_NEGATIVE_SEED)}")

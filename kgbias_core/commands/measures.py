@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from kgbias_core.commands.common import (
     csv_out,
@@ -15,10 +16,15 @@ from kgbias_core.commands.common import (
 
 
 def _measures(args: argparse.Namespace) -> None:
+    from kgbias_core.families import family_seed_band
     from kgbias_core.tables import MEASURE_COLUMNS, measures_table
 
     frame = measures_table(load_analysis(args.model, device=args.device))
-    write_csv(frame[[*MEASURE_COLUMNS, "n_other_gender", "n_unknown_gender", "note"]], args.out)
+    frame = frame[[*MEASURE_COLUMNS, "n_other_gender", "n_unknown_gender", "note"]]
+    # A member of a seed family: its seed band after the documented columns (measures of every member).
+    band = family_seed_band(args.model, measures_of=lambda path: frame if Path(path) == Path(args.model) else
+                            measures_table(load_analysis(str(path), device=args.device)))
+    write_csv(frame if band is None else frame.merge(band, on="occupation", how="left"), args.out)
 
 
 def _individuals(args: argparse.Namespace) -> None:

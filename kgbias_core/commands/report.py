@@ -17,15 +17,19 @@ from kgbias_core.commands.common import (
 def _report(args: argparse.Namespace) -> None:
     from kgbias_core.embeddings.store import read_config
     from kgbias_core.errors import REPORT_NOT_A_RUN, REPORT_RUN_NOT_OF_MODEL, ModelStoreError
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
     from kgbias_core.report import occupation_report, whatif_run
     from kgbias_core.tasks import saved_noise_band
     from kgbias_core.whatif.runs import made_from
 
     analysis = load_analysis(args.model, args.negative_seed, device=args.device)
+    links = load_link_prediction(args.model)  # quoted where computed; a report never waits for it
+    measures = _measures_with_band(args.model, analysis, device=args.device)
     if args.occupations is not None:
         from kgbias_core.report import occupations_report
 
-        write_text(occupations_report(analysis, args.occupations), args.out)
+        write_text(occupations_report(analysis, args.occupations, measures=measures, link_prediction=links),
+                   args.out)
         print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
         print(f"wrote the report of {len(args.occupations)} occupation(s) to {args.out}")
         return
@@ -45,9 +49,26 @@ def _report(args: argparse.Namespace) -> None:
         label = analysis.groups.labels[analysis.groups.index(occupation)]
         comparison = compare_debiasing_task([args.model, *args.compare], occupations=[label],
                                             device=args.device).run(PrintedProgress())
-    write_text(occupation_report(analysis, occupation, run=run, comparison=comparison), args.out)
+    write_text(occupation_report(analysis, occupation, measures=measures, run=run, comparison=comparison,
+                                 link_prediction=links), args.out)
     print_negatives(analysis, None, negative_seed=args.negative_seed, exact_too=False)
     print(f"wrote the report to {args.out}")
+
+
+def _measures_with_band(model: str, analysis, *, device):
+    """The model's measures; for a member of a seed family with each measure's seed band (the report's "seed
+    band" column, and a lean only where it excludes 0 too); None for any other model (the report computes them)."""
+    from pathlib import Path
+
+    from kgbias_core.families import family_members, family_seed_band, with_seed_band
+    from kgbias_core.tables import measures_table
+
+    if family_members(model) is None:
+        return None
+    own = measures_table(analysis)
+    band = family_seed_band(model, measures_of=lambda path: own if Path(path).name == Path(model).name else
+                            measures_table(load_analysis(str(path), device=device)))
+    return with_seed_band(own, band)
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -35,6 +35,18 @@ def _train(args: argparse.Namespace) -> None:
         }.items()
         if v is not None
     }
+    if args.seeds is not None:
+        from kgbias_core.errors import FAMILY_NO_CALIBRATE, DataError
+        from kgbias_core.tasks import train_family_task
+
+        if args.calibrate:
+            raise DataError(FAMILY_NO_CALIBRATE)
+        family = train_family_task(args.dataset, out=Path(args.out), seeds=args.seeds, data_dir=args.data_dir,
+                                   schema=args.schema, names=args.names, overrides=overrides, overwrite=args.force,
+                                   inverse_occupation=args.inverse_occupation, device=args.device)
+        for path in family.run(PrintedProgress()):
+            print(f"saved {path} ({read_config(path)['train_seconds']:.1f}s)")
+        return
     task = train_task(args.dataset, out=Path(args.out), data_dir=args.data_dir, schema=args.schema,
                       names=args.names, overrides=overrides, calibrate=args.calibrate, overwrite=args.force,
                       inverse_occupation=args.inverse_occupation, device=args.device)
@@ -65,6 +77,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="add (o, r_p (inverse), s) for every occupation fact (Du's FB5M has this inverse)")
     train.add_argument("--calibrate", action="store_true",
                        help="TransE: calibrate the influence scale on 6 occupations, 13 masked retrains (METHODS §4)")
+    train.add_argument("--seeds", type=integer(2, 100),
+                       help="train this many seeds (--seed, --seed + 1, ...) of the config as one seed family: OUT "
+                            "for --seed, OUT-s<seed> for the others, each an ordinary model (one already there as "
+                            "this would train it is kept); measures then show each one's seed band")
     train.add_argument("--out", required=True, help="model directory, e.g. cached_models/fb15k237-transe")
     train.add_argument("--force", action="store_true", help="replace the model already at --out")
     train.set_defaults(handler=_train)

@@ -20,6 +20,9 @@ DISTANCES = ("squared_l2", "l2", "l1")
 IMPORT_FORMATS = ("npy", "pykeen", "dglke", "pbg")
 #: ``import --format random``: no files read, random untrained vectors (graphs too large to train here).
 RANDOM_FORMAT = "random"
+#: Seeds of a graph's default model that ``kgbias prepare`` trains as one family (issue 24: at least 3 for a
+#: seed band; :mod:`kgbias_core.families`).
+DEFAULT_FAMILY_SEEDS = 3
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
-"""Link prediction: tail scores, top-1 tails, filtered ranks, MRR / Hits@k, cached per model.
+"""Link prediction: head and tail scores, top-1 tails, filtered ranks, MRR / Hits@k, cached per model.
 
-The one home of link prediction. Schwertmann et al.'s fairness (:mod:`kgbias_core.measures.prediction_fairness`)
-reads its top-1 tails from here; the comparison and debiasing pages read the cached MRR / Hits@k table.
+The one home of link prediction. Every model is evaluated on both sides: the tail side ranks the true t of
+(h, r, ?), the head side the true h of (?, r, t), and ``both`` pools the two sides' ranks (PyKEEN's "both",
+the figure the literature reports for FB15k-237).
+Schwertmann et al.'s fairness (:mod:`kgbias_core.measures.prediction_fairness`) reads its top-1 tails
+from here; the comparison and debiasing pages read the cached MRR / Hits@k table.
 Filtered ranks follow Bordes et al. (2013) as Schwertmann, Kraft & Usbeck (2023) §4.3 report them.
 The model is only asked for scores: any PyKEEN model with ``score_t`` works.
 """
@@ -29,11 +32,16 @@ from kgbias_core.types import FloatTensor, LongTensor
 __all__ = [
     "LINK_PREDICTION_PARAMS",
     "LINK_PREDICTION_RESULT",
+    "SIDES",
     "before_after",
     "cached_link_prediction",
     "filtered_ranks",
+    "head_scores",
+    "headline",
     "known_triples",
     "link_prediction",
+    "link_prediction_sides",
+    "one_side",
     "link_prediction_table",
     "load_link_prediction",
     "predict_top1_tails",
@@ -43,8 +51,11 @@ __all__ = [
 
 #: Key of :func:`cached_link_prediction`'s table in a model's results folder.
 LINK_PREDICTION_RESULT = "link_prediction"
-#: What :func:`cached_link_prediction` evaluates: filtered tail ranks on the test split.
-LINK_PREDICTION_PARAMS = {"split": "test", "side": "tail", "filtered": True}
+#: The sides of a query, in the order of the cached table: heads (?, r, t), tails (h, r, ?), both pooled.
+SIDES = ("head", "tail", "both")
+#: What :func:`cached_link_prediction` evaluates: filtered, realistic ranks on the test split, both sides
+#: (a table cached before heads were ranked has other params and is recomputed).
+LINK_PREDICTION_PARAMS = {"split": "test", "sides": list(SIDES), "filtered": True, "ties": "realistic"}
 
 
 def _check_triples(triples: LongTensor, what: str) -> None:
@@ -64,18 +75,30 @@ def tail_scores(model: Model, hr: LongTensor) -> FloatTensor:
     q = h + r turns the [b, E, d] broadcast of ``score_t`` into one [b, d] x [d, E] matmul — the
     difference between minutes and seconds on a CPU. Every other model uses its own ``score_t``.
     """
-    interaction = getattr(model, "interaction", None)
-    if (
-        isinstance(interaction, TransEInteraction)
-        and interaction.p == 2
-        and interaction.power_norm
-        and len(model.entity_representations) == 1
-        and len(model.relation_representations) == 1
-    ):
+    if _squared_l2_transe(model):
         entities = model.entity_representations[0](indices=None)  # [E, d]
         q = entities[hr[:, 0]] + model.relation_representations[0](indices=hr[:, 1])  # [b, d]
         return -(q.pow(2).sum(-1, keepdim=True) - 2 * q @ entities.T + entities.pow(2).sum(-1))
     return model.score_t(hr)
+
+
+def _squared_l2_transe(model: Model) -> bool:
+    interaction = getattr(model, "interaction", None)
+    return (isinstance(interaction, TransEInteraction) and interaction.p == 2 and bool(interaction.power_norm)
+            and len(model.entity_representations) == 1 and len(model.relation_representations) == 1)
+
+
+def head_scores(model: Model, rt: LongTensor) -> FloatTensor:
+    """Scores of (h, r, t) for every entity h. Shapes: rt [b, 2] (relation, tail) -> [b, E].
+
+    For TransE with squared L2, ||h + r - t||^2 = ||h - q||^2 with q = t - r: the same one matmul as
+    :func:`tail_scores`. Every other model uses its own ``score_h``.
+    """
+    if _squared_l2_transe(model):
+        entities = model.entity_representations[0](indices=None)  # [E, d]
+        q = entities[rt[:, 1]] - model.relation_representations[0](indices=rt[:, 0])  # [b, d]
+        return -(q.pow(2).sum(-1, keepdim=True) - 2 * q @ entities.T + entities.pow(2).sum(-1))
+    return model.score_h(rt)
 
 
 def predict_top1_tails(model: Model, *, heads: LongTensor, relation: int, batch_size: int = 64) -> LongTensor:
@@ -96,20 +119,32 @@ def predict_top1_tails(model: Model, *, heads: LongTensor, relation: int, batch_
     return out
 
 
-def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batch_size: int = 64) -> FloatTensor:
-    """Filtered rank of each true tail among all entities (Bordes et al. 2013; Schwertmann §4.3).
+def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batch_size: int = 64,
+                   side: str = "tail") -> FloatTensor:
+    """Filtered rank of each true tail (``side="tail"``) or head (``"head"``) among all entities
+    (Bordes et al. 2013; Schwertmann §4.3).
 
-    For (h, r, t): every other tail t' with (h, r, t') in ``known`` is removed before ranking
-    (pass train + valid + test as ``known``; t itself may be in it). Realistic rank for ties,
-    as PyKEEN's default: rank = 1 + #{score > s_t} + #{score == s_t, other entity} / 2.
-    Shapes: triples [n, 3], known [m, 3] -> [n] float ranks >= 1 (1 = best). Tail side only.
+    Tail side, for (h, r, t): every other tail t' with (h, r, t') in ``known`` is removed before ranking
+    (pass train + valid + test as ``known``; t itself may be in it). The head side is the mirror: every
+    other h' with (h', r, t) in ``known`` is removed. Realistic rank for ties, as PyKEEN's default (the mean
+    of the optimistic and the pessimistic rank): rank = 1 + #{score > s_true} + #{score == s_true, other
+    entity} / 2. Shapes: triples [n, 3], known [m, 3] -> [n] float ranks >= 1 (1 = best).
     """
+    if side not in ("head", "tail"):
+        raise ValueError(f"side must be 'head' or 'tail', not {side!r}")
     triples = torch.as_tensor(triples, dtype=torch.long, device=model.device)
     known = torch.as_tensor(known, dtype=torch.long, device=model.device)
     _check_triples(triples, "triples")
     _check_triples(known, "known")
+    if side == "head":
+        # (anchor, r, answer) = (t, r, h): the tail-side search below, with heads as the answers
+        triples, known = triples[:, [2, 1, 0]], known[:, [2, 1, 0]]
+
+    def scores_of(batch: LongTensor) -> FloatTensor:  # [b, 3] (anchor, r, answer) -> [b, E]
+        return tail_scores(model, batch[:, :2]) if side == "tail" else head_scores(model, batch[:, [1, 0]])
+
     n_relations = max(model.num_relations, int(known[:, 1].max()) + 1 if known.numel() else 0)
-    # Sorted (h, r) keys let each batch find its known tails by binary search, without a
+    # Sorted (anchor, r) keys let each batch find its known answers by binary search, without a
     # Python dict over all known triples.
     known_keys = known[:, 0] * n_relations + known[:, 1]
     order = torch.argsort(known_keys)
@@ -118,7 +153,7 @@ def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batc
     with torch.no_grad():
         for start in range(0, triples.shape[0], batch_size):
             batch = triples[start : start + batch_size]  # [b, 3]
-            scores = tail_scores(model, batch[:, :2]).to(torch.float64)  # [b, E]
+            scores = scores_of(batch).to(torch.float64)  # [b, E]
             rows = torch.arange(batch.shape[0], device=model.device)
             true_scores = scores[rows, batch[:, 2]].unsqueeze(1)  # [b, 1]
             keys = batch[:, 0] * n_relations + batch[:, 1]
@@ -131,7 +166,7 @@ def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batc
             # NaN compares False with everything: filtered entities are neither better nor tied
             scores[hit_rows[other], hit_tails[other]] = float("nan")
             better = (scores > true_scores).sum(dim=1)
-            tied = (scores == true_scores).sum(dim=1) - 1  # minus the true tail itself
+            tied = (scores == true_scores).sum(dim=1) - 1  # minus the true answer itself
             ranks[start : start + batch.shape[0]] = 1.0 + better + 0.5 * tied
     return ranks.to(torch.float32)
 
@@ -147,36 +182,77 @@ def rank_metrics(ranks: FloatTensor | np.ndarray | Sequence[float]) -> dict[str,
     return metrics
 
 
-def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_size: int = 256) -> dict[str, float]:
-    """Filtered tail-prediction MRR, Hits@1/3/10 on the model's test split (occupation queries only if asked).
-
-    -> :func:`rank_metrics` of the test triples' filtered ranks; {} when the model has no test split.
-    """
+def _test_queries(model: StoredModel, occupation_only: bool) -> LongTensor | None:
     test = model.test_triples
     if test is None or not len(test):
-        return {}
+        return None
     if occupation_only:
         test = test[test[:, 1] == model.relation_id(model.schema.occupation_relation)]
-    ranks = filtered_ranks(pykeen_model(model), triples=test, known=known_triples(model), batch_size=batch_size)
+    return test
+
+
+def link_prediction_sides(model: StoredModel, *, occupation_only: bool = False,
+                          batch_size: int = 256) -> dict[str, dict[str, float]]:
+    """Filtered MRR, Hits@1/3/10 of the test split on each side: {"head": ..., "tail": ..., "both": ...}.
+
+    ``both`` is :func:`rank_metrics` of the head and tail ranks pooled (each test triple counted twice, as
+    PyKEEN's ``both``); {} when the model has no test split (or no occupation query, if asked).
+    """
+    test = _test_queries(model, occupation_only)
+    if test is None or not len(test):
+        return {}
+    scorer, known = pykeen_model(model), known_triples(model)
+    ranks = {side: filtered_ranks(scorer, triples=test, known=known, batch_size=batch_size, side=side)
+             for side in ("head", "tail")}
+    return {"head": rank_metrics(ranks["head"]), "tail": rank_metrics(ranks["tail"]),
+            "both": rank_metrics(torch.cat([ranks["head"].cpu(), ranks["tail"].cpu()]))}
+
+
+def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_size: int = 256,
+                    side: str = "tail") -> dict[str, float]:
+    """Filtered MRR, Hits@1/3/10 on the model's test split (occupation queries only if asked), one side.
+
+    ``side``: "tail" (the default, as before heads were ranked), "head" or "both" (pooled, PyKEEN's "both").
+    -> :func:`rank_metrics` of the test triples' filtered ranks; {} when the model has no test split.
+    """
+    if side == "both":
+        return link_prediction_sides(model, occupation_only=occupation_only, batch_size=batch_size).get("both", {})
+    test = _test_queries(model, occupation_only)
+    if test is None or not len(test):
+        return {}
+    ranks = filtered_ranks(pykeen_model(model), triples=test, known=known_triples(model), batch_size=batch_size,
+                           side=side)
     return rank_metrics(ranks)
 
 
 def cached_link_prediction(model_dir: Path | str, *, device: torch.device | str = "cpu") -> pd.DataFrame:
-    """Filtered MRR and Hits@1/3/10 (tails) on the test split, all queries and occupation queries.
+    """Filtered MRR and Hits@1/3/10 on the test split: all queries and occupation queries, each on the head
+    side, the tail side and both pooled.
 
-    Computed once per model and cached beside it (:func:`kgbias_core.embeddings.store.save_result`);
-    -> one row per query set: ``queries, n, mr, mrr, hits@1, hits@3, hits@10``. The ranking runs on
-    ``device`` (the model is loaded there).
+    Computed once per model and cached beside it with its config and data hash
+    (:func:`kgbias_core.embeddings.results.save_result`); -> one row per query set and side:
+    ``queries, side, n, mr, mrr, hits@1, hits@3, hits@10``. :func:`one_side` picks one side's rows. The
+    ranking runs on ``device`` (the model is loaded there).
     """
     cached = load_link_prediction(model_dir)
     if cached is not None:
         return cached
     model = load_model(model_dir, device=device)
-    rows = [{"queries": "all", **link_prediction(model)},
-            {"queries": "occupation", **link_prediction(model, occupation_only=True)}]
+    rows = []
+    for queries, occupation_only in (("all", False), ("occupation", True)):
+        sides = link_prediction_sides(model, occupation_only=occupation_only)
+        rows += [{"queries": queries, "side": side, **sides.get(side, {})} for side in SIDES]
     frame = pd.DataFrame(rows)
     save_result(model_dir, LINK_PREDICTION_RESULT, frame, params=LINK_PREDICTION_PARAMS)
     return frame
+
+
+def one_side(frame: pd.DataFrame, side: str) -> pd.DataFrame:
+    """The rows of one side of a :func:`cached_link_prediction` table (one row per query set), without the
+    ``side`` column: the shape of the table before heads were ranked."""
+    if "side" not in frame.columns:
+        return frame
+    return frame[frame["side"] == side].drop(columns="side").reset_index(drop=True)
 
 
 def load_link_prediction(model_dir: Path | str) -> pd.DataFrame | None:
@@ -185,12 +261,28 @@ def load_link_prediction(model_dir: Path | str) -> pd.DataFrame | None:
 
 
 def link_prediction_table(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Several models' :func:`cached_link_prediction` tables stacked, model name first."""
+    """Several models' :func:`cached_link_prediction` tables stacked, model name first (``side`` after the
+    query set where the tables have one)."""
     frame = pd.concat([f.assign(model=name) for name, f in frames.items()], ignore_index=True)
-    return frame[["model", "queries", "n", "mrr", "hits@1", "hits@3", "hits@10", "mr"]]
+    keys = ["model", "queries", *(["side"] if "side" in frame.columns else [])]
+    return frame[[*keys, "n", "mrr", "hits@1", "hits@3", "hits@10", "mr"]]
 
 
 def before_after(base: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
-    """MRR and Hits@10 of a base model and a what-if of it, per query set."""
-    columns = ["queries", "n", "mrr", "hits@10"]
-    return base[columns].merge(run[["queries", "mrr", "hits@10"]], on="queries", suffixes=(" before", " after"))
+    """MRR and Hits@10 of a base model and a what-if of it, per query set (and side, where both have one)."""
+    keys = ["queries", *(["side"] if "side" in base.columns and "side" in run.columns else [])]
+    return base[[*keys, "n", "mrr", "hits@10"]].merge(run[[*keys, "mrr", "hits@10"]], on=keys,
+                                                      suffixes=(" before", " after"))
+
+
+def headline(frame: pd.DataFrame | None) -> dict[str, float] | None:
+    """The one line a model's link prediction is quoted by: filtered MRR and Hits@1/3/10 of all test
+    queries, both sides pooled (tail side for a table cached before heads were ranked); None if absent."""
+    if frame is None:
+        return None
+    rows = one_side(frame, "both")
+    rows = rows[rows["queries"] == "all"]
+    if rows.empty or pd.isna(rows.iloc[0].get("mrr")):
+        return None
+    row = rows.iloc[0]
+    return {k: float(row[k]) for k in ("n", "mrr", "hits@1", "hits@3", "hits@10")}

@@ -15,7 +15,7 @@ from kgbias_core.embeddings.store import (
     load_model,
     save_model,
 )
-from kgbias_core.evaluation.link_prediction import cached_link_prediction
+from kgbias_core.evaluation.link_prediction import cached_link_prediction, one_side
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks.base import Task, _key, check_retrains
 
@@ -81,7 +81,7 @@ def compare_debiasing_task(model_dirs: Sequence[Path | str], *, occupations: Seq
         paths = {id(model): Path(d) for model, d in zip(models, model_dirs, strict=True)}
 
         def links(model: StoredModel) -> dict[str, float]:
-            frame = cached_link_prediction(paths[id(model)])
+            frame = one_side(cached_link_prediction(paths[id(model)]), "both")  # as comparison_table's default
             rows = frame[frame["queries"] == "all"]
             return {} if rows.empty else {k: float(v) for k, v in rows.iloc[0].items() if k != "queries"}
 

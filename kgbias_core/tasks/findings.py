@@ -22,6 +22,7 @@ from kgbias_core.embeddings.store import (
 from kgbias_core.errors import (
     ModelStoreError,
 )
+from kgbias_core.families import family_members
 from kgbias_core.influence.closed_form import debiasing_removal
 from kgbias_core.influence.negatives import DEFAULT_NEGATIVE_SEED
 from kgbias_core.jobs import Progress
@@ -91,10 +92,11 @@ def add_runs(model_dir: Path | str, *, c: float | None = PAPER_ADD_C) -> list[Pa
 def findings_inputs(model_dir: Path | str, *, census: Path | None = None, year: int | None = None,
                     negative_seed: int | None = None) -> dict[str, Any]:
     """What a findings table was computed from besides the model: the cached curves, the Add runs, the
-    noise band, the census file and, for a model without frozen negatives, the seed influence re-drew
-    them from. A table made from other inputs is recomputed (``saved_findings``)."""
+    noise band, the census file, for a model without frozen negatives the seed influence re-drew
+    them from, and for a member of a seed family the members (their seed band). A table made from other
+    inputs is recomputed (``saved_findings``)."""
     return _inputs(saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir), census=census, year=year,
-                   negative_seed=_redraw_seed(model_dir, negative_seed))
+                   negative_seed=_redraw_seed(model_dir, negative_seed), family=family_members(model_dir))
 
 
 def _redraw_seed(model_dir: Path | str, negative_seed: int | None) -> int | None:
@@ -105,7 +107,8 @@ def _redraw_seed(model_dir: Path | str, negative_seed: int | None) -> int | None
 
 
 def _inputs(curves: Mapping[str, pd.DataFrame], runs: Sequence[Path], noise: pd.DataFrame | None, *,
-            census: Path | None, year: int | None, negative_seed: int | None = None) -> dict[str, Any]:
+            census: Path | None, year: int | None, negative_seed: int | None = None,
+            family: Sequence[Path] | None = None) -> dict[str, Any]:
     inputs = {
         "curves": sorted(curves),
         "add_runs": sorted(path.name for path in runs),
@@ -113,8 +116,48 @@ def _inputs(curves: Mapping[str, pd.DataFrame], runs: Sequence[Path], noise: pd.
         "census": str(Path(census).resolve()) if census is not None and Path(census).is_file() else None,
         "year": year,
     }
-    # Only where re-drawn: a model with frozen negatives keeps its cached findings' key.
-    return inputs if negative_seed is None else {**inputs, "negative_seed": negative_seed}
+    # Only where re-drawn, or a member of a family: any other model keeps its cached findings' key.
+    if negative_seed is not None:
+        inputs["negative_seed"] = negative_seed
+    if family:
+        inputs["family"] = [path.name for path in family]
+    return inputs
+
+
+#: The findings read off one model alone (claims 1-3 and 6, no retrains), cached beside a family member for
+#: its siblings' seed bands (:func:`read_off_findings`).
+READ_OFF_FINDINGS = "findings_read_off"
+
+
+def _census_correlations(measures: pd.DataFrame, model: StoredModel, census: Path | None,
+                         year: int | None) -> pd.DataFrame | None:
+    """Claim 6's correlations, or None without a census file or a pairing for the graph."""
+    from kgbias_core.data.census import PAIRING_RESOURCES, census_validation
+
+    if census is None or not Path(census).is_file() or model.dataset not in PAIRING_RESOURCES:
+        return None
+    correlations, joined = census_validation(measures, census_path=census, year=year, dataset=model.dataset)
+    return None if joined.empty else correlations
+
+
+def read_off_findings(model_dir: Path | str, *, census: Path | None = None, year: int | None = None,
+                      device: torch.device | str | None = None) -> pd.DataFrame:
+    """The claims read off the model at ``model_dir`` alone (:data:`kgbias_core.findings.READ_OFF_CLAIMS`; 4 and
+    5 not measured): one member's share of a family's seed band. Cached beside it (:data:`READ_OFF_FINDINGS`)."""
+    from kgbias_core.findings import findings_frame, model_findings
+    from kgbias_core.tables import measures_table
+
+    params = _inputs({}, [], None, census=census, year=year)
+    cached = load_result(model_dir, READ_OFF_FINDINGS, params=params)
+    if cached is not None:
+        return cached
+    model = load_model(model_dir, device=resolve_device(device))
+    analysis = ModelAnalysis(model)
+    measures = measures_table(analysis)
+    frame = findings_frame(model_findings(analysis, measures, census=_census_correlations(measures, model, census,
+                                                                                          year)))
+    save_result(model_dir, READ_OFF_FINDINGS, frame, params=params)
+    return frame
 
 
 def findings_task(
@@ -137,8 +180,7 @@ def findings_task(
     None or a graph without a pairing: not measured). ``negative_seed``: for a model without frozen
     negatives, the seed claim 3's influence re-draws them from (default 0; its findings say approximate).
     """
-    from kgbias_core.data.census import PAIRING_RESOURCES, census_validation
-    from kgbias_core.findings import findings_frame, model_findings
+    from kgbias_core.findings import family_findings, findings_frame, model_findings
     from kgbias_core.tables import measures_table
 
     device = resolve_device(device)
@@ -151,10 +193,7 @@ def findings_task(
         analysis = ModelAnalysis(model, negative_seed=DEFAULT_NEGATIVE_SEED if seed is None else seed)
         progress.update(stage="measuring", message="every measure with its bootstrap interval")
         measures = measures_table(analysis)
-        correlations = None
-        if census is not None and Path(census).is_file() and model.dataset in PAIRING_RESOURCES:
-            correlations, joined = census_validation(measures, census_path=census, year=year, dataset=model.dataset)
-            correlations = None if joined.empty else correlations
+        correlations = _census_correlations(measures, model, census, year)
         progress.update(stage="measuring", message="the top-influence triples of every occupation")
         curves, runs, noise = saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir)
         others = [f"{path.name} (c = {add_c(read_config(path))})" for path in add_runs(model_dir, c=None)
@@ -163,8 +202,17 @@ def findings_task(
                                               add_runs=[ModelAnalysis(load_model(path, device=device))
                                                         for path in runs],
                                               add_refused=others))
+        family = family_members(model_dir)
+        if family is not None:  # every claim read off the model, measured on each sibling: its seed band
+            own = Path(model_dir).name
+            siblings = []
+            for member in family:
+                if member.name != own:
+                    progress.update(stage="measuring", message=f"the findings of {member.name} (seed band)")
+                    siblings.append(read_off_findings(member, census=census, year=year, device=device))
+            frame = family_findings(frame, [frame, *siblings])
         save_result(model_dir, FINDINGS, frame,
-                    params=_inputs(curves, runs, noise, census=census, year=year, negative_seed=seed))
+                    params=_inputs(curves, runs, noise, census=census, year=year, negative_seed=seed, family=family))
         return frame
 
     return Task(key=_key("findings", model_dir, census=str(census), year=year, retrain=list(retrain), k=k,

@@ -116,6 +116,60 @@ def train_task(
     return Task(key=_key("train", out=str(out)), run=run)
 
 
+def train_family_task(
+    dataset: str,
+    *,
+    out: Path,
+    seeds: int,
+    data_dir: Path | str | None = None,
+    schema: str | None = None,
+    names: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    inverse_occupation: bool = False,
+    device: torch.device | str | None = None,
+    from_existing: bool = False,
+) -> Task[list[str]]:
+    """Train ``seeds`` seeds of one config as a seed family (:func:`kgbias_core.families.train_family`): ``out``
+    itself for the config's seed, ``out.parent/<out.name>-s<seed>`` for seed + 1, ..., each an ordinary model.
+    The config is :func:`train_task`'s (the data set's default with ``overrides``); with ``from_existing``, the
+    config of the model already at ``out`` where there is one (its siblings join it: ``prepare`` and the
+    sidebar make the default model a family this way). Members already in the store as this training would
+    make them are kept (:func:`~kgbias_core.families.train_family`). ``device`` as :func:`train_task`'s.
+    -> the members' directories. One job per family: the key is ``out`` and ``seeds``.
+    """
+    from kgbias_core.embeddings.store import is_model_dir, load_model
+    from kgbias_core.embeddings.training_cost import check_retrain_fits
+    from kgbias_core.families import train_family
+
+    device = resolve_device(device)
+
+    def run(progress: Progress) -> list[str]:
+        progress.update(stage="loading data")
+        graph = load_graph(dataset, data_dir, schema=schema, names=names, inverse_occupation=inverse_occupation)
+        if from_existing and is_model_dir(out):
+            config = load_model(out).config  # the default model's own config, whatever the defaults are now
+        else:
+            config = replace(train_config(graph.name), **(overrides or {}))
+        check_retrain_fits(what=f"a family of {seeds} seeds", n_triples=graph.training.num_triples,
+                           n_entities=graph.training.num_entities, n_relations=graph.training.num_relations,
+                           dim=config.dim, batch_size=config.batch_size, epochs=config.epochs, retrains=seeds,
+                           optimizer=config.optimizer)
+
+        def on_member(member: str, i: int, n: int) -> None:
+            # The stage clock restarts per member: the time left is that member's.
+            progress.update(stage=f"training {i + 1} of {n}", step=0, total=config.epochs,
+                            message=f"training {member}")
+
+        paths = train_family(graph, config, name=out.name, seeds=[config.seed + i for i in range(seeds)],
+                             store=out.parent, overwrite=overwrite, device=device, on_member=on_member,
+                             on_epoch=progress.as_callback(), should_stop=progress.should_stop)
+        progress.update(stage="saved", message=f"family {out.name}: {', '.join(p.name for p in paths)}")
+        return [str(p) for p in paths]
+
+    return Task(key=_key("train_family", out=str(out), seeds=seeds), run=run)
+
+
 def import_task(
     fmt: str,
     *,

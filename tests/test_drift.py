@@ -1,0 +1,39 @@
+"""experiments/drift/drift.py (issue 24): the drift of B_gr between two models in units of the seed band."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kgbias_core.families import seed_band
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _drift():
+    spec = importlib.util.spec_from_file_location("drift", REPO / "experiments" / "drift" / "drift.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _measures(values: list[float], n_female: int = 9) -> pd.DataFrame:
+    return pd.DataFrame({"occupation": ["a", "b"], "name": ["A", "B"], "n_male": [10, 10],
+                         "n_female": [n_female, 2], "group_bias": values})
+
+
+def test_drift_is_b_minus_a_in_units_of_the_seed_std_and_range() -> None:
+    drift = _drift()
+    members = [_measures([0.1, 0.5]), _measures([0.3, 0.0]), _measures([0.2, 0.1])]
+    band = seed_band(members, measures=("group_bias",))
+    table = drift.drift_table(_measures([0.1, 0.5]), _measures([0.25, 0.4]), band, minimum=5)
+    assert list(table["occupation"]) == ["a"]  # b has 2 women: below the minimum
+    row = table.iloc[0]
+    assert row["drift"] == pytest.approx(0.15)
+    assert row["drift_in_std"] == pytest.approx(0.15 / pd.Series([0.1, 0.3, 0.2]).std())
+    assert row["drift_in_range"] == pytest.approx(0.15 / 0.2)
+    assert list(table.columns) == list(drift.COLUMNS)
+    assert "1 occupations" in drift.summary(table)
