@@ -10,6 +10,7 @@ from kgbias_core.commands import (
     findings,
     imports,
     measures,
+    plan,
     prepare,
     report,
     train,
@@ -17,4 +18,4 @@ from kgbias_core.commands import (
 )
 
 #: In the order ``kgbias --help`` lists them.
-COMMANDS = (train, imports, measures, report, audit, data, prepare, debias, calibrate, findings, validate)
+COMMANDS = (train, imports, measures, report, audit, data, prepare, debias, plan, calibrate, findings, validate)
