@@ -24,17 +24,18 @@ def store(tiny_store: Path, tmp_path: Path) -> Path:
 def test_plan_prints_the_plan_and_writes_its_triples(store: Path, tmp_path: Path, capsys) -> None:
     base = store / "tiny-transe"
     out = tmp_path / "plan.csv"
-    assert main(["plan", "--model", str(base), "--occupations", "Nurse", "--tolerance", "0.3", "--out", str(out)]) == 0
+    argv = ["plan", "--model", str(base), "--occupations", "Journalist", "--tolerance", "0.3", "--out", str(out)]
+    assert main(argv) == 0
     printed = capsys.readouterr().out
     analysis = ModelAnalysis(load_model(base))
     config = PlanConfig(tolerance=0.3)
-    expected = plan_removal(analysis, resolve_targets(analysis, ["nurse"], config=config), config=config)
+    expected = plan_removal(analysis, resolve_targets(analysis, ["journalist"], config=config), config=config)
     written = pd.read_csv(out)
     assert written["row"].tolist() == list(expected.removed)
-    assert {"order", "row", "in words", "head", "relation", "tail", "influence:nurse"} <= set(written.columns)
+    assert {"order", "row", "in words", "head", "relation", "tail", "influence:journalist"} <= set(written.columns)
     assert f"plan: remove {len(expected.removed)} training triples — meets its bounds" in printed
     (outcome,) = expected.targets
-    assert f"Nurse: B_gr {outcome.before:+.4f} -> predicted {outcome.after:+.4f}" in printed
+    assert f"Journalist: B_gr {outcome.before:+.4f} -> predicted {outcome.after:+.4f}" in printed
     assert "collateral: 0 of" in printed and "link-prediction proxy" in printed
     assert written["in words"].iloc[0] in printed  # the triples in words
     assert list_models(store) == ["tiny-transe"]  # planning alone retrains and saves nothing
@@ -42,12 +43,13 @@ def test_plan_prints_the_plan_and_writes_its_triples(store: Path, tmp_path: Path
 
 def test_plan_verify_retrains_and_records_predicted_and_actual(store: Path, capsys) -> None:
     base = store / "tiny-transe"
-    assert main(["plan", "--model", str(base), "--occupations", "nurse", "--tolerance", "0.3", "--verify"]) == 0
+    assert main(["plan", "--model", str(base), "--occupations", "journalist", "--tolerance", "0.3", "--verify"]) == 0
     printed = capsys.readouterr().out
     record = saved_verifications(base)
-    assert len(record) == 1 and record["occupation"].iloc[0] == "nurse"
+    assert len(record) == 1 and record["occupation"].iloc[0] == "journalist"
     row = record.iloc[0]
-    assert f"verified Nurse: predicted {row['predicted']:+.4f}" in printed and f"actual {row['actual']:+.4f}" in printed
+    assert f"verified Journalist: predicted {row['predicted']:+.4f}" in printed
+    assert f"actual {row['actual']:+.4f}" in printed
     assert row["run"] in list_models(store) and pd.notna(row["mrr_before"]) and pd.notna(row["mrr_after"])
 
 

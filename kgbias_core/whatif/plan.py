@@ -1,7 +1,7 @@
 """Plan a debiasing edit (issue 29): the smallest removal whose predicted B_gr lands in a target interval.
 
 Given target occupations and an interval for each (default: 0 +- the occupation's noise band, else
-0 +- ``tolerance`` x |B_gr|), the planner chooses training triples to remove so that
+0 +- ``tolerance`` x max(|B_gr|, median |B_gr|)), the planner chooses training triples to remove so that
 
 - every target's predicted B_gr (Du Eq. 2, METHODS §1) lands inside its interval,
 - every other occupation's predicted change stays inside its band (the noise band's spread where the
@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -50,6 +51,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.objective import transe_distance
 from kgbias_core.embeddings.results import load_result, save_result
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import (
@@ -63,12 +65,11 @@ from kgbias_core.errors import (
     PLAN_UNDEFINED_TARGET,
     MeasureError,
 )
-from kgbias_core.influence.iterative import conjugate_gradients, group_bias_rhs, influence_from_solution
+from kgbias_core.influence.iterative import group_bias_rhs, influence_from_solution
 from kgbias_core.influence.prediction import (
     CONDITION_EPS,
     ESTIMATOR,
     WhatIfPrediction,
-    absolute_curvature_hvp,
     band_factor,
     removal_gradient,
 )
@@ -91,9 +92,9 @@ class PlanConfig:
 
     max_triples: int = 2000  # the largest removal set proposed (over all targets)
     max_link_share: float = 0.01  # bound on the link-prediction proxy (LINK_PROXY), a share of evidence
-    # without a noise band: target 0 +- tolerance x |B_gr|, the others' bands tolerance x max(|B_gr|, median |B_gr|)
+    # without a noise band: targets 0 +- and the others' bands of tolerance x max(|B_gr|, median |B_gr|)
     tolerance: float = 0.1
-    aim: float = 0.5  # the k search aims at this middle share of the target interval (the estimator's error)
+    aim: float = 0.2  # the k search aims at this middle share of the target interval (the estimator's error)
     min_group_size: int = MIN_GROUP_SIZE  # other occupations with fewer men or women are not bounded (as the Overview)
     keep_groups: bool = True  # never remove a profession or gender fact: M_o and F_o stay as they are
     max_solves: int = 8  # Newton steps (conjugate-gradient solves) per target in the k search
@@ -181,13 +182,14 @@ def resolve_targets(
 ) -> tuple[Target, ...]:
     """The targets of ``occupations`` (labels or names): the interval given in ``intervals`` (keyed by label or
     name), else 0 +- the noise band's spread (``noise``: :func:`~kgbias_core.whatif.runs.noise_band`), else
-    0 +- ``config.tolerance`` x |B_gr|. A change inside the spread is what the lab calls noise, so a B_gr
-    within it of 0 is as near 0 as retraining can tell."""
+    0 +- ``config.tolerance`` x max(|B_gr|, median |B_gr|) (:func:`_median_bias`). A change inside the spread is
+    what the lab calls noise, so a B_gr within it of 0 is as near 0 as retraining can tell."""
     if not occupations:
         raise MeasureError(PLAN_NO_TARGETS)
     groups = analysis.groups
     given = {groups.labels[groups.index(k)]: v for k, v in (intervals or {}).items()}
     spreads = _spreads(noise)
+    floor = _median_bias(analysis, config)
     targets, seen = [], set()
     for occupation in occupations:
         label = groups.labels[groups.index(occupation)]
@@ -207,11 +209,22 @@ def resolve_targets(
             half = spreads[label]
             targets.append(Target(label, -half, half, "0 ± the noise band's spread (retrains under other seeds)"))
         else:
-            half = config.tolerance * abs(bias)
-            targets.append(Target(label, -half, half, f"0 ± {config.tolerance:g} × |B_gr| (no noise band yet)"))
+            half = config.tolerance * max(abs(bias), floor)
+            targets.append(Target(label, -half, half, f"0 ± {config.tolerance:g} × max(|B_gr|, median |B_gr| = "
+                                                      f"{floor:.3g}) (no noise band yet)"))
     if given:  # an interval for an occupation that is not a target: a typo, never silently dropped
         raise MeasureError(PLAN_TARGET_NOT_PLANNED.format(occupations=", ".join(sorted(given))))
     return tuple(targets)
+
+
+def _median_bias(analysis: ModelAnalysis, config: PlanConfig) -> float:
+    """The median |B_gr| over the occupations with at least ``min_group_size`` men and women: the floor of the
+    tolerance bands, so that an occupation already near 0 is not asked to land within a hair of it."""
+    groups = analysis.groups
+    before = analysis.group_bias().double().cpu().numpy()
+    size = torch.minimum(groups.n_male, groups.n_female).cpu().numpy()
+    bounded = np.isfinite(before) & (size >= max(1, config.min_group_size))
+    return float(np.median(np.abs(before[bounded]))) if bounded.any() else 0.0
 
 
 def collateral_bands(analysis: ModelAnalysis, *, noise: pd.DataFrame | None,
@@ -231,7 +244,7 @@ def collateral_bands(analysis: ModelAnalysis, *, noise: pd.DataFrame | None,
         bands = np.array([spreads.get(label, np.nan) for label in groups.labels], dtype=np.float64)
         source = "the noise band's spread (retrains under other seeds)"
     else:
-        floor = float(np.median(np.abs(before[bounded]))) if bounded.any() else 0.0
+        floor = _median_bias(analysis, config)
         bands = config.tolerance * np.maximum(np.abs(before), floor)
         source = f"{config.tolerance:g} × max(|B_gr|, median |B_gr| = {floor:.3g}) (no noise band yet)"
     return np.where(bounded, bands, np.nan), source
@@ -267,18 +280,122 @@ def group_facts(analysis: ModelAnalysis) -> np.ndarray:
     return ((relation == groups.occupation_relation) | (relation == groups.gender_relation)).cpu().numpy()
 
 
-# --- the Newton step, shared by every solve of one plan ----------------------------------------------
+# --- the Newton step, on |H| as the sparse matrix it is ---------------------------------------------------
+#: Relative residual at which the solves stop: conjugate_gradients' default in prediction.py.
+SOLVE_TOLERANCE = 1e-6
+#: The k search's solves stop earlier: they only tell whether a prefix reaches the target; the plan's own
+#: prediction is solved again to SOLVE_TOLERANCE, from the search's step.
+SEARCH_TOLERANCE = 1e-3
+#: The most preconditioned CG iterations of one solve (FB15k-237 needs about 30 to 1e-6).
+SOLVE_ITERATIONS = 1000
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """sum(a * b) without a temporary, and without BLAS: numpy's BLAS threads spin against a loaded CPU (a dot of
+    10 MB took 100x longer through np.vdot on the shared 2-core machine)."""
+    return float(np.einsum("ij,ij->", a, b))
+
+
+class SparseCurvature:
+    """|H| of :func:`~kgbias_core.influence.prediction.absolute_curvature_hvp` as a sparse matrix, and its solves.
+
+    psi(z) = ||h + r - t||^2 = ||c_z^T theta||^2 per embedding dimension, c_z = +1 at h, +1 at r, -1 at t, so
+    d^2 psi(z) = 2 c_z c_z^T (x) I_d and
+
+        |H| = (l2 I + 2 sum_{z active} (c_z c_z^T + c_z' c_z'^T)) (x) I_d = M (x) I_d,
+
+    M one sparse (E + R) x (E + R) matrix shared by the d dimensions (the same active test as the HVP's, the same
+    damping as :func:`~kgbias_core.influence.prediction.newton_removal_prediction`). A solve |H|^{-1} G is then
+    M^{-1} G for G [E + R, d], by conjugate gradients preconditioned with M's diagonal (the hubs' degrees spread
+    it over orders of magnitude). Why not the HVP: on FB15k-237 one autograd HVP took 190 ms and a solve ~95 of
+    them (18 s, loaded 2-core CPU); M @ G is one sparse product and Jacobi needs ~35 iterations.
+    """
+
+    def __init__(self, model: StoredModel) -> None:
+        from scipy import sparse
+
+        E0, R0 = model.entity_embeddings.detach(), model.relation_embeddings.detach()
+        with torch.no_grad():  # the active test of absolute_curvature_hvp, as it is written there
+            distance = transe_distance(entities=E0, relations=R0, triples=model.triples)
+            negative = transe_distance(entities=E0, relations=R0, triples=model.frozen_negatives)
+            active = (model.config.margin + distance - negative) > 0
+        both = torch.cat([model.triples[active], model.frozen_negatives[active]]).cpu().numpy()
+        self.n_entities, n = model.n_entities, model.n_entities + model.n_relations
+        slots = np.stack([both[:, 0], self.n_entities + both[:, 1], both[:, 2]], axis=1)  # [2A, 3] rows of c_z
+        # Only the rows an active term touches are coupled; every other row of M is l2 alone, solved by a division.
+        self.coupled = np.unique(slots)
+        local = np.full(n, -1, dtype=np.int64)
+        local[self.coupled] = np.arange(self.coupled.shape[0])
+        slots = local[slots]
+        signs = np.array([1.0, 1.0, -1.0])
+        rows, cols = np.repeat(slots, 3, axis=1).reshape(-1), np.tile(slots, (1, 3)).reshape(-1)
+        values = np.tile(2.0 * np.outer(signs, signs).reshape(-1), slots.shape[0])  # 2 c c^T, 9 entries per term
+        self.shift = model.config.l2 + (0.0 if model.config.l2 > 0 else CONDITION_EPS)  # newton_removal_prediction's
+        m = self.coupled.shape[0]
+        self.matrix = (sparse.csr_matrix((values, (rows, cols)), shape=(m, m))
+                       + self.shift * sparse.identity(m, format="csr"))
+        self.diagonal = self.matrix.diagonal()[:, None]  # [m, 1]
+
+    def solve(self, rhs: np.ndarray, *, start: np.ndarray | None = None,
+              tolerance: float = SOLVE_TOLERANCE) -> np.ndarray:
+        """M^{-1} rhs for rhs [E + R, d], from ``start`` (a nearby solution) or 0; stops at a residual of
+        ``tolerance`` x ||rhs||."""
+        x = rhs / self.shift  # exact on the uncoupled rows
+        b = rhs[self.coupled]
+        x[self.coupled] = self._pcg(b, None if start is None else start[self.coupled], tolerance)
+        return x
+
+    def _pcg(self, b: np.ndarray, start: np.ndarray | None, tolerance: float) -> np.ndarray:
+        """Jacobi-preconditioned conjugate gradients on the coupled rows (in place: [m, d] temporaries are 10 MB)."""
+        x = np.zeros_like(b) if start is None else start.copy()
+        r = b - self.matrix @ x if start is not None else b.copy()
+        target = tolerance**2 * _dot(b, b)
+        if _dot(r, r) <= target:
+            return x
+        z = r / self.diagonal
+        p, rz, scratch = z.copy(), _dot(r, z), np.empty_like(b)
+        for _ in range(SOLVE_ITERATIONS):
+            q = self.matrix @ p
+            step = rz / _dot(p, q)
+            x += np.multiply(p, step, out=scratch)
+            r -= np.multiply(q, step, out=scratch)
+            if _dot(r, r) <= target:
+                break
+            np.divide(r, self.diagonal, out=z)
+            rz, previous = _dot(r, z), rz
+            p *= rz / previous
+            p += z
+        return x
+
+    def split(self, x: np.ndarray, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(entity part [E, d], relation part [R, d]) of a stacked solution, as tensors like ``like``."""
+        tensor = torch.from_numpy(x).to(dtype=like.dtype, device=like.device)
+        return tensor[: self.n_entities], tensor[self.n_entities:]
+
+
+_CURVATURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CURVATURE_LOCK = threading.Lock()
+
+
+def sparse_curvature(analysis: ModelAnalysis) -> SparseCurvature:
+    """The model's :class:`SparseCurvature`, built once per analysis (the lab's analysis is shared: a second plan
+    reuses it)."""
+    with _CURVATURE_LOCK:
+        curvature = _CURVATURES.get(analysis)
+        if curvature is None:
+            curvature = _CURVATURES[analysis] = SparseCurvature(analysis.model)
+        return curvature
+
+
 class _Newton:
-    """One model's |H| (:func:`~kgbias_core.influence.prediction.absolute_curvature_hvp`), built once, and the two
-    uses the planner makes of it: the exact predicted change of every occupation for a removal set (forward), and
+    """The two uses the planner makes of the Newton step on |H|: the exact predicted change of every occupation
+    for a removal set (forward, as :func:`~kgbias_core.influence.prediction.newton_change` makes it for one), and
     the linear Newton influence of every triple on one occupation (adjoint)."""
 
     def __init__(self, analysis: ModelAnalysis) -> None:
         self.analysis = analysis
         self.model = analysis.model
-        self.hvp = absolute_curvature_hvp(self.model)
-        # as newton_removal_prediction: |H| >= l2 I needs no damping; l2 = 0 gets a token shift
-        self.damping = 0.0 if self.model.config.l2 > 0 else CONDITION_EPS
+        self.curvature = sparse_curvature(analysis)
         self.before = self._bias(self.model.entity_embeddings, self.model.relation_embeddings)
         self.solves = 0
 
@@ -288,27 +405,31 @@ class _Newton:
         return group_bias(entity_embeddings=entities.to(here), relation_embeddings=relations.to(here), groups=groups,
                           distance=self.model.config.distance)
 
-    def _solve(self, rhs):
-        def apply(v):
-            h = self.hvp(v)
-            return h[0] + self.damping * v[0], h[1] + self.damping * v[1]
-
+    def _solve(self, rhs: tuple[torch.Tensor, torch.Tensor], start: np.ndarray | None = None,
+               tolerance: float = SOLVE_TOLERANCE) -> np.ndarray:
         self.solves += 1
-        return conjugate_gradients(apply, rhs)
+        stacked = torch.cat([rhs[0], rhs[1]]).detach().double().cpu().numpy()
+        return self.curvature.solve(stacked, start=start, tolerance=tolerance)
 
-    def change(self, removed: Sequence[int]) -> np.ndarray:
-        """B_gr(theta + Delta theta) - B_gr(theta) of every occupation, Delta theta = |H|^{-1} sum_S grad L. [O]."""
+    def change(self, removed: Sequence[int], *, start: np.ndarray | None = None,
+               tolerance: float = SOLVE_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
+        """(B_gr(theta + Delta theta) - B_gr(theta) of every occupation [O], Delta theta stacked [E + R, d]),
+        Delta theta = |H|^{-1} sum_S grad L (prediction.py's removal sign); ``start``: a nearby set's step."""
+        E, R = self.model.entity_embeddings, self.model.relation_embeddings
         if not len(removed):
-            return np.zeros(self.before.shape[0])
+            return np.zeros(self.before.shape[0]), np.zeros((E.shape[0] + R.shape[0], E.shape[1]))
         rows = torch.as_tensor(np.asarray(removed, dtype=np.int64), device=self.model.triples.device)
-        step = self._solve(removal_gradient(self.model, rows))
-        after = self._bias(self.model.entity_embeddings + step[0], self.model.relation_embeddings + step[1])
-        return (after - self.before).double().cpu().numpy()
+        step = self._solve(removal_gradient(self.model, rows), start=start, tolerance=tolerance)
+        moved = self.curvature.split(step, E)
+        after = self._bias(E + moved[0], R + moved[1])
+        return (after - self.before).double().cpu().numpy(), step
 
     def linear(self, occupation_index: int) -> np.ndarray:
         """s . grad L(z) for every training triple, s = |H|^{-1} grad B_gr: the Newton step's first order. [|G|]."""
         context = self.analysis.context
-        solution = self._solve(group_bias_rhs(context, occupation_index))
+        # only the first guess of the k search: the search's tolerance is enough
+        solution = self.curvature.split(self._solve(group_bias_rhs(context, occupation_index),
+                                                    tolerance=SEARCH_TOLERANCE), context.entity_embeddings)
         return influence_from_solution(context, self.model, solution).double().cpu().numpy()
 
 
@@ -445,7 +566,7 @@ def _plan_targets(targets, target_index, *, newton, linear, targeted, influence,
     chosen: list[int] = []
     taken = np.zeros(costs.shape[0], dtype=bool)
     used = np.zeros(others.shape[0])
-    changes = np.zeros(newton.before.shape[0])
+    changes, step = np.zeros(newton.before.shape[0]), None
     counts = []
     for target, index in zip(targets, target_index, strict=True):
         start = float(newton.before[index]) + float(changes[index])
@@ -470,18 +591,21 @@ def _plan_targets(targets, target_index, *, newton, linear, targeted, influence,
                               block=config.block)
         rows = candidates[picked]
         prefix = np.concatenate([[0.0], np.cumsum(linear[index][rows])])
-        evaluated: dict[int, np.ndarray] = {0: changes}
+        evaluated: dict[int, tuple[np.ndarray, np.ndarray | None]] = {0: (changes, step)}
 
         def evaluate(k: int, rows=rows, evaluated=evaluated, index=index, earlier=tuple(chosen)) -> float:
-            evaluated[k] = newton.change(list(earlier) + rows[:k].tolist())
-            return float(newton.before[index] + evaluated[k][index])
+            nearest = min(evaluated, key=lambda done: abs(done - k))  # its step starts the solve: fewer iterations
+            evaluated[k] = newton.change(list(earlier) + rows[:k].tolist(), start=evaluated[nearest][1],
+                                         tolerance=SEARCH_TOLERANCE)
+            return float(newton.before[index] + evaluated[k][0][index])
 
         k, _ = _search_k(evaluate, prefix, start=start, target=target, aim=config.aim,
                          max_solves=config.max_solves) if rows.size else (0, None)
         chosen += rows[:k].tolist()
         taken[rows[:k]] = True
         used = used + collateral[:, picked[:k]].sum(axis=1)
-        changes = evaluated[k]
+        # the plan's prediction to the full tolerance, from the search's step
+        changes, step = newton.change(chosen, start=evaluated[k][1]) if k else evaluated[0]
         counts.append((int(rows.size), k))
     return chosen, changes, counts
 
