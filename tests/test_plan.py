@@ -191,3 +191,20 @@ def test_verifying_appends_predicted_and_actual_to_the_models_record(tiny_store:
     assert len(again) == 2 and saved_verifications(base)["run"].tolist() == [run.name, run.name]
     meta = json.loads((base / RESULTS / "plan_verifications.json").read_text())
     assert meta["data_hash"] == read_config(base)["data_hash"] and meta["model_config"]
+
+
+def test_the_sparse_curvature_is_the_absolute_curvature_hvp_and_its_solve_inverts_it(tiny_model: StoredModel) -> None:
+    from kgbias_core.influence.prediction import absolute_curvature_hvp
+    from kgbias_core.whatif.plan import SparseCurvature
+
+    curvature = SparseCurvature(tiny_model)
+    generator = torch.Generator().manual_seed(0)
+    E, R = tiny_model.entity_embeddings, tiny_model.relation_embeddings
+    v = (torch.randn(E.shape, generator=generator), torch.randn(R.shape, generator=generator))
+    hv = absolute_curvature_hvp(tiny_model)(v)  # the oracle: autograd's Hessian-vector product
+    stacked = torch.cat(v).double().numpy()
+    product = stacked * curvature.shift
+    product[curvature.coupled] = curvature.matrix @ stacked[curvature.coupled]
+    np.testing.assert_allclose(product, torch.cat(hv).double().numpy(), rtol=1e-4, atol=1e-3)
+    solution = curvature.solve(product)
+    np.testing.assert_allclose(solution, stacked, rtol=1e-4, atol=1e-4)
