@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
+
+import numpy as np
+import pytest
 
 from kgbias_app import texts as ui_texts
 from kgbias_app.sections import plan as section
@@ -13,6 +17,13 @@ from kgbias_core.embeddings.store import list_models, load_model
 from kgbias_core.jobs import Progress
 from kgbias_core.whatif.plan import PlanConfig, plan_removal, resolve_targets, saved_verifications
 from tests.conftest import button, metric, page, settled, texts
+
+
+def _values(array) -> list[float]:
+    """A Plotly JSON array: a list, or the typed array Plotly 6 writes ({"dtype": "f8", "bdata": base64})."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"])).tolist()
+    return list(array)
 
 
 def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_actual(writable_store: Path) -> None:
@@ -39,7 +50,7 @@ def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_
     assert table["row"].tolist() == list(expected.removed)
     collateral = next(c for c in app.get("plotly_chart") if "plan_collateral" in c.proto.id)
     bars = json.loads(collateral.proto.spec)["data"][0]
-    assert len(bars["x"]) == int((expected.collateral["bounded"] | expected.collateral["target"]).sum())
+    assert len(_values(bars["x"])) == int((expected.collateral["bounded"] | expected.collateral["target"]).sum())
 
     button(app, section.VERIFY_BUTTON).click().run()
     settled(app)
@@ -49,4 +60,5 @@ def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_
     assert section.NO_VERIFIED not in texts(app.caption)
     scatter = next(c for c in app.get("plotly_chart") if "plan_verified" in c.proto.id)
     points = json.loads(scatter.proto.spec)["data"][0]
-    assert points["x"] == [record["predicted"].iloc[0]] and points["y"] == [record["actual"].iloc[0]]
+    assert _values(points["x"]) == pytest.approx([record["predicted"].iloc[0]])
+    assert _values(points["y"]) == pytest.approx([record["actual"].iloc[0]])

@@ -63,8 +63,11 @@ def _settings(analysis: ModelAnalysis, occupation: str) -> tuple[list[str], Plan
     bias = analysis.group_bias().cpu()
     options = [label for i, label in enumerate(groups.labels) if math.isfinite(float(bias[i]))]
     names = dict(zip(groups.labels, groups.names, strict=True))
-    targets = st.multiselect("Target occupations", options, default=[occupation] if occupation in options else [],
-                             format_func=lambda label: names[label], key="plan_targets")
+    default = [occupation] if occupation in options else []
+    if st.session_state.get("plan_lab_occupation") != occupation:  # the lab's occupation changed: it is the target
+        st.session_state["plan_lab_occupation"] = occupation
+        st.session_state["plan_targets"] = default
+    targets = st.multiselect("Target occupations", options, format_func=lambda label: names[label], key="plan_targets")
     left, middle, right = st.columns(3)
     max_triples = int(left.number_input("At most this many triples", 1, 1_000_000, PlanConfig.max_triples,
                                         key="plan_max_triples"))
