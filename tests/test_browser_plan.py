@@ -20,11 +20,12 @@ pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
 ]
 
-#: The data of every Plotly chart of the page: trace name -> (x, y) of its first trace with that name.
+#: The data of every Plotly chart of the page: trace name -> (x, y) of its first trace with that name (from the
+#: drawn traces, _fullData, where Plotly has decoded its typed arrays).
 TRACES = """
 const found = {};
 for (const plot of document.querySelectorAll('.js-plotly-plot')) {
-  for (const trace of plot.data || []) {
+  for (const trace of plot._fullData || []) {
     if (trace.name && !(trace.name in found)) { found[trace.name] = [Array.from(trace.x), Array.from(trace.y)]; }
   }
 }
@@ -55,7 +56,8 @@ def test_build_a_plan_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, 
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", verify)
         verify.click()
         # the job retrains, the record is written, the page reruns and draws the point
-        points = wait.until(lambda d: d.execute_script(TRACES).get("verified plan"))
+        points = wait.until(lambda d: (d.execute_script(TRACES).get("verified plan") or [[]])[0] and
+                            d.execute_script(TRACES)["verified plan"])
         time.sleep(1.0)  # let the chart finish drawing before the screenshot
         driver.save_screenshot(str(tmp_path / "plan.png"))
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
