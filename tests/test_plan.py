@@ -208,3 +208,15 @@ def test_the_sparse_curvature_is_the_absolute_curvature_hvp_and_its_solve_invert
     np.testing.assert_allclose(product, torch.cat(hv).double().numpy(), rtol=1e-4, atol=1e-3)
     solution = curvature.solve(product)
     np.testing.assert_allclose(solution, stacked, rtol=1e-4, atol=1e-4)
+
+
+def test_two_targets_are_planned_in_turn_and_predicted_together(analysis: ModelAnalysis) -> None:
+    config = PlanConfig(tolerance=TOLERANCE)
+    targets = resolve_targets(analysis, [OCCUPATION, "lawyer"], config=config)
+    plan = plan_removal(analysis, targets, config=config)
+    assert [o.target.occupation for o in plan.targets] == [OCCUPATION, "lawyer"]
+    assert sum(o.n_chosen for o in plan.targets) == len(plan.removed) == len(set(plan.removed))
+    for outcome in plan.targets:  # each target's prediction is the Newton step of the whole removal
+        newton = predict_removal(analysis, outcome.target.occupation, torch.tensor(plan.removed))
+        assert outcome.prediction.point == pytest.approx(newton.point, rel=1e-3, abs=1e-5)
+    assert plan.feasible == (all(o.inside for o in plan.targets) and plan.n_outside == 0)

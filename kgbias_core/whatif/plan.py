@@ -97,7 +97,7 @@ class PlanConfig:
     aim: float = 0.2  # the k search aims at this middle share of the target interval (the estimator's error)
     min_group_size: int = MIN_GROUP_SIZE  # other occupations with fewer men or women are not bounded (as the Overview)
     keep_groups: bool = True  # never remove a profession or gender fact: M_o and F_o stay as they are
-    max_solves: int = 8  # Newton steps (conjugate-gradient solves) per target in the k search
+    max_solves: int = 6  # Newton steps (conjugate-gradient solves) per target in the k search
     repairs: int = 2  # re-plans with the bands the Newton step found exceeded, tightened
     block: int = 64  # candidates checked per vectorised step of the greedy pass
 
@@ -500,7 +500,7 @@ def _search_k(evaluate, linear: np.ndarray, *, start: float, target: Target, aim
             lo = k
         else:
             hi = k
-        if hi is not None and hi - lo <= max(1, hi // 50):
+        if hi is not None and hi - lo <= max(1, hi // 20):  # k to 5%: the estimator itself is not finer
             break
     return _best(evaluations, target=target, half=half), evaluations
 
@@ -546,15 +546,22 @@ def plan_removal(analysis: ModelAnalysis, targets: Sequence[Target], *, noise: p
     targeted = {i: analysis.influence(groups.labels[i]).double().cpu().numpy() for i in target_index}
     linear = {i: newton.linear(i) for i in target_index}
     budget = bands[others].copy()
+    rounds = []
     for _ in range(config.repairs + 1):
         chosen, changes, counts = _plan_targets(targets, target_index, newton=newton, linear=linear,
                                                 targeted=targeted, influence=influence, others=others, budget=budget,
                                                 costs=costs, excluded=excluded, config=config)
         outside = np.abs(changes[others]) > bands[others]
+        missed = [max(t.low - (newton.before[i] + changes[i]), (newton.before[i] + changes[i]) - t.high, 0.0)
+                  / max(t.high - t.low, 1e-12) for t, i in zip(targets, target_index, strict=True)]
+        rounds.append(((sum(m > 0 for m in missed) + int(outside.sum()), float(sum(missed)), len(chosen)),
+                       (chosen, changes, counts)))
         if not outside.any():
             break
         # the Newton step found these bands left: give them less room in closed-form units, and plan again
         budget = np.where(outside, budget * np.clip(bands[others] / np.abs(changes[others]), 0.1, 0.9), budget)
+    # the closest round: fewest bounds broken, then nearest the targets, then fewest triples
+    chosen, changes, counts = min(rounds, key=lambda r: r[0])[1]
     return _assemble(analysis, targets, target_index, chosen=chosen, changes=changes, counts=counts, bands=bands,
                      bounded=bounded, band_source=band_source, costs=costs, newton=newton, config=config,
                      started=started)
