@@ -5,6 +5,7 @@ import streamlit as st
 from kgbias_app import cache, jobs_ui, sidebar, texts, widgets
 from kgbias_app.escape import md, md_format
 from kgbias_app.sections import debiasing_lab as section
+from kgbias_app.sections import plan as plan_section
 from kgbias_core import tasks
 from kgbias_core.jobs import Priority
 from kgbias_core.whatif.runs import noise_spread, random_baseline
@@ -92,3 +93,6 @@ with widgets.errors_shown():
 st.subheader("B_gr against k (Du Fig 4d-f)")
 with widgets.errors_shown():
     section.removal_curve(model, occupation, row, spread=spread, run_point=run_point)
+
+with widgets.errors_shown():
+    plan_section.show(model, analysis, occupation=occupation, noise=noise)

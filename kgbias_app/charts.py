@@ -463,3 +463,33 @@ def accuracy_disparity_scatter(table: pd.DataFrame) -> go.Figure:
                              "mrr": "link-prediction MRR, all test queries (filtered; accuracy)", "kind": "model"})
     fig.update_traces(marker={"size": 11})
     return fig
+
+
+# --- debiasing lab: the planner (issue 29) ----------------------------------------------------------
+def plan_verification_scatter(record: pd.DataFrame) -> go.Figure:
+    """Predicted against actual B_gr after each verified plan (one point per target and plan; orange: the actual
+    landed in the target), the prediction's interval as horizontal error bars, the target interval as a grey
+    vertical segment at the predicted value, and the diagonal actual = predicted."""
+    data = record.assign(label=record["name"] + " (k = " + record["k"].astype(str) + ")")
+    fig = go.Figure()
+    fig.add_scatter(
+        x=data["predicted"], y=data["actual"], mode="markers", name="verified plan",
+        marker={"size": 11, "color": np.where(data["inside_actual"], HIGHLIGHT, EFFECT)},
+        error_x={"type": "data", "symmetric": False, "array": data["predicted_high"] - data["predicted"],
+                 "arrayminus": data["predicted"] - data["predicted_low"], "thickness": 1},
+        text=data["label"], customdata=data[["run"]],
+        hovertemplate="%{text}<br>predicted %{x:+.3f}, actual %{y:+.3f}<br>%{customdata[0]}<extra></extra>",
+    )
+    # the target interval of each point: a grey vertical segment at its predicted value (None breaks the line)
+    xs = [v for x in data["predicted"] for v in (x, x, None)]
+    ys = [v for lo, hi in zip(data["target_low"], data["target_high"], strict=True) for v in (lo, hi, None)]
+    fig.add_scatter(x=xs, y=ys, mode="lines", name="target interval", line={"color": MUTED, "width": 6},
+                    opacity=0.5, hoverinfo="skip")
+    ends = pd.concat([data["predicted_low"], data["predicted_high"], data["actual"], data["target_low"],
+                      data["target_high"]]).astype(float)
+    low, high = float(ends.min()), float(ends.max())
+    fig.add_scatter(x=[low, high], y=[low, high], mode="lines", name="actual = predicted",
+                    line={"color": "black", "width": 1, "dash": "dot"}, hoverinfo="skip")
+    fig.update_layout(height=420, margin=_MARGIN, xaxis_title=f"predicted B_gr after the plan ({SIGN})",
+                      yaxis_title=f"B_gr after the masked retrain ({SIGN})", legend={"orientation": "h"})
+    return fig

@@ -404,3 +404,21 @@ FAMILY_MEMBER_DIFFERS = (
     "{path} holds a model that is not seed {seed} of family {family} (another config, seed or data): pass "
     "--force to replace it, or another --out"
 )
+# --- the planner (kgbias_core.whatif.plan, kgbias plan) --------------------------------------------------
+PLAN_NO_TARGETS = "plan: name at least one target occupation"
+PLAN_UNDEFINED_TARGET = (
+    "plan: occupation {occupation!r} has {n_male} male and {n_female} female persons, so its B_gr is undefined "
+    "and no edit can be planned for it"
+)
+PLAN_BAD_INTERVAL = "plan: the target interval of {occupation!r} is [{low}, {high}]: it needs finite low <= high"
+PLAN_TARGET_NOT_PLANNED = (
+    "plan: a target interval is given for {occupations}, which is not among the occupations planned"
+)
+PLAN_TARGET_FORMAT = "--target {text!r}: expected OCCUPATION=LOW:HIGH, e.g. actor=-0.01:0.01"
+PLAN_TARGET_MISSED = (
+    "{name}: predicted B_gr {after:+.4f} stays outside the target [{low:+.4f}, {high:+.4f}] (closest plan: {k} of "
+    "the {n} candidate triples that move it towards the target within the other bounds)"
+)
+PLAN_COLLATERAL = "{n} of {m} other occupations are predicted to change beyond their band: {names}"
+PLAN_LINK_BOUND = "the link-prediction proxy {share:.4f} is above the bound {bound:g}"
+PLAN_EMPTY = "plan: the plan removes no triple (every target is already inside its interval): nothing to verify"

@@ -83,8 +83,8 @@ def test_every_command_has_the_device_flag() -> None:
     leaves = _leaf_parsers(build_parser())
     names = {parser.prog.removeprefix("kgbias ") for parser in leaves}
     assert {"train", "import", "measures", "audit", "download", "validate influence", "validate census"} <= names
-    assert {"prepare", "debias-embedding", "compare-debiasing", "link-prediction"} <= names
-    assert len(leaves) == 21  # every command, validate's two included
+    assert {"prepare", "debias-embedding", "compare-debiasing", "link-prediction", "plan"} <= names
+    assert len(leaves) == 22  # every command, validate's two included
     for parser in leaves:
         assert "--device" in parser._option_string_actions, parser.prog
 

@@ -11,6 +11,7 @@ from kgbias_core.commands import (
     imports,
     link_prediction,
     measures,
+    plan,
     prepare,
     report,
     train,
@@ -18,5 +19,5 @@ from kgbias_core.commands import (
 )
 
 #: In the order ``kgbias --help`` lists them.
-COMMANDS = (train, imports, measures, link_prediction, report, audit, data, prepare, debias, calibrate, findings,
-            validate)
+COMMANDS = (train, imports, measures, link_prediction, report, audit, data, prepare, debias, plan, calibrate,
+            findings, validate)

@@ -1,0 +1,151 @@
+"""The Debiasing lab's "Plan" section (issue 29): plan the smallest removal that brings B_gr of target occupations
+into an interval with bounded side effects, show it in words, verify it by retraining, and keep predicted
+against actual per model. The page (``app_pages/debiasing_lab.py``) calls :func:`show`."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from kgbias_app import cache, charts, jobs_ui, texts
+from kgbias_app.cache import ModelRef
+from kgbias_app.escape import md
+from kgbias_app.widgets import download, min_group_size, readable_name, show_chart, too_few
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.tasks import model_retrain_seconds
+from kgbias_core.tasks.plan import plan_run_dir, verify_plan_task
+from kgbias_core.whatif.plan import (
+    LINK_PROXY,
+    Plan,
+    PlanConfig,
+    plan_removal,
+    plan_triples,
+    resolve_targets,
+    saved_verifications,
+)
+from kgbias_core.whatif.runs import collateral
+
+# Texts of this section alone.
+HEADING = "Plan an edit (predicted, then verified)"
+INTRO = (
+    "The planner chooses the fewest training triples whose removal is predicted to bring B_gr of the targets into "
+    "their interval (default: 0 ± the noise band, else ± the tolerance × |B_gr|) while every other occupation's "
+    "predicted change stays inside its band and the link-prediction proxy under its bound. The closed-form "
+    "influence chooses and orders the triples; the Newton-step estimator sets how many. Profession and gender "
+    "facts are never removed, so the groups measured stay the same."
+)
+BUILD_BUTTON = "Build the plan"
+VERIFY_BUTTON = "Verify by retraining"
+VERIFY_HELP = "A masked retrain from the model's seed without the plan's triples, saved as a run of this model."
+FEASIBLE = "The plan meets its bounds: {n} triples."
+INFEASIBLE = "No plan found within the bounds; shown is the closest plan ({n} triples)."
+TARGET_CAPTION = "Target [{low}, {high}]: {source}. {chosen} of {candidates} candidate triples."
+COLLATERAL_CAPTION = (
+    "Predicted change of B_gr of every occupation under the plan (the first target in orange); error bars: half "
+    "each occupation's band ({bands}). Purple: predicted beyond the band.{small}"
+)
+LINK_CAPTION = "{proxy}: {share} (bound {bound})."
+VERIFIED_CAPTION = (
+    "Predicted against actual B_gr after each verified plan of this model (one point per target); horizontal bars: "
+    "the prediction's interval; grey: the target interval; orange: the actual landed in the target."
+)
+NO_VERIFIED = "No plan of this model verified yet: build one and press “Verify by retraining”."
+CHANGED = "The targets, the bounds or the noise band changed since the plan was built: build it again."
+VERIFY_JOB = "{model}: verify the plan ({n} triples)"
+#: Session state: the plan last built on this page, with the settings it was built for.
+PLAN_KEY = "lab_plan"
+
+
+def _settings(analysis: ModelAnalysis, occupation: str) -> tuple[list[str], PlanConfig]:
+    groups = analysis.groups
+    bias = analysis.group_bias().cpu()
+    options = [label for i, label in enumerate(groups.labels) if math.isfinite(float(bias[i]))]
+    names = dict(zip(groups.labels, groups.names, strict=True))
+    default = [occupation] if occupation in options else []
+    if st.session_state.get("plan_lab_occupation") != occupation:  # the lab's occupation changed: it is the target
+        st.session_state["plan_lab_occupation"] = occupation
+        st.session_state["plan_targets"] = default
+    targets = st.multiselect("Target occupations", options, format_func=lambda label: names[label], key="plan_targets")
+    left, middle, right = st.columns(3)
+    max_triples = int(left.number_input("At most this many triples", 1, 1_000_000, PlanConfig.max_triples,
+                                        key="plan_max_triples"))
+    link = float(middle.number_input("Bound on the link-prediction proxy", 0.0001, 1.0, PlanConfig.max_link_share,
+                                     step=0.001, format="%.4f", key="plan_link", help=LINK_PROXY))
+    tolerance = float(right.number_input("Tolerance without a noise band (× |B_gr|)", 0.01, 10.0,
+                                         PlanConfig.tolerance, step=0.05, key="plan_tolerance"))
+    return targets, PlanConfig(max_triples=max_triples, max_link_share=link, tolerance=tolerance)
+
+
+def show(model: ModelRef, analysis: ModelAnalysis, *, occupation: str, noise: pd.DataFrame | None) -> None:
+    """The Plan section: settings, "Build the plan", the plan, "Verify by retraining", predicted against actual."""
+    st.subheader(HEADING)
+    st.caption(INTRO)
+    targets, config = _settings(analysis, occupation)
+    settings = (model.name, model.version, tuple(targets), config, noise is not None)
+    if st.button(BUILD_BUTTON, type="primary", disabled=not targets):
+        with st.spinner("Planning…"):
+            resolved = resolve_targets(analysis, targets, noise=noise, config=config)
+            st.session_state[PLAN_KEY] = (settings, plan_removal(analysis, resolved, noise=noise, config=config))
+    built = st.session_state.get(PLAN_KEY)
+    if built is not None and built[0] == settings:
+        _plan(model, analysis, built[1], noise=noise)
+    elif built is not None and built[0][:2] == settings[:2]:
+        st.caption(CHANGED)
+    _verified(model)
+
+
+def _plan(model: ModelRef, analysis: ModelAnalysis, plan: Plan, *, noise: pd.DataFrame | None) -> None:
+    (st.success if plan.feasible else st.warning)(
+        (FEASIBLE if plan.feasible else INFEASIBLE).format(n=len(plan.removed)))
+    for problem in plan.problems:
+        st.caption(md(problem))
+    for outcome in plan.targets:
+        columns = st.columns(3)
+        columns[0].metric(f"B_gr of {outcome.name} now", texts.fmt(outcome.before), help=texts.SIGN)
+        columns[1].metric(f"Predicted B_gr of {outcome.name} after", texts.fmt(outcome.after),
+                          delta=texts.fmt(outcome.prediction.point), delta_color="off")
+        columns[2].metric("Predicted interval", f"{texts.fmt(outcome.after_low)} to {texts.fmt(outcome.after_high)}",
+                          help=md(outcome.prediction.estimator))
+        st.caption(TARGET_CAPTION.format(low=texts.fmt(outcome.target.low), high=texts.fmt(outcome.target.high),
+                                         source=md(outcome.target.source), chosen=outcome.n_chosen,
+                                         candidates=outcome.n_candidates))
+    st.caption(LINK_CAPTION.format(proxy=LINK_PROXY, share=f"{plan.link_share:.4f}",
+                                   bound=f"{plan.config.max_link_share:g}"))
+    triples = plan_triples(analysis, plan)
+    st.dataframe(triples, hide_index=True, key="plan_triples_table")
+    first = plan.targets[0]
+    download(triples, readable_name(model.name, first.name, "plan"), key="plan_triples_csv",
+             label="Download the plan's triples (CSV)")
+    minimum = min_group_size(key="plan_min_group_size")
+    drawn, small = collateral(plan.collateral, occupation=first.target.occupation, minimum=minimum)
+    bands = plan.collateral[["occupation", "band"]].rename(columns={"band": "spread"})
+    small_note = texts.COLLATERAL_SMALL.format(minimum=minimum, n=len(small))
+    show_chart(charts.bias_change_bars(drawn, occupation=first.target.occupation, noise=bands),
+               plan.collateral, caption=COLLATERAL_CAPTION.format(bands=md(plan.bands), small=small_note),
+               file_name=readable_name(model.name, first.name, "plan-collateral"), key="plan_collateral",
+               occupation=first.name)
+    too_few(small, ["name", "n_male", "n_female", "change"], ids=["occupation"],
+            rule=texts.TOO_FEW_OCCUPATIONS.format(minimum=minimum))
+    if plan.removed:
+        _verify_button(model, plan)
+
+
+def _verify_button(model: ModelRef, plan: Plan) -> None:
+    task = verify_plan_task(base=model.path, plan=plan, device=cache.device())
+    if jobs_ui.is_running(task):
+        st.caption(texts.RUN_RETRAINING.format(name=md(plan_run_dir(model.path, plan).name)))
+    elif st.button(VERIFY_BUTTON, help=VERIFY_HELP):
+        jobs_ui.submit(VERIFY_JOB.format(model=model.name, n=len(plan.removed)), task, group="plan",
+                       estimate=model_retrain_seconds(model.path))
+    jobs_ui.progress_panel(jobs_ui.session_tasks("plan"), key="plan_jobs")
+
+
+def _verified(model: ModelRef) -> None:
+    record = saved_verifications(model.path)
+    if record is None or record.empty:
+        st.caption(NO_VERIFIED)
+        return
+    show_chart(charts.plan_verification_scatter(record), record, caption=VERIFIED_CAPTION,
+               file_name=readable_name(model.name, "plans-verified"), key="plan_verified")

@@ -1,0 +1,95 @@
+"""plan: the smallest removal that brings B_gr of target occupations into an interval, predicted (--verify retrains)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from kgbias_core.commands.common import (
+    PrintedProgress,
+    csv_out,
+    integer,
+    load_analysis,
+    real,
+    write_csv,
+)
+
+#: Triples printed in words; the rest are in --out.
+SHOWN = 20
+
+
+def target_interval(text: str) -> tuple[str, float, float]:
+    """An argparse type: ``OCCUPATION=LOW:HIGH`` (``actor=-0.01:0.01``), else one line naming the format."""
+    from kgbias_core.errors import PLAN_TARGET_FORMAT
+
+    occupation, _, interval = text.rpartition("=")
+    low, _, high = interval.partition(":")
+    try:
+        values = float(low), float(high)
+    except ValueError:
+        values = None
+    if not occupation or values is None or not all(map(math.isfinite, values)) or values[0] > values[1]:
+        raise argparse.ArgumentTypeError(PLAN_TARGET_FORMAT.format(text=text))
+    return occupation, values[0], values[1]
+
+
+def _plan(args: argparse.Namespace) -> None:
+    from kgbias_core.tasks import saved_noise_band
+    from kgbias_core.tasks.base import check_retrains
+    from kgbias_core.tasks.plan import verify_plan_task
+    from kgbias_core.whatif.plan import PlanConfig, plan_removal, plan_summary, plan_triples, resolve_targets
+
+    if args.verify:  # refused before the model is read, as every retraining command does
+        check_retrains(args.model, what="plan --verify (a full retrain)", retrains=1)
+    analysis = load_analysis(args.model, device=args.device)
+    config = PlanConfig(max_triples=args.max_triples, max_link_share=args.max_link_share, tolerance=args.tolerance,
+                        keep_groups=not args.allow_group_facts)
+    noise = saved_noise_band(args.model)
+    targets = resolve_targets(analysis, args.occupations, intervals={o: (lo, hi) for o, lo, hi in args.target or ()},
+                              noise=noise, config=config)
+    plan = plan_removal(analysis, targets, noise=noise, config=config)
+    for line in plan_summary(plan):
+        print(line)
+    triples = plan_triples(analysis, plan)
+    shown = triples.head(SHOWN)
+    for order, row, words in zip(shown["order"], shown["row"], shown["in words"], strict=True):
+        print(f"  {order:>4}. {words}   (training row {row})")
+    if len(triples) > SHOWN:
+        print(f"  ... {len(triples) - SHOWN} more" + (" (in --out)" if args.out else " (pass --out for all)"))
+    if args.out:
+        write_csv(triples, args.out)
+    if args.verify and plan.removed:
+        record = verify_plan_task(base=args.model, plan=plan, device=args.device).run(PrintedProgress())
+        for row in record.tail(len(plan.targets)).itertuples(index=False):
+            print(f"verified {row.name}: predicted {row.predicted:+.4f} [{row.predicted_low:+.4f}, "
+                  f"{row.predicted_high:+.4f}]  actual {row.actual:+.4f}  "
+                  f"({'inside' if row.inside_actual else 'outside'} the target; collateral beyond the bands: "
+                  f"{row.collateral_actual} of {row.bounded}; run {row.run})")
+    elif args.verify:
+        print("nothing to verify: the plan removes no triple", file=sys.stderr)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add plan to the command line."""
+    plan = commands.add_parser(
+        "plan", help="plan the smallest removal whose predicted B_gr lands in a target interval, with bounded "
+                     "collateral; --verify retrains it")
+    plan.add_argument("--model", required=True,
+                      help="TransE model directory (only read; --verify saves a run beside it)")
+    plan.add_argument("--occupations", nargs="+", required=True, help="target occupations (labels or names)")
+    plan.add_argument("--target", action="append", type=target_interval, metavar="OCC=LOW:HIGH",
+                      help="a target interval of B_gr (repeatable; default 0 ± the noise band, else ± --tolerance)")
+    plan.add_argument("--tolerance", type=real(0, above=True, high=10), default=0.1,
+                      help="without a noise band: target 0 ± this × |B_gr|, and the other occupations' bands")
+    plan.add_argument("--max-triples", type=integer(1), default=2000, help="remove at most this many triples")
+    plan.add_argument("--max-link-share", type=real(0, above=True, high=1), default=0.01,
+                      help="bound on the link-prediction proxy: the mean share of a test query's entities' "
+                           "training triples removed")
+    plan.add_argument("--allow-group-facts", action="store_true",
+                      help="let the plan remove profession and gender facts (changes who is counted in B_gr)")
+    plan.add_argument("--out", type=csv_out, help="CSV of the plan's triples in words")
+    plan.add_argument("--verify", action="store_true",
+                      help="retrain without the triples (masked, from the model's seed) and record predicted "
+                           "against actual in the model's results")
+    plan.set_defaults(handler=_plan)

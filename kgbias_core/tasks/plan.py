@@ -1,0 +1,73 @@
+"""The planner's long work (issue 29): verifying a plan by a masked retrain, and recording predicted against actual."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.device import resolve_device
+from kgbias_core.embeddings.store import load_model
+from kgbias_core.errors import PLAN_EMPTY, MeasureError
+from kgbias_core.evaluation.link_prediction import load_link_prediction
+from kgbias_core.jobs import Progress
+from kgbias_core.tasks.base import Task, _key, check_retrains
+from kgbias_core.tasks.whatif import whatif_name, whatif_task
+from kgbias_core.whatif.edits import Edit
+from kgbias_core.whatif.plan import Plan, append_verifications, verification_rows
+from kgbias_core.whatif.runs import bias_change
+
+
+def plan_edit(plan: Plan) -> Edit:
+    """The plan as a removal edit (named after its first target; every target is in the strategy)."""
+    if not plan.removed:
+        raise MeasureError(PLAN_EMPTY)
+    labels = ", ".join(o.target.occupation for o in plan.targets)
+    return Edit(kind="remove", occupation=plan.targets[0].target.occupation, removed=tuple(sorted(plan.removed)),
+                strategy=f"plan k={len(plan.removed)} ({labels})")
+
+
+def plan_run_dir(base: Path | str, plan: Plan) -> Path:
+    """Where the verifying retrain of ``plan`` is saved: beside its base, named as the lab names what-ifs."""
+    base = Path(base)
+    return base.parent / whatif_name(base.name, plan_edit(plan), occupation_name=plan.targets[0].name)
+
+
+def _mrr(model_dir: Path | str) -> float | None:
+    table = load_link_prediction(model_dir)
+    if table is None:
+        return None
+    hit = table.loc[table["queries"] == "all", "mrr"]
+    return float(hit.iloc[0]) if len(hit) else None
+
+
+def verify_plan_task(*, base: Path | str, plan: Plan, evaluate: bool = True,
+                     device: torch.device | str | None = None) -> Task[pd.DataFrame]:
+    """Retrain the model at ``base`` without the plan's triples (masked, from its seed: as the lab's what-ifs,
+    :func:`~kgbias_core.tasks.whatif.whatif_task`), save the run beside it, and append each target's predicted
+    and actual B_gr to the base's record of verified plans (:func:`~kgbias_core.whatif.plan.append_verifications`).
+    ``evaluate``: also link prediction of the run and its base (their MRR goes into the record).
+    -> the whole record.
+    """
+    device = resolve_device(device)
+    edit = plan_edit(plan)
+    out = plan_run_dir(base, plan)
+
+    def run(progress: Progress) -> pd.DataFrame:
+        check_retrains(base, what="verifying the plan (a full retrain)", retrains=1)
+        retrain = whatif_task(base=base, edit=edit, out=out, evaluate=evaluate, overwrite=True, device=device)
+        path = retrain.run(progress)
+        progress.update(stage="comparing", message="predicted against actual B_gr")
+        before = ModelAnalysis(load_model(base, device=device))
+        after = ModelAnalysis(load_model(path, device=device))
+        rows = verification_rows(plan, bias_change(before, after), run=Path(path).name,
+                                 mrr_before=_mrr(base) if evaluate else None,
+                                 mrr_after=_mrr(path) if evaluate else None)
+        return append_verifications(base, rows)
+
+    digest = hashlib.sha1(json.dumps(edit.describe(), sort_keys=True).encode("utf-8")).hexdigest()[:12]
+    return Task(key=_key("verify_plan", base, removed=digest, evaluate=evaluate), run=run)

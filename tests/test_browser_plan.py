@@ -1,0 +1,67 @@
+"""The planner in a real browser (issue 29): build a plan, verify it by retraining, see its point on the plot."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from kgbias_app.sections import plan as section
+from kgbias_app.serve import CHROMIUM, chromium, dashboard
+from kgbias_core import tasks
+from kgbias_core.jobs import Progress
+from kgbias_core.whatif.plan import saved_verifications
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
+]
+
+#: The data of every Plotly chart of the page: trace name -> (x, y) of its first trace with that name (from the
+#: drawn traces, _fullData, where Plotly has decoded its typed arrays).
+TRACES = """
+const found = {};
+for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+  for (const trace of plot._fullData || []) {
+    if (trace.name && !(trace.name in found)) { found[trace.name] = [Array.from(trace.x), Array.from(trace.y)]; }
+  }
+}
+return found;
+"""
+
+
+def test_build_a_plan_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    store = Path(shutil.copytree(tiny_store, tmp_path / "store"))
+    base = store / "tiny-transe"
+    tasks.noise_band_task(base).run(Progress())  # as the lab would have computed it: the targets stay put
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
+        wait = WebDriverWait(driver, 120)
+        driver.get(f"{url}/debiasing_lab?lab_occupation=nurse")
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Debiasing lab"))
+        build = wait.until(ec.element_to_be_clickable((By.XPATH, f'//button[.//p[text()="{section.BUILD_BUTTON}"]]')))
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", build)
+        build.click()
+        verify = wait.until(ec.element_to_be_clickable(
+            (By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]')))
+        main = driver.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]')
+        assert "Predicted B_gr of Nurse after" in main.text
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", verify)
+        verify.click()
+        # the job retrains, the record is written, the page reruns and draws the point
+        points = wait.until(lambda d: (d.execute_script(TRACES).get("verified plan") or [[]])[0] and
+                            d.execute_script(TRACES)["verified plan"])
+        time.sleep(1.0)  # let the chart finish drawing before the screenshot
+        driver.save_screenshot(str(tmp_path / "plan.png"))
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    record = saved_verifications(base)
+    assert len(record) == 1
+    assert points[0] == pytest.approx([record["predicted"].iloc[0]]) and points[1] == pytest.approx(
+        [record["actual"].iloc[0]])

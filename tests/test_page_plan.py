@@ -1,0 +1,64 @@
+"""AppTest of the Debiasing lab's Plan section on a copy of the tiny store: build, read, verify, plot."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgbias_app import texts as ui_texts
+from kgbias_app.sections import plan as section
+from kgbias_core import tasks
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.store import list_models, load_model
+from kgbias_core.jobs import Progress
+from kgbias_core.whatif.plan import PlanConfig, plan_removal, resolve_targets, saved_verifications
+from tests.conftest import button, metric, page, settled, texts
+
+
+def _values(array) -> list[float]:
+    """A Plotly JSON array: a list, or the typed array Plotly 6 writes ({"dtype": "f8", "bdata": base64})."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=np.dtype(array["dtype"])).tolist()
+    return list(array)
+
+
+def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_actual(writable_store: Path) -> None:
+    base = writable_store / "tiny-transe"
+    # The noise band first: the lab starts it on opening, and a band arriving mid-test would change the targets.
+    noise = tasks.noise_band_task(base).run(Progress())
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    assert app.multiselect(key="plan_targets").value == ["nurse"]  # the lab's occupation is the default target
+    assert section.NO_VERIFIED in texts(app.caption)
+    button(app, section.BUILD_BUTTON).click().run()
+    assert not app.exception
+    analysis = ModelAnalysis(load_model(base))
+    config = PlanConfig()
+    expected = plan_removal(analysis, resolve_targets(analysis, ["nurse"], noise=noise, config=config), noise=noise,
+                            config=config)
+    (outcome,) = expected.targets
+    assert "noise band" in outcome.target.source and expected.removed
+    said = texts(app.success) if expected.feasible else texts(app.warning)
+    assert (section.FEASIBLE if expected.feasible else section.INFEASIBLE).format(n=len(expected.removed)) in said
+    assert metric(app, "Predicted B_gr of Nurse after") == ui_texts.fmt(outcome.after)
+    assert metric(app, "B_gr of Nurse now") == ui_texts.fmt(outcome.before)
+    table = next(t.value for t in app.dataframe if "in words" in t.value.columns)
+    assert table["row"].tolist() == list(expected.removed)
+    collateral = next(c for c in app.get("plotly_chart") if "plan_collateral" in c.proto.id)
+    bars = json.loads(collateral.proto.spec)["data"][0]
+    assert len(_values(bars["x"])) == int((expected.collateral["bounded"] | expected.collateral["target"]).sum())
+
+    button(app, section.VERIFY_BUTTON).click().run()
+    settled(app)
+    assert not app.exception
+    record = saved_verifications(base)
+    assert len(record) == 1 and record["run"].iloc[0] in list_models(writable_store)
+    assert section.NO_VERIFIED not in texts(app.caption)
+    scatter = next(c for c in app.get("plotly_chart") if "plan_verified" in c.proto.id)
+    points = json.loads(scatter.proto.spec)["data"][0]
+    assert _values(points["x"]) == pytest.approx([record["predicted"].iloc[0]])
+    assert _values(points["y"]) == pytest.approx([record["actual"].iloc[0]])
