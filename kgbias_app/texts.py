@@ -210,9 +210,11 @@ READINESS_PREPARE = (
 TRAIN_BUTTON = "Train {name} ({estimate})"
 TRAIN_ESTIMATE = "{graph} has no model yet. Training takes {estimate} on a quiet CPU (a GPU is several times faster)."
 FOLLOW_UP_RUNNING = (
-    "{name} is ready; its calibration continues in the background (see Jobs): predicted changes show their "
-    "range once it is done."
+    "{name} is ready; one masked retrain audits its what-if prediction in the background (see Jobs). Predicted "
+    "changes do not wait for it."
 )
+#: The job name of the one-retrain audit of a model's prediction (kgbias_core/tasks/prediction_audit.py).
+AUDIT_JOB = "{name}: prediction audit"
 
 # --- overview -----------------------------------------------------------------------------------
 OVERVIEW_MODEL = (
@@ -376,7 +378,7 @@ NOISE_BAND_PENDING = (
     "model). Until they are done, no change below can be told apart from retraining drift."
 )
 NOISE_BAND_JOB = "{name}: noise band"
-CALIBRATE_BUTTON = "Calibrate the predictions (13 masked retrains over 6 occupations)"
+CALIBRATE_BUTTON = "Calibrate the old closed form (13 masked retrains over 6 occupations)"
 NOISE_BAND = "B_gr of {name} across retrains of the unedited graph under seeds {seeds}: spread {spread} (max − min)."
 NO_RUNS = "No what-if of this model yet: choose an edit above and retrain."
 STALE_RUNS = (

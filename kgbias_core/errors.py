@@ -395,3 +395,7 @@ NEWTON_NEEDS_SQUARED_L2 = (
     "model {model}: the Newton-step what-if differentiates the squared-L2 TransE objective, and this model"
     " scores with {distance}"
 )
+PREDICTION_AUDIT_NO_OCCUPATION = (
+    "model {model}: no occupation has persons of both genders, so there is no B_gr whose prediction could be audited"
+)
+PREDICTION_AUDIT_KEPT = "The model {name} stays in use; its predictions are shown without an audit."
