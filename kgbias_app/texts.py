@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kgbias_app.escape import md
-from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
 from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.*)
     DIGITS,
@@ -83,30 +82,6 @@ MIN_GROUP_HELP = (
 )
 
 PREDICTED_CHANGE = "Predicted change of B_gr"
-NOT_CALIBRATED = "uncalibrated"
-
-
-def predicted_value(change: PredictedChange) -> str:
-    """The headline of a predicted change: the calibrated point, never a bare uncalibrated number."""
-    return fmt(change.point) if change.calibrated else NOT_CALIBRATED
-
-
-def predicted_range(change: PredictedChange, *, before: float | None = None) -> str:
-    """The caption under a predicted change: its interval (of B_gr after, given ``before``) or why none."""
-    if not change.calibrated:
-        return (f"Not calibrated: Σ δ_z = {fmt(change.raw)} gives the direction and the ranking of edits, not the "
-                "size (closed-form influence over-predicts retraining by a factor of ~3). The calibration runs "
-                "in the background after training from the sidebar, or from the Validation page.")
-    if not change.has_interval:
-        return (f"Calibrated with one stored scale, so no range (Σ δ_z = {fmt(change.raw)}); calibrate on the "
-                "Validation page for a range over occupations.")
-    shift = 0.0 if before is None else before
-    what = "B_gr after" if before is not None else "change"
-    return (f"Calibrated {what}: {fmt(shift + change.low)} to {fmt(shift + change.high)}, the range of the "
-            f"scale actual/predicted over the calibration occupations (Σ δ_z = {fmt(change.raw)}). Retraining "
-            "noise comes on top: see the noise band below.")
-
-
 # --- jobs ---------------------------------------------------------------------------------------
 JOB_STOPPED = "{name} {state}: {error}."
 

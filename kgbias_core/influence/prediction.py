@@ -37,6 +37,17 @@ rarer gender in the occupation: the ratio retrained / predicted spreads most whe
 handful of persons (0.34 and 0.38 at m = 1, within 0.64-1.62 at m >= 4). The constants were fitted
 on the retrains of the synthetic graph of the tests (seed 7) and are checked on other synthetic graphs
 by the bench; they are not fitted per model, and a real graph may need a wider band (not yet measured).
+Noise floor (:func:`with_noise_floor`): where the model has a noise band (B_gr's spread over retrains of the
+unedited graph under other seeds), the interval is widened by that spread on both sides: a set whose change
+is near 0 (a random set) then has the retraining noise as its interval, not a band of width ~0.
+
+Additions (:func:`newton_addition_prediction`, Du's Add): the new entities have no row in theta. They start
+where the retrain starts them, are re-optimised alone with the trained rows held (Kelpie's post-training,
+Rossi et al. 2022), and then one Newton step of J_{+A} = J + sum_{z in A} L(z) moves every row:
+Delta theta = -|H_{+A}|^{-1} grad J_{+A}. B_gr is evaluated over the edited graph's groups, dummies counted.
+
+Cost: |H| v is computed in closed form (a gather and three scatters per active term), and the CG of a
+shown prediction stops at a relative residual of :data:`PREDICTION_TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -364,6 +375,8 @@ def fit_new_rows(model: StoredModel, *, n_base: int, added: LongTensor, steps: i
     term (a dummy holds two), so the step is stable; a local optimum is all the Newton step needs (the rows'
     gradient ~0 there, so the step moves them only through their coupling with the trained rows).
     """
+    if model.n_entities == n_base:  # added triples among existing entities: no new row to fit
+        return model
     E, R = model.entity_embeddings.detach(), model.relation_embeddings.detach()
     fixed, free = E[:n_base], E[n_base:].clone().requires_grad_(True)
     triples, negatives = model.triples[added], model.frozen_negatives[added]
