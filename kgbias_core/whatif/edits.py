@@ -7,8 +7,8 @@ A what-if retrains from the base model's seed and initialisation (a removal is a
 METHODS §2, so it differs from the base only by the removed triples). There is no warm start: a few
 epochs from the base weights moved the edited occupation's B_gr by about a fifth of what retraining
 does on FB15k-237, several noise bands off (docs/results.md,
-experiments/warm_vs_scratch/whatif_warm_vs_scratch.py); the instant estimate is the calibrated influence
-prediction (:mod:`kgbias_core.influence.scale`).
+experiments/warm_vs_scratch/whatif_warm_vs_scratch.py); the instant estimate is the Newton-step
+prediction of :func:`predict_edit` (:mod:`kgbias_core.influence.prediction`), for removals and Add alike.
 The base model is never modified: every what-if is a new :class:`StoredModel`.
 """
 
