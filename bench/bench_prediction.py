@@ -19,7 +19,7 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model
-from kgbias_core.influence import iterative
+from kgbias_core.influence import prediction
 from kgbias_core.whatif.edits import make_edit, predict_edit
 
 
@@ -42,7 +42,7 @@ def main() -> None:
     both = ((groups.n_male > 0) & (groups.n_female > 0)).nonzero().squeeze(-1).tolist()
     chosen = sorted(both, key=lambda i: -int(groups.n_male[i] + groups.n_female[i]))[: args.occupations]
     counted = [0]
-    original = iterative.conjugate_gradients
+    original = prediction.preconditioned_cg
 
     def counting(apply, rhs, **kwargs):  # counts the |H| products of each solve (the prediction's unit of work)
         def apply_counted(v):
@@ -51,9 +51,7 @@ def main() -> None:
 
         return original(apply_counted, rhs, **kwargs)
 
-    import kgbias_core.influence.prediction as prediction
-
-    prediction.conjugate_gradients = counting
+    prediction.preconditioned_cg = counting
     for index in chosen:
         label, name = groups.labels[index], groups.names[index]
         t0 = time.perf_counter()

@@ -142,7 +142,10 @@ def test_the_absolute_curvature_is_the_positive_part_of_every_term_and_its_step_
     generator = torch.Generator().manual_seed(2)
     v = (torch.randn(small_model.entity_embeddings.shape, generator=generator, dtype=torch.float64),
          torch.randn(small_model.relation_embeddings.shape, generator=generator, dtype=torch.float64))
-    assert torch.allclose(_flat(absolute_curvature_hvp(small_model)(v)), dense @ _flat(v), rtol=1e-9, atol=1e-9)
+    hvp = absolute_curvature_hvp(small_model)
+    assert torch.allclose(_flat(hvp(v)), dense @ _flat(v), rtol=1e-9, atol=1e-9)
+    diagonal = torch.cat([hvp.diagonal[0].expand_as(v[0]).reshape(-1), hvp.diagonal[1].expand_as(v[1]).reshape(-1)])
+    assert torch.allclose(diagonal, torch.diagonal(dense))  # the preconditioner is |H|'s own diagonal
     assert float(torch.linalg.eigvalsh(dense)[0]) >= small_model.config.l2 * (1 - 1e-9)  # positive definite
     removed = torch.tensor([1, 2, 30, 99])
     expected = torch.linalg.solve(dense, _flat(removal_gradient(small_model, removed)))
@@ -311,9 +314,10 @@ def test_the_addition_step_is_the_dense_solve_and_the_new_rows_start_at_a_local_
 
 
 def conjugate_gradients_of(model, rhs):
-    from kgbias_core.influence.iterative import conjugate_gradients
+    from kgbias_core.influence.prediction import preconditioned_cg
 
-    return conjugate_gradients(absolute_curvature_hvp(model), rhs, iterations=500, tolerance=1e-12)
+    hvp = absolute_curvature_hvp(model)
+    return preconditioned_cg(hvp, rhs, diagonal=hvp.diagonal, iterations=500, tolerance=1e-12)
 
 
 def _edited_retrains(model, edit):

@@ -61,7 +61,7 @@ import torch
 from kgbias_core.embeddings.objective import transe_distance, transe_objective
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import NEWTON_NEEDS_SQUARED_L2, MeasureError
-from kgbias_core.influence.iterative import Vector, conjugate_gradient_solve, conjugate_gradients, objective_hvp
+from kgbias_core.influence.iterative import Vector, conjugate_gradient_solve, objective_hvp
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
 from kgbias_core.types import FloatTensor, LongTensor
@@ -245,20 +245,59 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
         out_r = (l2 * v_r).index_add_(0, relations, w)  # [R, d]
         return out_e, out_r
 
+    # The diagonal of |H| (a Jacobi preconditioner): l2 + 2 per active term in which a row holds a_row = +-1
+    # (an entity that is both head and tail of a term has a_e = 0 there).
+    differs = heads != tails
+    ones = torch.ones_like(heads, dtype=E0.dtype)
+    entity_diagonal = l2 + 2 * (torch.bincount(heads[differs], weights=ones[differs], minlength=E0.shape[0])
+                                + torch.bincount(tails[differs], weights=ones[differs], minlength=E0.shape[0]))
+    relation_diagonal = l2 + 2 * torch.bincount(relations, weights=ones, minlength=R0.shape[0])
+    hvp.diagonal = (entity_diagonal.unsqueeze(-1), relation_diagonal.unsqueeze(-1))  # ([E, 1], [R, 1])
     return hvp
+
+
+def preconditioned_cg(apply, rhs: Vector, *, diagonal: Vector, damping: float = 0.0,
+                      iterations: int = 200, tolerance: float = 1e-6) -> Vector:
+    """x = (A + damping I)^{-1} rhs by conjugate gradients with a Jacobi preconditioner (``diagonal`` of A, per
+    row, broadcast over d); stops when ||r|| <= ``tolerance`` ||rhs||. A hub entity (a gender value in thousands
+    of active terms) makes |H| ill-conditioned row by row; scaling by the diagonal takes most of that out."""
+    def full(v: Vector) -> Vector:
+        h = apply(v)
+        return h[0] + damping * v[0], h[1] + damping * v[1]
+
+    inverse = (1.0 / (diagonal[0] + damping), 1.0 / (diagonal[1] + damping))
+    x = (torch.zeros_like(rhs[0]), torch.zeros_like(rhs[1]))
+    r = (rhs[0].clone(), rhs[1].clone())
+    target = tolerance * tolerance * _dot(rhs, rhs)
+    if target == 0:
+        return x  # no gradient (every margin of the set inactive): nothing moves
+    z = (r[0] * inverse[0], r[1] * inverse[1])
+    p = z
+    rz = _dot(r, z)
+    for _ in range(iterations):
+        ap = full(p)
+        step = rz / _dot(p, ap)
+        x = (x[0] + step * p[0], x[1] + step * p[1])
+        r = (r[0] - step * ap[0], r[1] - step * ap[1])
+        if _dot(r, r) < target:
+            break
+        z = (r[0] * inverse[0], r[1] * inverse[1])
+        rz_new = _dot(r, z)
+        p = (z[0] + rz_new / rz * p[0], z[1] + rz_new / rz * p[1])
+        rz = rz_new
+    return x
+
+
+def _dot(a: Vector, b: Vector) -> float:
+    return float((a[0] * b[0]).sum() + (a[1] * b[1]).sum())
 
 
 def absolute_newton_step(model: StoredModel, removed: LongTensor, *, damping: float = 0.0,
                          negatives: LongTensor | None = None, tolerance: float = 1e-6) -> Vector:
     """Delta theta = (|H| + lambda I)^{-1} sum_{z in S} grad L(z) (the removal sign of the module docstring)."""
     hvp = absolute_curvature_hvp(model, negatives=negatives)
-
-    def apply(v: Vector) -> Vector:
-        h = hvp(v)
-        return h[0] + damping * v[0], h[1] + damping * v[1]
-
-    return conjugate_gradients(apply, removal_gradient(model, removed, negatives=negatives),
-                               iterations=CG_ITERATIONS, tolerance=tolerance)
+    return preconditioned_cg(hvp, removal_gradient(model, removed, negatives=negatives), diagonal=hvp.diagonal,
+                             damping=damping, iterations=CG_ITERATIONS, tolerance=tolerance)
 
 
 def newton_change(model: StoredModel, removed: LongTensor, *, groups: OccupationGroups, occupation_index: int,
@@ -429,13 +468,8 @@ def newton_addition_prediction(
     edited = fit_new_rows(edited, n_base=n_base, added=added)
     rhs = addition_gradient(edited, n_base=n_base, added=added)
     hvp = absolute_curvature_hvp(edited)
-    damping = _damping(edited)
-
-    def apply(v: Vector) -> Vector:
-        h = hvp(v)
-        return h[0] + damping * v[0], h[1] + damping * v[1]
-
-    step = conjugate_gradients(apply, rhs, iterations=CG_ITERATIONS, tolerance=tolerance)
+    step = preconditioned_cg(hvp, rhs, diagonal=hvp.diagonal, damping=_damping(edited), iterations=CG_ITERATIONS,
+                             tolerance=tolerance)
     after_groups = occupation_groups(edited)
     after_index = after_groups.index(occupation)
     point = _bias(_moved(edited, (-step[0], -step[1])), after_groups, after_index) - before
