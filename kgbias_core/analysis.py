@@ -33,6 +33,7 @@ from kgbias_core.influence.negatives import (
     redrawn_negatives,
     stability_seeds,
 )
+from kgbias_core.influence.prediction import active_terms
 from kgbias_core.influence.scale import PredictedChange, predict
 from kgbias_core.measures.fisher import fisher_person_changes
 from kgbias_core.measures.group_bias import group_bias
@@ -116,6 +117,14 @@ class ModelAnalysis:
         return self._memo.get("context", lambda: influence_context(
             self.model, damping=self.damping, groups=self.groups, negatives=self.negatives.negatives
         ))
+
+    @property
+    def active_terms(self) -> BoolTensor:
+        """Which margin terms are active at the trained theta (with :attr:`negatives`), [|G|]: built once, shared by
+        every what-if prediction of the model (:func:`~kgbias_core.influence.prediction.active_terms`)."""
+        negatives = self.negatives
+        return self._memo.get("active_terms", lambda: active_terms(
+            self.model, negatives=None if negatives.exact else negatives.negatives))
 
     def group_bias(self, occupation: str | None = None) -> FloatTensor:
         """B_gr (METHODS §1) of every occupation, [O], or of the one labelled ``occupation``, [].

@@ -216,20 +216,6 @@ def test_the_newton_step_refuses_a_distance_it_does_not_differentiate(tiny_model
 
 
 # --- issue 25, second part: tolerance, noise floor, re-drawn negatives, additions --------------------------------
-def test_the_shown_predictions_looser_cg_tolerance_moves_the_point_by_under_a_percent(tiny_model) -> None:
-    from kgbias_core.influence.prediction import PREDICTION_TOLERANCE
-
-    analysis = ModelAnalysis(tiny_model)
-    for occupation in analysis.groups.labels[:3]:
-        removed = removal_set(analysis.influence(occupation), kind="top", k=10)
-        index = analysis.groups.index(occupation)
-        tight = newton_removal_prediction(tiny_model, removed=removed, groups=analysis.groups, occupation_index=index,
-                                          tolerance=1e-8)
-        loose = predict_removal(analysis, occupation, removed)
-        assert PREDICTION_TOLERANCE > 1e-8
-        assert abs(loose.point - tight.point) <= 0.01 * abs(tight.point), (occupation, loose.point, tight.point)
-
-
 def test_random_sets_land_inside_the_noise_floor(tiny_model) -> None:
     """Issue 25: random sets inside the noise band. The interval's floor is the occupation's spread of B_gr over
     retrains of the unedited graph (3 other seeds); masked retrains of random removals land inside it."""
@@ -247,7 +233,7 @@ def test_random_sets_land_inside_the_noise_floor(tiny_model) -> None:
         influence = triple_influence(context, index)
         moving = int((influence != 0).sum())
         spread = noise_spread(noise, groups.labels[index])
-        for share, seed in ((2, 0), (16, 1), (40, 2)):
+        for share, seed in ((2, 0), (40, 1)):
             k = max(1, moving * share // 100)
             removed = removal_set(influence, kind="random", k=k, seed=seed)
             floor = newton_removal_prediction(tiny_model, removed=removed, groups=groups, occupation_index=index,

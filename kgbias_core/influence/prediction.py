@@ -85,9 +85,11 @@ ADD_ESTIMATOR = "Newton step, |H|, new rows fitted first"
 OLD_ESTIMATOR = "closed form x calibrated scale (old)"
 #: Appended to the estimator's name where the negatives were re-drawn (an imported model).
 REDRAWN = "negatives re-drawn"
-#: CG's relative residual for a shown prediction: B_gr to about 3 digits (the band is +-50% and more). On the
-#: tests' graph the point moves by < 1e-3 of itself against a 1e-6 solve, in a third of the iterations.
-PREDICTION_TOLERANCE = 1e-3
+#: CG's relative residual for a shown prediction. 1e-3 would do for the screen (the band is +-50% and more: on
+#: FB15k-237's Actor the point moved by 4e-6 of itself against 1e-6, with 13 |H| products instead of 31), but a
+#: prediction should equal the one the planner and the tests compute at the solver's default, and 31 products
+#: cost ~5 s there (one thread, load ~6), inside the budget of 10 s.
+PREDICTION_TOLERANCE = 1e-6
 #: At most this many CG iterations (|H| >= l2 I keeps its condition number moderate: ~30-60 are used).
 CG_ITERATIONS = 200
 #: Gradient steps of :func:`fit_new_rows` (new rows only: a few milliseconds).
@@ -211,7 +213,25 @@ def _bias(model: StoredModel, groups: OccupationGroups, occupation_index: int) -
     return float(values[occupation_index])
 
 
-def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None = None):
+def active_terms(model: StoredModel, *, negatives: LongTensor | None = None, rows: LongTensor | None = None):
+    """Which margin terms are active at the model's theta: gamma + psi(z) - psi(z') > 0, [n] (or [len(rows)]).
+
+    Only they have curvature (and gradient). Two distance passes over the training triples: on FB15k-237 the
+    costliest part of building |H| (~1-2 s on one thread), so :class:`~kgbias_core.analysis.ModelAnalysis`
+    memoises it per model (``active_terms``) and the predictions of one model share it.
+    """
+    negatives = model.frozen_negatives if negatives is None else negatives
+    triples = model.triples if rows is None else model.triples[rows]
+    negatives = negatives if rows is None else negatives[rows]
+    E0, R0 = model.entity_embeddings.detach(), model.relation_embeddings.detach()
+    with torch.no_grad():
+        distance = transe_distance(entities=E0, relations=R0, triples=triples)
+        negative = transe_distance(entities=E0, relations=R0, triples=negatives)
+        return (model.config.margin + distance - negative) > 0
+
+
+def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None = None,
+                           active: torch.Tensor | None = None):
     """v -> |H| v: the Hessian of J with each active margin term's curvature counted positive.
 
     J's Hessian is l2 I + sum_{z active} (d^2 psi(z) - d^2 psi(z')): indefinite through the frozen
@@ -225,15 +245,13 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
     a = e_h + e_r - e_t, so a term adds 2 (v_h + v_r - v_t) at h and r and subtracts it at t: one gather
     and three scatters per term (on FB15k-237 several times faster than autograd's second derivative).
     ``negatives``: row i the negative of training triple i (default the model's frozen ones; an imported
-    model passes its re-drawn ones).
+    model passes its re-drawn ones). ``active``: :func:`active_terms`, when already known.
     """
     triples = model.triples
     negatives = model.frozen_negatives if negatives is None else negatives
     E0, R0 = model.entity_embeddings.detach(), model.relation_embeddings.detach()
-    with torch.no_grad():
-        distance = transe_distance(entities=E0, relations=R0, triples=triples)
-        negative = transe_distance(entities=E0, relations=R0, triples=negatives)
-        active = (model.config.margin + distance - negative) > 0  # only these terms have curvature
+    if active is None:
+        active = active_terms(model, negatives=negatives)
     both = torch.cat([triples[active], negatives[active]])  # [m, 3]
     heads, relations, tails = both[:, 0], both[:, 1], both[:, 2]
     l2 = model.config.l2
@@ -293,16 +311,17 @@ def _dot(a: Vector, b: Vector) -> float:
 
 
 def absolute_newton_step(model: StoredModel, removed: LongTensor, *, damping: float = 0.0,
-                         negatives: LongTensor | None = None, tolerance: float = 1e-6) -> Vector:
+                         negatives: LongTensor | None = None, tolerance: float = 1e-6,
+                         active: torch.Tensor | None = None) -> Vector:
     """Delta theta = (|H| + lambda I)^{-1} sum_{z in S} grad L(z) (the removal sign of the module docstring)."""
-    hvp = absolute_curvature_hvp(model, negatives=negatives)
+    hvp = absolute_curvature_hvp(model, negatives=negatives, active=active)
     return preconditioned_cg(hvp, removal_gradient(model, removed, negatives=negatives), diagonal=hvp.diagonal,
                              damping=damping, iterations=CG_ITERATIONS, tolerance=tolerance)
 
 
 def newton_change(model: StoredModel, removed: LongTensor, *, groups: OccupationGroups, occupation_index: int,
                   damping: float, curvature: str = "absolute", negatives: LongTensor | None = None,
-                  tolerance: float = 1e-6) -> float:
+                  tolerance: float = 1e-6, active: torch.Tensor | None = None) -> float:
     """B_gr(theta + Delta theta) - B_gr(theta) of one occupation, exact, groups fixed (Du §3.1).
 
     ``curvature``: "absolute" (|H|, :func:`absolute_curvature_hvp`) or "exact" (H + lambda I, lambda from
@@ -310,7 +329,8 @@ def newton_change(model: StoredModel, removed: LongTensor, *, groups: Occupation
     """
     removed = removed.to(model.triples.device)
     if curvature == "absolute":
-        step = absolute_newton_step(model, removed, damping=damping, negatives=negatives, tolerance=tolerance)
+        step = absolute_newton_step(model, removed, damping=damping, negatives=negatives, tolerance=tolerance,
+                                    active=active)
     else:
         step = newton_step(model, removed, damping=damping)
     return _bias(_moved(model, step), groups, occupation_index) - _bias(model, groups, occupation_index)
@@ -333,6 +353,7 @@ def _damping(model: StoredModel) -> float:
 def newton_removal_prediction(
     model: StoredModel, *, removed: LongTensor, groups: OccupationGroups, occupation_index: int,
     negatives: LongTensor | None = None, spread: float | None = None, tolerance: float = 1e-6,
+    active: torch.Tensor | None = None,
 ) -> WhatIfPrediction:
     """The change of B_gr of one occupation when ``removed`` (training-row indices) leaves the training set.
 
@@ -343,7 +364,7 @@ def newton_removal_prediction(
     """
     _check_distance(model)
     point = newton_change(model, removed, groups=groups, occupation_index=occupation_index, damping=_damping(model),
-                          negatives=negatives, tolerance=tolerance)
+                          negatives=negatives, tolerance=tolerance, active=active)
     f = band_factor(int(min(groups.n_male[occupation_index], groups.n_female[occupation_index])))
     ends = sorted((point / f, point * f))
     estimator = ESTIMATOR if negatives is None else f"{ESTIMATOR}, {REDRAWN}"
@@ -373,12 +394,12 @@ def predict_removal(analysis: AnalysedModel, occupation: str, removed: LongTenso
 
     Uses the analysis's groups, held fixed as the masked retrain holds them, and its negatives (frozen, or
     re-drawn for an imported model). ``spread``: the occupation's noise band, the interval's floor (None: no
-    band yet). The CG stops at :data:`PREDICTION_TOLERANCE` (B_gr to ~3 digits; see the module docstring).
+    band yet). The active terms are the analysis's memo (``active_terms``) where it has one.
     """
     return newton_removal_prediction(analysis.model, removed=removed, groups=analysis.groups,
                                      occupation_index=analysis.groups.index(occupation),
                                      negatives=_negatives_of(analysis), spread=spread,
-                                     tolerance=PREDICTION_TOLERANCE)
+                                     tolerance=PREDICTION_TOLERANCE, active=getattr(analysis, "active_terms", None))
 
 
 # --- additions ---------------------------------------------------------------------------------------
@@ -443,7 +464,7 @@ def addition_gradient(model: StoredModel, *, n_base: int, added: LongTensor) -> 
 
 def newton_addition_prediction(
     model: StoredModel, addition: Addition, *, occupation: str, spread: float | None = None,
-    negatives: LongTensor | None = None, tolerance: float = PREDICTION_TOLERANCE,
+    negatives: LongTensor | None = None, tolerance: float = PREDICTION_TOLERANCE, active: torch.Tensor | None = None,
 ) -> WhatIfPrediction:
     """The change of B_gr of ``occupation`` when ``addition`` joins the training set (Du's Add).
 
@@ -467,7 +488,10 @@ def newton_addition_prediction(
     added = torch.arange(n, edited.triples.shape[0], device=edited.triples.device)
     edited = fit_new_rows(edited, n_base=n_base, added=added)
     rhs = addition_gradient(edited, n_base=n_base, added=added)
-    hvp = absolute_curvature_hvp(edited)
+    # The base terms' margins do not involve the new rows (their negatives are base entities): only the added
+    # terms' activity is new.
+    base_active = active_terms(base) if active is None else active
+    hvp = absolute_curvature_hvp(edited, active=torch.cat([base_active, active_terms(edited, rows=added)]))
     step = preconditioned_cg(hvp, rhs, diagonal=hvp.diagonal, damping=_damping(edited), iterations=CG_ITERATIONS,
                              tolerance=tolerance)
     after_groups = occupation_groups(edited)

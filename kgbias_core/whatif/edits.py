@@ -217,7 +217,8 @@ def predict_edit(analysis: ModelAnalysis, edit: Edit, *, spread: float | None = 
                                spread=spread)
     negatives = analysis.negatives
     return newton_addition_prediction(analysis.model, addition(analysis.model, edit), occupation=edit.occupation,
-                                      spread=spread, negatives=None if negatives.exact else negatives.negatives)
+                                      spread=spread, negatives=None if negatives.exact else negatives.negatives,
+                                      active=analysis.active_terms)
 
 
 def edit_of_record(model: StoredModel, record: Mapping[str, Any]) -> Edit | None:
