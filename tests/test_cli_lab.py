@@ -14,6 +14,7 @@ import torch
 from kgbias_core.cli import main
 from kgbias_core.embeddings.store import load_model, model_fingerprint, save_model
 from kgbias_core.embeddings.training import train_model
+from kgbias_core.influence.prediction import ADD_ESTIMATOR
 
 from .conftest import TINY_TRAINING, data_dir
 
@@ -65,7 +66,7 @@ def test_debias_add_and_random_and_indices(base: Path, tmp_path: Path, capsys) -
     assert main(["debias", "--model", str(base), "--occupation", "nurse", "--add", "--c", "0.5",
                  "--out", str(tmp_path / "add")]) == 0
     printed = capsys.readouterr().out
-    assert "predicted change " in printed and "(estimator: Newton step, |H|, new rows fitted first" in printed
+    assert "predicted change " in printed and f"(estimator: {ADD_ESTIMATOR}" in printed
     assert "ranks the triples" not in printed  # Add has no closed form
     added = load_model(tmp_path / "add")
     assert added.edit["n_added_entities"] == round(0.5 * (28 - 5))  # nurse: 5 men, 28 women

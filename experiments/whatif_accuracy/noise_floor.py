@@ -48,6 +48,8 @@ def main() -> None:
     model = train_model(graph, SYNTHETIC_TRAINING, name="synthetic-transe", device=torch.device("cpu"))
     band = noise_band(model, seeds=(1, 2, 3))[["occupation", "spread"]]
     runs = pd.read_csv(args.runs).merge(band, on="occupation", how="left")
+    if "kind" not in runs.columns:  # addition_accuracy.py's rows: Add edits
+        runs["kind"] = "add"
     print(coverage(runs).to_string(float_format=lambda x: f"{x:.3f}"))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 

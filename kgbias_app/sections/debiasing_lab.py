@@ -45,8 +45,10 @@ PREDICTED_HELP = (
     "positive (|H|), and B_gr computed exactly at the moved embedding (issue 25; no calibration needed)."
 )
 ADD_HELP = (
-    "The dummies' rows are fitted alone first (the trained rows held), then one Newton step of the objective with "
-    "the added triples (|H|), and B_gr computed exactly over the edited groups, dummies counted (issue 25)."
+    "The dummies start at their initial embedding, as the retrain starts them; one Newton step of the objective "
+    "with the added triples (|H|) moves every row, and B_gr is computed exactly over the edited groups, dummies "
+    "counted (issue 25). On synthetic graphs it was right in sign on 11 of 11 Add edits and overstated the "
+    "retrained change by about a fifth (median)."
 )
 AUDIT_SENTENCE = (
     "Audit of this model's prediction (one masked retrain): removing the top {k} of the {moving} triples that move "

@@ -209,7 +209,7 @@ def addition(model: StoredModel, edit: Edit) -> Addition:
 
 def predict_edit(analysis: ModelAnalysis, edit: Edit, *, spread: float | None = None) -> WhatIfPrediction:
     """The predicted change of B_gr of the edit's occupation (:mod:`kgbias_core.influence.prediction`): the
-    Newton step of the removal, or of the addition with the dummies' rows fitted first; ``spread`` (the
+    Newton step of the removal, or of the addition (the dummies from their initial rows); ``spread`` (the
     occupation's noise band) is the interval's floor. The one call the lab, the basket, ``debias``, the report
     and the findings make."""
     if edit.kind == "remove":
