@@ -122,9 +122,16 @@ class ModelAnalysis:
     def active_terms(self) -> BoolTensor:
         """Which margin terms are active at the trained theta (with :attr:`negatives`), [|G|]: built once, shared by
         every what-if prediction of the model (:func:`~kgbias_core.influence.prediction.active_terms`)."""
-        negatives = self.negatives
-        return self._memo.get("active_terms", lambda: active_terms(
-            self.model, negatives=None if negatives.exact else negatives.negatives))
+        def compute() -> BoolTensor:
+            if self.model.config.distance != "squared_l2":  # the context's margins use the model's own distance
+                negatives = self.negatives
+                return active_terms(self.model, negatives=None if negatives.exact else negatives.negatives)
+            # The influence context (built for the ranking anyway, and by warm_up) holds the same margins.
+            mask = torch.zeros(self.model.triples.shape[0], dtype=torch.bool, device=self.model.triples.device)
+            mask[self.context.active] = True
+            return mask
+
+        return self._memo.get("active_terms", compute)
 
     def group_bias(self, occupation: str | None = None) -> FloatTensor:
         """B_gr (METHODS §1) of every occupation, [O], or of the one labelled ``occupation``, [].

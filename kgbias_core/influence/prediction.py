@@ -59,9 +59,10 @@ from typing import Protocol
 
 import torch
 
-from kgbias_core.embeddings.objective import transe_distance, transe_objective
+from kgbias_core.embeddings.objective import transe_objective
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import NEWTON_NEEDS_SQUARED_L2, MeasureError
+from kgbias_core.influence.closed_form import active_margins
 from kgbias_core.influence.iterative import Vector, conjugate_gradient_solve, objective_hvp
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
@@ -86,11 +87,10 @@ ADD_ESTIMATOR = "Newton step, |H|, new rows from their initial embedding"
 OLD_ESTIMATOR = "closed form x calibrated scale (old)"
 #: Appended to the estimator's name where the negatives were re-drawn (an imported model).
 REDRAWN = "negatives re-drawn"
-#: CG's relative residual for a shown prediction. 1e-3 would do for the screen (the band is +-50% and more: on
-#: FB15k-237's Actor the point moved by 4e-6 of itself against 1e-6, with 13 |H| products instead of 31), but a
-#: prediction should equal the one the planner and the tests compute at the solver's default, and 31 products
-#: cost ~5 s there (one thread, load ~6), inside the budget of 10 s.
-PREDICTION_TOLERANCE = 1e-6
+#: CG's relative residual for a shown prediction: B_gr to about 5 digits, far inside the band (+-50% and more).
+#: On FB15k-237's Actor (k = 200) the point moved by 4e-6 of itself against a 1e-6 solve, with 13 |H| products
+#: instead of 31 (2.1 s instead of 5 s on one thread at load ~6; at load ~7, 31 products took 11-17 s).
+PREDICTION_TOLERANCE = 1e-3
 #: At most this many CG iterations (|H| >= l2 I keeps its condition number moderate: ~30-60 are used).
 CG_ITERATIONS = 200
 #: The band's factor f = BAND_BASE + BAND_SMALL / sqrt(m), m the rarer gender's count: interval [p / f, p * f].
@@ -218,18 +218,16 @@ def _bias(model: StoredModel, groups: OccupationGroups, occupation_index: int) -
 def active_terms(model: StoredModel, *, negatives: LongTensor | None = None, rows: LongTensor | None = None):
     """Which margin terms are active at the model's theta: gamma + psi(z) - psi(z') > 0, [n] (or [len(rows)]).
 
-    Only they have curvature (and gradient). Two distance passes over the training triples: on FB15k-237 the
-    costliest part of building |H| (~1-2 s on one thread), so :class:`~kgbias_core.analysis.ModelAnalysis`
-    memoises it per model (``active_terms``) and the predictions of one model share it.
+    Only they have curvature (and gradient). :func:`~kgbias_core.influence.closed_form.active_margins`, the test
+    the influence context makes: :class:`~kgbias_core.analysis.ModelAnalysis` reads it off its context
+    (``active_terms``), so the predictions of one model do not pay the two distance passes again.
     """
     negatives = model.frozen_negatives if negatives is None else negatives
     triples = model.triples if rows is None else model.triples[rows]
     negatives = negatives if rows is None else negatives[rows]
-    E0, R0 = model.entity_embeddings.detach(), model.relation_embeddings.detach()
-    with torch.no_grad():
-        distance = transe_distance(entities=E0, relations=R0, triples=triples)
-        negative = transe_distance(entities=E0, relations=R0, triples=negatives)
-        return (model.config.margin + distance - negative) > 0
+    with torch.no_grad():  # the closed form's test, blocked and stable on the kink across devices
+        return active_margins(entities=model.entity_embeddings.detach(), relations=model.relation_embeddings.detach(),
+                              triples=triples, negatives=negatives, margin=model.config.margin)
 
 
 def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None = None,
