@@ -37,7 +37,7 @@ with widgets.errors_shown():
 
 jobs_ui.progress_panel(jobs_ui.session_tasks("lab"), heading=texts.JOBS_OF_SESSION)
 
-st.subheader("Noise band and calibration")
+st.subheader("Noise band, audit and calibration")
 background: list = []
 with widgets.errors_shown():
     # Computed by default, once per model: every comparison below is read against it.
@@ -51,15 +51,7 @@ if noise is not None:
                                        spread=texts.fmt(spread)))
 else:
     st.info(texts.NOISE_BAND_PENDING)
-if analysis.model.calibration is None:
-    calibration = tasks.calibration_task(model.path)
-    seconds = tasks.calibration_seconds(model.path)
-    if jobs_ui.is_running(calibration):  # queued or running for any session: not offered twice
-        background.append(calibration)
-    elif st.button(texts.with_estimate(texts.CALIBRATE_BUTTON, seconds)):
-        jobs_ui.submit(f"{model.name}: calibration", calibration, group="lab", priority=Priority.BACKGROUND,
-                       estimate=seconds)
-        st.rerun()
+section.audit_and_calibration(model, analysis, background)
 jobs_ui.progress_panel(background, key="background")
 
 st.subheader("Runs of this model")

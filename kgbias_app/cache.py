@@ -33,10 +33,12 @@ from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store, list_models, load_model, model_version, read_config
 from kgbias_core.errors import KGBiasError
 from kgbias_core.influence.negatives import RedrawStability
+from kgbias_core.influence.prediction import WhatIfPrediction
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
-from kgbias_core.whatif.runs import EditMembership, made_from, membership_of_record
+from kgbias_core.whatif.edits import Edit, predict_edit
+from kgbias_core.whatif.runs import EditMembership, made_from, membership_of_record, noise_spread
 from kgbias_core.whatif.runs import bias_change as run_bias_change
 
 
@@ -218,6 +220,18 @@ def triples_frame(model: ModelRef, indices: tuple[int, ...]) -> pd.DataFrame:
 def predicted_removal(model: ModelRef, occupation: str, indices: Sequence[int]) -> PredictedChange:
     """Predicted change of B_gr for removing ``indices`` (a sum over the memoised influence: not cached)."""
     return analysis(model).predicted_removal(occupation, torch.tensor(list(indices), dtype=torch.long))
+
+
+@st.cache_data(max_entries=256, show_spinner="Predicting the change: one Newton step…")
+def prediction(model: ModelRef, edit: Edit, spread: float | None) -> WhatIfPrediction:
+    """The edit's predicted change of B_gr (:func:`~kgbias_core.whatif.edits.predict_edit`: Newton step, interval,
+    ``spread`` the occupation's noise band as its floor); a few seconds on FB15k-237, so cached per edit."""
+    return predict_edit(analysis(model), edit, spread=spread)
+
+
+def occupation_spread(model: ModelRef, occupation: str) -> float | None:
+    """The occupation's noise band spread (B_gr's max - min over retrains of the unedited graph); None before."""
+    return noise_spread(tasks.saved_noise_band(model.path), occupation)
 
 
 def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str:

@@ -4,7 +4,7 @@
 the page while there is none yet. Without any cached model for the synthetic graph, a training job
 starts by itself; every other graph with data but no model (FB15k-237, FB13) is offered with a button
 that says how long it takes. The training job ends when the model is saved: the waiting page polls the
-store and opens the dashboard, in every open session. Follow-up work (the calibration) runs as
+store and opens the dashboard, in every open session. Follow-up work (the prediction audit) runs as
 background work only when it takes a few minutes; longer, it is offered with its estimate. The job
 queue is shown at the bottom of the sidebar on every page.
 """
@@ -230,17 +230,19 @@ def await_model(path: str) -> None:
 
 
 def follow_up(model: ModelRef) -> None:
-    """After a default TransE model is saved: its calibration, as background work when it is estimated at a few
-    minutes (:data:`~kgbias_core.tasks.AUTO_BACKGROUND_SECONDS`), else offered in the lab and Validation."""
+    """After a default TransE model is saved: the one-retrain audit of its what-if prediction
+    (:func:`~kgbias_core.tasks.prediction_audit_task`), as background work when it is estimated at a few minutes
+    (:data:`~kgbias_core.tasks.AUTO_BACKGROUND_SECONDS`), else offered in the lab. The 13-retrain calibration of
+    the old closed form is never started unasked (issue 25): the lab's prediction does not need it."""
     if model.is_whatif or model.kind != "transe" or DEFAULT_MODEL_NAMES.get(model.dataset) != model.name:
         return
-    if cache.config(model).get("calibration") is not None:
+    if tasks.saved_prediction_audit(model.path) is not None:
         return
-    task = tasks.calibration_task(model.path)
+    task = tasks.prediction_audit_task(model.path)
     status = default_registry().latest(task.key)
-    seconds = tasks.calibration_seconds(model.path)
+    seconds = tasks.prediction_audit_seconds(model.path)
     if status is None and seconds is not None and seconds <= tasks.AUTO_BACKGROUND_SECONDS:
-        jobs_ui.submit(f"{model.name}: calibration", task, priority=Priority.BACKGROUND, estimate=seconds)
+        jobs_ui.submit(texts.AUDIT_JOB.format(name=model.name), task, priority=Priority.BACKGROUND, estimate=seconds)
         status = default_registry().latest(task.key)
     if status is not None and status.state not in FINISHED_STATES:
         st.caption(texts.FOLLOW_UP_RUNNING.format(name=model.name))

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kgbias_app.escape import md
-from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.jobs import JobState, JobStatus
 from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.*)
     DIGITS,
@@ -86,30 +85,6 @@ MIN_GROUP_HELP = (
 )
 
 PREDICTED_CHANGE = "Predicted change of B_gr"
-NOT_CALIBRATED = "uncalibrated"
-
-
-def predicted_value(change: PredictedChange) -> str:
-    """The headline of a predicted change: the calibrated point, never a bare uncalibrated number."""
-    return fmt(change.point) if change.calibrated else NOT_CALIBRATED
-
-
-def predicted_range(change: PredictedChange, *, before: float | None = None) -> str:
-    """The caption under a predicted change: its interval (of B_gr after, given ``before``) or why none."""
-    if not change.calibrated:
-        return (f"Not calibrated: Σ δ_z = {fmt(change.raw)} gives the direction and the ranking of edits, not the "
-                "size (closed-form influence over-predicts retraining by a factor of ~3). The calibration runs "
-                "in the background after training from the sidebar, or from the Validation page.")
-    if not change.has_interval:
-        return (f"Calibrated with one stored scale, so no range (Σ δ_z = {fmt(change.raw)}); calibrate on the "
-                "Validation page for a range over occupations.")
-    shift = 0.0 if before is None else before
-    what = "B_gr after" if before is not None else "change"
-    return (f"Calibrated {what}: {fmt(shift + change.low)} to {fmt(shift + change.high)}, the range of the "
-            f"scale actual/predicted over the calibration occupations (Σ δ_z = {fmt(change.raw)}). Retraining "
-            "noise comes on top: see the noise band below.")
-
-
 # --- jobs ---------------------------------------------------------------------------------------
 JOB_STOPPED = "{name} {state}: {error}."
 
@@ -228,9 +203,11 @@ FAMILY_HELP = (
 )
 TRAIN_ESTIMATE = "{graph} has no model yet. Training takes {estimate} on a quiet CPU (a GPU is several times faster)."
 FOLLOW_UP_RUNNING = (
-    "{name} is ready; its calibration continues in the background (see Jobs): predicted changes show their "
-    "range once it is done."
+    "{name} is ready; one masked retrain audits its what-if prediction in the background (see Jobs). Predicted "
+    "changes do not wait for it."
 )
+#: The job name of the one-retrain audit of a model's prediction (kgbias_core/tasks/prediction_audit.py).
+AUDIT_JOB = "{name}: prediction audit"
 
 # --- overview -----------------------------------------------------------------------------------
 OVERVIEW_MODEL = (
@@ -395,7 +372,7 @@ NOISE_BAND_PENDING = (
     "model). Until they are done, no change below can be told apart from retraining drift."
 )
 NOISE_BAND_JOB = "{name}: noise band"
-CALIBRATE_BUTTON = "Calibrate the predictions (13 masked retrains over 6 occupations)"
+CALIBRATE_BUTTON = "Calibrate the old closed form (13 masked retrains over 6 occupations)"
 NOISE_BAND = "B_gr of {name} across retrains of the unedited graph under seeds {seeds}: spread {spread} (max − min)."
 NO_RUNS = "No what-if of this model yet: choose an edit above and retrain."
 STALE_RUNS = (

@@ -84,6 +84,8 @@ _API: dict[str, str] = {
     "influence_context": "influence.closed_form",
     "triple_influence": "influence.closed_form",
     "predicted_change": "influence.closed_form",
+    "WhatIfPrediction": "influence.prediction",
+    "predict_removal": "influence.prediction",
     "influence_negatives": "influence.negatives",
     "redraw_stability": "influence.negatives",
     "masked_retrain_bias": "influence.retraining_check",
@@ -91,6 +93,7 @@ _API: dict[str, str] = {
     # what-ifs
     "Edit": "whatif.edits",
     "make_edit": "whatif.edits",
+    "predict_edit": "whatif.edits",
     "retrain": "whatif.edits",
     "bias_change": "whatif.runs",
     "noise_band": "whatif.runs",

@@ -33,6 +33,7 @@ from kgbias_core.influence.negatives import (
     redrawn_negatives,
     stability_seeds,
 )
+from kgbias_core.influence.prediction import active_terms
 from kgbias_core.influence.scale import PredictedChange, predict
 from kgbias_core.measures.fisher import fisher_person_changes
 from kgbias_core.measures.group_bias import group_bias
@@ -116,6 +117,21 @@ class ModelAnalysis:
         return self._memo.get("context", lambda: influence_context(
             self.model, damping=self.damping, groups=self.groups, negatives=self.negatives.negatives
         ))
+
+    @property
+    def active_terms(self) -> BoolTensor:
+        """Which margin terms are active at the trained theta (with :attr:`negatives`), [|G|]: built once, shared by
+        every what-if prediction of the model (:func:`~kgbias_core.influence.prediction.active_terms`)."""
+        def compute() -> BoolTensor:
+            if self.model.config.distance != "squared_l2":  # the context's margins use the model's own distance
+                negatives = self.negatives
+                return active_terms(self.model, negatives=None if negatives.exact else negatives.negatives)
+            # The influence context (built for the ranking anyway, and by warm_up) holds the same margins.
+            mask = torch.zeros(self.model.triples.shape[0], dtype=torch.bool, device=self.model.triples.device)
+            mask[self.context.active] = True
+            return mask
+
+        return self._memo.get("active_terms", compute)
 
     def group_bias(self, occupation: str | None = None) -> FloatTensor:
         """B_gr (METHODS §1) of every occupation, [O], or of the one labelled ``occupation``, [].

@@ -422,3 +422,7 @@ PLAN_TARGET_MISSED = (
 PLAN_COLLATERAL = "{n} of {m} other occupations are predicted to change beyond their band: {names}"
 PLAN_LINK_BOUND = "the link-prediction proxy {share:.4f} is above the bound {bound:g}"
 PLAN_EMPTY = "plan: the plan removes no triple (every target is already inside its interval): nothing to verify"
+PREDICTION_AUDIT_NO_OCCUPATION = (
+    "model {model}: no occupation has persons of both genders, so there is no B_gr whose prediction could be audited"
+)
+PREDICTION_AUDIT_KEPT = "The model {name} stays in use; its predictions are shown without an audit."

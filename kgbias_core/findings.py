@@ -288,7 +288,19 @@ def removal_finding(curve: pd.DataFrame, *, occupation_name: str, spread: float 
                             statement="IF-REMOVE moves B_gr towards zero more than Random-REMOVE of as many triples",
                             paper="IF-REMOVE lower",
                             detail=f"B_gr {before:+.3f} -> IF-REMOVE {after_if:+.3f}{past}, "
-                                   f"Random-REMOVE {after_random:+.3f}")
+                                   f"Random-REMOVE {after_random:+.3f}" + _curve_prediction(curve, k))
+
+
+def _curve_prediction(curve: pd.DataFrame, k: int) -> str:
+    """'; predicted IF-REMOVE B_gr after ... [low, high] (estimator)' from a curve that stores the Newton
+    prediction (an older curve stores none: nothing)."""
+    if "estimator" not in curve.columns:
+        return ""
+    row = curve[(curve["k"] == k) & (curve["strategy"] == "IF-REMOVE")].iloc[0]
+    if not row["estimator"] or not isinstance(row["estimator"], str):
+        return ""
+    return (f"; predicted IF-REMOVE B_gr after {row['predicted']:+.3f} [{row['predicted_low']:+.3f}, "
+            f"{row['predicted_high']:+.3f}] ({row['estimator']})")
 
 
 def add_findings(
@@ -305,14 +317,34 @@ def add_findings(
     original = what_if.groups.without(dummy)
     after_original = float(group_bias(entity_embeddings=what_if.model.entity_embeddings,
                                       relation_embeddings=what_if.model.relation_embeddings, groups=original)[index])
+    predicted = _add_prediction(base, what_if, spread=spread)
     found = []
     for key, after, whom in (("add_all", float(what_if.group_bias(occupation)), "all persons"),
                              ("add_original", after_original, "the original persons")):
         found.append(_retrain_finding(
             "5", key, abs(before) - abs(after), spread, scope=f"{name}, {int(dummy.sum())} dummies",
             statement=f"Add (c = 0.5) lowers |B_gr| over {whom}: |before| - |after|", paper="lower",
-            detail=f"B_gr {before:+.3f} -> {after:+.3f}"))
+            detail=f"B_gr {before:+.3f} -> {after:+.3f}" + (predicted if key == "add_all" else "")))
     return found
+
+
+def _add_prediction(base: ModelAnalysis, what_if: ModelAnalysis, *, spread: float | None) -> str:
+    """'; predicted B_gr after ... [low, high] (estimator)' of the Add run's edit, predicted on ``base`` before any
+    retrain (:func:`~kgbias_core.whatif.edits.predict_edit`); nothing where its record cannot rebuild the edit or
+    the model's distance has no Newton step."""
+    from kgbias_core.errors import MeasureError
+    from kgbias_core.whatif.edits import edit_of_record, predict_edit
+
+    edit = edit_of_record(base.model, what_if.model.edit or {})
+    if edit is None:
+        return ""
+    try:
+        p = predict_edit(base, edit, spread=spread)
+    except MeasureError:
+        return ""
+    before = float(base.group_bias(edit.occupation))
+    return (f"; predicted B_gr after {before + p.point:+.3f} [{before + p.low:+.3f}, {before + p.high:+.3f}] "
+            f"({p.estimator})")
 
 
 def _retrain_finding(claim: str, key: str, value: float, spread: float | None, *, scope: str, statement: str,

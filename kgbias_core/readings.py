@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # only the annotation: readings stays a leaf every layer can import
+    from kgbias_core.influence.prediction import WhatIfPrediction
+    from kgbias_core.influence.scale import PredictedChange
     from kgbias_core.whatif.runs import EditMembership
 
 #: Axis-title and help suffix of every signed bias.
@@ -249,3 +251,39 @@ def membership_sentence(membership: EditMembership, *, name: str, relation: str 
         n_removed=m.n_removed, n_relabelled=m.n_relabelled, added=added,
         n_male_before=m.n_male_before, n_female_before=m.n_female_before,
         n_male_after=m.n_male_after, n_female_after=m.n_female_after)
+
+
+# --- what-if predictions (issue 25): which estimator, and its interval ---------------------------
+PREDICTION_INTERVAL = "Estimator: {estimator}. Predicted {what}: {low} to {high}{floor}."
+PREDICTION_FLOOR = ", the retraining noise band (±{spread}) included"
+PREDICTION_NO_FLOOR = "; no noise band yet, so retraining noise comes on top"
+PREDICTION_NO_INTERVAL = (
+    "Estimator: {estimator}. No interval: this estimator's error was not measured well enough to give one; "
+    "retrain to see the change.")
+#: Beside the Newton step, where the model still has a calibration of the old estimator.
+OLD_ESTIMATE = "Beside it, {estimator}: {summary}."
+#: Where it has none: the closed form's sum, which ranks triples but has no size.
+OLD_RAW = "Du's closed form Σ δ_z = {raw} ranks the triples (IF-REMOVE, the influence tables); its size is not used."
+
+
+def prediction_sentence(prediction: WhatIfPrediction, *, before: float | None = None, digits: int = 3) -> str:
+    """The estimator and the interval of a predicted change (of B_gr after, given ``before``), in words: the lab,
+    the basket, ``debias`` and the report say the same."""
+    if not prediction.has_interval:
+        return PREDICTION_NO_INTERVAL.format(estimator=prediction.estimator)
+    shift = 0.0 if before is None else before
+    floor = (PREDICTION_FLOOR.format(spread=f"{prediction.floor:.{digits}f}") if prediction.floor
+             else PREDICTION_NO_FLOOR)
+    return PREDICTION_INTERVAL.format(estimator=prediction.estimator,
+                                      what="change" if before is None else "B_gr after",
+                                      low=fmt(shift + prediction.low, digits),
+                                      high=fmt(shift + prediction.high, digits), floor=floor)
+
+
+def old_estimate_sentence(change: PredictedChange, *, digits: int = 3) -> str:
+    """The old estimator's figure, labelled, where it is still shown beside the Newton step."""
+    from kgbias_core.influence.prediction import OLD_ESTIMATOR
+
+    if change.calibrated:
+        return OLD_ESTIMATE.format(estimator=OLD_ESTIMATOR, summary=change.summary(digits))
+    return OLD_RAW.format(raw=fmt(change.raw, digits))

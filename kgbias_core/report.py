@@ -26,9 +26,11 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import library_versions
 from kgbias_core.errors import REPORT_NOT_A_RUN, MeasureError
 from kgbias_core.evaluation.link_prediction import headline as link_prediction_headline
+from kgbias_core.influence.prediction import WhatIfPrediction
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.palette import EFFECT, FEMALE, MALE
 from kgbias_core.tables import influence_table, measures_table, persons_table, triples_in_words
+from kgbias_core.whatif.edits import edit_of_record, predict_edit
 from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, EditMembership, bias_change, membership_of_record, noise_spread
 
 #: Training triples charted by |delta_z B_gr|: enough to see who moves the occupation, few enough to read.
@@ -57,12 +59,13 @@ REDRAWN_CAPTION = (
 )
 NO_INFLUENCE = "No influential triples: {reason}."
 CHANGE_CAPTION = (
-    "Change of B_gr of {name}: predicted by influence (with its calibrated interval, where the model is "
-    "calibrated) and measured after retraining; the band is the retraining noise (± the spread of B_gr "
+    "Change of B_gr of {name}: predicted before retraining (one Newton step, its estimator and interval in the "
+    "table above) and measured after retraining; the band is the retraining noise (± the spread of B_gr "
     "across retrains of the unedited graph)."
 )
-NOT_PREDICTED = "none: influence predicts removals only (Add is measured by retraining)"
+NOT_PREDICTED = "none: {why}"
 NO_REMOVED_RECORD = "none: the run's record does not list the removed triples"
+NO_ADD_RECORD = "none: the run's record does not say which dummies it added"
 COMPARISON_CAPTION = (
     "Each row one model of the same graph: the original, Du's what-ifs (data edits, retrained) and embedding-level "
     "debiasing (the gender direction projected out; TransE retrained with a B_gr² penalty). B_gr and b_p: {sign}; "
@@ -80,9 +83,11 @@ class WhatIfRun:
     name: str  # the run's model name
     edit: Mapping[str, Any]  # its edit record (config.json "edit"): kind, strategy, occupation, counts
     change: pd.Series  # the edited occupation's row of bias_change: group_bias_before, group_bias_after, change
-    predicted: PredictedChange | None  # influence's prediction of the change; None for Add or an unlisted removal
+    predicted: WhatIfPrediction | None  # the Newton-step prediction (issue 25); None where the record lacks the edit
     spread: float | None  # the noise band's spread of the occupation's B_gr; None without a band
     membership: EditMembership | None = None  # who the edit removes or re-labels in the target's groups
+    old: PredictedChange | None = None  # the old closed form (x its calibrated scale), beside it for removals
+    unpredicted: str = ""  # why there is no prediction, when there is none
 
 
 def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None) -> WhatIfRun:
@@ -92,12 +97,20 @@ def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame |
         raise MeasureError(REPORT_NOT_A_RUN.format(path=run.model.name))
     occupation = edit["occupation"]
     change = bias_change(base, run).set_index("occupation").loc[occupation]
-    removed = edit.get("removed")
-    predicted = None
-    if edit.get("kind") == "remove" and removed:
-        predicted = base.predicted_removal(occupation, torch.tensor(removed, dtype=torch.long))
-    return WhatIfRun(name=run.model.name, edit=edit, change=change, predicted=predicted,
-                     spread=noise_spread(noise, occupation), membership=membership_of_record(base, edit))
+    spread = noise_spread(noise, occupation)
+    predicted, old, why = None, None, ""
+    try:
+        recorded = edit_of_record(base.model, edit)
+        if recorded is None:
+            why = NO_ADD_RECORD if edit.get("kind") == "add" else NO_REMOVED_RECORD
+        else:
+            predicted = predict_edit(base, recorded, spread=spread)
+    except MeasureError as exc:  # a distance the Newton step does not differentiate
+        why = NOT_PREDICTED.format(why=exc)
+    if edit.get("kind") == "remove" and edit.get("removed"):
+        old = base.predicted_removal(occupation, torch.tensor(edit["removed"], dtype=torch.long))
+    return WhatIfRun(name=run.model.name, edit=edit, change=change, predicted=predicted, spread=spread,
+                     membership=membership_of_record(base, edit), old=old, unpredicted=why)
 
 
 # --- figures ------------------------------------------------------------------------------------
@@ -128,7 +141,7 @@ def influence_figure(triples: pd.DataFrame) -> go.Figure:
 def change_figure(run: WhatIfRun) -> go.Figure:
     """The predicted (with its interval) and the retrained change of B_gr, against the noise band."""
     predicted = run.predicted
-    shown = predicted is not None and predicted.calibrated
+    shown = predicted is not None
     bars = ["predicted", "retrained"] if shown else ["retrained"]
     values = [predicted.point, run.change["change"]] if shown else [run.change["change"]]
     error = None
@@ -234,10 +247,8 @@ def _versions() -> dict[str, str]:
 def _whatif(run: WhatIfRun, *, name: str) -> str:
     """The edit, the predicted and the retrained change of B_gr, and the noise band."""
     edit, change, predicted = run.edit, run.change, run.predicted
-    if predicted is not None:
-        predicted_text = predicted.summary()
-    else:
-        predicted_text = NOT_PREDICTED if edit.get("kind") != "remove" else NO_REMOVED_RECORD
+    predicted_text = run.unpredicted if predicted is None else (
+        f"{readings.fmt(predicted.point)} [{readings.fmt(predicted.low)}, {readings.fmt(predicted.high)}]")
     rows = [("run", run.name), ("edit", f"{edit.get('strategy')} on {name} ({edit.get('occupation')})"),
             ("triples removed", edit.get("n_removed", 0)), ("triples added", edit.get("n_added_triples", 0)),
             ("B_gr before", readings.fmt(change["group_bias_before"])),
@@ -245,6 +256,8 @@ def _whatif(run: WhatIfRun, *, name: str) -> str:
             ("retrained change", readings.fmt(change["change"])),
             ("B_gr after retraining, original persons", readings.fmt(change.get("group_bias_after_original"))),
             ("predicted change", predicted_text),
+            ("estimator", "none" if predicted is None else readings.prediction_sentence(predicted)),
+            *([("beside it, the old estimator", readings.old_estimate_sentence(run.old))] if run.old else []),
             ("noise band (spread of B_gr)", "none saved" if run.spread is None else f"{run.spread:.3f}")]
     noise = NO_BAND if run.spread is None else readings.noise_sentence(change["change"], run.spread)
     membership = "" if run.membership is None else readings.membership_sentence(run.membership, name=name)

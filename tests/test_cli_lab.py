@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -13,6 +14,7 @@ import torch
 from kgbias_core.cli import main
 from kgbias_core.embeddings.store import load_model, model_fingerprint, save_model
 from kgbias_core.embeddings.training import train_model
+from kgbias_core.influence.prediction import ADD_ESTIMATOR
 
 from .conftest import TINY_TRAINING, data_dir
 
@@ -35,7 +37,19 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
     assert "B_gr before" in printed and "after" in printed
     assert "B_gr after over the original persons" in printed and "Du et al." in printed  # issue 28
     assert "epoch 1/6  loss " in captured.err  # retrained from the seed: the base's 6 epochs, progress on stderr
-    assert "predicted change uncalibrated: Σ δ_z = -" in printed and "sign and the ranking only" in printed
+    # Issue 25: the Newton step, named, with its interval, judged against the retrain; the closed form labelled.
+    line = next(x for x in printed.splitlines() if x.startswith("predicted change "))
+    point, low, high = (float(v) for v in re.match(r"predicted change (\S+) \[(\S+), (\S+)\]", line).groups())
+    assert low <= point <= high < 0 and "(estimator: Newton step, |H|; no noise band yet)" in line
+    from kgbias_core.analysis import ModelAnalysis as Analysis
+    from kgbias_core.whatif.edits import make_edit, predict_edit
+
+    analysis = Analysis(load_model(base))
+    expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=5))
+    assert point == pytest.approx(expected.point, abs=1e-4)
+    retrained = float(re.search(r"retrained change (\S+): (inside|outside)", printed).group(1))
+    assert ("inside" if low <= retrained <= high else "outside") in printed
+    assert "ranks the triples" in printed  # the uncalibrated closed form: the ranking, never its size
     what_if = load_model(out)
     assert what_if.edit["kind"] == "remove" and what_if.edit["n_removed"] == 5 and what_if.edit["mode"] == "scratch"
     assert what_if.triples.shape[0] == load_model(base).triples.shape[0] - 5
@@ -51,7 +65,9 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
 def test_debias_add_and_random_and_indices(base: Path, tmp_path: Path, capsys) -> None:
     assert main(["debias", "--model", str(base), "--occupation", "nurse", "--add", "--c", "0.5",
                  "--out", str(tmp_path / "add")]) == 0
-    assert "influence predicts removals only" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "predicted change " in printed and f"(estimator: {ADD_ESTIMATOR}" in printed
+    assert "ranks the triples" not in printed  # Add has no closed form
     added = load_model(tmp_path / "add")
     assert added.edit["n_added_entities"] == round(0.5 * (28 - 5))  # nurse: 5 men, 28 women
     assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "7", "--strategy", "random",

@@ -12,13 +12,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from kgbias_core import findings
+from kgbias_core import findings, tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.cli import main
 from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.jobs import Progress
 from kgbias_core.tables import measures_table
 from kgbias_core.tasks import add_runs, findings_inputs, findings_task, saved_curves, saved_findings
+from kgbias_core.whatif.runs import noise_spread
 from tests.conftest import naive_groups
 
 
@@ -182,6 +183,28 @@ def test_findings_command_runs_the_retrains_and_writes_every_claim(findings_stor
     assert claims["6"]["verdict"] == findings.NOT_MEASURED  # a synthetic graph has no census pairing
     keys = {row["key"] for row in document["findings"]}
     assert {"add_all", "add_original", "if_minus_random"} <= keys
+
+
+def test_the_retrain_findings_state_the_newton_prediction_with_its_estimator(findings_store: Path,
+                                                                             quick_model) -> None:
+    """Issue 25: claims 4 and 5 say what the Newton step predicted before the retrain, named and with its interval
+    (the curve's IF-REMOVE prediction, the Add run's edit predicted on the base)."""
+    from kgbias_core.influence.prediction import ADD_ESTIMATOR, ESTIMATOR
+    from kgbias_core.whatif.edits import edit_of_record, predict_edit
+
+    document = json.loads((findings_store.parent / "findings.json").read_text())
+    by_key = {row["key"]: row for row in document["findings"]}
+    assert "; predicted IF-REMOVE B_gr after " in by_key["if_minus_random"]["detail"]
+    assert f"({ESTIMATOR}" in by_key["if_minus_random"]["detail"]
+    base_dir = findings_store / quick_model.name
+    (run_dir,) = add_runs(base_dir)
+    base = ModelAnalysis(load_model(base_dir))
+    edit = edit_of_record(base.model, load_model(run_dir).edit)
+    assert edit is not None and len(edit.added_entities) == load_model(run_dir).edit["n_added_entities"]
+    predicted = predict_edit(base, edit, spread=noise_spread(tasks.saved_noise_band(base_dir), edit.occupation))
+    before = float(base.group_bias(edit.occupation))
+    assert (f"predicted B_gr after {before + predicted.point:+.3f} [{before + predicted.low:+.3f}, "
+            f"{before + predicted.high:+.3f}] ({ADD_ESTIMATOR})") in by_key["add_all"]["detail"]
 
 
 def test_add_finding_over_the_original_persons_matches_a_loop(findings_store: Path, quick_model) -> None:

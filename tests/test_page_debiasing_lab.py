@@ -13,14 +13,17 @@ from kgbias_app import texts as ui_texts
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models, load_model
+from kgbias_core.influence.prediction import ADD_ESTIMATOR, ESTIMATOR, OLD_ESTIMATOR
 from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import Task
-from kgbias_core.whatif.edits import make_edit
+from kgbias_core.whatif.edits import make_edit, predict_edit
 from tests.conftest import NO_WOMEN, button, metric, page, settled, texts
 
 
-def test_lab_predicted_change_is_a_calibrated_range_that_follows_k(writable_store: Path) -> None:
+def test_lab_predicted_change_is_the_newton_step_with_its_estimator_and_interval(writable_store: Path) -> None:
+    """Issue 25: the headline is the Newton step, labelled, with its interval; a calibrated model shows the old
+    closed form beside it, labelled as the old estimator."""
     base = writable_store / "tiny-transe"
     tasks.store_calibration(base, Calibration(scale=0.3, low=0.2, high=0.4, occupations=("a", "b", "c"),
                                               per_occupation=(0.2, 0.3, 0.4)))
@@ -36,27 +39,51 @@ def test_lab_predicted_change_is_a_calibrated_range_that_follows_k(writable_stor
     assert small != large and float(small) < 0 and float(large) < float(small)  # nurse leans male: IF-REMOVE lowers
     analysis = ModelAnalysis(load_model(base))
     edit = make_edit(analysis, "nurse", strategy="if", k=10)
-    raw = float(analysis.influence("nurse")[list(edit.removed)].sum())
+    expected = predict_edit(analysis, edit)
     before = float(analysis.group_bias("nurse"))
-    assert float(large) == pytest.approx(0.3 * raw, abs=1e-3)
-    assert f"Calibrated B_gr after: {before + 0.4 * raw:+.3f} to {before + 0.2 * raw:+.3f}" in texts(app.caption)
+    assert large == ui_texts.fmt(expected.point)
+    assert metric(app, "Predicted B_gr after") == ui_texts.fmt(before + expected.point)
+    shown = texts(app.caption)
+    assert f"Estimator: {ESTIMATOR}" in shown
+    assert f"Predicted B_gr after: {ui_texts.fmt(before + expected.low)} to {ui_texts.fmt(before + expected.high)}" \
+        in shown
+    assert f"Beside it, {OLD_ESTIMATOR}" in shown  # the calibrated closed form, labelled old
 
 
-def test_lab_never_headlines_an_uncalibrated_number(writable_store: Path) -> None:
+def test_lab_headlines_the_newton_step_without_a_calibration_and_only_offers_the_calibration(
+    writable_store: Path,
+) -> None:
     app = page("debiasing_lab").run()
     app.selectbox(key="lab_occupation").set_value("nurse").run()
     app.radio(key="lab_strategy").set_value("if").run()
-    assert metric(app, "Predicted change of B_gr") == "uncalibrated"
-    assert "Not calibrated: Σ δ_z = -" in texts(app.caption)
-    assert "Predicted B_gr after" not in [m.label for m in app.metric]
-    assert button(app, "Calibrate the predictions") is not None
+    assert float(metric(app, "Predicted change of B_gr")) < 0  # a number, not "uncalibrated"
+    assert "Predicted B_gr after" in [m.label for m in app.metric]
+    assert "ranks the triples" in texts(app.caption)  # the raw closed form: ranking only, its size unused
+    assert button(app, "Calibrate the old closed form") is not None  # offered, with its estimate
+    assert button(app, "Audit the prediction") is not None
+    from kgbias_core.jobs import default_registry
+
+    # Opening the lab starts the noise band, never the 13-retrain calibration nor the audit.
+    assert default_registry().latest(tasks.calibration_task(writable_store / "tiny-transe").key) is None
+    assert default_registry().latest(tasks.prediction_audit_task(writable_store / "tiny-transe").key) is None
+
+
+def test_lab_predicts_add_with_its_own_estimator(writable_store: Path) -> None:
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("add").run()
+    assert not app.exception
+    analysis = ModelAnalysis(load_model(writable_store / "tiny-transe"))
+    expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="add", c=0.5))
+    assert metric(app, "Predicted change of B_gr") == ui_texts.fmt(expected.point)
+    assert f"Estimator: {ADD_ESTIMATOR}" in texts(app.caption)
+    assert "dummy person(s) join" in texts(app.warning)
 
 
 def test_lab_warnings_for_c_zero_no_women_and_large_k(writable_store: Path) -> None:
     app = page("debiasing_lab").run()
     app.selectbox(key="lab_occupation").set_value("nurse").run()
     app.radio(key="lab_strategy").set_value("add").run()
-    assert "influence predicts the effect of removing triples only" in texts(app.info).lower()
     app.slider(key="lab_c").set_value(0.0).run()
     assert "adds no dummy" in texts(app.error)
     app.radio(key="lab_strategy").set_value("if").run()

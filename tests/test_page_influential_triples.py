@@ -6,9 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import torch
+
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.embeddings.store import save_model
+from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.influence.negatives import APPROXIMATE
+from kgbias_core.influence.prediction import ESTIMATOR, REDRAWN, predict_removal
+from kgbias_core.readings import fmt, prediction_sentence
 from tests.conftest import NO_WOMEN, button, metric, page, texts, use_store
 
 
@@ -29,8 +33,13 @@ def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
     app.session_state["removal_basket"] = {"tiny-transe": table["triple id"].head(3).tolist()}
     app.run()
     assert not app.exception
-    assert metric(app, "Predicted change of B_gr") == "uncalibrated"  # no bare number as the headline
-    assert "Not calibrated: Σ δ_z = +" in texts(app.caption)  # removing triples that each raise B_gr raises it
+    # Issue 25: the Newton step is the headline, named, with its interval; the closed form only ranks.
+    chosen = torch.tensor(table["triple id"].head(3).tolist())
+    expected = predict_removal(ModelAnalysis(load_model(app_store / "tiny-transe")), "nurse", chosen)
+    assert metric(app, "Predicted change of B_gr") == fmt(expected.point)
+    assert float(metric(app, "Predicted change of B_gr")) > 0  # removing triples that each raise B_gr raises it
+    assert prediction_sentence(expected) in texts(app.caption)
+    assert f"Estimator: {ESTIMATOR}." in texts(app.caption) and "ranks the triples" in texts(app.caption)
     app.multiselect(key="genders").set_value(["female"]).run()
     assert set(app.dataframe[0].value["person's gender"]) <= {"female"}
     button(app, "Empty the basket").click().run()
@@ -67,6 +76,7 @@ def test_an_imported_model_shows_approximate_influence_and_its_stability(tiny_mo
     app.run()
     assert not app.exception
     assert f"Predicted from influence {APPROXIMATE}, seed 0." in texts(app.caption)
+    assert f"Estimator: {ESTIMATOR}, {REDRAWN}." in texts(app.caption)  # the Newton step on re-drawn negatives
 
 
 def test_a_model_with_frozen_negatives_shows_no_approximate_badge(app_store: Path) -> None:

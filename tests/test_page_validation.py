@@ -23,7 +23,7 @@ def test_validation_influence_check_and_the_calibration(quick_store: Path) -> No
     assert float(metric(app, "Pearson r")) > 0.5  # 6 epochs: a page check, not an accuracy check
     assert float(metric(app, "Scale actual/predicted")) > 0
     assert "not calibrated" in texts(app.info)
-    button(app, "Calibrate the predictions").click().run()
+    button(app, "Calibrate the old closed form").click().run()
     settled(app)
     assert not app.exception
     calibration = load_model(quick_store / "quick-transe").calibration

@@ -89,10 +89,12 @@ def test_the_sidebar_shows_the_same_readiness(monkeypatch: pytest.MonkeyPatch, t
     items = tasks.readiness("synthetic", store=store, data_dir=tmp_path / "no-data")
     assert items[0].ready and not all(i.ready for i in items)
     app = page("overview").run()
-    calibration = default_registry().latest(tasks.calibration_task(store / "tiny-transe").key)
-    if calibration is not None:  # the tiny model's calibration, started as follow-up work: not this test's
-        default_registry().cancel(calibration.job_id)
-        default_registry().wait(calibration.job_id, timeout=60)
+    # Issue 25: the follow-up work is the one-retrain audit, never the calibration; not this test's to wait for.
+    assert default_registry().latest(tasks.calibration_task(store / "tiny-transe").key) is None
+    audit = default_registry().latest(tasks.prediction_audit_task(store / "tiny-transe").key)
+    if audit is not None:
+        default_registry().cancel(audit.job_id)
+        default_registry().wait(audit.job_id, timeout=60)
     assert not app.exception
     needed = [i for i in items if not i.optional]
     (panel,) = [e for e in app.sidebar.expander if e.label.startswith("Ready for a demo")]

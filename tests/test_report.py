@@ -22,7 +22,9 @@ from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.cli import main
 from kgbias_core.embeddings.store import StoredModel, load_model
+from kgbias_core.influence.prediction import ADD_ESTIMATOR, predict_removal
 from kgbias_core.jobs import Progress
+from kgbias_core.readings import old_estimate_sentence, prediction_sentence
 from kgbias_core.report import NO_BAND, occupation_report, whatif_run
 from kgbias_core.tables import measures_table
 from kgbias_core.whatif.edits import make_edit
@@ -150,7 +152,13 @@ def test_a_whatif_report_shows_the_edit_and_the_retrained_and_predicted_change(t
     assert cells["triples removed"] == ["5"]
     assert cells["retrained change"] == [f"{after - before:+.3f}"]
     removed = torch.tensor(run.model.edit["removed"])
-    assert cells["predicted change"] == [base.predicted_removal("nurse", removed).summary()]
+    # Issue 25: the Newton step with its interval (floored by the noise band), its estimator, the old one beside.
+    expected = predict_removal(base, "nurse", removed, spread=0.01)
+    assert expected.floor == 0.01
+    assert cells["predicted change"] == [f"{expected.point:+.3f} [{expected.low:+.3f}, {expected.high:+.3f}]"]
+    assert cells["estimator"] == [prediction_sentence(expected)]
+    assert "Newton step, |H|" in cells["estimator"][0] and "noise band (±0.010) included" in cells["estimator"][0]
+    assert cells["beside it, the old estimator"] == [old_estimate_sentence(base.predicted_removal("nurse", removed))]
     assert cells["noise band (spread of B_gr)"] == ["0.010"]
     assert "spread B_gr over 0.010" in report
     assert report.count("Plotly.newPlot") == 3  # and the predicted against the retrained change
@@ -225,3 +233,16 @@ def test_the_report_quotes_the_models_link_prediction_where_computed(tiny_model,
     assert main(["report", "--model", str(path), "--occupations", "nurse", "engineer", "--out", str(after)]) == 0
     text = after.read_text()
     assert f"MRR {line['mrr']:.3f}, Hits@1 {line['hits@1']:.3f}" in text and LINK_PREDICTION_NOT_COMPUTED not in text
+
+
+def test_a_report_of_an_add_run_shows_the_addition_prediction(tiny_store: Path, tmp_path: Path) -> None:
+    base_dir = tiny_store / "tiny-transe"
+    base = ModelAnalysis(load_model(base_dir))
+    edit = make_edit(base, "nurse", strategy="add", c=0.5)
+    out = tmp_path / "tiny-transe--add"
+    tasks.whatif_task(base=base_dir, edit=edit, out=out).run(Progress())
+    run = whatif_run(base, ModelAnalysis(load_model(out)))
+    assert run.predicted is not None and run.predicted.estimator == ADD_ESTIMATOR and run.old is None
+    cells = Page(occupation_report(base, "nurse", run=run)).rows
+    assert cells["estimator"] == [prediction_sentence(run.predicted)]
+    assert "beside it, the old estimator" not in cells

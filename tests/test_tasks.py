@@ -198,3 +198,33 @@ def test_estimates_grow_with_the_work_and_training_no_longer_calibrates_by_defau
                                                                                overrides={"epochs": 20})
     path = tasks.train_task("synthetic", out=tmp_path / "m").run(Progress())
     assert load_model(path).calibration is None  # the train job ends when the model is saved
+
+
+def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store: Path) -> None:
+    """Issue 25: the model's own check of the Newton step, one retrain, stored in its results; estimated as one
+    retrain (so it starts unasked only where that is a few minutes)."""
+    from kgbias_core.influence.prediction import ESTIMATOR, predict_removal
+    from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
+    from kgbias_core.tasks.prediction_audit import AUDIT_COLUMNS, AUDIT_SHARE
+
+    base = store / "tiny-transe"
+    assert tasks.saved_prediction_audit(base) is None
+    assert tasks.prediction_audit_seconds(base) == tasks.model_retrain_seconds(base, retrains=1)
+    frame = tasks.prediction_audit_task(base).run(Progress())
+    assert list(frame.columns) == list(AUDIT_COLUMNS) and len(frame) == 1
+    row = frame.iloc[0]
+    analysis = ModelAnalysis(load_model(base))
+    groups = analysis.groups
+    index = groups.index(row["occupation"])
+    assert min(int(groups.n_male[index]), int(groups.n_female[index])) >= 5
+    influence = analysis.influence(row["occupation"])
+    assert row["moving"] == int((influence != 0).sum()) and row["k"] == round(AUDIT_SHARE * row["moving"])
+    removed = removal_set(influence, kind="top", k=int(row["k"]))
+    expected = predict_removal(analysis, row["occupation"], removed)
+    assert row["predicted"] == pytest.approx(expected.point) and row["estimator"] == ESTIMATOR
+    after = masked_retrain_bias(analysis.model, removed=removed, groups=groups)
+    assert row["retrained"] == pytest.approx(float(after[index]) - float(analysis.group_bias(row["occupation"])),
+                                             abs=1e-6)
+    assert bool(row["inside"]) == bool(row["low"] <= row["retrained"] <= row["high"])
+    saved = tasks.saved_prediction_audit(base)
+    assert saved is not None and saved.iloc[0]["predicted"] == pytest.approx(row["predicted"])

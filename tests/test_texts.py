@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from kgbias_app import texts
 from kgbias_core.influence.scale import Calibration, predict
 from kgbias_core.jobs import JobState, JobStatus, ProgressSnapshot
@@ -54,15 +56,22 @@ def test_sentence_reads_the_sign_as_male_or_female_leaning() -> None:
     assert texts.sentence("group_bias", 0.0) == texts.ZERO_SENTENCE
 
 
-def test_a_predicted_change_is_headlined_only_when_calibrated() -> None:
-    bare = predict(-1.131, scale=None)
-    assert texts.predicted_value(bare) == "uncalibrated" and "Σ δ_z = -1.131" in texts.predicted_range(bare)
-    single = predict(-1.0, scale=0.3)
-    assert texts.predicted_value(single) == "-0.300" and "no range" in texts.predicted_range(single)
+def test_a_prediction_names_its_estimator_and_interval_and_the_old_one_is_labelled() -> None:
+    from kgbias_core.influence.prediction import ESTIMATOR, OLD_ESTIMATOR, WhatIfPrediction, with_noise_floor
+    from kgbias_core.readings import old_estimate_sentence, prediction_sentence
+
+    bare = WhatIfPrediction(point=-0.3, low=-0.45, high=-0.2, estimator=ESTIMATOR)
+    assert prediction_sentence(bare) == (f"Estimator: {ESTIMATOR}. Predicted change: -0.450 to -0.200; no noise band "
+                                         "yet, so retraining noise comes on top.")
+    floored = with_noise_floor(bare, 0.05)
+    assert (floored.low, floored.high, floored.floor) == pytest.approx((-0.5, -0.15, 0.05))
+    assert prediction_sentence(floored, before=0.6) == (f"Estimator: {ESTIMATOR}. Predicted B_gr after: +0.100 to "
+                                                        "+0.450, the retraining noise band (±0.050) included.")
+    assert with_noise_floor(bare, None) == bare and with_noise_floor(bare, math.nan) == bare
+    assert "ranks the triples" in old_estimate_sentence(predict(-1.131, scale=None))
     ranged = predict(-1.0, scale=0.3, calibration=Calibration(scale=0.3, low=0.25, high=0.35, occupations=("a", "b"),
                                                                 per_occupation=(0.25, 0.35)))
-    assert "Calibrated change: -0.350 to -0.250" in texts.predicted_range(ranged)
-    assert "Calibrated B_gr after: +0.150 to +0.250" in texts.predicted_range(ranged, before=0.5)
+    assert old_estimate_sentence(ranged) == f"Beside it, {OLD_ESTIMATOR}: {ranged.summary(3)}."
 
 
 def test_noise_sentence_compares_the_change_with_the_spread() -> None:

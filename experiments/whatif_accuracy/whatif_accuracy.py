@@ -34,10 +34,10 @@ from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
-from kgbias_core.tasks.calibration import calibrate
 from kgbias_core.influence.prediction import newton_change, newton_removal_prediction, spectral_damping
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.influence.scale import predict
+from kgbias_core.tasks.calibration import calibrate
 
 #: The synthetic graph and training of tests/conftest.py (TINY_GRAPH, TINY_TRAINING).
 SYNTHETIC = SyntheticConfig(n_persons=600, seed=7, other_gender_share=0.02)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
+import torch
 
 from kgbias_app import cache, links, texts
 from kgbias_app.cache import ModelRef
@@ -18,11 +19,14 @@ from kgbias_app.widgets import (
     table,
     with_person_links,
 )
+from kgbias_core.errors import MeasureError
+from kgbias_core.readings import old_estimate_sentence, prediction_sentence
 from kgbias_core.tables import (
     filter_triples,
     relation_words,
     triples_in_words,
 )
+from kgbias_core.whatif.edits import remove_edit
 
 # Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
 #: The badge beside influence computed from re-drawn negatives (a model kgbias did not train).
@@ -45,6 +49,10 @@ DIRECTIONS = {
     "raises": "Removing these raises B_gr (towards male-leaning)",
     "lowers": "Removing these lowers B_gr (towards female-leaning)",
 }
+BASKET_HELP = (
+    "One Newton step of the objective without the basket's triples (every term's curvature counted positive, |H|), "
+    "B_gr computed exactly at the moved embedding (issue 25)."
+)
 EMPTY_BASKET_HERE = "The basket is empty: select triples in the tables above and add them."
 BASKET_CHANGE = (
     "Removing these {n} triple(s) and retraining would move {name}'s B_gr from {before} by about {change} "
@@ -119,13 +127,19 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
         return
     frame = with_person_links(triples_in_words(cache.triples_frame(model, tuple(chosen))))
     table(frame, TRIPLE_COLUMNS, ids=TRIPLE_IDS, names=TRIPLE_NAMES)
-    change = cache.predicted_removal(model, occupation, chosen)
-    st.metric(texts.PREDICTED_CHANGE, texts.predicted_value(change),
-              help="Sum of δ_z B_gr over the basket, times the calibrated scale (METHODS §4).")
-    if change.calibrated:
+    edit = remove_edit(cache.analysis(model).model, occupation, torch.tensor(chosen, dtype=torch.long),
+                       strategy=f"basket k={len(chosen)}")
+    try:
+        prediction = cache.prediction(model, edit, cache.occupation_spread(model, occupation))
+    except MeasureError as exc:  # a distance the Newton step does not differentiate (an imported L1/L2 model)
+        prediction = None
+        st.info(md(str(exc)))
+    if prediction is not None:
+        st.metric(texts.PREDICTED_CHANGE, texts.fmt(prediction.point), help=BASKET_HELP)
         st.caption(BASKET_CHANGE.format(n=len(chosen), name=md(row["name"]), before=texts.fmt(row["group_bias"]),
-                                              change=texts.fmt(change.point), sign=texts.SIGN))
-    st.caption(texts.predicted_range(change))
+                                        change=texts.fmt(prediction.point), sign=texts.SIGN))
+        st.caption(prediction_sentence(prediction))  # our words and numbers: no escape
+    st.caption(old_estimate_sentence(cache.predicted_removal(model, occupation, chosen)))
     negatives = cache.analysis(model).negatives
     if not negatives.exact:
         st.caption(APPROXIMATE_CHANGE.format(label=negatives.label))

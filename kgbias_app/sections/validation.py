@@ -23,10 +23,12 @@ from kgbias_core.jobs import Priority
 KS_HELP = "{n:,} training triples have a non-zero influence on {name}."
 CALIBRATION_TRANSE_ONLY = "Influence, and so its calibration, is defined for TransE models; this one is {kind}."
 NOT_CALIBRATED_YET = (
-    "This model is not calibrated: its predicted changes give the direction and the ranking of edits, not "
-    "their size. Calibrating fits the scale actual/predicted on 6 occupations spread over B_gr and group size "
-    "(a masked retrain without the top-k and one without the bottom-k triples of each), and keeps the range "
-    "of the per-occupation scales, which every prediction is then quoted with."
+    "This model's old estimator, Du's closed form, is not calibrated: its Σ δ_z gives the direction and the "
+    "ranking of edits, not their size. The predicted changes the lab, the basket and the report show are the "
+    "Newton step, which needs no calibration (issue 25). Calibrating (optional) fits the closed form's scale "
+    "actual/predicted on 6 occupations spread over B_gr and group size (a masked retrain without the top-k and "
+    "one without the bottom-k triples of each) and keeps the range of the per-occupation scales; a calibrated "
+    "model then shows the old figure beside the Newton step, labelled."
 )
 SINGLE_SCALE = (
     "This model stores a single scale ({scale:.3g}) without a spread, so its predictions come without a "

@@ -37,10 +37,11 @@ def _debias(args: argparse.Namespace) -> None:
 
     from kgbias_core.analysis import ModelAnalysis
     from kgbias_core.embeddings.store import load_model
-    from kgbias_core.readings import membership_sentence
-    from kgbias_core.tasks import check_retrains, whatif_task
-    from kgbias_core.whatif.edits import make_edit
-    from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, bias_change, membership_of_record
+    from kgbias_core.errors import MeasureError
+    from kgbias_core.readings import membership_sentence, old_estimate_sentence
+    from kgbias_core.tasks import check_retrains, saved_noise_band, whatif_task
+    from kgbias_core.whatif.edits import make_edit, predict_edit
+    from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, bias_change, membership_of_record, noise_spread
 
     check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
     analysis = ModelAnalysis(load_model(args.model, device=args.device))
@@ -52,9 +53,15 @@ def _debias(args: argparse.Namespace) -> None:
     occupation = edit.occupation  # the label: a readable name was resolved before anything is retrained
     if strategy == "if" and len(edit.removed) < args.remove_k:
         print(f"only {len(edit.removed)} triples move B_gr towards 0: IF-REMOVE removes those", file=sys.stderr)
-    predicted = None
+    # Predicted before the retrain (seconds), with the noise band as its floor where the model has one.
+    spread = noise_spread(saved_noise_band(args.model), occupation)
+    try:
+        prediction = predict_edit(analysis, edit, spread=spread)
+    except MeasureError as exc:  # a distance the Newton step does not differentiate: the retrain still runs
+        prediction, unpredicted = None, str(exc)
+    old = None
     if edit.kind == "remove":
-        predicted = analysis.predicted_removal(occupation, torch.tensor(edit.removed, dtype=torch.long))
+        old = analysis.predicted_removal(occupation, torch.tensor(edit.removed, dtype=torch.long))
     task = whatif_task(base=Path(args.model), edit=edit, out=Path(args.out), overwrite=args.force,
                        device=args.device)
     path = task.run(PrintedProgress())
@@ -67,10 +74,16 @@ def _debias(args: argparse.Namespace) -> None:
           f"change {change['change_original']:+.4f}")
     print(membership_sentence(membership_of_record(analysis, edit.describe()), name=str(change["name"])))
     print(AFTER_GROUPS_CHOICE)
-    if predicted is None:
-        print("predicted change: none (influence predicts removals only)")
+    if prediction is None:
+        print(f"predicted change: none ({unpredicted})")
     else:
-        print(f"predicted change {predicted.summary()}")
+        print(f"predicted change {prediction.point:+.4f} [{prediction.low:+.4f}, {prediction.high:+.4f}] "
+              f"(estimator: {prediction.estimator}"
+              + (f"; noise floor ±{prediction.floor:.4f})" if prediction.floor else "; no noise band yet)"))
+        inside = prediction.low <= change["change"] <= prediction.high
+        print(f"retrained change {change['change']:+.4f}: {'inside' if inside else 'outside'} the predicted interval")
+    if old is not None:
+        print(old_estimate_sentence(old, digits=4))
 
 
 def _debias_embedding(args: argparse.Namespace) -> None:

@@ -49,6 +49,12 @@ from kgbias_core.tasks.findings import (
     saved_curves,
     saved_findings,
 )
+from kgbias_core.tasks.prediction_audit import (
+    PREDICTION_AUDIT,
+    prediction_audit_seconds,
+    prediction_audit_task,
+    saved_prediction_audit,
+)
 from kgbias_core.tasks.prepare import (
     READY_ITEMS,
     ReadyItem,
@@ -139,4 +145,8 @@ __all__ = [
     "DEBIAS_METHODS",
     "compare_debiasing_task",
     "debias_embedding_task",
+    "PREDICTION_AUDIT",
+    "prediction_audit_seconds",
+    "prediction_audit_task",
+    "saved_prediction_audit",
 ]

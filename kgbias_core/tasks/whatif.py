@@ -22,6 +22,7 @@ from kgbias_core.embeddings.store import (
 )
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.closed_form import debiasing_removal
+from kgbias_core.influence.prediction import predict_removal
 from kgbias_core.influence.retraining_check import (
     REMOVAL_KINDS,
     influence_accuracy,
@@ -31,7 +32,7 @@ from kgbias_core.influence.retraining_check import (
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks.base import Task, _check_ks, _key, check_retrains, slug
 from kgbias_core.whatif.edits import Edit, retrain
-from kgbias_core.whatif.runs import noise_band
+from kgbias_core.whatif.runs import noise_band, noise_spread
 
 #: Seeds of the noise band's retrains of the unedited graph.
 NOISE_SEEDS = (1, 2, 3)
@@ -121,9 +122,10 @@ def removal_curve_task(
     """B_gr of ``occupation`` after IF-REMOVE and Random-REMOVE of k triples, for each k (Du Fig. 4d-f).
 
     Masked retrains from the base seed (METHODS §2), so k = 0 is the base model itself. The task
-    returns, and caches beside the model, a frame ``strategy, k, predicted_raw`` (sum of delta_z),
-    ``predicted, predicted_low, predicted_high`` (B_gr after, calibrated; empty for an uncalibrated
-    model) and ``group_bias`` (after the retrain).
+    returns, and caches beside the model, a frame ``strategy, k, predicted_raw`` (sum of delta_z, the old
+    closed form), ``predicted, predicted_low, predicted_high`` (B_gr after, as the Newton step predicts it, with
+    its interval; :func:`~kgbias_core.influence.prediction.predict_removal`), ``estimator`` and ``group_bias``
+    (after the retrain).
     """
     device = resolve_device(device)
 
@@ -135,8 +137,10 @@ def removal_curve_task(
         index = analysis.groups.index(occupation)
         before = float(analysis.group_bias(occupation))
         influence = analysis.influence(occupation)
+        spread = noise_spread(saved_noise_band(model_dir), analysis.groups.labels[index])
         rows = [{"strategy": s, "k": 0, "predicted_raw": 0.0, "predicted": before, "predicted_low": before,
-                 "predicted_high": before, "group_bias": before} for s in ("IF-REMOVE", "Random-REMOVE")]
+                 "predicted_high": before, "estimator": "", "group_bias": before}
+                for s in ("IF-REMOVE", "Random-REMOVE")]
         plan = [(s, k) for k in ks for s in ("IF-REMOVE", "Random-REMOVE")]
         for step, (strategy, k) in enumerate(plan, start=1):
             progress.update(stage="retraining", step=step - 1, total=len(plan), message=f"{strategy} k={k}")
@@ -146,12 +150,11 @@ def removal_curve_task(
                 removed = removal_set(influence, kind="random", k=k, seed=seed)
             after = masked_retrain_bias(model, removed=removed, groups=analysis.groups,
                                         should_stop=progress.should_stop)
-            change = analysis.predicted_removal(occupation, removed)
-            rows.append({"strategy": strategy, "k": k, "predicted_raw": change.raw,
-                         "predicted": before + change.point if change.calibrated else None,
-                         "predicted_low": before + change.low if change.has_interval else None,
-                         "predicted_high": before + change.high if change.has_interval else None,
-                         "group_bias": float(after[index])})
+            raw = float(influence[removed.to(influence.device)].sum())
+            predicted = predict_removal(analysis, occupation, removed, spread=spread)
+            rows.append({"strategy": strategy, "k": k, "predicted_raw": raw, "predicted": before + predicted.point,
+                         "predicted_low": before + predicted.low, "predicted_high": before + predicted.high,
+                         "estimator": predicted.estimator, "group_bias": float(after[index])})
         progress.update(step=len(plan), total=len(plan), message="done")
         frame = pd.DataFrame(rows)
         save_result(model_dir, curve_key(occupation), frame, params={"occupation": occupation})

@@ -7,14 +7,15 @@ A what-if retrains from the base model's seed and initialisation (a removal is a
 METHODS §2, so it differs from the base only by the removed triples). There is no warm start: a few
 epochs from the base weights moved the edited occupation's B_gr by about a fifth of what retraining
 does on FB15k-237, several noise bands off (docs/results.md,
-experiments/warm_vs_scratch/whatif_warm_vs_scratch.py); the instant estimate is the calibrated influence
-prediction (:mod:`kgbias_core.influence.scale`).
+experiments/warm_vs_scratch/whatif_warm_vs_scratch.py); the instant estimate is the Newton-step
+prediction of :func:`predict_edit` (:mod:`kgbias_core.influence.prediction`), for removals and Add alike.
 The base model is never modified: every what-if is a new :class:`StoredModel`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -22,7 +23,7 @@ import torch
 
 from kgbias_core.device import retrain_device
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, train_transe
+from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, initial_embeddings, train_transe
 from kgbias_core.errors import (
     ADD_NOTHING,
     ADD_ONE_GENDER,
@@ -33,6 +34,7 @@ from kgbias_core.errors import (
     MeasureError,
 )
 from kgbias_core.influence.closed_form import debiasing_removal
+from kgbias_core.influence.prediction import Addition, WhatIfPrediction, newton_addition_prediction, predict_removal
 from kgbias_core.influence.retraining_check import removal_set
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.types import LongTensor
@@ -191,3 +193,46 @@ def retrain(
         info={**model.info, "base_model": model.name, "final_loss": result.losses[-1] if result.losses else None,
               "train_seconds": result.seconds},
     )
+
+
+def addition(model: StoredModel, edit: Edit) -> Addition:
+    """An Add edit's triples, their frozen negatives and the dummies' starting rows, exactly as :func:`retrain`
+    draws them (same streams), so that the prediction starts where the retrain does."""
+    added = torch.tensor(edit.added_triples, dtype=torch.long)
+    n_entities = model.n_entities + len(edit.added_entities)
+    negatives = frozen_negatives(added, n_entities=n_entities, seed=model.config.seed, stream=_ADDED_NEGATIVES_STREAM)
+    entities, _ = initial_embeddings(n_entities=n_entities, n_relations=model.n_relations, dim=model.config.dim,
+                                     seed=model.config.seed, n_base_entities=model.n_entities)
+    return Addition(triples=added, negatives=negatives, new_rows=entities[model.n_entities:],
+                    labels=edit.added_entities, names=tuple(f"dummy {i}" for i in range(len(edit.added_entities))))
+
+
+def predict_edit(analysis: ModelAnalysis, edit: Edit, *, spread: float | None = None) -> WhatIfPrediction:
+    """The predicted change of B_gr of the edit's occupation (:mod:`kgbias_core.influence.prediction`): the
+    Newton step of the removal, or of the addition (the dummies from their initial rows); ``spread`` (the
+    occupation's noise band) is the interval's floor. The one call the lab, the basket, ``debias``, the report
+    and the findings make."""
+    if edit.kind == "remove":
+        return predict_removal(analysis, edit.occupation, torch.tensor(edit.removed, dtype=torch.long),
+                               spread=spread)
+    negatives = analysis.negatives
+    return newton_addition_prediction(analysis.model, addition(analysis.model, edit), occupation=edit.occupation,
+                                      spread=spread, negatives=None if negatives.exact else negatives.negatives,
+                                      active=analysis.active_terms)
+
+
+def edit_of_record(model: StoredModel, record: Mapping[str, Any]) -> Edit | None:
+    """The :class:`Edit` a run's record (config.json ``edit``) describes, on its base ``model``: its removed
+    triples, or Add's dummies rebuilt from its c (the strategy ``add c=...``) and their recorded count; None where
+    the record does not say (an old run)."""
+    occupation = record["occupation"]
+    if record.get("kind") == "remove":
+        removed = record.get("removed")
+        return None if not removed else Edit(kind="remove", occupation=occupation, removed=tuple(removed),
+                                             strategy=str(record.get("strategy", "")))
+    found = re.match(r"add c=([0-9.eE+-]+)", str(record.get("strategy", "")))
+    count = int(record.get("n_added_entities", 0))
+    if found is None or count <= 0:
+        return None
+    edit = add_edit(model, occupation, c=float(found.group(1)), cap=count)
+    return edit if len(edit.added_entities) == count else None

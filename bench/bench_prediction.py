@@ -1,0 +1,78 @@
+"""The cost of one what-if prediction (issue 25: <= 10 s for FB15k-237 on the 2-core CPU, one thread).
+
+    nice python bench/bench_prediction.py --model /tmp/store/fb15k237-transe [--threads 1] [--k 200]
+
+For the largest occupations with both genders: one IF-REMOVE set of k triples (the closed form's order) and
+Du's Add (c = 0.5), each predicted by :func:`kgbias_core.whatif.edits.predict_edit` (the Newton step, |H|).
+Times separately what a first prediction of a model pays once (the groups and the influence context, which
+choose the set) and each prediction itself, with the CG iterations it used. Prints the load average before
+and after, since the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.store import load_model
+from kgbias_core.influence import prediction
+from kgbias_core.whatif.edits import make_edit, predict_edit
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--k", type=int, default=200)
+    parser.add_argument("--occupations", type=int, default=3)
+    parser.add_argument("--add", action="store_true", help="also time Du's Add (c = 0.5)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"load average before: {os.getloadavg()[0]:.2f}; torch threads {args.threads}")
+    start = time.perf_counter()
+    analysis = ModelAnalysis(load_model(args.model))
+    groups = analysis.groups
+    loaded = time.perf_counter()
+    print(f"load + groups: {loaded - start:.1f} s ({analysis.model.triples.shape[0]:,} triples, "
+          f"{analysis.model.n_entities:,} entities, dim {analysis.model.config.dim})")
+    both = ((groups.n_male > 0) & (groups.n_female > 0)).nonzero().squeeze(-1).tolist()
+    chosen = sorted(both, key=lambda i: -int(groups.n_male[i] + groups.n_female[i]))[: args.occupations]
+    counted = [0]
+    original = prediction.preconditioned_cg
+
+    def counting(apply, rhs, **kwargs):  # counts the |H| products of each solve (the prediction's unit of work)
+        def apply_counted(v):
+            counted[0] += 1
+            return apply(v)
+
+        return original(apply_counted, rhs, **kwargs)
+
+    prediction.preconditioned_cg = counting
+    for index in chosen:
+        label, name = groups.labels[index], groups.names[index]
+        t0 = time.perf_counter()
+        edit = make_edit(analysis, label, strategy="if", k=args.k)
+        t1 = time.perf_counter()
+        counted[0] = 0
+        got = predict_edit(analysis, edit)
+        t2 = time.perf_counter()
+        print(f"{name} ({int(groups.n_male[index])}/{int(groups.n_female[index])}): IF-REMOVE k={len(edit.removed)} "
+              f"chosen in {t1 - t0:.1f} s (influence context on first use); prediction {t2 - t1:.2f} s, "
+              f"{counted[0]} |H| products: {got.summary()}")
+        if args.add:
+            edit = make_edit(analysis, label, strategy="add", c=0.5)
+            counted[0] = 0
+            t3 = time.perf_counter()
+            got = predict_edit(analysis, edit)
+            t4 = time.perf_counter()
+            print(f"    Add c=0.5 ({len(edit.added_entities)} dummies): prediction {t4 - t3:.2f} s, "
+                  f"{counted[0]} |H| products: {got.summary()}")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

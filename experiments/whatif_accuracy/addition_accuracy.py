@@ -1,0 +1,103 @@
+"""Add-debiasing predicted against an edited retrain (issue 25): the Newton step for additions.
+
+For each chosen occupation and c, Du's Add (c * | |M| - |F| | dummies of the rarer gender) is predicted by
+:func:`kgbias_core.whatif.edits.predict_edit` (the dummies' rows fitted alone, then one Newton step with |H|)
+and measured by two trainings from one seed, one batch order and one initialisation: the graph with the
+added triples weighted 0 (the reference, a model of the base graph) and weighted 1 (the edit). They differ
+by the added triples only, as a masked retrain differs by the removed ones. B_gr after is over the edited
+graph's groups (the dummies counted), as a retrained Add is measured. Rows are appended to ``--runs``.
+
+    nice python experiments/whatif_accuracy/addition_accuracy.py \
+        --runs experiments/whatif_accuracy/results/synthetic_add.csv [--seed 7] [--cs 0.25,0.5,1] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING, chosen_occupations  # noqa: I001
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.data.synthetic import generate_people_graph
+from kgbias_core.embeddings.training import train_model, train_transe
+from kgbias_core.influence.prediction import extended_model
+from kgbias_core.measures.group_bias import group_bias
+from kgbias_core.measures.groups import occupation_groups
+from kgbias_core.whatif.edits import add_edit, addition, predict_edit
+
+
+def edited_retrains(model, edit):
+    """(the masked reference as a model of the base graph, B_gr of the occupation after the edited retrain)."""
+    add = addition(model, edit)
+    n, n_base = model.triples.shape[0], model.n_entities
+    triples = torch.cat([model.triples, add.triples])
+    common = {"triples": triples, "negatives": torch.cat([model.frozen_negatives, add.negatives]),
+              "n_entities": n_base + len(add.labels), "n_relations": model.n_relations, "config": model.config,
+              "n_base_entities": n_base, "device": "cpu"}
+    mask = torch.ones(triples.shape[0])
+    mask[n:] = 0
+    masked, edited = train_transe(weights=mask, **common), train_transe(**common)
+    reference = replace(model, weights={"entity_embeddings": masked.entity_embeddings[:n_base],
+                                        "relation_embeddings": masked.relation_embeddings})
+    after = replace(extended_model(reference, add), weights={"entity_embeddings": edited.entity_embeddings,
+                                                             "relation_embeddings": edited.relation_embeddings})
+    groups = occupation_groups(after)
+    values = group_bias(entity_embeddings=after.entity_embeddings, relation_embeddings=after.relation_embeddings,
+                        groups=groups)
+    return reference, float(values[groups.index(edit.occupation)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", required=True, type=Path)
+    parser.add_argument("--seed", type=int, default=SYNTHETIC.seed)
+    parser.add_argument("--occupations", type=int, default=8)
+    parser.add_argument("--cs", default="0.25,0.5,1")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
+    model = train_model(graph, SYNTHETIC_TRAINING, name="synthetic-transe", device=torch.device("cpu"))
+    groups = ModelAnalysis(model).groups
+    done = pd.read_csv(args.runs) if args.runs.exists() else None
+    seen = set() if done is None else set(zip(done["occupation"], done["c"], strict=True))
+    for index in chosen_occupations(groups, args.occupations):
+        label = groups.labels[index]
+        for c in (float(x) for x in args.cs.split(",")):
+            if (label, c) in seen or round(c * abs(int(groups.n_male[index]) - int(groups.n_female[index]))) < 1:
+                continue
+            edit = add_edit(model, label, c=c)
+            reference, after = edited_retrains(model, edit)
+            analysis = ModelAnalysis(reference)
+            before = float(analysis.group_bias(label))
+            started = time.perf_counter()
+            p = predict_edit(analysis, edit)
+            seconds = time.perf_counter() - started
+            row = {"occupation": label, "men": int(groups.n_male[index]), "women": int(groups.n_female[index]),
+                   "c": c, "dummies": len(edit.added_entities), "newton": p.point, "low": p.low, "high": p.high,
+                   "actual": after - before, "seconds": seconds}
+            args.runs.parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame([row]).to_csv(args.runs, mode="a", header=not args.runs.exists(), index=False)
+            inside = "in " if p.low <= after - before <= p.high else "OUT"
+            print(f"{label:14s} {row['men']:3d}/{row['women']:<3d} c={c:<4} +{row['dummies']:3d}: newton "
+                  f"{p.point:+.4f} [{p.low:+.4f}, {p.high:+.4f}] {inside} actual {after - before:+.4f} "
+                  f"({seconds:.2f} s)", flush=True)
+    runs = pd.read_csv(args.runs)
+    inside = ((runs["low"] <= runs["actual"]) & (runs["actual"] <= runs["high"])).mean()
+    sign = (np.sign(runs["newton"]) == np.sign(runs["actual"])).mean()
+    half = ((runs["high"] - runs["low"]) / 2 / runs["newton"].abs()).median()
+    ratio = (runs["actual"] / runs["newton"]).median()
+    print(f"{len(runs)} Add edits: coverage {inside:.0%}, sign {sign:.0%}, median relative half-width {half:.2f}, "
+          f"median retrained/predicted {ratio:.2f}; load average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The one-retrain audit of a model's what-if prediction (issue 25): the Newton step against one masked retrain.
+
+The 13-retrain calibration fitted a scale for the old closed form; the Newton step
+(:mod:`kgbias_core.influence.prediction`) needs none, so no model calibrates by default any more. What a
+model still gets, cheaply, is one check of its own: the prediction of one edit against the masked retrain
+of that edit, stored in the model's results and shown in the lab. One retrain: the base's B_gr is the
+model's own (a masked retrain with nothing removed reproduces it from the same seed and device kind).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.device import resolve_device
+from kgbias_core.embeddings.results import load_result, save_result
+from kgbias_core.embeddings.store import load_model
+from kgbias_core.errors import PREDICTION_AUDIT_KEPT, PREDICTION_AUDIT_NO_OCCUPATION, MeasureError
+from kgbias_core.influence.prediction import predict_removal
+from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
+from kgbias_core.jobs import Progress
+from kgbias_core.tasks.base import Task, _key, check_retrains, model_retrain_seconds
+
+#: The result key of the audit in the model's results.
+PREDICTION_AUDIT = "prediction_audit"
+#: The audited edit: the top ``AUDIT_SHARE`` of the occupation's triples that move B_gr (the bench's middle size).
+AUDIT_SHARE = 0.16
+#: The audited occupation has at least this many persons of each gender (the largest such one is taken).
+AUDIT_MIN_GROUP = 5
+#: The columns of the stored audit.
+AUDIT_COLUMNS = ("occupation", "name", "k", "moving", "predicted", "low", "high", "retrained", "inside", "estimator")
+
+
+def audit_occupation(analysis: ModelAnalysis) -> str:
+    """The label of the largest occupation with at least :data:`AUDIT_MIN_GROUP` men and women (else the one
+    with the largest rarer group): a group the estimator is meant to serve, not a corner case."""
+    groups = analysis.groups
+    smaller = torch.minimum(groups.n_male, groups.n_female)
+    if int(smaller.max()) < 1:
+        raise MeasureError(PREDICTION_AUDIT_NO_OCCUPATION.format(model=analysis.model.name))
+    size = groups.n_male + groups.n_female
+    eligible = smaller >= min(AUDIT_MIN_GROUP, int(smaller.max()))
+    return groups.labels[int(torch.where(eligible, size, torch.zeros_like(size)).argmax())]
+
+
+def prediction_audit(analysis: ModelAnalysis, *, should_stop=None) -> pd.DataFrame:
+    """One row (:data:`AUDIT_COLUMNS`): the Newton prediction of removing the top :data:`AUDIT_SHARE` of the
+    moving triples of :func:`audit_occupation`, and the change one masked retrain gives."""
+    occupation = audit_occupation(analysis)
+    index = analysis.groups.index(occupation)
+    influence = analysis.influence(occupation)
+    moving = int((influence != 0).sum())
+    k = max(1, round(AUDIT_SHARE * moving))
+    removed = removal_set(influence, kind="top", k=k)
+    prediction = predict_removal(analysis, occupation, removed)
+    after = masked_retrain_bias(analysis.model, removed=removed, groups=analysis.groups, should_stop=should_stop)
+    retrained = float(after[index]) - float(analysis.group_bias(occupation))
+    return pd.DataFrame([{
+        "occupation": occupation, "name": analysis.groups.names[index], "k": k, "moving": moving,
+        "predicted": prediction.point, "low": prediction.low, "high": prediction.high, "retrained": retrained,
+        "inside": bool(prediction.low <= retrained <= prediction.high), "estimator": prediction.estimator,
+    }], columns=list(AUDIT_COLUMNS))
+
+
+def prediction_audit_task(model_dir: Path | str, *, device: torch.device | str | None = None) -> Task[pd.DataFrame]:
+    """Audit the model at ``model_dir`` (:func:`prediction_audit`, one masked retrain) and store the row."""
+    device = resolve_device(device)
+
+    def run(progress: Progress) -> pd.DataFrame:
+        check_retrains(model_dir, what="the prediction audit", retrains=1)
+        analysis = ModelAnalysis(load_model(model_dir, device=device))
+        progress.update(stage="retraining", message="one masked retrain against the Newton-step prediction")
+        frame = prediction_audit(analysis, should_stop=progress.should_stop)
+        save_result(model_dir, PREDICTION_AUDIT, frame, params={})
+        return frame
+
+    return Task(key=_key(PREDICTION_AUDIT, model_dir), run=run,
+                kept=PREDICTION_AUDIT_KEPT.format(name=Path(model_dir).name))
+
+
+def saved_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
+    return load_result(model_dir, PREDICTION_AUDIT, params={})
+
+
+def prediction_audit_seconds(model_dir: Path | str) -> float | None:
+    """Estimated seconds of the audit: one retrain."""
+    return model_retrain_seconds(model_dir, retrains=1)
