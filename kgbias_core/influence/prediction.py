@@ -46,7 +46,7 @@ from typing import Protocol
 
 import torch
 
-from kgbias_core.embeddings.objective import transe_distance, transe_objective
+from kgbias_core.embeddings.objective import negatives_count, negatives_of, transe_distance, transe_objective
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import NEWTON_NEEDS_SQUARED_L2, MeasureError
 from kgbias_core.influence.iterative import Vector, conjugate_gradient_solve, conjugate_gradients, objective_hvp
@@ -135,11 +135,13 @@ def spectral_damping(model: StoredModel, *, eps: float = CONDITION_EPS) -> float
 
 
 def removal_gradient(model: StoredModel, removed: LongTensor) -> Vector:
-    """sum_{z in S} grad L(z) at the model's theta (margin terms only: the l2 term stays in J_{-S})."""
+    """sum_{z in S} grad L(z) at the model's theta (margin terms only: the l2 term stays in J_{-S}); each z
+    with all its K negatives."""
     E = model.entity_embeddings.detach().requires_grad_(True)
     R = model.relation_embeddings.detach().requires_grad_(True)
+    negatives = negatives_of(model.frozen_negatives, removed, model.triples.shape[0])
     loss = transe_objective(entities=E, relations=R, triples=model.triples[removed],
-                            negatives=model.frozen_negatives[removed], margin=model.config.margin, l2=0.0)
+                            negatives=negatives, margin=model.config.margin, l2=0.0)
     return torch.autograd.grad(loss, (E, R))
 
 
@@ -182,18 +184,23 @@ def absolute_curvature_hvp(model: StoredModel):
     Newton idea of Dauphin et al. (2014), |lambda| for lambda, applied term by term. (Du's Lemma 1,
     METHODS §3, keeps a diagonal in which the negatives count with their minus sign, N_e - 2|G|/|E|
     clamped at 0; here they add to the curvature and the off-diagonal coupling is kept.)
+    With K negatives per triple (the mean over j, :mod:`kgbias_core.embeddings.objective`) the terms are the
+    pairs (z, z'_j): |H| = l2 I + (1/K) sum_{(z, j) active} (d^2 psi(z) + d^2 psi(z'_j)).
     """
     triples, negatives = model.triples, model.frozen_negatives
+    k = negatives_count(negatives, triples.shape[0])
+    pairs = triples if k == 1 else triples.repeat(k, 1)  # [K n, 3]: row j n + i is triple i, as the negatives
     E0, R0 = model.entity_embeddings.detach(), model.relation_embeddings.detach()
     with torch.no_grad():
-        distance = transe_distance(entities=E0, relations=R0, triples=triples)
+        distance = transe_distance(entities=E0, relations=R0, triples=pairs)
         negative = transe_distance(entities=E0, relations=R0, triples=negatives)
         active = (model.config.margin + distance - negative) > 0  # only these terms have curvature
-    both = torch.cat([triples[active], negatives[active]])
+    both = torch.cat([pairs[active], negatives[active]])
 
     def hvp(vector: Vector) -> Vector:
         E, R = E0.clone().requires_grad_(True), R0.clone().requires_grad_(True)
-        loss = (transe_distance(entities=E, relations=R, triples=both).sum()
+        curvature = transe_distance(entities=E, relations=R, triples=both).sum()
+        loss = ((curvature if k == 1 else curvature / k)
                 + model.config.l2 / 2 * ((E**2).sum() + (R**2).sum()))
         grads = torch.autograd.grad(loss, (E, R), create_graph=True)
         dot = (grads[0] * vector[0]).sum() + (grads[1] * vector[1]).sum()
