@@ -152,7 +152,8 @@ def trained_model(graph: KnowledgeGraph, config: TrainConfig, *, store: Path, na
     path = store / name
     if is_model_dir(path):
         print(f"  loaded {path} (trained before)", flush=True)
-        return load_model(path, device=device), 0.0
+        model = load_model(path, device=device)
+        return model, float(model.info.get("train_seconds") or math.nan)  # the time it took then
     started = time.perf_counter()
     model = train_model(graph, config, name=name, device=device)
     seconds = time.perf_counter() - started
@@ -296,7 +297,7 @@ def main() -> None:
                                 **{k: metrics.get(k, math.nan) for k in LP_COLUMNS}, "lp_s": lp_seconds})
             print(f"  trained {seconds:.1f} s; link prediction ({side}): MRR {metrics.get('mrr', math.nan):.4f}, "
                   f"Hits@10 {metrics.get('hits@10', math.nan):.4f} ({lp_seconds:.1f} s)", flush=True)
-            if seconds and retrains:
+            if seconds == seconds and retrains:  # not NaN
                 print(f"  the {retrains} retrains at this training's time: about {seconds * retrains / 60:.1f} min",
                       flush=True)
         if not args.no_influence:
