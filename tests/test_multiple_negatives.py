@@ -28,7 +28,7 @@ from kgbias_core.embeddings.objective import (
 )
 from kgbias_core.embeddings.store import config_fingerprint, load_model, save_model
 from kgbias_core.embeddings.training import frozen_negatives, initial_embeddings, train_model, train_transe
-from kgbias_core.errors import MODEL_DISAGREES, ModelStoreError
+from kgbias_core.errors import MODEL_DISAGREES, NEGATIVES_NOT_TRANSE, KGBiasError, ModelStoreError
 from kgbias_core.influence.closed_form import group_bias_gradient, influence_context, triple_influence
 from kgbias_core.influence.iterative import (
     conjugate_gradient_solve,
@@ -418,3 +418,10 @@ def test_a_bad_negatives_count_is_one_line_and_exit_2(tmp_path: Path, value: str
         f"error: kgbias train: argument --negatives: expected an integer from 1 to 256, got {value!r} "
         "(see kgbias train --help)"]
     assert not (tmp_path / "x").exists()
+
+
+def test_negatives_for_a_model_pykeen_trains_are_refused(tiny_graph) -> None:
+    with pytest.raises(KGBiasError) as error:
+        train_model(tiny_graph, replace(TINY_TRAINING, model="distmult", negatives_per_triple=2), name="d",
+                    device="cpu")
+    assert str(error.value) == NEGATIVES_NOT_TRANSE.format(count=2, model="distmult")
