@@ -127,7 +127,8 @@ class ModelAnalysis:
                 negatives = self.negatives
                 return active_terms(self.model, negatives=None if negatives.exact else negatives.negatives)
             # The influence context (built for the ranking anyway, and by warm_up) holds the same margins.
-            mask = torch.zeros(self.model.triples.shape[0], dtype=torch.bool, device=self.model.triples.device)
+            mask = torch.zeros(self.negatives.negatives.shape[0], dtype=torch.bool,  # one per pair (z, z'_j)
+                               device=self.model.triples.device)
             mask[self.context.active] = True
             return mask
 

@@ -151,6 +151,10 @@ NO_NEGATIVES = (
 )
 UNKNOWN_MODEL = "unknown model {model!r}: choose one of {known}"
 UNKNOWN_OPTIMIZER = "unknown optimizer {optimizer!r}: choose one of {known}"
+NEGATIVES_NOT_TRANSE = (
+    "{count} negatives per triple: only TransE trains on frozen negatives ({model} draws its own through PyKEEN); "
+    "leave --negatives at 1"
+)
 UNKNOWN_DISTANCE = "unknown distance {distance!r}: choose one of {known}"
 NO_NEGATIVES_IMPORTED = (
     "model {model!r} was imported from {source} and has no frozen negatives: every retrain (what-if, noise band, "

@@ -27,6 +27,9 @@ MAX_DIM, MAX_EPOCHS, MAX_BATCH, MAX_SEED, MAX_BOOTSTRAP = 4096, 100_000, 1 << 24
 #: Adam's step above 10 or a margin/L2 above these diverge to inf (float32) long before a use; Add's c above
 #: 100 asks for 100 dummies per missing person (Du uses 0.5), far past the cap.
 MAX_LR, MAX_L2, MAX_MARGIN, MAX_DAMPING, MAX_C = 10.0, 1e6, 1e4, 1e12, 100.0
+#: Frozen negatives per training triple: each one adds a [n, 3] table and a distance per triple and step;
+#: 256 is far past any published TransE setting (1-10 in sLCWA training) and still fits FB15k-237 in memory.
+MAX_NEGATIVES = 256
 
 
 class Parser(argparse.ArgumentParser):

@@ -13,6 +13,7 @@ from kgbias_core.commands.common import (
     MAX_L2,
     MAX_LR,
     MAX_MARGIN,
+    MAX_NEGATIVES,
     SEED,
     PrintedProgress,
     graph_flags,
@@ -31,7 +32,7 @@ def _train(args: argparse.Namespace) -> None:
         for k, v in {
             "model": args.model, "dim": args.dim, "epochs": args.epochs, "seed": args.seed,
             "batch_size": args.batch_size, "lr": args.lr, "l2": args.l2, "margin": args.margin,
-            "damping": args.damping, "optimizer": args.optimizer,
+            "damping": args.damping, "optimizer": args.optimizer, "negatives_per_triple": args.negatives,
         }.items()
         if v is not None
     }
@@ -68,6 +69,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         ("--l2", real(0, above=False, high=MAX_L2), "L2 coefficient (summed-loss units)"),
         ("--margin", real(0, above=True, high=MAX_MARGIN), "margin of the TransE loss"),
         ("--damping", real(0, above=True, high=MAX_DAMPING), "lambda of the influence Hessian (default 2|G|/|E|)"),
+        ("--negatives", integer(1, MAX_NEGATIVES),
+         "TransE: frozen negatives per training triple, half corrupting the head, half the tail (default 1)"),
     ):
         train.add_argument(flag, type=kind, help=meaning)
     train.add_argument("--optimizer", choices=("adam", "sparse_adam"),

@@ -46,6 +46,9 @@ class TrainConfig:
     # adam: dense Adam over every row each step (the default; every stored model). sparse_adam: row-wise
     # updates of the rows a batch touches, the same objective (kgbias_core.embeddings.training.train_transe).
     optimizer: str = "adam"
+    # K frozen negatives per training triple (half corrupt the head, half the tail), drawn once from ``seed``;
+    # the margin part is the mean of the K hinges (kgbias_core.embeddings.objective). 1: every stored model.
+    negatives_per_triple: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -80,7 +80,7 @@ def config_train_config(config: dict[str, Any], file: Path) -> TrainConfig:
         if not ok:
             raise corrupt(f"{key!r} must be {type(default or 0.0).__name__}, found {value!r}")
     for key, low in (("dim", 1), ("batch_size", 1), ("epochs", 0), ("seed", 0), ("lr", 0), ("lr_min", 0),
-                     ("margin", 0), ("l2", 0)):
+                     ("margin", 0), ("l2", 0), ("negatives_per_triple", 1)):
         value = config.get(key)
         if value is not None and value < low:  # types checked above: int or finite float
             raise corrupt(f"{key!r} must be >= {low}, found {value!r}")
@@ -111,3 +111,13 @@ def check_id_triples(tensor: torch.Tensor, *, key: str, n_entities: int, n_relat
             or int(relations.max()) >= n_relations:
         problem = f"{key} names ids outside entities.tsv ({n_entities}) or relations.tsv ({n_relations})"
         raise ModelStoreError(MODEL_CORRUPT.format(path=file, problem=problem))
+
+
+def check_negatives_count(negatives: torch.Tensor | None, *, n_triples: int, per_triple: int, file: Path) -> None:
+    """``negatives`` (where stored) holds config.json's K negatives per training triple: [K n, 3], row j n + i
+    the j-th of triple i (:mod:`kgbias_core.embeddings.objective`); a model of K = 1 stores [n, 3]."""
+    if negatives is None or negatives.shape[0] == per_triple * n_triples:
+        return
+    problem = (f"negatives has {negatives.shape[0]} rows for {n_triples} training triples, config.json says "
+               f"{per_triple} per triple ({per_triple * n_triples} rows)")
+    raise ModelStoreError(MODEL_DISAGREES.format(path=file, problem=problem))

@@ -1,9 +1,18 @@
 """The TransE objective that influence functions can trust (METHODS §2-3), stated once.
 
-    J(theta) = sum_z w_z [gamma + psi(z) - psi(z')]_+ + (l2 / 2) ||theta||^2,   theta = (entities, relations)
+    J(theta) = sum_z w_z (1/K) sum_{j=1..K} [gamma + psi(z) - psi(z'_j)]_+ + (l2 / 2) ||theta||^2,
+    theta = (entities, relations)
 
-with psi(h, r, t) = ||h + r - t||_2^2, z' the frozen negative of z, and w_z = 1 (0 masks z in a
-retrain "without S", METHODS §2). Training (:func:`kgbias_core.embeddings.training.train_transe`),
+with psi(h, r, t) = ||h + r - t||_2^2, z'_1 .. z'_K the K frozen negatives of z (METHODS §2 has K = 1,
+where this is its J term for term), and w_z = 1 (0 masks z, and with it all its negatives, in a retrain
+"without S", METHODS §2). The mean over j, not the sum, keeps every setting's meaning across K: the
+margin part of a triple is still one hinge's worth, so l2 (summed-loss units), lambda and Du's
+diagonal alpha_e = max(N_e - 2|G|/|E|, 0) + lambda (METHODS §3: an entity fills K times as many negative
+slots, each weighted 1/K, so the expected Hessian of Du's Lemma 1 is K = 1's) stay what they were.
+
+Layout of the negatives: one table [K n, 3] whose row j n + i is triple i's j-th negative (j-major), so
+that a table of K = 1 is the [n, 3] table every older model stores, unchanged; K is its row count over
+n (:func:`negatives_count`). Training (:func:`kgbias_core.embeddings.training.train_transe`),
 the Hessian-vector products of the iterative influence solvers
 (:mod:`kgbias_core.influence.iterative`) and the tests all call these functions, so the loss they
 differentiate is the same one.
@@ -62,15 +71,50 @@ def transe_distance(*, entities: FloatTensor, relations: FloatTensor, triples: L
     return ((h + r - t) ** 2).sum(-1)
 
 
+def negatives_count(negatives: LongTensor, n_triples: int) -> int:
+    """K of a negatives table [K n, 3] of ``n_triples`` training triples (module docstring); 1 for n = 0.
+
+    A row count that is no multiple of n is a ValueError: no triple could be told its negatives.
+    """
+    if n_triples == 0:
+        return 1
+    if negatives.shape[0] % n_triples or negatives.shape[0] == 0:
+        raise ValueError(f"{negatives.shape[0]} negatives for {n_triples} triples: not K per triple")
+    return negatives.shape[0] // n_triples
+
+
+def negatives_of(negatives: LongTensor, rows: LongTensor, n_triples: int) -> LongTensor:
+    """The K negatives of the training triples ``rows`` (indices or a mask over n), in the same layout.
+
+    Shapes: negatives [K n, 3] -> [K b, 3], row j b + i the j-th negative of the i-th selected triple.
+    """
+    k = negatives_count(negatives, n_triples)
+    if k == 1:
+        return negatives[rows]
+    return negatives.view(k, n_triples, 3)[:, rows].reshape(-1, 3)  # [K, b, 3] -> [K b, 3]
+
+
+def join_negatives(first: LongTensor, n_first: int, second: LongTensor, n_second: int) -> LongTensor:
+    """Negatives of the triples cat([first's n_first, second's n_second]), in the layout. [K n1, 3], [K n2, 3]
+    -> [K (n1 + n2), 3]. Both tables must hold the same K."""
+    k = negatives_count(first, n_first)
+    if k == 1:
+        return torch.cat([first, second])
+    return torch.cat([first.view(k, n_first, 3), second.view(k, n_second, 3)], dim=1).reshape(-1, 3)
+
+
 def margin_loss(
     *, distance: FloatTensor, negative_distance: FloatTensor, margin: float, weights: FloatTensor | None = None
 ) -> FloatTensor:
-    """w_z [gamma + psi(z) - psi(z')]_+ per training triple (METHODS §2-3).
+    """w_z (1/K) sum_j [gamma + psi(z) - psi(z'_j)]_+ per training triple (METHODS §2-3, K negatives).
 
-    Shapes: distance psi(z) [n], negative_distance psi(z') [n], weights [n] (None: all 1) -> [n].
-    Zero where the margin is inactive: such a triple has no gradient and no influence (METHODS §4).
+    Shapes: distance psi(z) [n], negative_distance psi(z'_j) [n] (K = 1) or [K, n], weights [n] (None:
+    all 1) -> [n]. Zero where every margin is inactive: such a triple has no gradient and no influence
+    (METHODS §4); with K > 1 each negative's hinge is active or not on its own.
     """
     loss = torch.relu(margin + distance - negative_distance)
+    if loss.ndim == 2:  # [K, n]: the mean over a triple's negatives (module docstring)
+        loss = loss.mean(0)
     return loss if weights is None else weights * loss
 
 
@@ -84,13 +128,18 @@ def transe_objective(
     l2: float,
     weights: FloatTensor | None = None,
 ) -> FloatTensor:
-    """J(theta) on the scale of the summed loss (METHODS §2-3). -> scalar.
+    """J(theta) on the scale of the summed loss (METHODS §2-3, K negatives: module docstring). -> scalar.
 
-    Shapes: entities [E, d], relations [R, d], triples and negatives [n, 3] (row i's frozen
-    negative is negatives[i]), weights [n] (None: all 1). A sample of the triples with weights
-    |G| / n is an unbiased estimate of the margin part over all of G.
+    Shapes: entities [E, d], relations [R, d], triples [n, 3], negatives [K n, 3] (row j n + i is
+    triple i's j-th frozen negative; K = 1: negatives[i]), weights [n] (None: all 1). A sample of the
+    triples (with their negatives, :func:`negatives_of`) with weights |G| / n is an unbiased estimate of
+    the margin part over all of G.
     """
+    n = triples.shape[0]
+    k = negatives_count(negatives, n)
     distances = transe_distance(entities=entities, relations=relations, triples=torch.cat([triples, negatives]))
-    distance, negative_distance = distances.split(triples.shape[0])  # [n] each
+    distance, negative_distance = distances.split([n, k * n])  # [n], [K n]
+    if k > 1:
+        negative_distance = negative_distance.view(k, n)  # row j: every triple's j-th negative
     margins = margin_loss(distance=distance, negative_distance=negative_distance, margin=margin, weights=weights)
     return margins.sum() + l2 / 2 * ((entities**2).sum() + (relations**2).sum())

@@ -6,7 +6,8 @@ place, so a half-written model is never visible under its name):
 - ``model.safetensors``: the weights (TransE: ``entity_embeddings`` [E, d], ``relation_embeddings``
   [R, d]; other models: their PyKEEN state dict);
 - ``training.safetensors``: ``triples`` [n, 3] (exactly the triples trained on, edits included),
-  ``negatives`` [n, 3] (frozen negative of each row; TransE only), and, where the graph has them,
+  ``negatives`` [K n, 3] (the K = ``negatives_per_triple`` frozen negatives of each row, row j n + i the
+  j-th of row i: :mod:`kgbias_core.embeddings.objective`; TransE only), and, where the graph has them,
   ``valid_triples`` / ``test_triples`` in the same id space;
 - ``entities.tsv`` (``id label name``) and ``relations.tsv`` (``id label``);
 - ``config.json``: data set and data hash, schema, training config, damping, influence scale,
@@ -46,6 +47,7 @@ from kgbias_core.embeddings.claims import FILE_MODE, Claim, alive, scratch_dir, 
 from kgbias_core.embeddings.config import Calibration, TrainConfig
 from kgbias_core.embeddings.model_checks import (
     check_id_triples,
+    check_negatives_count,
     check_transe_dims,
     check_unique_labels,
     config_calibration,
@@ -101,7 +103,7 @@ class StoredModel:
     relation_labels: tuple[str, ...]  # id -> label
     weights: dict[str, torch.Tensor]  # model.safetensors
     triples: LongTensor  # [n, 3] trained on
-    negatives: LongTensor | None  # [n, 3] frozen negatives (TransE)
+    negatives: LongTensor | None  # [K n, 3] frozen negatives (TransE), row j n + i: row i's j-th (objective.py)
     valid_triples: LongTensor | None = None  # [n_valid, 3]
     test_triples: LongTensor | None = None  # [n_test, 3]
     damping: float = 0.0  # lambda of METHODS §3
@@ -137,7 +139,7 @@ class StoredModel:
 
     @property
     def frozen_negatives(self) -> LongTensor:
-        """The frozen negatives [n, 3] that influence and every retrain need; a named error if absent."""
+        """The frozen negatives [K n, 3] that influence and every retrain need; a named error if absent."""
         if self.info.get("debias"):  # before the negatives: a debiased model has them, yet no retrain may use them
             raise MeasureError(DEBIASED_NO_RETRAIN.format(model=self.name, method=self.info["debias"].get("method")))
         if self.negatives is not None:
@@ -486,6 +488,8 @@ def load_model(path: Path | str, *, device: torch.device | str = "cpu") -> Store
     for key, value in training.items():
         check_id_triples(value, key=key, n_entities=len(entities[0]), n_relations=len(relations[0]),
                           file=path / "training.safetensors")
+    check_negatives_count(training.get("negatives"), n_triples=triples.shape[0],
+                          per_triple=train_config.negatives_per_triple, file=path / "training.safetensors")
     reserved = {"name", "dataset", "data_hash", "schema", "damping", "influence_scale", "calibration", "edit"}
     reserved |= set(train_config.to_dict())
     model = StoredModel(
@@ -569,6 +573,8 @@ def weight_settings(config: dict[str, Any]) -> dict[str, Any]:
         extra["fairness_weight"] = config["fairness_weight"]
     if config.get("optimizer") not in (None, "adam"):  # the dense default keeps every stored fingerprint
         extra["optimizer"] = config["optimizer"]
+    if config.get("negatives_per_triple") not in (None, 1):  # one negative (every stored model) keeps its fingerprint
+        extra["negatives_per_triple"] = config["negatives_per_triple"]
     if extra.get("distance") == "squared_l2":
         del extra["distance"]
     return {**{k: config.get(k) for k in keys}, **extra}

@@ -2,13 +2,14 @@
 
 Why a hand-written loop over PyKEEN's TransE rather than PyKEEN's training loop: Du et al.'s
 influence approximation linearises around an optimum of a *fixed* objective (METHODS §2). That
-needs (a) one negative per training triple drawn once from a saved seed and frozen for the whole
-training, (b) masked retraining, where a retrain without a set S keeps the very same batch
-permutation and only weights S's triples 0, and (c) exact reproducibility. PyKEEN's sLCWA loop
-draws fresh negatives every batch and re-permutes the (edited) triples, so it offers none of the
-three. The loop minimises :func:`kgbias_core.embeddings.objective.transe_objective`, the objective
-the influence solvers differentiate; PyKEEN still provides the scoring module of a trained TransE
-(:func:`transe_module`), the id maps, and the pipeline for the other models.
+needs (a) the negatives of every training triple (one, or K: ``TrainConfig.negatives_per_triple``)
+drawn once from a saved seed and frozen for the whole training, (b) masked retraining, where a retrain
+without a set S keeps the very same batch permutation and only weights S's triples 0, and (c) exact
+reproducibility. PyKEEN's sLCWA loop draws fresh negatives every batch and re-permutes the (edited)
+triples, so it offers none of the three. The loop minimises
+:func:`kgbias_core.embeddings.objective.transe_objective`, the objective the influence solvers
+differentiate; PyKEEN still provides the scoring module of a trained TransE (:func:`transe_module`),
+the id maps, and the pipeline for the other models.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from kgbias_core.data.graph import KnowledgeGraph
 # The device rules live in kgbias_core.device; re-exported here, where callers long found them.
 from kgbias_core.device import default_device, retrain_device  # noqa: F401
 from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
-from kgbias_core.embeddings.objective import margin_loss, transe_distance
+from kgbias_core.embeddings.objective import margin_loss, negatives_count, transe_distance
 from kgbias_core.embeddings.store import StoredModel, library_versions
 from kgbias_core.errors import (
     CANCELLED,
+    NEGATIVES_NOT_TRANSE,
     REGULARISER_MISSING,
     UNKNOWN_MODEL,
     UNKNOWN_OPTIMIZER,
@@ -77,19 +79,31 @@ def reproducible(device: torch.device) -> Iterator[None]:
         torch.use_deterministic_algorithms(before, warn_only=warn_only)
 
 
-def frozen_negatives(triples: LongTensor, *, n_entities: int, seed: int, stream: int = 0) -> LongTensor:
-    """One negative per triple: head or tail (50/50) replaced by a uniform entity.
+def frozen_negatives(
+    triples: LongTensor, *, n_entities: int, seed: int, stream: int = 0, count: int = 1
+) -> LongTensor:
+    """``count`` (K) negatives per triple, each with its head or its tail replaced by a uniform entity.
 
-    Shapes: triples [n, 3] -> negatives [n, 3]. Drawn once from ``seed`` (METHODS §2) so that
-    the training objective is a fixed function of the parameters.
+    Shapes: triples [n, 3] -> negatives [K n, 3], row j n + i the j-th negative of triple i (the layout of
+    :mod:`kgbias_core.embeddings.objective`). Drawn once from ``seed`` (METHODS §2) so that the training
+    objective is a fixed function of the parameters. A coin per triple picks the side of its first
+    negative (head or tail, 50/50) and the sides then alternate, so half of a triple's negatives corrupt
+    the head and half the tail (for odd K the coin's side gets one more). The first negative of every
+    triple, and with it the whole table of K = 1, is the draw of METHODS §2, and the first K' rows of
+    K's table are K''s table: more negatives only add to the objective's negatives, never replace them.
     """
     generator = torch.Generator().manual_seed(seed + _NEGATIVE_STREAM + stream)
     n = triples.shape[0]
     corrupt_head = torch.rand(n, generator=generator) < 0.5
     replacement = torch.randint(n_entities, (n,), generator=generator)
-    negatives = triples.clone()
-    negatives[corrupt_head, 0] = replacement[corrupt_head]
-    negatives[~corrupt_head, 2] = replacement[~corrupt_head]
+    negatives = triples.repeat(count, 1)  # [K n, 3]: K copies, each corrupted below
+    for j in range(count):
+        if j:
+            replacement = torch.randint(n_entities, (n,), generator=generator)
+        head = corrupt_head if j % 2 == 0 else ~corrupt_head
+        block = negatives[j * n : (j + 1) * n]  # a view: triple i's j-th negative is row j n + i
+        block[head, 0] = replacement[head]
+        block[~head, 2] = replacement[~head]
     return negatives
 
 
@@ -159,8 +173,9 @@ def _l2_shares(
     triples: LongTensor, negatives: LongTensor, *, n_entities: int, n_relations: int, l2: float,
     device: torch.device,
 ) -> tuple[FloatTensor, FloatTensor]:
-    """Row-wise L2 shares l2 / (2 deg_e) per entity [E] and per relation [R]: deg counts every slot holding the row."""
-    both_all = torch.cat([triples, negatives])  # [2n, 3]: every slot that holds a row
+    """Row-wise L2 shares l2 / (2 deg_e) per entity [E] and per relation [R]: deg counts every slot holding the row
+    (each of a triple's K negatives is visited once an epoch, as the triple is)."""
+    both_all = torch.cat([triples, negatives])  # [(1 + K) n, 3]: every slot that holds a row
     entity_share = l2 / (2 * torch.bincount(both_all[:, [0, 2]].reshape(-1), minlength=n_entities)
                          .clamp_min(1).to(torch.float32))  # [E]: l2 / (2 deg_e)
     relation_share = l2 / (2 * torch.bincount(both_all[:, 1], minlength=n_relations)
@@ -173,15 +188,20 @@ def _batch_loss(
     weights: FloatTensor, *, margin: float, shares: tuple[FloatTensor, FloatTensor] | None,
     regulariser: Regulariser | None, n_batches: int,
 ) -> tuple[FloatTensor, FloatTensor]:
-    """One batch's loss (to step on) and its weighted margins per triple [b] (to report), as in train_transe."""
+    """One batch's loss (to step on) and its weighted margins per triple [b] (to report), as in train_transe.
+
+    Shapes: positives [b, 3], negatives [K b, 3] (row j b + i: positive i's j-th negative), weights [b]."""
     b = positives.shape[0]
-    both = torch.cat([positives, negatives])  # [2b, 3]
+    k = negatives.shape[0] // b
+    both = torch.cat([positives, negatives])  # [(1 + K) b, 3]
     if shares is not None:
         psi, l2_part = _rowwise_distance(entities=entities, relations=relations, triples=both,
                                          entity_share=shares[0], relation_share=shares[1])
     else:
-        psi = transe_distance(entities=entities, relations=relations, triples=both)  # [2b]
-    psi_pos, psi_neg = psi.split(b)
+        psi = transe_distance(entities=entities, relations=relations, triples=both)  # [(1 + K) b]
+    psi_pos, psi_neg = psi.split([b, k * b])
+    if k > 1:
+        psi_neg = psi_neg.view(k, b)  # row j: the batch's j-th negatives (margin_loss takes their mean)
     per_triple = margin_loss(distance=psi_pos, negative_distance=psi_neg, margin=margin, weights=weights)
     loss = per_triple.sum() / b
     if regulariser is not None:
@@ -225,11 +245,13 @@ def train_transe(
     should_stop: Callable[[], bool] | None = None,
     regulariser: Regulariser | None = None,
 ) -> TransEResult:
-    """Minimise sum_z w_z [gamma + psi(z) - psi(z')]_+ + (l2/2)||theta||^2 (METHODS §2-3).
+    """Minimise sum_z w_z (1/K) sum_j [gamma + psi(z) - psi(z'_j)]_+ + (l2/2)||theta||^2 (METHODS §2-3;
+    :mod:`kgbias_core.embeddings.objective`; K = 1 is METHODS §2's objective).
 
-    Shapes: triples, negatives [n, 3] (row i's frozen negative is negatives[i]); weights [n]
-    (1 keeps a triple, 0 masks it: a retrain "without S" passes the base triples with S's weights
-    0, so the batch permutation — drawn from ``config.seed`` over all n rows — is the base run's).
+    Shapes: triples [n, 3], negatives [K n, 3] (row j n + i is triple i's j-th frozen negative; K = 1:
+    negatives[i]); weights [n] (1 keeps a triple, 0 masks it and all its negatives: a retrain "without
+    S" passes the base triples with S's weights 0, so the batch permutation — drawn from ``config.seed``
+    over all n rows — is the base run's). A batch of triples carries all their negatives.
     ``init`` warm-starts from given weights (fast what-ifs); otherwise the seeded initialisation.
     Each batch's loss is divided by its full row count and Adam's weight_decay is l2 / n, so the
     optimum is that of the summed objective for every mask.
@@ -268,6 +290,8 @@ def train_transe(
         optimizer, T_max=max(n_epochs * n_batches, 1), eta_min=config.lr_min
     )
     pos_all, neg_all, w_all = triples.to(device), negatives.to(device), weights.to(device)
+    k = negatives_count(negatives, n)
+    by_rank = neg_all.view(k, n, 3)  # [K, n, 3]: by_rank[j, i] is triple i's j-th negative
     permutations = torch.Generator().manual_seed(config.seed)
     losses: list[float] = []
     with reproducible(device):
@@ -275,8 +299,10 @@ def train_transe(
             order = torch.randperm(n, generator=permutations).to(device)
             total = torch.zeros((), device=device)
             for batch in order.split(config.batch_size):
+                # K = 1 indexes the table as it always did (bit for bit the weights of every stored model)
+                batch_negatives = neg_all[batch] if k == 1 else by_rank[:, batch].reshape(-1, 3)  # [K b, 3]
                 loss, per_triple = _batch_loss(
-                    entities, relations, pos_all[batch], neg_all[batch], w_all[batch], margin=config.margin,
+                    entities, relations, pos_all[batch], batch_negatives, w_all[batch], margin=config.margin,
                     shares=shares, regulariser=regulariser, n_batches=n_batches,
                 )
                 optimizer.zero_grad(set_to_none=True)
@@ -341,7 +367,8 @@ def train_model(
     n_entities, n_relations = factory.num_entities, factory.num_relations
     negatives = None
     if config.model == "transe":
-        negatives = frozen_negatives(triples, n_entities=n_entities, seed=config.seed)
+        negatives = frozen_negatives(triples, n_entities=n_entities, seed=config.seed,
+                                     count=config.negatives_per_triple)
         result = train_transe(
             triples=triples, negatives=negatives, n_entities=n_entities, n_relations=n_relations,
             config=config, device=device, on_epoch=on_epoch, should_stop=should_stop,
@@ -352,6 +379,8 @@ def train_model(
         }
         losses, seconds = result.losses, result.seconds
     elif config.model in PYKEEN_MODELS:
+        if config.negatives_per_triple != 1:  # its fingerprint would name a setting the weights never saw
+            raise KGBiasError(NEGATIVES_NOT_TRANSE.format(count=config.negatives_per_triple, model=config.model))
         weights, losses, seconds = train_pykeen(
             graph, config, device=device, on_epoch=on_epoch, should_stop=should_stop
         )

@@ -24,19 +24,19 @@ LIMIT_ENV = "KGBIAS_MAX_RETRAIN_SECONDS"
 
 
 def retrain_seconds(*, n_triples: int, n_parameters: int, batch_size: int, epochs: int, retrains: int = 1,
-                    optimizer: str = "adam", dim: int | None = None) -> float:
+                    optimizer: str = "adam", dim: int | None = None, negatives: int = 1) -> float:
     """Estimated wall time of ``retrains`` full retrains: SECONDS_PER_UPDATE x steps per epoch
     (ceil(triples / batch)) x parameters updated per step x epochs x retrains.
 
     Dense Adam updates every parameter ((E + R) x d) each step. Row-wise Adam (``optimizer="sparse_adam"``)
-    updates only the rows the batch touches: at most 6 per triple (head, relation, tail of it and of its
-    negative), so at most 6 x batch x ``dim`` parameters (an upper bound; the same per-parameter rate,
-    not yet measured for the sparse kernels).
+    updates only the rows the batch touches: at most 3 + 3K per triple (head, relation, tail of it and of its
+    K = ``negatives`` negatives), so at most (3 + 3K) x batch x ``dim`` parameters (an upper bound; the same
+    per-parameter rate, not yet measured for the sparse kernels).
     """
     steps = -(-n_triples // batch_size)
     per_step = n_parameters
     if optimizer == "sparse_adam" and dim is not None:
-        per_step = min(n_parameters, 6 * batch_size * dim)
+        per_step = min(n_parameters, (3 + 3 * negatives) * batch_size * dim)
     return SECONDS_PER_UPDATE * steps * per_step * epochs * retrains
 
 
@@ -47,11 +47,12 @@ def retrain_limit() -> float:
 
 
 def check_retrain_fits(*, what: str, n_triples: int, n_entities: int, n_relations: int, dim: int, batch_size: int,
-                       epochs: int, retrains: int = 1, optimizer: str = "adam") -> float:
+                       epochs: int, retrains: int = 1, optimizer: str = "adam", negatives: int = 1) -> float:
     """The estimate of :func:`retrain_seconds`, or :class:`TooLargeError` (:data:`RETRAIN_TOO_LARGE`) where it
     exceeds :func:`retrain_limit`. Called before any work, by every task that retrains."""
     seconds = retrain_seconds(n_triples=n_triples, n_parameters=(n_entities + n_relations) * dim,
-                              batch_size=batch_size, epochs=epochs, retrains=retrains, optimizer=optimizer, dim=dim)
+                              batch_size=batch_size, epochs=epochs, retrains=retrains, optimizer=optimizer, dim=dim,
+                              negatives=negatives)
     limit = retrain_limit()
     if seconds > limit:
         raise TooLargeError(RETRAIN_TOO_LARGE.format(

@@ -12,6 +12,12 @@ Du's 2u for kgbias's squared L2; u / ||u||_2 or sign(u) for an imported L2 / L1 
 test uses that distance and the model's recorded margin (``config.margin``: DGL-KE's gamma, else kgbias's 2).
 alpha stays the squared-L2 diagonal for every distance, as in B_in (an approximation for L1 / L2).
 The negatives z' come from the caller (:mod:`kgbias_core.influence.negatives`: frozen, or re-drawn).
+
+K negatives per triple (the objective's mean over j of [gamma + psi(z) - psi(z'_j)]_+,
+:mod:`kgbias_core.embeddings.objective`): grad L(z) = (1/K) sum_{j active} (grad psi(z) - grad psi(z'_j)),
+so each pair (z, z'_j) with an active margin is one term of Du's sum, weighted 1/K, and delta_z sums the
+terms of z's K pairs. alpha is unchanged: an entity fills K times as many negative slots, each weighted 1/K,
+so Du's Lemma 1 gives the same expected diagonal (METHODS §3).
 delta_z > 0 means: retraining without z raises B_gr (more male-leaning). Removing a set S is
 predicted to change B_gr by sum_{z in S} delta_z (times the calibrated scale, if any).
 
@@ -27,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kgbias_core.embeddings.objective import distance_gradient, residual_distance
+from kgbias_core.embeddings.objective import distance_gradient, negatives_count, residual_distance
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import EMPTY_GROUP, MeasureError
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
@@ -51,15 +57,27 @@ class InfluenceContext:
     entity_embeddings: FloatTensor  # [E, d]
     relation_embeddings: FloatTensor  # [R, d]
     alpha: FloatTensor  # [E] diagonal Hessian (METHODS §3)
-    active: LongTensor  # [A] indices of training triples whose margin is active
-    slots: LongTensor  # [A, 4] entity ids (h, t, h', t') of the active triples
-    relation: LongTensor  # [A] relation id of each active triple (its negative shares it)
+    # Pairs p = j |G| + i (triple i, its j-th negative: the row of the negatives table); for K = 1 a pair is a
+    # triple, p = i.
+    active: LongTensor  # [A] indices of the pairs whose margin is active
+    slots: LongTensor  # [A, 4] entity ids (h, t, h', t') of the active pairs
+    relation: LongTensor  # [A] relation id of each active pair (its negative shares it)
     n_triples: int  # |G|
     # Entity -> slot index (CSR over the 4A slots, sorted by entity), so that one occupation only
     # touches the slots of its own persons and itself:
     slot_offsets: LongTensor  # [E + 1] slots of entity e are slot_order[offsets[e]:offsets[e+1]]
     slot_order: LongTensor  # [4A] slot ids j = kind * A + a, kind 0..3 = h, t, h', t'
     distance: str = "squared_l2"  # the model's psi (DISTANCES): its gradient psi'(u) enters grad L and grad B_gr
+    n_negatives: int = 1  # K negatives per triple: each active pair's term of grad L(z) is weighted 1/K
+
+    def per_triple(self, per_active: FloatTensor) -> FloatTensor:
+        """[A] terms of the active pairs -> [|G|] their sums per triple, times 1/K (zero for a triple with none)."""
+        total = torch.zeros(self.n_triples, dtype=per_active.dtype, device=per_active.device)
+        if self.n_negatives == 1:  # a pair is a triple: placed, not summed (the K = 1 numbers bit for bit)
+            total[self.active] = per_active
+        else:
+            total.index_add_(0, self.active % self.n_triples, per_active / self.n_negatives)
+        return total
 
     # The residuals u = h + r - t are not stored: [2A, d] floats are 6.6 GB at 20M triples, and a
     # query recomputes the few it needs from the slots, with the same float operations.
@@ -123,6 +141,8 @@ def active_margins(
 ) -> BoolTensor:
     """margin + psi(z) - psi(z') > 0 for every training triple z and its negative z'. [n, 3] x 2 -> [n].
 
+    (For K negatives per triple, pass the pairs: the triples repeated K times against the [K n, 3] table.)
+
     ``distance``: the model's psi (:func:`~kgbias_core.embeddings.objective.residual_distance`). In blocks
     of :data:`MARGIN_BLOCK` rows: all at once, u and u' alone are 10 GB at 20M triples.
 
@@ -155,10 +175,10 @@ def influence_context(
     groups: OccupationGroups | None = None,
     negatives: LongTensor | None = None,
 ) -> InfluenceContext:
-    """Precompute margins and the slot index of ``model`` (TransE) against one negative per training triple.
+    """Precompute margins and the slot index of ``model`` (TransE) against its K negatives per training triple.
 
     ``groups``: the model's :func:`occupation_groups` where the caller has them already.
-    ``negatives`` [|G|, 3]: row i's negative (None: the model's frozen ones;
+    ``negatives`` [K |G|, 3]: row j |G| + i is triple i's j-th negative (None: the model's frozen ones;
     :func:`~kgbias_core.influence.negatives.influence_negatives` re-draws them for a model without).
     """
     # first: a model without frozen negatives, and none given, fails at once with a named error
@@ -166,12 +186,14 @@ def influence_context(
     groups = occupation_groups(model) if groups is None else groups
     entities, relations = model.entity_embeddings, model.relation_embeddings
     triples = model.triples
+    k = negatives_count(negatives, triples.shape[0])
+    pairs = triples if k == 1 else triples.repeat(k, 1)  # [K |G|, 3]: row j |G| + i is triple i, as the negatives
     distance = model.config.distance
-    active = active_margins(entities=entities, relations=relations, triples=triples, negatives=negatives,
+    active = active_margins(entities=entities, relations=relations, triples=pairs, negatives=negatives,
                             margin=model.config.margin, distance=distance).nonzero().squeeze(-1)
     lam = model.damping if damping is None else damping
     slots = torch.stack(
-        [triples[active, 0], triples[active, 2], negatives[active, 0], negatives[active, 2]], dim=1
+        [pairs[active, 0], pairs[active, 2], negatives[active, 0], negatives[active, 2]], dim=1
     )  # [A, 4]
     slot_entity = slots.T.reshape(-1)  # [4A], kind-major: j = kind * A + a
     slot_order = torch.sort(slot_entity, stable=True).indices
@@ -184,11 +206,12 @@ def influence_context(
         alpha=hessian_diagonal(degree=groups.degree, n_triples=triples.shape[0], damping=lam),
         active=active,
         slots=slots,
-        relation=triples[active, 1],
+        relation=pairs[active, 1],
         n_triples=int(triples.shape[0]),
         slot_offsets=slot_offsets,
         slot_order=slot_order,
         distance=distance,
+        n_negatives=k,
     )
 
 
@@ -229,7 +252,8 @@ _SLOT_SIGN = (1.0, -1.0, -1.0, 1.0)  # grad L(z): +psi'(u) at h, -psi'(u) at t, 
 def triple_influence(context: InfluenceContext, occupation_index: int) -> FloatTensor:
     """delta_z B_gr of every training triple for one occupation (Du Eq. 3, METHODS §4). -> [|G|].
 
-    Zero for triples with an inactive margin and for triples touching none of M_o ∪ F_o ∪ {o}.
+    With K negatives, 1/K times the sum of z's active pairs' terms (module docstring). Zero for triples with no
+    active margin and for triples touching none of M_o ∪ F_o ∪ {o}.
     Only the slots filled by those entities are visited (through the context's CSR index), so the
     cost grows with the occupation's triples, not with |G|.
     """
@@ -248,9 +272,7 @@ def triple_influence(context: InfluenceContext, occupation_index: int) -> FloatT
     contribution = sign * _slot_gradient_dots(context, scaled, owner=owner, triple=triple, negative=kind >= 2)
     per_active = torch.zeros(n_active, dtype=scaled.dtype, device=context.device)
     per_active.index_add_(0, triple, contribution)
-    influence = torch.zeros(context.n_triples, dtype=scaled.dtype, device=context.device)
-    influence[context.active] = per_active
-    return influence
+    return context.per_triple(per_active)
 
 
 def _slot_gradient_dots(

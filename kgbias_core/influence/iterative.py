@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from kgbias_core.embeddings.objective import transe_objective
+from kgbias_core.embeddings.objective import negatives_of, transe_objective
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.influence.closed_form import InfluenceContext, group_bias_gradient
 from kgbias_core.types import FloatTensor, LongTensor
@@ -25,16 +25,20 @@ Vector = tuple[FloatTensor, FloatTensor]  # (entity part [E, d], relation part [
 
 
 def objective_hvp(model: StoredModel, *, batch: LongTensor | None = None) -> Callable[[Vector], Vector]:
-    """v -> H v for J on the summed scale; with ``batch`` (row indices), an unbiased estimate from it."""
+    """v -> H v for J on the summed scale; with ``batch`` (row indices), an unbiased estimate from it.
+
+    J with K negatives per triple (:mod:`kgbias_core.embeddings.objective`): a batch carries its triples'
+    K negatives each."""
     triples, negatives = model.triples, model.frozen_negatives
     n = triples.shape[0]
     rows = torch.arange(n, device=triples.device) if batch is None else batch
     weights = torch.full((rows.shape[0],), n / rows.shape[0], device=triples.device)  # [b]: |G| / b each
+    batch_negatives = negatives_of(negatives, rows, n)  # [K b, 3]
 
     def hvp(vector: Vector) -> Vector:
         E = model.entity_embeddings.detach().requires_grad_(True)
         R = model.relation_embeddings.detach().requires_grad_(True)
-        loss = transe_objective(entities=E, relations=R, triples=triples[rows], negatives=negatives[rows],
+        loss = transe_objective(entities=E, relations=R, triples=triples[rows], negatives=batch_negatives,
                                 margin=model.config.margin, l2=model.config.l2, weights=weights.to(E.dtype))
         grads = torch.autograd.grad(loss, (E, R), create_graph=True)
         dot = (grads[0] * vector[0]).sum() + (grads[1] * vector[1]).sum()
@@ -135,17 +139,16 @@ def lissa_solve(
 def influence_from_solution(context: InfluenceContext, model: StoredModel, solution: Vector) -> FloatTensor:
     """delta_z = s . grad L(z) for every training triple, s = (H + lambda I)^{-1} grad B_gr. -> [|G|].
 
-    grad L(z) = 2u at h, -2u at t, 2u at r, minus the same for the negative (u' at h', t', r).
+    grad L(z) = 2u at h, -2u at t, 2u at r, minus the same for the negative (u' at h', t', r); with K
+    negatives, the mean over z's pairs with an active margin (:mod:`kgbias_core.influence.closed_form`).
     """
     s_e, s_r = solution
     slots = context.slots
-    relation = model.triples[context.active, 1]
+    relation = context.relation
     u, u_neg = context.residual, context.residual_negative
     positive = ((s_e[slots[:, 0]] - s_e[slots[:, 1]] + s_r[relation]) * u).sum(-1)
     negative = ((s_e[slots[:, 2]] - s_e[slots[:, 3]] + s_r[relation]) * u_neg).sum(-1)
-    influence = torch.zeros(context.n_triples, dtype=u.dtype, device=u.device)
-    influence[context.active] = 2.0 * (positive - negative)
-    return influence
+    return context.per_triple(2.0 * (positive - negative))
 
 
 def group_bias_rhs(context: InfluenceContext, occupation_index: int) -> Vector:

@@ -49,7 +49,7 @@ TOP_FRACTION = 0.01
 class InfluenceNegatives:
     """The negatives one model's influence uses, and whether they are the ones it was trained with."""
 
-    negatives: LongTensor  # [|G|, 3] row i: the negative of training triple i
+    negatives: LongTensor  # [K |G|, 3] row j |G| + i: the j-th negative of training triple i (K = 1: row i)
     seed: int | None  # the re-draw seed; None when these are the model's own frozen negatives
 
     @property
@@ -68,13 +68,17 @@ def negatives_label(*, seed: int | None) -> str:
     return EXACT if seed is None else f"{APPROXIMATE}, seed {seed}"
 
 
-def redrawn_negatives(model: StoredModel, *, seed: int) -> LongTensor:
-    """One negative per training triple of ``model``, drawn as kgbias's training draws its frozen ones.
+def redrawn_negatives(model: StoredModel, *, seed: int, count: int | None = None) -> LongTensor:
+    """``count`` negatives per training triple of ``model`` (None: its ``config.negatives_per_triple``, 1 for an
+    imported model), drawn as kgbias's training draws its frozen ones (half the head, half the tail).
 
-    Shapes: -> [|G|, 3] on the model's device. With the model's own ``config.seed`` on an unedited
-    kgbias model this reproduces its frozen negatives exactly (the training loop's call).
+    Shapes: -> [K |G|, 3] on the model's device, row j |G| + i the j-th of triple i. With the model's own
+    ``config.seed`` on an unedited kgbias model this reproduces its frozen negatives exactly (the training
+    loop's call).
     """
-    drawn = frozen_negatives(model.triples.cpu(), n_entities=model.n_entities, seed=seed)  # a CPU generator
+    count = model.config.negatives_per_triple if count is None else count
+    drawn = frozen_negatives(model.triples.cpu(), n_entities=model.n_entities, seed=seed,
+                             count=count)  # a CPU generator
     return drawn.to(model.triples.device)
 
 

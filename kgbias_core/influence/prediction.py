@@ -59,7 +59,12 @@ from typing import Protocol
 
 import torch
 
-from kgbias_core.embeddings.objective import transe_objective
+from kgbias_core.embeddings.objective import (
+    join_negatives,
+    negatives_count,
+    negatives_of,
+    transe_objective,
+)
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import NEWTON_NEEDS_SQUARED_L2, MeasureError
 from kgbias_core.influence.closed_form import active_margins
@@ -173,15 +178,17 @@ def spectral_damping(model: StoredModel, *, eps: float = CONDITION_EPS) -> float
 
 
 def removal_gradient(model: StoredModel, removed: LongTensor, *, negatives: LongTensor | None = None) -> Vector:
-    """sum_{z in S} grad L(z) at the model's theta (margin terms only: the l2 term stays in J_{-S}).
+    """sum_{z in S} grad L(z) at the model's theta (margin terms only: the l2 term stays in J_{-S}); each z
+    with all its K negatives.
 
-    ``negatives``: row i the negative of training triple i (default: the model's frozen negatives).
+    ``negatives``: the [K n, 3] table of the training triples (default: the model's frozen negatives).
     """
     negatives = model.frozen_negatives if negatives is None else negatives
     E = model.entity_embeddings.detach().requires_grad_(True)
     R = model.relation_embeddings.detach().requires_grad_(True)
+    negatives = negatives_of(negatives, removed, model.triples.shape[0])
     loss = transe_objective(entities=E, relations=R, triples=model.triples[removed],
-                            negatives=negatives[removed], margin=model.config.margin, l2=0.0)
+                            negatives=negatives, margin=model.config.margin, l2=0.0)
     return torch.autograd.grad(loss, (E, R))
 
 
@@ -216,18 +223,22 @@ def _bias(model: StoredModel, groups: OccupationGroups, occupation_index: int) -
 
 
 def active_terms(model: StoredModel, *, negatives: LongTensor | None = None, rows: LongTensor | None = None):
-    """Which margin terms are active at the model's theta: gamma + psi(z) - psi(z') > 0, [n] (or [len(rows)]).
+    """Which margin terms are active at the model's theta: gamma + psi(z) - psi(z'_j) > 0, [K n] over the pairs
+    (z, z'_j) in the negatives' layout (or [K len(rows)]).
 
     Only they have curvature (and gradient). :func:`~kgbias_core.influence.closed_form.active_margins`, the test
     the influence context makes: :class:`~kgbias_core.analysis.ModelAnalysis` reads it off its context
     (``active_terms``), so the predictions of one model do not pay the two distance passes again.
     """
     negatives = model.frozen_negatives if negatives is None else negatives
+    n = model.triples.shape[0]
+    k = negatives_count(negatives, n)
     triples = model.triples if rows is None else model.triples[rows]
-    negatives = negatives if rows is None else negatives[rows]
+    negatives = negatives if rows is None else negatives_of(negatives, rows, n)
+    pairs = triples if k == 1 else triples.repeat(k, 1)  # the pairs (z, z'_j), in the negatives' layout
     with torch.no_grad():  # the closed form's test, blocked and stable on the kink across devices
         return active_margins(entities=model.entity_embeddings.detach(), relations=model.relation_embeddings.detach(),
-                              triples=triples, negatives=negatives, margin=model.config.margin)
+                              triples=pairs, negatives=negatives, margin=model.config.margin)
 
 
 def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None = None,
@@ -244,21 +255,26 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
     Computed in closed form, not by double backward: d^2 psi(h, r, t) = 2 a a^T (x) I_d with
     a = e_h + e_r - e_t, so a term adds 2 (v_h + v_r - v_t) at h and r and subtracts it at t: one gather
     and three scatters per term (on FB15k-237 several times faster than autograd's second derivative).
-    ``negatives``: row i the negative of training triple i (default the model's frozen ones; an imported
-    model passes its re-drawn ones). ``active``: :func:`active_terms`, when already known.
+    With K negatives per triple (the mean over j, :mod:`kgbias_core.embeddings.objective`) the terms are the
+    pairs (z, z'_j): |H| = l2 I + (1/K) sum_{(z, j) active} (d^2 psi(z) + d^2 psi(z'_j)).
+    ``negatives``: the [K n, 3] table (default the model's frozen ones; an imported model passes its re-drawn
+    ones). ``active``: :func:`active_terms` (over the pairs), when already known.
     """
     triples = model.triples
     negatives = model.frozen_negatives if negatives is None else negatives
+    k = negatives_count(negatives, triples.shape[0])
+    pairs = triples if k == 1 else triples.repeat(k, 1)  # [K n, 3]: row j n + i is triple i, as the negatives
     E0, R0 = model.entity_embeddings.detach(), model.relation_embeddings.detach()
     if active is None:
         active = active_terms(model, negatives=negatives)
-    both = torch.cat([triples[active], negatives[active]])  # [m, 3]
+    both = torch.cat([pairs[active], negatives[active]])  # [m, 3]
     heads, relations, tails = both[:, 0], both[:, 1], both[:, 2]
     l2 = model.config.l2
+    weight = 2.0 / k  # d^2 psi = 2 a a^T, each pair weighted 1/K
 
     def hvp(vector: Vector) -> Vector:
         v_e, v_r = vector
-        w = 2 * (v_e[heads] + v_r[relations] - v_e[tails])  # [m, d]: 2 a^T v of each term
+        w = weight * (v_e[heads] + v_r[relations] - v_e[tails])  # [m, d]: the term's 2 a^T v / K
         out_e = (l2 * v_e).index_add_(0, heads, w).index_add_(0, tails, -w)  # [E, d]
         out_r = (l2 * v_r).index_add_(0, relations, w)  # [R, d]
         return out_e, out_r
@@ -267,9 +283,9 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
     # (an entity that is both head and tail of a term has a_e = 0 there).
     differs = heads != tails
     ones = torch.ones_like(heads, dtype=E0.dtype)
-    entity_diagonal = l2 + 2 * (torch.bincount(heads[differs], weights=ones[differs], minlength=E0.shape[0])
+    entity_diagonal = l2 + weight * (torch.bincount(heads[differs], weights=ones[differs], minlength=E0.shape[0])
                                 + torch.bincount(tails[differs], weights=ones[differs], minlength=E0.shape[0]))
-    relation_diagonal = l2 + 2 * torch.bincount(relations, weights=ones, minlength=R0.shape[0])
+    relation_diagonal = l2 + weight * torch.bincount(relations, weights=ones, minlength=R0.shape[0])
     hvp.diagonal = (entity_diagonal.unsqueeze(-1), relation_diagonal.unsqueeze(-1))  # ([E, 1], [R, 1])
     return hvp
 
@@ -408,7 +424,7 @@ class Addition:
     """Triples an edit adds, with the entity rows they bring (Du's Add: dummy persons)."""
 
     triples: LongTensor  # [a, 3] id-space triples; new entities have ids >= the model's n_entities
-    negatives: LongTensor  # [a, 3] the frozen negative of each added triple (as the retrain draws them)
+    negatives: LongTensor  # [K a, 3] the frozen negatives of the added triples (as the retrain draws them)
     new_rows: FloatTensor  # [k, d] the new entities' starting embedding (the retrain's initialisation)
     labels: tuple[str, ...]  # [k] their entity labels
     names: tuple[str, ...]  # [k] their readable names
@@ -424,7 +440,8 @@ def extended_model(model: StoredModel, addition: Addition) -> StoredModel:
     return replace(model, weights=weights, entity_labels=model.entity_labels + addition.labels,
                    entity_names=model.entity_names + addition.names,
                    triples=torch.cat([model.triples, addition.triples.to(model.triples.device)]),
-                   negatives=torch.cat([model.frozen_negatives, addition.negatives.to(model.triples.device)]))
+                   negatives=join_negatives(model.frozen_negatives, model.triples.shape[0],
+                                            addition.negatives.to(model.triples.device), addition.triples.shape[0]))
 
 
 def addition_gradient(model: StoredModel, *, n_base: int, added: LongTensor) -> Vector:
@@ -473,7 +490,9 @@ def newton_addition_prediction(
     # The base terms' margins do not involve the new rows (their negatives are base entities): only the added
     # terms' activity is new.
     base_active = active_terms(base) if active is None else active
-    hvp = absolute_curvature_hvp(edited, active=torch.cat([base_active, active_terms(edited, rows=added)]))
+    k = negatives_count(edited.frozen_negatives, edited.triples.shape[0])
+    both_active = torch.cat([base_active.view(k, -1), active_terms(edited, rows=added).view(k, -1)], dim=1)
+    hvp = absolute_curvature_hvp(edited, active=both_active.reshape(-1))  # the edited graph's pair layout
     step = preconditioned_cg(hvp, rhs, diagonal=hvp.diagonal, damping=_damping(edited), iterations=CG_ITERATIONS,
                              tolerance=tolerance)
     after_groups = occupation_groups(edited)

@@ -96,7 +96,7 @@ def train_task(
                            n_triples=graph.training.num_triples, n_entities=graph.training.num_entities,
                            n_relations=graph.training.num_relations, dim=config.dim, batch_size=config.batch_size,
                            epochs=config.epochs, retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate,
-                           optimizer=config.optimizer)
+                           optimizer=config.optimizer, negatives=config.negatives_per_triple)
         # The stage clock starts now, so that the time left is estimated from the epochs alone.
         progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
         model = train_model(graph, config, name=out.name, device=device, on_epoch=progress.as_callback(),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import torch
 
 from kgbias_core.device import retrain_device
+from kgbias_core.embeddings.objective import join_negatives, negatives_count, negatives_of
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, initial_embeddings, train_transe
 from kgbias_core.errors import (
@@ -158,7 +159,7 @@ def retrain(
     should_stop: Callable[[], bool] | None = None,
 ) -> StoredModel:
     """Retrain ``model`` with ``edit`` applied, from its seed; the result records the edit and base model."""
-    triples, negatives = model.triples.cpu(), model.frozen_negatives.cpu()
+    triples, negatives = model.triples.cpu(), model.frozen_negatives.cpu()  # negatives [K n, 3]
     n_entities = model.n_entities
     weights = torch.ones(triples.shape[0])
     labels, names = model.entity_labels, model.entity_names
@@ -168,8 +169,10 @@ def retrain(
         added = torch.tensor(edit.added_triples, dtype=torch.long)
         n_entities += len(edit.added_entities)
         added_negatives = frozen_negatives(added, n_entities=n_entities, seed=model.config.seed,
-                                           stream=_ADDED_NEGATIVES_STREAM)
-        triples, negatives = torch.cat([triples, added]), torch.cat([negatives, added_negatives])
+                                           stream=_ADDED_NEGATIVES_STREAM,
+                                           count=negatives_count(negatives, triples.shape[0]))
+        negatives = join_negatives(negatives, triples.shape[0], added_negatives, added.shape[0])
+        triples = torch.cat([triples, added])
         weights = torch.ones(triples.shape[0])
         labels = labels + edit.added_entities
         names = names + tuple(f"dummy {i}" for i in range(len(edit.added_entities)))
@@ -187,7 +190,7 @@ def retrain(
         entity_names=names,
         weights={"entity_embeddings": result.entity_embeddings, "relation_embeddings": result.relation_embeddings},
         triples=triples[keep],
-        negatives=negatives[keep],
+        negatives=negatives_of(negatives, keep, triples.shape[0]),
         influence_scale=model.influence_scale,
         edit={**edit.describe(), "mode": "scratch"},
         info={**model.info, "base_model": model.name, "final_loss": result.losses[-1] if result.losses else None,
@@ -200,7 +203,8 @@ def addition(model: StoredModel, edit: Edit) -> Addition:
     draws them (same streams), so that the prediction starts where the retrain does."""
     added = torch.tensor(edit.added_triples, dtype=torch.long)
     n_entities = model.n_entities + len(edit.added_entities)
-    negatives = frozen_negatives(added, n_entities=n_entities, seed=model.config.seed, stream=_ADDED_NEGATIVES_STREAM)
+    negatives = frozen_negatives(added, n_entities=n_entities, seed=model.config.seed, stream=_ADDED_NEGATIVES_STREAM,
+                                 count=negatives_count(model.frozen_negatives, model.triples.shape[0]))
     entities, _ = initial_embeddings(n_entities=n_entities, n_relations=model.n_relations, dim=model.config.dim,
                                      seed=model.config.seed, n_base_entities=model.n_entities)
     return Addition(triples=added, negatives=negatives, new_rows=entities[model.n_entities:],

@@ -51,7 +51,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.embeddings.objective import transe_distance
+from kgbias_core.embeddings.objective import negatives_count
 from kgbias_core.embeddings.results import load_result, save_result
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import (
@@ -70,6 +70,7 @@ from kgbias_core.influence.prediction import (
     CONDITION_EPS,
     ESTIMATOR,
     WhatIfPrediction,
+    active_terms,
     band_factor,
     removal_gradient,
 )
@@ -314,12 +315,11 @@ class SparseCurvature:
     def __init__(self, model: StoredModel) -> None:
         from scipy import sparse
 
-        E0, R0 = model.entity_embeddings.detach(), model.relation_embeddings.detach()
-        with torch.no_grad():  # the active test of absolute_curvature_hvp, as it is written there
-            distance = transe_distance(entities=E0, relations=R0, triples=model.triples)
-            negative = transe_distance(entities=E0, relations=R0, triples=model.frozen_negatives)
-            active = (model.config.margin + distance - negative) > 0
-        both = torch.cat([model.triples[active], model.frozen_negatives[active]]).cpu().numpy()
+        negatives = model.frozen_negatives
+        k = negatives_count(negatives, model.triples.shape[0])  # K negatives: the pairs (z, z'_j), each weighted 1/K
+        pairs = model.triples if k == 1 else model.triples.repeat(k, 1)
+        active = active_terms(model)  # the active test of absolute_curvature_hvp
+        both = torch.cat([pairs[active], negatives[active]]).cpu().numpy()
         self.n_entities, n = model.n_entities, model.n_entities + model.n_relations
         slots = np.stack([both[:, 0], self.n_entities + both[:, 1], both[:, 2]], axis=1)  # [2A, 3] rows of c_z
         # Only the rows an active term touches are coupled; every other row of M is l2 alone, solved by a division.
@@ -329,7 +329,7 @@ class SparseCurvature:
         slots = local[slots]
         signs = np.array([1.0, 1.0, -1.0])
         rows, cols = np.repeat(slots, 3, axis=1).reshape(-1), np.tile(slots, (1, 3)).reshape(-1)
-        values = np.tile(2.0 * np.outer(signs, signs).reshape(-1), slots.shape[0])  # 2 c c^T, 9 entries per term
+        values = np.tile(2.0 / k * np.outer(signs, signs).reshape(-1), slots.shape[0])  # 2 c c^T / K, 9 per term
         self.shift = model.config.l2 + (0.0 if model.config.l2 > 0 else CONDITION_EPS)  # newton_removal_prediction's
         m = self.coupled.shape[0]
         self.matrix = (sparse.csr_matrix((values, (rows, cols)), shape=(m, m))

@@ -1,0 +1,315 @@
+"""Default-model sweep (issue 24, part 2): link prediction and exact influence for each training config.
+
+For a graph and a list of training configs (each the data set's default TrainConfig with some fields changed:
+``negatives`` (K frozen negatives per triple), ``margin``, ``l2``, ``dim``, ``epochs``, ``lr``, or any other
+TrainConfig field by name), each config is
+
+1. trained (or loaded from ``--store``, where a rerun finds it by its fingerprint), after a printed time estimate;
+2. evaluated: filtered link prediction on the test split
+   (:func:`kgbias_core.evaluation.link_prediction.link_prediction`, both sides where that function takes
+   ``side="both"``, else tails; the ``lp_side`` column says which);
+3. checked as ``experiments/influence_vs_retraining/validate_influence.py`` checks a model: on 3 occupations,
+   top / bottom / random removal sets at 2, 8 and 32% of the triples that move the occupation's B_gr (chosen by
+   the closed form), each retrained masked from the seed (METHODS §2; Du §4.2); the predicted change by the
+   closed form (Du Eq. 3, METHODS §4) and by the exact damped solve (CG over the full Hessian, lambda from the
+   spectrum: :func:`kgbias_core.influence.prediction.spectral_damping`) against the retrained change. Pearson r
+   of each, and the random-removal noise max |Delta B_gr| over the random sets.
+
+    nice python experiments/default_models/sweep.py --dataset synthetic --synthetic tests \
+        --runs experiments/default_models/results/synthetic_sweep.csv \
+        --config negatives=1 --config negatives=4 --config negatives=4,l2=5 [--occupations A B C] \
+        [--shares 2,8,32] [--store /tmp/kgbias-sweep] [--data-dir ../shared/data] [--threads 1] [--device cpu] \
+        [--no-exact] [--estimate-only]
+
+Files (resumable: every row is appended when it is done, and a rerun skips the rows already there):
+- ``--runs`` (RUNS.csv): one row per masked retrain: config hash, occupation, kind, share, k, predicted change
+  by the closed form and by the exact solve, retrained change (kind ``base``: the unmasked retrain, its B_gr
+  and its distance from the stored model's);
+- RUNS_models.csv: one row per config: its settings, fingerprint, training seconds, final loss, link prediction;
+- RUNS_summary.csv (rewritten at the end): per config the link prediction beside the smallest r (closed form,
+  exact) and the largest noise over the occupations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import os
+import time
+from dataclasses import fields, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.data.datasets import load_dataset
+from kgbias_core.data.graph import KnowledgeGraph
+from kgbias_core.data.synthetic import SyntheticConfig
+from kgbias_core.device import resolve_device
+from kgbias_core.embeddings.config import TrainConfig, default_train_config
+from kgbias_core.embeddings.store import config_fingerprint, is_model_dir, load_model, save_model
+from kgbias_core.embeddings.training import train_model
+from kgbias_core.embeddings.training_cost import estimated_seconds
+from kgbias_core.evaluation.link_prediction import link_prediction
+from kgbias_core.influence.iterative import conjugate_gradient_solve, group_bias_rhs, influence_from_solution
+from kgbias_core.influence.prediction import spectral_damping
+from kgbias_core.influence.retraining_check import REMOVAL_KINDS, masked_retrain_bias, removal_set
+
+#: The occupations of the feasibility study (METHODS §2) and of FB13's validation (docs/results).
+DEFAULT_OCCUPATIONS = {
+    "fb15k237": ("/m/02hrh1q", "/m/0d1pc", "/m/0dxtg"),  # Actor, Model, Screenwriter
+    "fb13": ("actor", "politician", "writer"),
+}
+#: ``--synthetic``: the synthetic data set's default graph, or the tiny graph of tests/conftest.py (TINY_GRAPH).
+SYNTHETIC_GRAPHS = {"default": SyntheticConfig(), "tests": SyntheticConfig(n_persons=600, seed=7,
+                                                                             other_gender_share=0.02)}
+#: Short names a --config may use for TrainConfig fields.
+ALIASES = {"negatives": "negatives_per_triple", "k": "negatives_per_triple"}
+#: Columns of RUNS_models.csv that hold the link prediction.
+LP_COLUMNS = ("n", "mr", "mrr", "hits@1", "hits@3", "hits@10")
+
+
+def parse_config(text: str, base: TrainConfig) -> TrainConfig:
+    """``negatives=4,l2=10``: ``base`` with those fields, each of its field's type; anything else a SystemExit."""
+    kinds = {f.name: type(getattr(base, f.name)) for f in fields(TrainConfig)}
+    kinds["damping"] = float
+    changes = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = part.partition("=")
+        key = ALIASES.get(key.strip(), key.strip())
+        if key not in kinds or not value:
+            raise SystemExit(f"error: --config {text!r}: {part!r} is not FIELD=VALUE of a TrainConfig field")
+        try:
+            changes[key] = kinds[key](value) if kinds[key] is not int else int(value)
+        except ValueError:
+            raise SystemExit(f"error: --config {text!r}: {value!r} is not a {kinds[key].__name__}") from None
+    return replace(base, **changes)
+
+
+def fingerprint(graph: KnowledgeGraph, config: TrainConfig) -> str:
+    """The model's config hash (:func:`kgbias_core.embeddings.store.config_fingerprint`) before it is trained."""
+    return config_fingerprint({"dataset": graph.name, "data_hash": graph.data_hash, "edit": None,
+                               **config.to_dict()})["config_hash"]
+
+
+def removal_shares(shares: str) -> list[int]:
+    return [int(s) for s in shares.split(",")]
+
+
+#: Seconds per (extra negative row x dimension) of one step, fitted on steps of this loop at FB15k-237's shapes
+#: (batch 4096, dim 100 and 200, K 8 and 32; dense Adam, 1 thread, 2-core CPU at load average 6-7): 6.6-7.3e-8.
+#: K = 1's step is :func:`estimated_seconds`'s; each further negative of a batch adds this per row and dimension.
+SECONDS_PER_NEGATIVE_ROW_DIM = 7e-8
+
+
+def estimate(graph: KnowledgeGraph, config: TrainConfig, *, retrains: int) -> tuple[float, float]:
+    """(training, retrains) seconds on a 2-core CPU: :func:`estimated_seconds` (K = 1) plus, per step, (K - 1) x
+    batch x dim x :data:`SECONDS_PER_NEGATIVE_ROW_DIM` for the further negatives. A guide, not a measurement;
+    the printed training time of each config then gives its retrains' time."""
+    factory = graph.training
+    one = estimated_seconds(n_triples=factory.num_triples, n_entities=factory.num_entities,
+                            n_relations=factory.num_relations, dim=config.dim, batch_size=config.batch_size,
+                            epochs=config.epochs)
+    steps = math.ceil(factory.num_triples / config.batch_size) * config.epochs
+    rows = min(config.batch_size, factory.num_triples) * (config.negatives_per_triple - 1)
+    train = one + steps * rows * config.dim * SECONDS_PER_NEGATIVE_ROW_DIM
+    return train, train * retrains
+
+
+def link_prediction_both(model) -> tuple[str, dict[str, float]]:
+    """Filtered link prediction on the test split, both sides where link_prediction offers ``side``, else tails."""
+    if "side" in inspect.signature(link_prediction).parameters:
+        return "both", link_prediction(model, side="both")
+    return "tail", link_prediction(model)
+
+
+def chosen_occupations(analysis: ModelAnalysis, dataset: str, given: list[str] | None) -> list[str]:
+    """The given labels; else the data set's study occupations; else the 3 with the most persons of the rarer
+    gender (with a defined B_gr)."""
+    if given:
+        return given
+    if dataset in DEFAULT_OCCUPATIONS:
+        return list(DEFAULT_OCCUPATIONS[dataset])
+    groups = analysis.groups
+    smaller = torch.minimum(groups.n_male, groups.n_female)
+    order = sorted(range(len(groups.labels)), key=lambda i: (-int(smaller[i]), groups.labels[i]))
+    return [groups.labels[i] for i in order[:3]]
+
+
+def append(path: Path, row: dict) -> None:
+    pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+
+
+def read(path: Path) -> pd.DataFrame | None:
+    return pd.read_csv(path) if path.exists() else None
+
+
+def trained_model(graph: KnowledgeGraph, config: TrainConfig, *, store: Path, name: str, device: torch.device):
+    """The config's model from ``store`` where a run saved it, else trained now and saved there."""
+    path = store / name
+    if is_model_dir(path):
+        print(f"  loaded {path} (trained before)", flush=True)
+        model = load_model(path, device=device)
+        return model, float(model.info.get("train_seconds") or math.nan)  # the time it took then
+    started = time.perf_counter()
+    model = train_model(graph, config, name=name, device=device)
+    seconds = time.perf_counter() - started
+    save_model(model, store)
+    return model, seconds
+
+
+def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupations: list[str], shares: list[int],
+                    runs: Path, exact: bool) -> None:
+    """Append the missing rows of RUNS.csv for one model (module docstring, step 3)."""
+    done = read(runs)
+    seen = set() if done is None else set(zip(done["config_hash"], done["occupation"], done["kind"], done["share"],
+                                              strict=True))
+    needed = [(o, kind, s) for o in occupations for kind in REMOVAL_KINDS for s in shares
+              if (config_hash, o, kind, s) not in seen]
+    if not needed:
+        return
+    groups = analysis.groups
+    started = time.perf_counter()
+    base = masked_retrain_bias(model, removed=None, groups=groups)
+    print(f"  unmasked retrain {time.perf_counter() - started:.1f} s", flush=True)
+    stored = analysis.group_bias()
+    for occupation in occupations:
+        if (config_hash, occupation, "base", 0) not in seen:
+            index = groups.index(occupation)
+            append(runs, {"config_hash": config_hash, "occupation": occupation, "kind": "base", "share": 0, "k": 0,
+                          "closed_form": math.nan, "exact": math.nan, "actual": float(base[index]),
+                          "drift": float(base[index] - stored[index]), "retrain_s": math.nan})
+    damping = spectral_damping(model) if exact else math.nan
+    if exact:
+        print(f"  exact solve: lambda = {damping:.3f} (spectral)", flush=True)
+    for occupation in occupations:
+        index = groups.index(occupation)
+        mine = [(kind, s) for o, kind, s in needed if o == occupation]
+        if not mine:
+            continue
+        closed = analysis.influence(occupation)
+        solved = None
+        if exact:
+            solution = conjugate_gradient_solve(model, group_bias_rhs(analysis.context, index), damping=damping,
+                                                iterations=200)
+            solved = influence_from_solution(analysis.context, model, solution)
+        moving = int((closed != 0).sum())
+        for kind, share in mine:
+            k = max(1, moving * share // 100)
+            removed = removal_set(closed, kind=kind, k=k)
+            t = time.perf_counter()
+            actual = float(masked_retrain_bias(model, removed=removed, groups=groups)[index] - base[index])
+            row = {"config_hash": config_hash, "occupation": occupation, "kind": kind, "share": share, "k": k,
+                   "closed_form": float(closed[removed].sum()),
+                   "exact": float(solved[removed].sum()) if solved is not None else math.nan,
+                   "actual": actual, "drift": math.nan, "retrain_s": time.perf_counter() - t}
+            append(runs, row)
+            print(f"  {occupation:14s} {kind:6s} {share:2d}% k={k:5d}: closed {row['closed_form']:+.4f} exact "
+                  f"{row['exact']:+.4f} actual {actual:+.4f} ({row['retrain_s']:.1f} s)", flush=True)
+
+
+def _r(x: np.ndarray, y: np.ndarray) -> float:
+    ok = ~(np.isnan(x) | np.isnan(y))
+    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+        return math.nan
+    return float(np.corrcoef(x[ok], y[ok])[0, 1])
+
+
+def summarize(models: pd.DataFrame, runs: pd.DataFrame | None) -> pd.DataFrame:
+    """Per config: link prediction, min r (closed form, exact) and max random-removal noise over the occupations."""
+    rows = []
+    for _, model in models.iterrows():
+        row = {k: model[k] for k in ("config", "config_hash", "lp_side", "mrr", "hits@1", "hits@10", "train_s")}
+        mine = None if runs is None else runs[(runs["config_hash"] == model["config_hash"]) & (runs["kind"] != "base")]
+        if mine is not None and len(mine):
+            per = []
+            for _, part in mine.groupby("occupation"):
+                random = part[part["kind"] == "random"]
+                per.append((_r(part["closed_form"].to_numpy(float), part["actual"].to_numpy(float)),
+                            _r(part["exact"].to_numpy(float), part["actual"].to_numpy(float)),
+                            float(random["actual"].abs().max()) if len(random) else math.nan, len(part)))
+            row.update(occupations=len(per), sets=sum(p[3] for p in per), r_closed_min=min(p[0] for p in per),
+                       r_exact_min=min(p[1] for p in per), noise_max=max(p[2] for p in per))
+            base = runs[(runs["config_hash"] == model["config_hash"]) & (runs["kind"] == "base")]
+            row["retrain_drift_max"] = float(base["drift"].abs().max()) if len(base) else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", required=True, help="fb15k237, fb13, synthetic, or a user graph's path")
+    parser.add_argument("--data-dir", default=os.environ.get("KGBIAS_DATA_DIR"))
+    parser.add_argument("--synthetic", choices=sorted(SYNTHETIC_GRAPHS), default="default",
+                        help="synthetic data set only: the default graph (3000 persons) or the tests' (600 persons)")
+    parser.add_argument("--config", action="append", required=True,
+                        help="FIELD=VALUE[,FIELD=VALUE...] over the data set's default TrainConfig (repeatable)")
+    parser.add_argument("--runs", required=True, type=Path, help="CSV of the retrains (RUNS.csv), appended")
+    parser.add_argument("--occupations", nargs="+", help="labels (default: the data set's 3 study occupations)")
+    parser.add_argument("--shares", default="2,8,32", help="removal sizes in %% of the moving triples")
+    parser.add_argument("--store", type=Path, default=Path("/tmp/kgbias-sweep-store"), help="where models are kept")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, auto (training, retrains, measures)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-exact", action="store_true", help="skip the exact (CG) influence")
+    parser.add_argument("--no-influence", action="store_true", help="link prediction only (no retrains)")
+    parser.add_argument("--estimate-only", action="store_true", help="print the time estimates and stop")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    shares = removal_shares(args.shares)
+    print(f"torch threads {args.threads}, device {device}; load average {os.getloadavg()[0]:.2f} at start",
+          flush=True)
+    graph = load_dataset(args.dataset, data_dir=args.data_dir, synthetic=SYNTHETIC_GRAPHS[args.synthetic])
+    base = default_train_config(graph.name)
+    configs = [(text, parse_config(text, base)) for text in args.config]
+    n_occupations = len(args.occupations) if args.occupations else 3
+    retrains = 0 if args.no_influence else 1 + n_occupations * len(REMOVAL_KINDS) * len(shares)
+    print(f"graph {graph.name}: {graph.training.num_triples} training triples, {graph.training.num_entities} "
+          f"entities; {retrains} retrains per config", flush=True)
+    total = 0.0
+    for text, config in configs:
+        train, again = estimate(graph, config, retrains=retrains)
+        total += train + again
+        print(f"estimate {text}: training {train:.0f} s + {retrains} retrains {again:.0f} s "
+              f"(2-core CPU, 1 thread: SECONDS_PER_NEGATIVE_ROW_DIM)", flush=True)
+    print(f"estimate, all {len(configs)} configs: {total / 3600:.2f} h (before link prediction and exact solves)",
+          flush=True)
+    if args.estimate_only:
+        return
+    args.runs.parent.mkdir(parents=True, exist_ok=True)
+    models_csv = args.runs.with_name(args.runs.stem + "_models.csv")
+    for text, config in configs:
+        config_hash = fingerprint(graph, config)
+        name = f"{graph.name}-sweep-{config_hash[:12]}"
+        print(f"config {text} ({config_hash[:12]})", flush=True)
+        done = read(models_csv)
+        model, seconds = trained_model(graph, config, store=args.store, name=name, device=device)
+        if done is None or config_hash not in set(done["config_hash"]):
+            started = time.perf_counter()
+            side, metrics = link_prediction_both(model)
+            lp_seconds = time.perf_counter() - started
+            append(models_csv, {"config": text, "config_hash": config_hash, **config.to_dict(),
+                                "damping_used": model.damping, "train_s": seconds,
+                                "final_loss": model.info.get("final_loss"), "lp_side": side,
+                                **{k: metrics.get(k, math.nan) for k in LP_COLUMNS}, "lp_s": lp_seconds})
+            print(f"  trained {seconds:.1f} s; link prediction ({side}): MRR {metrics.get('mrr', math.nan):.4f}, "
+                  f"Hits@10 {metrics.get('hits@10', math.nan):.4f} ({lp_seconds:.1f} s)", flush=True)
+            if seconds == seconds and retrains:  # not NaN
+                print(f"  the {retrains} retrains at this training's time: about {seconds * retrains / 60:.1f} min",
+                      flush=True)
+        if not args.no_influence:
+            analysis = ModelAnalysis(model)
+            occupations = chosen_occupations(analysis, graph.name, args.occupations)
+            influence_check(model, analysis, config_hash=config_hash, occupations=occupations, shares=shares,
+                            runs=args.runs, exact=not args.no_exact)
+    summary = summarize(read(models_csv), read(args.runs))
+    summary.to_csv(args.runs.with_name(args.runs.stem + "_summary.csv"), index=False)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+
+
+if __name__ == "__main__":
+    main()
