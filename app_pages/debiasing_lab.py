@@ -4,6 +4,7 @@ import streamlit as st
 
 from kgbias_app import cache, jobs_ui, sidebar, texts, widgets
 from kgbias_app.escape import md, md_format
+from kgbias_app.sections import debias_compare, debias_embedding
 from kgbias_app.sections import debiasing_lab as section
 from kgbias_core import tasks
 from kgbias_core.jobs import Priority
@@ -92,3 +93,5 @@ with widgets.errors_shown():
 st.subheader("B_gr against k (Du Fig 4d-f)")
 with widgets.errors_shown():
     section.removal_curve(model, occupation, row, spread=spread, run_point=run_point)
+debias_embedding.debias_the_embedding(model)
+debias_compare.compare(model, occupation)
