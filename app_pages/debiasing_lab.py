@@ -4,6 +4,7 @@ import streamlit as st
 
 from kgbias_app import cache, jobs_ui, sidebar, texts, widgets
 from kgbias_app.escape import md, md_format
+from kgbias_app.sections import debias_compare, debias_embedding
 from kgbias_app.sections import debiasing_lab as section
 from kgbias_app.sections import plan as plan_section
 from kgbias_core import tasks
@@ -88,3 +89,5 @@ with widgets.errors_shown():
 
 with widgets.errors_shown():
     plan_section.show(model, analysis, occupation=occupation, noise=noise)
+debias_embedding.debias_the_embedding(model)
+debias_compare.compare(model, occupation)

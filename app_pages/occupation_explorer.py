@@ -30,10 +30,11 @@ with widgets.errors_shown():
         with scatter:
             persons = cache.persons(model, occupation)
             caption = texts.persons_scatter(len(persons), every_point=every_point, sample=charts.SCATTER_SAMPLE)
-            widgets.show_chart(cache.persons_figure(model, (occupation,), "scatter", every_point), persons,
-                               caption=caption, key="individual_scatter", occupation=name,
-                               file_name=widgets.readable_name(model.name, name, "bin-vs-fisher"))
-            section.open_a_person(persons, key="scatter_person")
+            clicked = widgets.show_chart(cache.persons_figure(model, (occupation,), "scatter", every_point), persons,
+                                         caption=caption, key="individual_scatter", occupation=name,
+                                         file_name=widgets.readable_name(model.name, name, "bin-vs-fisher"),
+                                         on_select="rerun", selection_mode="points")
+            section.open_a_person(persons, key="scatter_person", event=clicked)
     if persons_tab.open:
         with persons_tab:
             ranked = section.by_magnitude(cache.persons(model, occupation), "individual_bias")

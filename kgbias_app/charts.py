@@ -173,10 +173,12 @@ def scatter_persons(persons: pd.DataFrame, *, every_point: bool = False) -> pd.D
 
 def individual_scatter(persons: pd.DataFrame, *, every_point: bool = False) -> go.Figure:
     """B_in against B'_in, one point per person (Du Fig 3): the persons of :func:`scatter_persons`.
-    Plotly Express draws more than 1,000 points with WebGL by itself."""
+    Plotly Express draws more than 1,000 points with WebGL by itself. Each point carries its person's label as
+    ``customdata[0]``: a click on it opens the person view (a selection event names the point by it)."""
     fig = px.scatter(
         scatter_persons(persons, every_point=every_point), x="fisher_individual", y="individual_bias",
         color="gender", hover_name="name", hover_data={"degree": True}, color_discrete_map=GENDER_COLORS,
+        custom_data=["person"],
         category_orders={"gender": ["male", "female"]},
         labels={
             "fisher_individual": f"B'_in (Fisher's one-step update, up to a positive constant; {SIGN})",
@@ -454,12 +456,17 @@ def embedding_space_scatter(points: pd.DataFrame, *, explained: float) -> tuple[
     return fig, rows
 
 
-def accuracy_disparity_scatter(table: pd.DataFrame) -> go.Figure:
-    """Link-prediction MRR against mean |B_gr|, one point per model (base models and what-if runs apart)."""
-    data = table[table["mrr"].notna() & table["mean_abs_group_bias"].notna()]
-    fig = px.scatter(data, x="mean_abs_group_bias", y="mrr", color="kind", symbol="kind", hover_name="model",
-                     hover_data={"edit": True, "occupation_mrr": ":.3f", "n_occupations": True},
-                     labels={"mean_abs_group_bias": "mean |B_gr| over the ranked occupations (disparity; 0 = none)",
+def accuracy_disparity_scatter(table: pd.DataFrame, *, disparity: str = "mean_abs_group_bias") -> go.Figure:
+    """Link-prediction MRR against a disparity measure (``disparity``: a key of
+    :data:`~kgbias_core.accuracy_disparity.DISPARITIES`), one point per model (base, what-if and debiased apart)."""
+    from kgbias_core.accuracy_disparity import DISPARITIES
+
+    data = table[table["mrr"].notna() & table[disparity].notna()]
+    fig = px.scatter(data, x=disparity, y="mrr", color="kind", symbol="kind", hover_name="model",
+                     hover_data={"edit": True, "occupation_mrr": ":.3f", "n_occupations": True,
+                                 "mean_abs_group_bias": ":.3f", "eog": ":.3f", "dpg": ":.3f",
+                                 "degenerate_predictor": True},
+                     labels={disparity: f"{DISPARITIES[disparity]} (disparity; 0 = none)",
                              "mrr": "link-prediction MRR, all test queries (filtered; accuracy)", "kind": "model"})
     fig.update_traces(marker={"size": 11})
     return fig
@@ -492,4 +499,30 @@ def plan_verification_scatter(record: pd.DataFrame) -> go.Figure:
                     line={"color": "black", "width": 1, "dash": "dot"}, hoverinfo="skip")
     fig.update_layout(height=420, margin=_MARGIN, xaxis_title=f"predicted B_gr after the plan ({SIGN})",
                       yaxis_title=f"B_gr after the masked retrain ({SIGN})", legend={"orientation": "h"})
+
+
+# --- debiasing compared (issue 29 part 3) ---------------------------------------------------------
+def debiasing_comparison_chart(table: pd.DataFrame, *, target: str, target_name: str) -> go.Figure:
+    """Per model of a :func:`~kgbias_core.whatif.compare.comparison_table`: B_gr of the target (``target``: its
+    label, ``target_name`` its name) and mean |B_gr| over every occupation as grouped bars (the disparity), MRR
+    beside them (the side effect on link prediction); each bar's hover gives the method and its cost."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.65, 0.35], horizontal_spacing=0.12,
+                        subplot_titles=(f"Disparity ({SIGN})", "Accuracy: link-prediction MRR"))
+    models = table["model"].tolist()
+    cost = np.stack([table["method"].astype(str), table["triples_edited"].astype(str),
+                     table["seconds"].map(lambda s: f"{s:.1f}")], axis=-1)
+    hover = "%{x}<br>%{customdata[0]}<br>triples edited %{customdata[1]}, %{customdata[2]} s<br>"
+    bars = ((f"group_bias:{target}", f"B_gr of {target_name}", LEAN_COLORS["male-leaning"]),
+            ("mean_abs_group_bias", "mean |B_gr| over every occupation", MUTED))
+    for column, name, color in bars:
+        fig.add_trace(go.Bar(x=models, y=table[column], name=name, marker_color=color, customdata=cost,
+                             hovertemplate=hover + name + " %{y:.4f}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Bar(x=models, y=table["mrr"], name="MRR (filtered, test split)", marker_color=EFFECT,
+                         customdata=cost, hovertemplate=hover + "MRR %{y:.4f}<extra></extra>"), row=1, col=2)
+    fig.add_hline(y=0, line_color="black", line_width=1, row=1, col=1)
+    fig.update_layout(barmode="group", legend_title_text="measure", margin=_MARGIN, height=480)
+    fig.update_yaxes(title_text="B_gr (0 = no gap)", row=1, col=1)
+    fig.update_yaxes(title_text="MRR (higher = more accurate)", rangemode="tozero", row=1, col=2)
     return fig

@@ -146,11 +146,14 @@ def readable_name(*parts: str, suffix: str = ".csv") -> str:
 
 
 def show_chart(fig: go.Figure, data: pd.DataFrame, *, caption: str, file_name: str, key: str,
-               occupation: str | None = None) -> None:
+               occupation: str | None = None, **selection: Any) -> Any:
     """A chart, the caption saying how to read it, a download of the data behind it, and the chart as
     PNG and SVG for slides: titled with what it shows, the graph, the model and ``occupation`` (a readable
-    name), laid out so that its labels fit (:func:`~kgbias_core.static_images.slide_figure`)."""
-    st.plotly_chart(fig, key=key, config={"displaylogo": False})
+    name), laid out so that its labels fit (:func:`~kgbias_core.static_images.slide_figure`).
+
+    ``selection``: ``on_select`` and ``selection_mode`` of ``st.plotly_chart``, for a chart whose points can be
+    clicked; -> what ``st.plotly_chart`` returns (the selection event where ``on_select`` is set)."""
+    event = st.plotly_chart(fig, key=key, config={"displaylogo": False}, **selection)
     st.caption(caption)
     slide = slide_figure(fig, title=chart_title(key, caption, occupation=occupation))
     columns = st.columns(1 + len(IMAGE_FORMATS))
@@ -162,6 +165,7 @@ def show_chart(fig: go.Figure, data: pd.DataFrame, *, caption: str, file_name: s
                                partial(figure_image, slide, image_format=image_format),
                                file_name=file_name.removesuffix(".csv") + f".{image_format}", mime=mime,
                                key=f"{key}:{image_format}", help=texts.IMAGE_HELP)
+    return event
 
 
 def report_download(model: ModelRef, occupation: str, *, run: ModelRef | None = None) -> None:

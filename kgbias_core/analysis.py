@@ -83,6 +83,8 @@ class ModelAnalysis:
         """Precompute the influence context in a background thread, so the first influence query is fast."""
         if self.model.config.model != "transe":
             return None
+        if self.model.info.get("debias"):  # its influence is refused (DEBIASED_NO_RETRAIN): nothing to warm up
+            return None
         thread = threading.Thread(target=lambda: self.context, name="kgbias-warm-up", daemon=True)
         thread.start()
         return thread

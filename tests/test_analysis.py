@@ -117,3 +117,10 @@ def test_influence_and_predicted_removal_follow_the_closed_form(tiny_model) -> N
     change = analysis.predicted_removal(label, removed)
     assert change.raw == pytest.approx(float(expected[removed].sum()))
     assert change.calibrated == (tiny_model.influence_scale is not None)
+
+
+def test_a_debiased_model_is_not_warmed_up_as_its_influence_is_refused(tiny_model) -> None:
+    """A thread computing a projected model's influence context would die on DEBIASED_NO_RETRAIN, unseen."""
+    from kgbias_core.whatif.projection import projected_model
+
+    assert ModelAnalysis(projected_model(tiny_model, name="tiny-projected")).warm_up() is None

@@ -86,13 +86,14 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
 
 def test_search_a_person_open_their_triples_and_export_a_selection(tiny_store: Path, tmp_path: Path) -> None:
     """Issue 28 in a real browser: the person view found by a search, their triples downloaded, and a box
-    selection of the embedding space exported as CSV."""
+    selection of the embedding space exported as CSV.
+
+    Every wait is on the condition itself, with a generous limit (a loaded machine draws slowly); a box drawn
+    before the chart could take it is drawn again until the selection shows, never asserted on less."""
     import pandas as pd
-    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     from kgbias_core.embedding_space import embedding_space
 
@@ -105,7 +106,7 @@ def test_search_a_person_open_their_triples_and_export_a_selection(tiny_store: P
     degree = int(((analysis.model.triples[:, 0] == woman) | (analysis.model.triples[:, 2] == woman)).sum())
     points, _ = embedding_space(analysis)
     with dashboard(env) as url, chromium(tmp_path / "chromium", downloads=downloads) as driver:
-        wait = WebDriverWait(driver, 90)
+        wait = patient_wait(driver)
         driver.get(f"{url}/person")
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Person"))
         search = wait.until(ec.element_to_be_clickable(
@@ -115,24 +116,18 @@ def test_search_a_person_open_their_triples_and_export_a_selection(tiny_store: P
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), name))
         wait.until(lambda d: "person=" in d.current_url)
         # Their triples: the table and its download, one row per training triple the person is in.
-        button = wait.until(ec.element_to_be_clickable(
-            (By.XPATH, '//button[.//p[text()="Download the person\'s triples (CSV)"]]')))
-        button.click()
+        wait.until(ec.element_to_be_clickable(
+            (By.XPATH, '//button[.//p[text()="Download the person\'s triples (CSV)"]]'))).click()
         saved = wait.until(lambda d: next(iter(downloads.glob(f"*{label}*triples*.csv")), False))
         triples = pd.read_csv(saved)
         assert len(triples) == degree and "in words" in triples.columns and "influence" in triples.columns
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
 
         # The embedding space: a box drawn over the chart selects points; their CSV is offered and saved.
-        driver.find_element(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/embedding_space"]').click()
+        wait.until(ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/embedding_space"]'))).click()
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Embedding space"))
-        plot = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".js-plotly-plot .nsewdrag")))
-        time.sleep(1.0)  # the chart finishes drawing
-        width, height = plot.size["width"], plot.size["height"]
-        ActionChains(driver).move_to_element_with_offset(plot, -width // 3, -height // 3).click_and_hold() \
-            .move_by_offset(width // 3, height // 3).move_by_offset(width // 4, height // 4).release().perform()
-        selected = wait.until(ec.element_to_be_clickable(
-            (By.XPATH, '//button[.//p[contains(text(), "selected points (CSV)")]]')))
+        selected = wait.until(lambda d: box_selection(d, '//button[.//p[contains(text(), "selected points (CSV)")]]'))
         n = int(selected.text.split()[2].replace(",", ""))
         selected.click()
         export = wait.until(lambda d: next(iter(downloads.glob("*embedding-space-selection*.csv")), False))
@@ -140,3 +135,119 @@ def test_search_a_person_open_their_triples_and_export_a_selection(tiny_store: P
         assert len(chosen) == n > 0 and len(chosen) < len(points)
         assert set(chosen["label"]) <= set(points["label"])
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+
+def test_a_click_on_a_point_of_the_explorer_scatter_opens_that_persons_view(tiny_store: Path, tmp_path: Path) -> None:
+    """Issue 28: a click on a person's point in the B_in against B'_in scatter opens the person view of exactly
+    the person plotly reports under the pointer; the explorer opened again shows the scatter (no stale click)."""
+    from urllib.parse import quote
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+
+    from kgbias_app.texts import EXPLORER_TABS
+
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(tiny_store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    model = load_model(tiny_store / "tiny-transe")
+    groups = ModelAnalysis(model).groups
+    nurses = {model.entity_labels[int(p)]
+              for p in groups.pair_person[groups.pair_occupation == groups.index("nurse")]}
+    with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
+        wait = patient_wait(driver)
+        driver.get(f"{url}/occupation_explorer?occupation=nurse&view={quote(EXPLORER_TABS[1])}")
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Occupation explorer"))
+        clicked: dict[str, str] = {}
+        label = wait.until(lambda d: click_a_point(d, clicked))
+        assert label in nurses
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Person"))
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), model.entity_names[model.entity_id(label)]))
+        assert f"person={quote(label, safe='')}" in driver.current_url
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+        # Back to the explorer in the same session: the scatter again, and the click is not replayed.
+        wait.until(ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/occupation_explorer"]'))).click()
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Occupation explorer"))
+        scatter_tab = f'//*[@data-testid="stTab"][normalize-space(.)="{EXPLORER_TABS[1]}"]'
+        wait.until(ec.element_to_be_clickable((By.XPATH, scatter_tab))).click()  # the page opens on its first tab
+        wait.until(lambda d: d.execute_script(CHART_DRAWN)
+                   and d.find_elements(By.CSS_SELECTOR, ".js-plotly-plot .scatterlayer .point"))
+        time.sleep(3.0)  # a stale click would switch pages again within a rerun: none does
+        assert "Occupation explorer" in driver.find_element(By.TAG_NAME, "h1").text
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+
+# --- waits on conditions (a loaded machine draws slowly: generous limits, every step re-checked) -------------
+#: Seconds a step may take on a loaded two-core machine before the test fails.
+PATIENCE = 240
+
+
+def patient_wait(driver):
+    """A WebDriverWait of :data:`PATIENCE` seconds that ignores elements replaced by a rerun meanwhile."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, PATIENCE, poll_frequency=0.5, ignored_exceptions=(StaleElementReferenceException,))
+
+
+#: True once the page's plotly chart has laid out its axes and drawn its points (SVG markers or a WebGL canvas).
+CHART_DRAWN = """
+const gd = document.querySelector('.js-plotly-plot');
+return Boolean(gd && gd._fullLayout && gd.querySelector('.nsewdrag')
+               && (gd.querySelector('.scatterlayer .point') || gd.querySelector('canvas.gl-canvas-context')));
+"""
+
+
+def box_selection(driver, button_xpath: str):
+    """Draw a box over the drawn chart; -> the button that the selection brings, or False (then the next poll
+    draws the box again: one drawn while the chart was still being laid out selects nothing)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    if not driver.execute_script(CHART_DRAWN):
+        return False
+    plot = driver.find_element(By.CSS_SELECTOR, ".js-plotly-plot .nsewdrag")
+    width, height = plot.size["width"], plot.size["height"]
+    ActionChains(driver).move_to_element_with_offset(plot, -width // 3, -height // 3).click_and_hold() \
+        .move_by_offset(width // 3, height // 3).move_by_offset(width // 4, height // 4).release().perform()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        found = driver.find_elements(By.XPATH, button_xpath)
+        if found and found[0].is_displayed() and found[0].is_enabled():
+            return found[0]
+        time.sleep(0.5)
+    return False
+
+
+#: The person label of the point under the pointer, as plotly reports it (its customdata), or null.
+HOVERED_LABEL = """
+const gd = document.querySelector('.js-plotly-plot');
+const hovered = gd && gd._hoverdata;
+return hovered && hovered.length && hovered[0].customdata ? String(hovered[0].customdata[0]) : null;
+"""
+
+
+def click_a_point(driver, clicked: dict[str, str]):
+    """Hover the first drawn point of the chart, read which person plotly has under the pointer (kept in
+    ``clicked``), click there; -> that person's label once the click has left the page, or False (the next poll
+    tries again)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    if "person=" in driver.current_url:
+        return clicked.get("label", False)
+    if not driver.execute_script(CHART_DRAWN):
+        return False
+    point = driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot .scatterlayer .point")[0]
+    ActionChains(driver).move_to_element(point).perform()
+    label = driver.execute_script(HOVERED_LABEL)
+    if label is None:
+        return False
+    clicked["label"] = label
+    ActionChains(driver).click().perform()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if "person=" in driver.current_url:
+            return label
+        time.sleep(0.5)
+    return False

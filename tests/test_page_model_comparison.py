@@ -174,3 +174,25 @@ def test_link_prediction_table_shows_head_tail_and_both_sides(store_with_a_run_f
     shown = next(d.value for d in app.dataframe if "side" in d.value.columns and "MRR" in d.value.columns)
     assert list(shown["side"]) == list(cached["side"]) == ["head", "tail", "both"] * 2
     assert list(shown["MRR"]) == pytest.approx(list(cached["mrr"]))
+
+
+def test_the_disparity_axis_switches_to_schwertmanns_equal_opportunity_gap(store_with_a_run_first: Path) -> None:
+    """Issue 28's fairness gap: the same chart with EOG on the x axis, each model's point at its model-level EOG."""
+    from kgbias_core.embeddings.store import load_model
+    from kgbias_core.evaluation.link_prediction import cached_link_prediction
+    from kgbias_core.measures.prediction_fairness import model_fairness
+
+    for name in ("tiny-transe", "a-run"):
+        cached_link_prediction(store_with_a_run_first / name)
+    app = page("model_comparison").run()
+    assert not app.exception
+    app.radio(key="disparity").set_value("eog").run()
+    assert not app.exception
+    assert "EOG, the gap between men and women" in texts(app.caption)
+    chart = next(json.loads(c.proto.spec) for c in app.get("plotly_chart")
+                 if "equal-opportunity gap" in json.dumps(json.loads(c.proto.spec)["layout"]))
+    drawn = {name: x for trace in chart["data"] for name, x in zip(trace["hovertext"], values(trace["x"]),
+                                                                   strict=True)}
+    expected = {n: float(model_fairness(load_model(store_with_a_run_first / n), n_bootstrap=0).by_model["EOG"])
+                for n in ("tiny-transe", "a-run")}
+    assert drawn == pytest.approx(expected, rel=1e-9)

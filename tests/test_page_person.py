@@ -67,3 +67,47 @@ def test_a_link_opens_the_person_and_tables_link_to_it(app_store: Path) -> None:
     table = triples.dataframe[0].value
     linked = table[table["person"] != "none"]
     assert len(linked) and linked[PERSON_LINK].str.startswith("person?person=").all()
+
+
+def _click(app, chart_key: str, point: dict) -> None:
+    """Run ``app`` as the browser does after a click on ``point`` of the chart ``chart_key``: the chart's selection
+    travels with the other widgets' states (AppTest offers no setter for a chart's selection, and Streamlit
+    refuses it through the session state, so the state the frontend sends, a JSON string, is built here)."""
+    import json
+
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    chart = next(c for c in app.get("plotly_chart") if c.proto.id.endswith(f"-{chart_key}"))
+    states = app._tree.get_widget_states()
+    selection = {"points": [point], "point_indices": [point["point_index"]], "box": [], "lasso": []}
+    states.widgets.append(WidgetState(id=chart.proto.id, string_value=json.dumps({"selection": selection})))
+    app._run(states)
+
+
+def test_a_click_on_a_point_of_the_explorer_scatter_opens_that_persons_view(app_store: Path) -> None:
+    """Issue 28: the B_in against B'_in scatter links to the person view by a click, the picker stays."""
+    import json
+
+    from streamlit.proto.PlotlyChart_pb2 import PlotlyChart as PlotlyChartProto
+
+    analysis = ModelAnalysis(load_model(app_store / "tiny-transe"))
+    app = dashboard()
+    app.query_params["view"] = EXPLORER_TABS[1]
+    app.query_params["occupation"] = "nurse"
+    app.switch_page("app_pages/occupation_explorer.py").run()
+    assert not app.exception
+    assert app.selectbox(key="scatter_person") is not None  # the keyboard's way is still there
+    assert "Click a point to open that person's view" in texts(app.caption)
+    chart = next(c for c in app.get("plotly_chart") if c.proto.id.endswith("-individual_scatter"))
+    spec = json.loads(chart.proto.spec)
+    assert list(chart.proto.selection_mode) == [PlotlyChartProto.SelectionMode.POINTS]  # a click selects a point
+    trace = spec["data"][-1]
+    label = trace["customdata"][0][0]  # each point carries its person's label
+    nurses = {analysis.model.entity_labels[int(p)] for p in analysis.groups.pair_person[
+        analysis.groups.pair_occupation == analysis.groups.index("nurse")]}
+    assert {row[0] for t in spec["data"] for row in t["customdata"]} <= nurses
+    _click(app, "individual_scatter", {"curve_number": len(spec["data"]) - 1, "point_number": 0, "point_index": 0,
+                                       "customdata": [label]})
+    assert not app.exception
+    assert app.header[0].value == analysis.model.entity_names[analysis.model.entity_id(label)]
+    assert label in str(app.query_params.get("person"))  # the URL names the person: Back and links work

@@ -21,6 +21,7 @@ from kgbias_app.widgets import (
     too_few,
 )
 from kgbias_core import tasks
+from kgbias_core.accuracy_disparity import DISPARITIES
 from kgbias_core.data.datasets import has_dataset, resolve_data_dir
 from kgbias_core.embeddings.config import MODELS
 from kgbias_core.embeddings.store import default_store
@@ -74,11 +75,16 @@ DEGENERATE_PREDICTOR = (
     "tells occupations apart; read them with care, next to its link prediction above."
 )
 ACCURACY_DISPARITY = (
-    "One point per model of this graph: base models and every what-if (debiasing) run. x: mean |B_gr| over the "
-    "occupations with at least {minimum} men and {minimum} women (Du's measure, TransE only); y: filtered MRR of "
-    "link prediction on the test split, heads and tails pooled. Left is fairer, up is more accurate: a debiasing "
-    "edit that costs accuracy moves left and down. {missing}"
+    "One point per model of this graph: base models, every what-if (debiasing) run and every debiased model. "
+    "y: filtered MRR of link prediction on the test split, heads and tails pooled. x, the disparity you pick: "
+    "Du's mean |B_gr| over the "
+    "occupations with at least {minimum} men and {minimum} women (the embedding's distances, TransE only), or a "
+    "fairness gap of the model's top-1 occupation predictions on the test split (Schwertmann et al.; any model): "
+    "EOG, the gap between men and women in how often their true occupation is predicted (recall, Eq. 3), "
+    "DPG (selection rate, Eq. 1) or PPG (precision, Eq. 2), each the mean over the occupations with enough test "
+    "facts. Left is fairer, up is more accurate: a debiasing edit that costs accuracy moves left and down. {missing}"
 )
+ACCURACY_AXIS = "Disparity on the x axis"
 ACCURACY_MISSING = "{n} model(s) have no link prediction yet and are not drawn: {names}."
 ACCURACY_COMPUTE = "Compute the missing link predictions ({n} model(s))"
 
@@ -206,15 +212,17 @@ def fairness_min_count(n_facts: int) -> int:
 
 
 def accuracy_disparity(model: ModelRef, pending: list) -> None:
-    """MRR against mean |B_gr| for every model of the graph (base and what-if runs); a button computes the
-    missing link predictions as jobs."""
+    """MRR against mean |B_gr| or a fairness gap (the reader picks) for every model of the graph (base, what-if
+    runs, debiased models); a button computes the missing link predictions as jobs."""
 
     everyone = cache.graph_models(model.dataset)
     minimum = MIN_GROUP_SIZE
     missing = [m for m in everyone if load_link_prediction(m.path) is None]
     frame = cache.accuracy_disparity(tuple(everyone), minimum, tuple(m.name for m in everyone if m not in missing))
     note = ACCURACY_MISSING.format(n=len(missing), names=", ".join(m.name for m in missing)) if missing else ""
-    show_chart(charts.accuracy_disparity_scatter(frame), frame, key="accuracy_disparity",
+    disparity = links.radio(ACCURACY_AXIS, list(DISPARITIES), key="disparity", what="disparity measure",
+                            format_func=lambda c: DISPARITIES[c].split(":")[0].split(" over")[0], horizontal=True)
+    show_chart(charts.accuracy_disparity_scatter(frame, disparity=disparity), frame, key="accuracy_disparity",
                caption=ACCURACY_DISPARITY.format(minimum=minimum, missing=note),
                file_name=csv_name(model.dataset, "accuracy-disparity"))
     if missing:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 import streamlit as st
 
@@ -54,6 +56,10 @@ SEED_BAND_HEADLINE = (
     "{seed_max} over the seeds (std {seed_std}). A lean is stated only where the bootstrap interval and this "
     "seed band both exclude 0."
 )
+CLICK_A_POINT = "Click a point to open that person's view, or pick a person below (the keyboard's way)."
+
+#: The person view's page script, as the router lists it (dashboard.py): where a click on a person goes.
+PERSON_PAGE_SCRIPT = "app_pages/person.py"
 
 # --- occupation explorer: within subpopulations (intersectional) ----------------------------------
 #: The figures of an intersection table, in reading order.
@@ -169,8 +175,22 @@ def by_magnitude(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     return frame.sort_values(column, key=lambda values: -values.abs(), kind="stable").reset_index(drop=True)
 
 
-def open_a_person(persons: pd.DataFrame, *, key: str) -> None:
-    """Below a chart of persons: pick one of them (largest |B_in| first) and open the person view."""
+def clicked_person(event: object) -> str | None:
+    """The person label of the point clicked in a chart of persons (its ``customdata[0]``,
+    :func:`kgbias_app.charts.individual_scatter`); None when no point is selected."""
+    selection = event.get("selection") if isinstance(event, Mapping) else None  # no event: the chart's element
+    points = selection.get("points", []) if isinstance(selection, Mapping) else []
+    labels = [point["customdata"][0] for point in points if point.get("customdata")]
+    return str(labels[0]) if labels else None
+
+
+def open_a_person(persons: pd.DataFrame, *, key: str, event: object = None) -> None:
+    """Below a chart of persons: a click on a point (``event``, the chart's selection) opens that person's view;
+    else pick one of them (largest |B_in| first) and open it with the button."""
+    label = clicked_person(event)
+    if label is not None and label in set(persons["person"]):  # only a person of this chart: never a stale label
+        st.switch_page(PERSON_PAGE_SCRIPT, query_params={"person": label})
+    st.caption(CLICK_A_POINT)
     ordered = by_magnitude(persons, "individual_bias")
     titles = dict(zip(ordered["person"], ordered["name"], strict=True))
     left, right = st.columns([3, 1])
