@@ -499,6 +499,7 @@ def plan_verification_scatter(record: pd.DataFrame) -> go.Figure:
                     line={"color": "black", "width": 1, "dash": "dot"}, hoverinfo="skip")
     fig.update_layout(height=420, margin=_MARGIN, xaxis_title=f"predicted B_gr after the plan ({SIGN})",
                       yaxis_title=f"B_gr after the masked retrain ({SIGN})", legend={"orientation": "h"})
+    return fig
 
 
 # --- debiasing compared (issue 29 part 3) ---------------------------------------------------------
