@@ -87,3 +87,25 @@ def chromium(profile: Path, *, downloads: Path | None = None) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+def click(driver: Any, locator: tuple[str, str], *, timeout: float = 60) -> None:
+    """Find the element at ``locator`` afresh and click it, again while a Streamlit rerun replaces it under the
+    pointer (stale, covered or not yet interactable): a click on a replaced element is silently lost."""
+    from selenium.common.exceptions import (
+        ElementClickInterceptedException,
+        ElementNotInteractableException,
+        NoSuchElementException,
+        StaleElementReferenceException,
+    )
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def attempt(d: Any) -> bool:
+        element = d.find_element(*locator)
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+        element.click()
+        return True
+
+    retried = (StaleElementReferenceException, ElementClickInterceptedException, ElementNotInteractableException,
+               NoSuchElementException)
+    WebDriverWait(driver, timeout, ignored_exceptions=retried).until(attempt)

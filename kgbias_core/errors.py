@@ -430,3 +430,7 @@ PREDICTION_AUDIT_NO_OCCUPATION = (
     "model {model}: no occupation has persons of both genders, so there is no B_gr whose prediction could be audited"
 )
 PREDICTION_AUDIT_KEPT = "The model {name} stays in use; its predictions are shown without an audit."
+FAMILY_KEPT = (
+    "The model {name} stays in use, and every member of its family trained before the cancel stays in the store; "
+    "the missing members can be trained again."
+)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kgbias_app.sections import plan as section
-from kgbias_app.serve import CHROMIUM, chromium, dashboard
+from kgbias_app.serve import CHROMIUM, chromium, click, dashboard
 from kgbias_core import tasks
 from kgbias_core.jobs import Progress
 from kgbias_core.whatif.plan import saved_verifications
@@ -43,18 +43,14 @@ def test_build_a_plan_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, 
     tasks.noise_band_task(base).run(Progress())  # as the lab would have computed it: the targets stay put
     env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
     with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
-        wait = WebDriverWait(driver, 120)
+        wait = WebDriverWait(driver, 240)  # a loaded machine (the whole suite beside it) retrains slowly
         driver.get(f"{url}/debiasing_lab?lab_occupation=nurse")
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Debiasing lab"))
-        build = wait.until(ec.element_to_be_clickable((By.XPATH, f'//button[.//p[text()="{section.BUILD_BUTTON}"]]')))
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", build)
-        build.click()
-        verify = wait.until(ec.element_to_be_clickable(
-            (By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]')))
+        click(driver, (By.XPATH, f'//button[.//p[text()="{section.BUILD_BUTTON}"]]'), timeout=120)
+        wait.until(ec.element_to_be_clickable((By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]')))
         main = driver.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]')
         assert "Predicted B_gr of Nurse after" in main.text
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", verify)
-        verify.click()
+        click(driver, (By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]'), timeout=120)
         # the job retrains, the record is written, the page reruns and draws the point
         points = wait.until(lambda d: (d.execute_script(TRACES).get("verified plan") or [[]])[0] and
                             d.execute_script(TRACES)["verified plan"])

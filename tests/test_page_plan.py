@@ -32,7 +32,8 @@ def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_
     noise = tasks.noise_band_task(base).run(Progress())
     app = page("debiasing_lab").run()
     app.selectbox(key="lab_occupation").set_value("nurse").run()
-    assert app.multiselect(key="plan_targets").value == ["nurse"]  # the lab's occupation is the default target
+    # the lab's occupation is the default target
+    assert app.multiselect(key=section.target_key("nurse")).value == ["nurse"]
     assert section.NO_VERIFIED in texts(app.caption)
     button(app, section.BUILD_BUTTON).click().run()
     assert not app.exception

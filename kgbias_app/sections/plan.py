@@ -58,16 +58,21 @@ VERIFY_JOB = "{model}: verify the plan ({n} triples)"
 PLAN_KEY = "lab_plan"
 
 
+def target_key(occupation: str) -> str:
+    """Widget key of the plan's target occupations while ``occupation`` is the lab's."""
+    return f"plan_targets:{occupation}"
+
+
 def _settings(analysis: ModelAnalysis, occupation: str) -> tuple[list[str], PlanConfig]:
     groups = analysis.groups
     bias = analysis.group_bias().cpu()
     options = [label for i, label in enumerate(groups.labels) if math.isfinite(float(bias[i]))]
     names = dict(zip(groups.labels, groups.names, strict=True))
-    default = [occupation] if occupation in options else []
-    if st.session_state.get("plan_lab_occupation") != occupation:  # the lab's occupation changed: it is the target
-        st.session_state["plan_lab_occupation"] = occupation
-        st.session_state["plan_targets"] = default
-    targets = st.multiselect("Target occupations", options, format_func=lambda label: names[label], key="plan_targets")
+    # One widget per lab occupation, its default that occupation: a new occupation starts from itself. Not seeded
+    # through session_state: the browser then holds [] as the widget's default and, remounting it, sends [] back
+    # (the plan would read as built for other targets and "Verify" be lost).
+    targets = st.multiselect("Target occupations", options, default=[occupation] if occupation in options else [],
+                             format_func=lambda label: names[label], key=target_key(occupation))
     left, middle, right = st.columns(3)
     max_triples = int(left.number_input("At most this many triples", 1, 1_000_000, PlanConfig.max_triples,
                                         key="plan_max_triples"))

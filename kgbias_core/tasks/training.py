@@ -19,9 +19,7 @@ from kgbias_core.embeddings.store import (
     save_model,
 )
 from kgbias_core.embeddings.training import graph_labels, graph_model, train_model
-from kgbias_core.errors import (
-    MeasureError,
-)
+from kgbias_core.errors import FAMILY_KEPT, MeasureError
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks.base import Task, _key
 from kgbias_core.tasks.calibration import _calibrated, store_calibration
@@ -167,7 +165,9 @@ def train_family_task(
         progress.update(stage="saved", message=f"family {out.name}: {', '.join(p.name for p in paths)}")
         return [str(p) for p in paths]
 
-    return Task(key=_key("train_family", out=str(out), seeds=seeds), run=run)
+    # Cancelled between members, the members already saved stay: never "nothing was saved" (issue 26).
+    return Task(key=_key("train_family", out=str(out), seeds=seeds), run=run,
+                kept=FAMILY_KEPT.format(name=Path(out).name))
 
 
 def import_task(

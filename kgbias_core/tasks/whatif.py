@@ -139,7 +139,7 @@ def removal_curve_task(
         influence = analysis.influence(occupation)
         spread = noise_spread(saved_noise_band(model_dir), analysis.groups.labels[index])
         rows = [{"strategy": s, "k": 0, "predicted_raw": 0.0, "predicted": before, "predicted_low": before,
-                 "predicted_high": before, "estimator": "", "group_bias": before}
+                 "predicted_high": before, "estimator": "none (k = 0: no edit)", "group_bias": before}
                 for s in ("IF-REMOVE", "Random-REMOVE")]
         plan = [(s, k) for k in ks for s in ("IF-REMOVE", "Random-REMOVE")]
         for step, (strategy, k) in enumerate(plan, start=1):
