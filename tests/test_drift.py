@@ -37,3 +37,16 @@ def test_drift_is_b_minus_a_in_units_of_the_seed_std_and_range() -> None:
     assert row["drift_in_range"] == pytest.approx(0.15 / 0.2)
     assert list(table.columns) == list(drift.COLUMNS)
     assert "1 occupations" in drift.summary(table)
+
+
+def test_a_reference_from_another_machine_replaces_b_on_the_occupations_it_names() -> None:
+    drift = _drift()
+    measured = _measures([0.1, 0.5])
+    reference = pd.DataFrame({"name": ["A"], "group_bias": [0.12]})
+    other = drift.reference_table(measured, reference)
+    assert list(other["name"]) == ["A"] and other["group_bias"].iloc[0] == pytest.approx(0.12)
+    band = seed_band([_measures([0.1, 0.5]), _measures([0.3, 0.0]), _measures([0.2, 0.1])], measures=("group_bias",))
+    table = drift.drift_table(measured, other, band, minimum=5)
+    assert table["drift"].iloc[0] == pytest.approx(0.02)
+    with pytest.raises(SystemExit, match="Nurse"):  # a name the model lacks: one line, not a silent skip
+        drift.reference_table(measured, pd.DataFrame({"name": ["Nurse"], "group_bias": [0.0]}))

@@ -8,6 +8,11 @@ matters less than the seed; a drift of several band widths would mean a figure d
 
     python experiments/drift/drift.py --a DIR --b DIR [--family MEMBER_DIR] [--minimum 5] --out CSV
 
+``--reference CSV`` instead of ``--b``: B_gr of the same config measured on another machine whose model is not
+at hand, as committed result files give it (columns ``name`` and ``group_bias``, one row per occupation, names
+as the measures table gives them); only those occupations are compared, and the reference's rounding (3
+decimals in the README's tables: +-0.0005) bounds the smallest drift it can show.
+
 ``--family``: a member of the family whose band is the unit (default: ``--a``'s family). The two models must
 share data hash and config (checked); ``--other-seed`` allows models that differ only in seed, as a stand-in
 where no second machine is at hand (the drift then *is* a seed change, and reads about 1 band).
@@ -58,6 +63,18 @@ def drift_table(a: pd.DataFrame, b: pd.DataFrame, band: pd.DataFrame, *, minimum
     return frame.sort_values("drift_in_std", ascending=False, ignore_index=True)[list(COLUMNS)]
 
 
+def reference_table(measured: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``measured`` (a :func:`~kgbias_core.tables.measures_table`) named in ``reference`` (columns
+    ``name``, ``group_bias``), their B_gr replaced by the reference's: the second model of :func:`drift_table`."""
+    missing = set(reference["name"]) - set(measured["name"])
+    if missing:
+        sys.exit(f"error: the reference names occupations the model does not have: {', '.join(sorted(missing))}")
+    figures = reference.set_index("name")["group_bias"].astype(float)
+    rows = measured[measured["name"].isin(figures.index)].copy()
+    rows["group_bias"] = rows["name"].map(figures)
+    return rows
+
+
 def summary(frame: pd.DataFrame) -> str:
     """One line: how many occupations, the median and max |drift| and drift in seed-std units."""
     units = frame["drift_in_std"].dropna()
@@ -83,24 +100,32 @@ def _check_same_config(a: Path, b: Path, *, other_seed: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--a", required=True, help="model directory (e.g. trained on this CPU)")
-    parser.add_argument("--b", required=True, help="model directory of the same config (e.g. trained on a GPU)")
+    second = parser.add_mutually_exclusive_group(required=True)
+    second.add_argument("--b", help="model directory of the same config (e.g. trained on a GPU)")
+    second.add_argument("--reference", help="CSV (name, group_bias) of the same config from another machine")
     parser.add_argument("--family", help="a member of the family whose seed band is the unit (default: --a)")
     parser.add_argument("--minimum", type=int, default=MIN_GROUP_SIZE, help="men and women an occupation needs")
     parser.add_argument("--other-seed", action="store_true", help="allow --a and --b to differ in seed (stand-in)")
     parser.add_argument("--out", required=True, help="CSV to write")
     args = parser.parse_args(argv)
-    a, b = Path(args.a), Path(args.b)
-    _check_same_config(a, b, other_seed=args.other_seed)
+    a = Path(args.a)
     band = family_seed_band(args.family or a)
     if band is None:
         sys.exit(f"error: {args.family or a} belongs to no seed family: train one with kgbias train --seeds 3")
-    table = drift_table(measures_table(ModelAnalysis(load_model(a))), measures_table(ModelAnalysis(load_model(b))),
-                        band, minimum=args.minimum)
+    measured = measures_table(ModelAnalysis(load_model(a)))
+    if args.reference:
+        other = reference_table(measured, pd.read_csv(args.reference))
+        second_name, second_device = Path(args.reference).name, "reference"
+    else:
+        b = Path(args.b)
+        _check_same_config(a, b, other_seed=args.other_seed)
+        other = measures_table(ModelAnalysis(load_model(b)))
+        second_name, second_device = b.name, read_config(b).get("device", "?")
+    table = drift_table(measured, other, band, minimum=args.minimum)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False, float_format="%.6g")
-    devices = [read_config(p).get("device", "?") for p in (a, b)]
-    print(f"{a.name} ({devices[0]}) against {b.name} ({devices[1]}); band of family "
+    print(f"{a.name} ({read_config(a).get('device', '?')}) against {second_name} ({second_device}); band of family "
           f"{read_config(args.family or a)['family']['name']} over {int(band['n_seeds'].max())} seeds")
     print(summary(table))
     print(f"wrote {len(table)} rows to {out}")
