@@ -12,7 +12,13 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.cli import main
 from kgbias_core.embeddings.store import list_models, load_model
 from kgbias_core.errors import PLAN_TARGET_FORMAT, PLAN_TARGET_NOT_PLANNED, PLAN_UNDEFINED_TARGET
-from kgbias_core.whatif.plan import PlanConfig, plan_removal, resolve_targets, saved_verifications
+from kgbias_core.whatif.plan import (
+    PlanConfig,
+    observed_step_ratio,
+    plan_removal,
+    resolve_targets,
+    saved_verifications,
+)
 from tests.conftest import NO_WOMEN
 
 
@@ -51,6 +57,16 @@ def test_plan_verify_retrains_and_records_predicted_and_actual(store: Path, caps
     assert f"verified Journalist: predicted {row['predicted']:+.4f}" in printed
     assert f"actual {row['actual']:+.4f}" in printed
     assert row["run"] in list_models(store) and pd.notna(row["mrr_before"]) and pd.notna(row["mrr_after"])
+    assert "step scale 1: no retrain of this model" in printed and row["step_scale"] == 1.0
+    # the next plan reads the ratio this retrain showed, and scales its step by it
+    ratio = observed_step_ratio(record)
+    assert main(["plan", "--model", str(base), "--occupations", "journalist", "--tolerance", "0.3"]) == 0
+    printed = capsys.readouterr().out
+    assert f"step scale {ratio.value:.3f}: the median retrained/predicted ratio of 1 retrain(s)" in printed
+    assert f"x {ratio.value:.2f} (the retrained/predicted ratio" in printed
+    assert main(["plan", "--model", str(base), "--occupations", "journalist", "--tolerance", "0.3",
+                 "--step-scale", "1"]) == 0
+    assert "step scale" not in capsys.readouterr().out.split("plan:")[0]  # given: nothing read
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -61,6 +77,7 @@ def test_plan_verify_retrains_and_records_predicted_and_actual(store: Path, caps
     (["--occupations", "no-such-job"], "no-such-job"),
     (["--occupations", "nurse", "--max-triples", "0"], "--max-triples"),
     (["--occupations", "nurse", "--max-link-share", "2"], "--max-link-share"),
+    (["--occupations", "nurse", "--step-scale", "-1"], "--step-scale"),
 ])
 def test_bad_plan_input_is_one_line_exit_2(store: Path, tmp_path: Path, capsys, extra: list[str],
                                            message: str) -> None:

@@ -15,7 +15,13 @@ from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models, load_model
 from kgbias_core.jobs import Progress
-from kgbias_core.whatif.plan import PlanConfig, plan_removal, resolve_targets, saved_verifications
+from kgbias_core.whatif.plan import (
+    PlanConfig,
+    observed_step_ratio,
+    plan_removal,
+    resolve_targets,
+    saved_verifications,
+)
 from tests.conftest import button, metric, page, settled, texts
 
 
@@ -34,7 +40,7 @@ def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_
     app.selectbox(key="lab_occupation").set_value("nurse").run()
     # the lab's occupation is the default target
     assert app.multiselect(key=section.target_key("nurse")).value == ["nurse"]
-    assert section.NO_VERIFIED in texts(app.caption)
+    assert section.NO_VERIFIED in texts(app.caption) and section.NO_SCALE in texts(app.caption)
     button(app, section.BUILD_BUTTON).click().run()
     assert not app.exception
     analysis = ModelAnalysis(load_model(base))
@@ -63,3 +69,23 @@ def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_
     points = json.loads(scatter.proto.spec)["data"][0]
     assert _values(points["x"]) == pytest.approx([record["predicted"].iloc[0]])
     assert _values(points["y"]) == pytest.approx([record["actual"].iloc[0]])
+
+    # The verified retrain gives the ratio: the next plan offers to scale its step by it, on by default, and the
+    # plan built before is no longer shown as current (its step scale was 1).
+    ratio = observed_step_ratio(record)
+    box = app.checkbox(key="plan_step_scale")
+    assert box.value and box.label == section.SCALE_LABEL.format(value=ratio.value)
+    assert section.CHANGED in texts(app.caption)
+    button(app, section.BUILD_BUTTON).click().run()
+    config = PlanConfig(step_scale=ratio.value)
+    scaled = plan_removal(analysis, resolve_targets(analysis, ["nurse"], noise=noise, config=config), noise=noise,
+                          config=config)
+    table = next(t.value for t in app.dataframe if "in words" in t.value.columns)
+    assert table["row"].tolist() == list(scaled.removed)
+    assert metric(app, "Predicted B_gr of Nurse after") == ui_texts.fmt(scaled.targets[0].after)
+    app.checkbox(key="plan_step_scale").uncheck().run()  # the step as computed: the scaled plan is not current
+    assert section.CHANGED in texts(app.caption)
+    button(app, section.BUILD_BUTTON).click().run()
+    assert section.CHANGED not in texts(app.caption)
+    table = next(t.value for t in app.dataframe if "in words" in t.value.columns)
+    assert table["row"].tolist() == list(expected.removed)

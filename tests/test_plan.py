@@ -27,6 +27,7 @@ from kgbias_core.whatif.plan import (
     greedy_order,
     group_facts,
     link_costs,
+    observed_step_ratio,
     plan_removal,
     plan_summary,
     plan_triples,
@@ -220,3 +221,32 @@ def test_two_targets_are_planned_in_turn_and_predicted_together(analysis: ModelA
         newton = predict_removal(analysis, outcome.target.occupation, torch.tensor(plan.removed))
         assert outcome.prediction.point == pytest.approx(newton.point, rel=1e-3, abs=1e-5)
     assert plan.feasible == (all(o.inside for o in plan.targets) and plan.n_outside == 0)
+
+
+def test_the_observed_ratio_is_the_median_of_retrained_over_unscaled_predicted_changes() -> None:
+    record = pd.DataFrame({
+        "group_bias_before": [0.4, 0.2, -0.3, 0.1],
+        "predicted": [0.0, 0.1, -0.1, 0.1],  # the last predicted no change: it says nothing of the ratio
+        "actual": [0.3, 0.15, -0.25, 0.3],
+        "step_scale": [1.0, 0.5, np.nan, 1.0],  # planned at 0.5: its unscaled change is twice; NaN: an old record
+    })
+    audit = pd.DataFrame({"predicted": [-0.2], "retrained": [-0.1]})
+    ratio = observed_step_ratio(record, audit)
+    assert (ratio.value, ratio.n) == (pytest.approx(0.25), 4)
+    assert (ratio.low, ratio.high) == (pytest.approx(0.25), pytest.approx(0.5))
+    assert observed_step_ratio(None, None) is None and observed_step_ratio(record.iloc[3:]) is None
+    wild = pd.DataFrame({"predicted": [-0.01], "retrained": [-1.0]})
+    assert observed_step_ratio(None, wild).value == 2.0  # clipped: one odd retrain cannot run the planner
+
+
+def test_a_scaled_step_predicts_a_proportionally_smaller_change_and_plans_more_triples(
+        analysis: ModelAnalysis, plan) -> None:
+    config = PlanConfig(tolerance=TOLERANCE, step_scale=0.5)
+    scaled = plan_removal(analysis, resolve_targets(analysis, [OCCUPATION], config=config), config=config)
+    (outcome,) = scaled.targets
+    unscaled = predict_removal(analysis, OCCUPATION, torch.tensor(scaled.removed))
+    # B_gr is smooth in the embedding: half the step moves it about half as far (the retrain's tolerance)
+    assert outcome.prediction.point == pytest.approx(0.5 * unscaled.point, rel=0.15)
+    assert len(scaled.removed) > len(plan.removed) and outcome.inside
+    assert "x 0.50 (the retrained/predicted ratio" in outcome.prediction.estimator
+    assert "ratio" not in plan.targets[0].prediction.estimator  # scale 1: the step as computed, named so

@@ -12,6 +12,11 @@ rewritten at the end.
         --occupations Actor Screenwriter "Film Director" Songwriter "Voice Actor" \
         --out experiments/plan_verification/results/fb15k237_plans.csv [--threads 1] [--device cpu]
 
+``--scale-from ROUND1.csv``: plan each occupation with the Newton step scaled by the median retrained/predicted
+ratio of the *other* occupations' rows of an earlier run of this script (leave one out:
+:func:`kgbias_core.whatif.plan.observed_step_ratio`, as the lab and ``kgbias plan`` read it from the model's own
+record), so that no occupation's own retrain sets its scale.
+
 The model is only read; each verifying retrain is saved beside it, as the lab saves one. A model without a
 noise band gets one first (3 retrains from seeds 1, 2, 3: ``kgbias prepare`` computes the same band).
 """
@@ -31,7 +36,7 @@ from kgbias_core.embeddings.store import load_model
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import noise_band_task, saved_noise_band
 from kgbias_core.tasks.plan import verify_plan_task
-from kgbias_core.whatif.plan import PlanConfig, plan_removal, resolve_targets
+from kgbias_core.whatif.plan import PlanConfig, observed_step_ratio, plan_removal, resolve_targets
 
 
 def _done(out: Path) -> pd.DataFrame:
@@ -56,7 +61,7 @@ def verify_occupation(model: Path, occupation: str, *, device: str, config: Plan
     outcome = plan.targets[0]
     row = {"occupation": outcome.target.occupation, "name": outcome.name, "n_male": None, "n_female": None,
            "feasible": plan.feasible, "k": len(plan.removed), "plan_cpu_s": round(plan_cpu_s, 2),
-           "target_source": outcome.target.source}
+           "target_source": outcome.target.source, "step_scale": config.step_scale}
     index = analysis.groups.index(outcome.target.occupation)
     row["n_male"], row["n_female"] = int(analysis.groups.n_male[index]), int(analysis.groups.n_female[index])
     if not plan.removed:
@@ -90,6 +95,7 @@ def main() -> None:
     parser.add_argument("--model", required=True, type=Path)
     parser.add_argument("--occupations", nargs="+", required=True, help="labels or names")
     parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--scale-from", type=Path, help="an earlier run's CSV: scale by the others' ratio (LOO)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
@@ -99,11 +105,17 @@ def main() -> None:
         print("no noise band saved: 3 retrains first", flush=True)
         noise_band_task(args.model).run(Progress())
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    config = PlanConfig()
+    earlier = pd.read_csv(args.scale_from) if args.scale_from else None
     for occupation in args.occupations:
         done = _done(args.out)
         if len(done) and occupation in set(done["occupation"]) | set(done["name"]):
             continue
+        config = PlanConfig()
+        if earlier is not None:
+            own = (earlier["name"].str.lower() == occupation.lower()) | (earlier["occupation"] == occupation)
+            others = earlier[~own]
+            ratio = observed_step_ratio(others)
+            config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
         row = verify_occupation(args.model, occupation, device=args.device, config=config)
         print({k: row.get(k) for k in ("name", "n_male", "n_female", "k", "group_bias_before", "target_low",
                                        "target_high", "predicted", "actual", "inside_actual", "collateral_actual",

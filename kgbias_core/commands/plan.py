@@ -34,20 +34,45 @@ def target_interval(text: str) -> tuple[str, float, float]:
     return occupation, values[0], values[1]
 
 
+def step_scale(text: str) -> float | None:
+    """An argparse type: ``auto`` (None: the model's observed ratio) or a positive number, else one line."""
+    if text == "auto":
+        return None
+    return real(0, above=True, high=10)(text)
+
+
 def _plan(args: argparse.Namespace) -> None:
-    from kgbias_core.tasks import saved_noise_band
+    from kgbias_core.tasks import saved_noise_band, saved_prediction_audit
     from kgbias_core.tasks.base import check_retrains
     from kgbias_core.tasks.plan import verify_plan_task
-    from kgbias_core.whatif.plan import PlanConfig, plan_removal, plan_summary, plan_triples, resolve_targets
+    from kgbias_core.whatif.plan import (
+        PlanConfig,
+        observed_step_ratio,
+        plan_removal,
+        plan_summary,
+        plan_triples,
+        resolve_targets,
+        saved_verifications,
+    )
 
     if args.verify:  # refused before the model is read, as every retraining command does
         check_retrains(args.model, what="plan --verify (a full retrain)", retrains=1)
     analysis = load_analysis(args.model, device=args.device)
+    scale, scale_line = args.step_scale, None
+    if scale is None:
+        ratio = observed_step_ratio(saved_verifications(args.model), saved_prediction_audit(args.model))
+        scale = ratio.value if ratio is not None else 1.0
+        scale_line = (f"step scale {scale:.3f}: the median retrained/predicted ratio of {ratio.n} retrain(s) of this "
+                      f"model (single ratios {ratio.low:.3f} to {ratio.high:.3f})" if ratio is not None else
+                      "step scale 1: no retrain of this model has been compared with its prediction yet (an audit "
+                      "or a verified plan gives the ratio)")
     config = PlanConfig(max_triples=args.max_triples, max_link_share=args.max_link_share, tolerance=args.tolerance,
-                        keep_groups=not args.allow_group_facts)
+                        keep_groups=not args.allow_group_facts, step_scale=scale)
     noise = saved_noise_band(args.model)
     targets = resolve_targets(analysis, args.occupations, intervals={o: (lo, hi) for o, lo, hi in args.target or ()},
                               noise=noise, config=config)
+    if scale_line:  # after the input is checked: a refused command prints its one line and nothing else
+        print(scale_line)
     plan = plan_removal(analysis, targets, noise=noise, config=config)
     for line in plan_summary(plan):
         print(line)
@@ -88,6 +113,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                            "training triples removed")
     plan.add_argument("--allow-group-facts", action="store_true",
                       help="let the plan remove profession and gender facts (changes who is counted in B_gr)")
+    plan.add_argument("--step-scale", type=step_scale, default=None, metavar="auto|C",
+                      help="multiply the Newton step by C; auto (default): by the median ratio of retrained to "
+                           "predicted change over this model's verified plans and audit (1 before any)")
     plan.add_argument("--out", type=csv_out, help="CSV of the plan's triples in words")
     plan.add_argument("--verify", action="store_true",
                       help="retrain without the triples (masked, from the model's seed) and record predicted "

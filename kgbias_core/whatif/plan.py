@@ -101,6 +101,54 @@ class PlanConfig:
     max_solves: int = 6  # Newton steps (conjugate-gradient solves) per target in the k search
     repairs: int = 2  # re-plans with the bands the Newton step found exceeded, tightened
     block: int = 64  # candidates checked per vectorised step of the greedy pass
+    # The Newton step is multiplied by this: the ratio of retrained to predicted change that this model's own
+    # retrains showed (observed_step_ratio); 1: the step as computed. On the FB15k-237 default a retrain moves
+    # about a quarter as far as the step (docs/results/plans.md): planned at 1, every plan falls short.
+    step_scale: float = 1.0
+
+
+#: The observed ratio is clipped to this range: one odd retrain must not make the planner remove nothing or all.
+STEP_SCALE_RANGE = (0.05, 2.0)
+#: A verified change smaller than this (B_gr units) says nothing about the ratio: left out of it.
+RATIO_MIN_CHANGE = 1e-6
+
+
+@dataclass(frozen=True)
+class StepRatio:
+    """The ratio of retrained to predicted change of B_gr over a model's own retrains (:func:`observed_step_ratio`)."""
+
+    value: float  # the median, clipped to STEP_SCALE_RANGE
+    n: int  # the retrains it is read from
+    low: float  # the smallest and largest single ratio
+    high: float
+
+
+def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame | None = None) -> StepRatio | None:
+    """Median of retrained / predicted change of B_gr over a model's verified plans (:func:`saved_verifications`;
+    each prediction divided by the ``step_scale`` it was planned with, so the ratio is the unscaled step's) and its
+    one-retrain audit (``audit``: :func:`kgbias_core.tasks.prediction_audit.saved_prediction_audit`, the same
+    Newton step on |H|); None when no retrain has moved the prediction by more than :data:`RATIO_MIN_CHANGE`.
+
+    Why a ratio: the step is the optimum's shift (Du Eq. 2 with |H|, METHODS §4), a retrain of finite epochs
+    moves part of it, and the part is much the same across occupations of one model (on the FB15k-237 default
+    0.22-0.28 over five occupations); a median is robust to one odd retrain."""
+    ratios: list[float] = []
+    if verifications is not None and len(verifications):
+        # a record made before plans had a scale has none: those were planned with the step as computed
+        scale = (verifications["step_scale"] if "step_scale" in verifications
+                 else pd.Series(1.0, verifications.index)).fillna(1.0)
+        predicted = (verifications["predicted"] - verifications["group_bias_before"]) / scale
+        actual = verifications["actual"] - verifications["group_bias_before"]
+        keep = predicted.abs() > RATIO_MIN_CHANGE
+        ratios += (actual[keep] / predicted[keep]).astype(float).tolist()
+    if audit is not None and len(audit):
+        keep = audit["predicted"].abs() > RATIO_MIN_CHANGE
+        ratios += (audit.loc[keep, "retrained"] / audit.loc[keep, "predicted"]).astype(float).tolist()
+    ratios = [r for r in ratios if math.isfinite(r)]
+    if not ratios:
+        return None
+    value = float(np.clip(np.median(ratios), *STEP_SCALE_RANGE))
+    return StepRatio(value=value, n=len(ratios), low=min(ratios), high=max(ratios))
 
 
 @dataclass(frozen=True)
@@ -392,8 +440,9 @@ class _Newton:
     for a removal set (forward, as :func:`~kgbias_core.influence.prediction.newton_change` makes it for one), and
     the linear Newton influence of every triple on one occupation (adjoint)."""
 
-    def __init__(self, analysis: ModelAnalysis) -> None:
+    def __init__(self, analysis: ModelAnalysis, *, scale: float = 1.0) -> None:
         self.analysis = analysis
+        self.scale = scale  # PlanConfig.step_scale: the step is multiplied by it
         self.model = analysis.model
         self.curvature = sparse_curvature(analysis)
         self.before = self._bias(self.model.entity_embeddings, self.model.relation_embeddings)
@@ -413,15 +462,16 @@ class _Newton:
 
     def change(self, removed: Sequence[int], *, start: np.ndarray | None = None,
                tolerance: float = SOLVE_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
-        """(B_gr(theta + Delta theta) - B_gr(theta) of every occupation [O], Delta theta stacked [E + R, d]),
-        Delta theta = |H|^{-1} sum_S grad L (prediction.py's removal sign); ``start``: a nearby set's step."""
+        """(B_gr(theta + c Delta theta) - B_gr(theta) of every occupation [O], Delta theta stacked [E + R, d]),
+        Delta theta = |H|^{-1} sum_S grad L (prediction.py's removal sign), c the step scale; ``start``: a nearby
+        set's (unscaled) step."""
         E, R = self.model.entity_embeddings, self.model.relation_embeddings
         if not len(removed):
             return np.zeros(self.before.shape[0]), np.zeros((E.shape[0] + R.shape[0], E.shape[1]))
         rows = torch.as_tensor(np.asarray(removed, dtype=np.int64), device=self.model.triples.device)
         step = self._solve(removal_gradient(self.model, rows), start=start, tolerance=tolerance)
         moved = self.curvature.split(step, E)
-        after = self._bias(E + moved[0], R + moved[1])
+        after = self._bias(E + self.scale * moved[0], R + self.scale * moved[1])
         return (after - self.before).double().cpu().numpy(), step
 
     def linear(self, occupation_index: int) -> np.ndarray:
@@ -430,7 +480,14 @@ class _Newton:
         # only the first guess of the k search: the search's tolerance is enough
         solution = self.curvature.split(self._solve(group_bias_rhs(context, occupation_index),
                                                     tolerance=SEARCH_TOLERANCE), context.entity_embeddings)
-        return influence_from_solution(context, self.model, solution).double().cpu().numpy()
+        return self.scale * influence_from_solution(context, self.model, solution).double().cpu().numpy()
+
+
+def plan_estimator(config: PlanConfig) -> str:
+    """The estimator a plan's predictions come from, in words: the Newton step, and its scale when not 1."""
+    if config.step_scale == 1.0:
+        return ESTIMATOR
+    return f"{ESTIMATOR} x {config.step_scale:.2f} (the retrained/predicted ratio of this model's own retrains)"
 
 
 # --- the greedy order and the k search ----------------------------------------------------------------
@@ -537,7 +594,7 @@ def plan_removal(analysis: ModelAnalysis, targets: Sequence[Target], *, noise: p
     bands, band_source = collateral_bands(analysis, noise=noise, config=config)
     bounded = np.isfinite(bands)
     bounded[target_index] = False  # a target has its interval instead
-    newton = _Newton(analysis)
+    newton = _Newton(analysis, scale=config.step_scale)
     costs = link_costs(model)
     excluded = group_facts(analysis) if config.keep_groups else np.zeros(model.triples.shape[0], dtype=bool)
     others = np.nonzero(bounded)[0]
@@ -637,7 +694,8 @@ def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands
         f = band_factor(int(min(groups.n_male[index], groups.n_female[index])))
         low, high = sorted((point / f, point * f))
         outcome = TargetOutcome(target=target, name=groups.names[index], before=float(before[index]),
-                                prediction=WhatIfPrediction(point=point, low=low, high=high, estimator=ESTIMATOR),
+                                prediction=WhatIfPrediction(point=point, low=low, high=high,
+                                                            estimator=plan_estimator(config)),
                                 n_candidates=n_candidates, n_chosen=n_chosen)
         outcomes.append(outcome)
         if not outcome.inside:
@@ -683,7 +741,7 @@ def plan_summary(plan: Plan) -> list[str]:
                  f"(bands: {plan.bands})")
     lines.append(f"{LINK_PROXY}: {plan.link_share:.4f} (bound {plan.config.max_link_share:g})")
     lines += [f"problem: {p}" for p in plan.problems]
-    lines.append(f"estimator: {ESTIMATOR}; {plan.solves} Newton solves, {plan.seconds:.1f} s")
+    lines.append(f"estimator: {plan_estimator(plan.config)}; {plan.solves} Newton solves, {plan.seconds:.1f} s")
     return lines
 
 
@@ -713,6 +771,7 @@ def verification_rows(plan: Plan, change: pd.DataFrame, *, run: str, mrr_before:
             "inside_predicted": o.inside, "inside_actual": bool(o.target.low <= actual <= o.target.high),
             "collateral_predicted": plan.n_outside, "collateral_actual": actual_outside, "bounded": plan.n_bounded,
             "link_share": plan.link_share, "mrr_before": mrr_before, "mrr_after": mrr_after,
+            "step_scale": plan.config.step_scale,
             "estimator": o.prediction.estimator,
         })
     return pd.DataFrame(rows)
