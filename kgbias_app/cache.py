@@ -223,10 +223,18 @@ def predicted_removal(model: ModelRef, occupation: str, indices: Sequence[int]) 
 
 
 @st.cache_data(max_entries=256, show_spinner="Predicting the change: one Newton step…")
-def prediction(model: ModelRef, edit: Edit, spread: float | None) -> WhatIfPrediction:
+def prediction(model: ModelRef, edit: Edit, spread: float | None, scale: float = 1.0) -> WhatIfPrediction:
     """The edit's predicted change of B_gr (:func:`~kgbias_core.whatif.edits.predict_edit`: Newton step, interval,
-    ``spread`` the occupation's noise band as its floor); a few seconds on FB15k-237, so cached per edit."""
-    return predict_edit(analysis(model), edit, spread=spread)
+    ``spread`` the occupation's noise band as its floor, ``scale`` the model's step scale); a few seconds on
+    FB15k-237, so cached per edit."""
+    return predict_edit(analysis(model), edit, spread=spread, scale=scale)
+
+
+def step_scale(model: ModelRef) -> float:
+    """The model's step scale (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio`: the ratio its own retrains
+    showed; 1 before any). Read on every call, not cached: an audit that lands changes it on the next rerun."""
+    ratio = tasks.model_step_ratio(model.path)
+    return 1.0 if ratio is None else ratio.value
 
 
 def occupation_spread(model: ModelRef, occupation: str) -> float | None:
@@ -242,7 +250,8 @@ def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str
     a noise band or a calibration that finishes later belongs in the next one.
     """
     base = analysis(model)
-    whatif = None if run is None else reports.whatif_run(base, analysis(run), noise=tasks.saved_noise_band(model.path))
+    whatif = None if run is None else reports.whatif_run(base, analysis(run), noise=tasks.saved_noise_band(model.path),
+                                                          scale=step_scale(model))
     from kgbias_core.evaluation.link_prediction import load_link_prediction
 
     return reports.occupation_report(base, occupation, measures=measures(model), run=whatif,

@@ -90,8 +90,10 @@ class WhatIfRun:
     unpredicted: str = ""  # why there is no prediction, when there is none
 
 
-def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None) -> WhatIfRun:
-    """The report's view of ``run``, a what-if retrained from ``base``; ``noise``: the base's noise band."""
+def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None,
+               scale: float = 1.0) -> WhatIfRun:
+    """The report's view of ``run``, a what-if retrained from ``base``; ``noise``: the base's noise band;
+    ``scale``: the base's step scale (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio`)."""
     edit = run.model.edit
     if not edit:
         raise MeasureError(REPORT_NOT_A_RUN.format(path=run.model.name))
@@ -104,7 +106,7 @@ def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame |
         if recorded is None:
             why = NO_ADD_RECORD if edit.get("kind") == "add" else NO_REMOVED_RECORD
         else:
-            predicted = predict_edit(base, recorded, spread=spread)
+            predicted = predict_edit(base, recorded, spread=spread, scale=scale)
     except MeasureError as exc:  # a distance the Newton step does not differentiate
         why = NOT_PREDICTED.format(why=exc)
     if edit.get("kind") == "remove" and edit.get("removed"):

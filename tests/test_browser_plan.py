@@ -13,7 +13,7 @@ from kgbias_app.sections import plan as section
 from kgbias_app.serve import CHROMIUM, chromium, click, dashboard
 from kgbias_core import tasks
 from kgbias_core.jobs import Progress
-from kgbias_core.whatif.plan import saved_verifications
+from kgbias_core.whatif.step_ratio import saved_verifications
 
 pytestmark = [
     pytest.mark.browser,

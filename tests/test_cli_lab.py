@@ -28,6 +28,25 @@ def base(tiny_graph, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_model(model, tmp_path_factory.mktemp("cli-lab"))
 
 
+def test_debias_predicts_with_the_step_scale_of_the_models_audit(base: Path, tmp_path: Path, capsys) -> None:
+    """Issue 25: after the model's one-retrain audit, ``debias`` prints the step times the audit's ratio, named."""
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.jobs import Progress
+    from kgbias_core.tasks import model_step_ratio, prediction_audit_task
+    from kgbias_core.whatif.edits import make_edit, predict_edit
+
+    audited = Path(shutil.copytree(base, tmp_path / "audited"))
+    prediction_audit_task(audited).run(Progress())
+    ratio = model_step_ratio(audited)
+    assert main(["debias", "--model", str(audited), "--occupation", "nurse", "--remove-k", "5",
+                 "--out", str(tmp_path / "run")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("predicted change "))
+    analysis = ModelAnalysis(load_model(audited))
+    expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=5), scale=ratio.value)
+    assert float(re.match(r"predicted change (\S+) ", line).group(1)) == pytest.approx(expected.point, abs=1e-4)
+    assert f"Newton step, |H| x {ratio.value:.2f} (the retrained/predicted ratio" in line
+
+
 def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "nurse-if"
     assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "5",

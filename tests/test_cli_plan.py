@@ -14,11 +14,10 @@ from kgbias_core.embeddings.store import list_models, load_model
 from kgbias_core.errors import PLAN_TARGET_FORMAT, PLAN_TARGET_NOT_PLANNED, PLAN_UNDEFINED_TARGET
 from kgbias_core.whatif.plan import (
     PlanConfig,
-    observed_step_ratio,
     plan_removal,
     resolve_targets,
-    saved_verifications,
 )
+from kgbias_core.whatif.step_ratio import observed_step_ratio, saved_verifications
 from tests.conftest import NO_WOMEN
 
 

@@ -50,6 +50,28 @@ def test_lab_predicted_change_is_the_newton_step_with_its_estimator_and_interval
     assert f"Beside it, {OLD_ESTIMATOR}" in shown  # the calibrated closed form, labelled old
 
 
+def test_lab_multiplies_the_step_by_the_ratio_of_the_models_audit(writable_store: Path) -> None:
+    """Issue 25: once the model's one-retrain audit is stored, the lab's prediction is the step times the audit's
+    ratio (model_step_ratio), and its estimator says so."""
+    from kgbias_core.jobs import Progress
+
+    base = writable_store / "tiny-transe"
+    tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain of the tiny model
+    ratio = tasks.model_step_ratio(base)
+    assert ratio is not None
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(10).run()
+    assert not app.exception
+    analysis = ModelAnalysis(load_model(base))
+    expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=10), scale=ratio.value)
+    assert metric(app, "Predicted change of B_gr") == ui_texts.fmt(expected.point)
+    assert f"Estimator: {expected.estimator}" in texts(app.caption) and f"x {ratio.value:.2f}" in expected.estimator
+    shown = f"with the step times {ratio.value:.2f}, the median retrained/predicted ratio of this model's 1 "
+    assert shown.replace(".", "\\.") in texts(app.caption)  # the audit's caption (Markdown-escaped figures)
+
+
 def test_lab_headlines_the_newton_step_without_a_calibration_and_only_offers_the_calibration(
     writable_store: Path,
 ) -> None:

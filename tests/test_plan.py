@@ -27,13 +27,12 @@ from kgbias_core.whatif.plan import (
     greedy_order,
     group_facts,
     link_costs,
-    observed_step_ratio,
     plan_removal,
     plan_summary,
     plan_triples,
     resolve_targets,
-    saved_verifications,
 )
+from kgbias_core.whatif.step_ratio import observed_step_ratio, saved_verifications
 
 #: The target of the retrain tests: the tiny graph's journalists (18 men, 11 women in the seed-7 graph).
 OCCUPATION = "journalist"

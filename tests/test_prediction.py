@@ -21,6 +21,7 @@ from kgbias_core.influence.iterative import conjugate_gradient_solve
 from kgbias_core.influence.prediction import (
     ESTIMATOR,
     PREDICTION_TOLERANCE,
+    SCALED,
     WhatIfPrediction,
     absolute_curvature_hvp,
     absolute_newton_step,
@@ -210,6 +211,29 @@ def test_predict_removal_is_the_newton_prediction_of_the_analysis(tiny_model) ->
     groups = analysis.groups
     f = band_factor(int(min(groups.n_male[0], groups.n_female[0])))
     assert (got.low, got.high) == tuple(sorted((got.point / f, got.point * f)))
+
+
+def test_the_step_scale_moves_the_model_by_c_times_the_step(tiny_model) -> None:
+    """Issue 25, the step scale: the scaled prediction is B_gr exact at theta + c Delta theta (the |H| step, moved
+    here by hand and measured by a fresh analysis of the moved model), its band is relative to the scaled point,
+    the noise floor is added unscaled, and the estimator names the scale."""
+    analysis = ModelAnalysis(tiny_model)
+    occupation = analysis.groups.labels[0]
+    removed = removal_set(analysis.influence(occupation), kind="top", k=5)
+    c, spread = 0.3, 0.02
+    got = predict_removal(analysis, occupation, removed, scale=c, spread=spread)
+    step = absolute_newton_step(tiny_model, removed, tolerance=PREDICTION_TOLERANCE)
+    moved = replace(tiny_model, weights={"entity_embeddings": tiny_model.entity_embeddings + c * step[0],
+                                         "relation_embeddings": tiny_model.relation_embeddings + c * step[1]})
+    expected = float(ModelAnalysis(moved).group_bias(occupation)) - float(analysis.group_bias(occupation))
+    assert got.point == pytest.approx(expected, rel=1e-5, abs=1e-8)
+    unscaled = predict_removal(analysis, occupation, removed)
+    assert abs(got.point) < abs(unscaled.point) and got.point * unscaled.point > 0
+    f = band_factor(int(min(analysis.groups.n_male[0], analysis.groups.n_female[0])))
+    low, high = sorted((got.point / f, got.point * f))
+    assert (got.low, got.high, got.floor) == pytest.approx((low - spread, high + spread, spread))
+    assert got.estimator == f"{ESTIMATOR} {SCALED.format(scale=c)}" and "x 0.30" in got.estimator
+    assert predict_removal(analysis, occupation, removed, scale=1.0) == unscaled  # 1: the step as computed
 
 
 def test_the_newton_step_refuses_a_distance_it_does_not_differentiate(tiny_model) -> None:

@@ -228,3 +228,19 @@ def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store:
     assert bool(row["inside"]) == bool(row["low"] <= row["retrained"] <= row["high"])
     saved = tasks.saved_prediction_audit(base)
     assert saved is not None and saved.iloc[0]["predicted"] == pytest.approx(row["predicted"])
+    # The step scale every removal's prediction is multiplied by: this one retrain's ratio (clipped).
+    from kgbias_core.whatif.edits import make_edit, predict_edit
+    from kgbias_core.whatif.step_ratio import STEP_SCALE_RANGE
+
+    ratio = tasks.model_step_ratio(base)
+    assert ratio is not None and ratio.n == 1
+    assert ratio.value == pytest.approx(min(max(row["retrained"] / row["predicted"], STEP_SCALE_RANGE[0]),
+                                            STEP_SCALE_RANGE[1]))
+    removal = make_edit(analysis, row["occupation"], strategy="basket", indices=tuple(removed.tolist()))
+    scaled = predict_edit(analysis, removal, scale=ratio.value)
+    assert scaled.point == pytest.approx(predict_removal(analysis, row["occupation"], removed,
+                                                         scale=ratio.value).point)
+    assert f"x {ratio.value:.2f}" in scaled.estimator
+    # An addition keeps the step as computed: no removal retrain measured its motion.
+    addition = make_edit(analysis, row["occupation"], strategy="add", c=0.5)
+    assert predict_edit(analysis, addition, scale=ratio.value) == predict_edit(analysis, addition)

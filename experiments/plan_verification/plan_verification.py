@@ -14,7 +14,7 @@ rewritten at the end.
 
 ``--scale-from ROUND1.csv``: plan each occupation with the Newton step scaled by the median retrained/predicted
 ratio of the *other* occupations' rows of an earlier run of this script (leave one out:
-:func:`kgbias_core.whatif.plan.observed_step_ratio`, as the lab and ``kgbias plan`` read it from the model's own
+:func:`kgbias_core.whatif.step_ratio.observed_step_ratio`, as the lab and ``kgbias plan`` read it from the model's own
 record), so that no occupation's own retrain sets its scale.
 
 The model is only read; each verifying retrain is saved beside it, as the lab saves one. A model without a
@@ -36,7 +36,8 @@ from kgbias_core.embeddings.store import load_model
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import noise_band_task, saved_noise_band
 from kgbias_core.tasks.plan import verify_plan_task
-from kgbias_core.whatif.plan import PlanConfig, observed_step_ratio, plan_removal, resolve_targets
+from kgbias_core.whatif.plan import PlanConfig, plan_removal, resolve_targets
+from kgbias_core.whatif.step_ratio import observed_step_ratio
 
 
 def _done(out: Path) -> pd.DataFrame:

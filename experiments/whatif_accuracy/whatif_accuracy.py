@@ -9,11 +9,17 @@ appended to ``--runs`` when it is done and a rerun skips the rows already there 
 
     nice python experiments/whatif_accuracy/whatif_accuracy.py \
         --runs experiments/whatif_accuracy/results/synthetic_whatif.csv [--model PATH] \
-        [--occupations 8] [--sets 2,16,40] [--threads 1] [--seed 7]
+        [--occupations 8] [--sets 2,16,40] [--threads 1] [--retrain-threads 2] [--seed 7] [--no-exact]
 
 Without ``--model`` it trains the tiny synthetic graph of tests/conftest.py (600 persons, a second of
 CPU). A model without a calibration is calibrated first (13 masked retrains; on the synthetic graph
 seconds), and the rows say whether the occupation was one the calibration was fitted on.
+
+With ``--model``, the estimator as the lab shows it is measured too: the Newton step times the model's step
+scale (:func:`kgbias_core.whatif.step_ratio.model_step_ratio`, from its one-retrain audit, run first where
+the model has none) with the model's noise band as the floor (columns ``scaled``, ``scaled_low``,
+``scaled_high``; ``in_audit`` marks the audited occupation, whose ratio the scale is). Predictions run on
+``--threads`` (the issue's cost target is one thread), retrains on ``--retrain-threads``.
 """
 
 from __future__ import annotations
@@ -37,7 +43,10 @@ from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.prediction import newton_change, newton_removal_prediction, spectral_damping
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.influence.scale import predict
+from kgbias_core.jobs import Progress
+from kgbias_core.tasks import model_step_ratio, prediction_audit_task, saved_noise_band, saved_prediction_audit
 from kgbias_core.tasks.calibration import calibrate
+from kgbias_core.whatif.runs import noise_spread
 
 #: The synthetic graph and training of tests/conftest.py (TINY_GRAPH, TINY_TRAINING).
 SYNTHETIC = SyntheticConfig(n_persons=600, seed=7, other_gender_share=0.02)
@@ -76,6 +85,20 @@ def summarize(runs: pd.DataFrame) -> str:
             f"median {part['newton_s'].median():.2f} s | old (calibrated closed form) coverage "
             f"{old_inside:.0%}, sign {old_sign:.0%} | held-out occupations ({len(held)} sets): newton "
             f"{held_new:.0%}, old {held_old:.0%}")
+        if "scaled" in part:  # the estimator as the lab shows it: step scale and noise floor
+            shown = part[~part["in_audit"]]
+            shown_inside = ((shown["scaled_low"] <= shown["actual"]) & (shown["actual"] <= shown["scaled_high"]))
+            shown_half = ((shown["scaled_high"] - shown["scaled_low"]) / 2 / shown["scaled"].abs()).median()
+            shown_sign = (np.sign(shown["scaled"]) == np.sign(shown["actual"])).mean()
+            small = shown[np.minimum(shown["men"], shown["women"]) < 10]
+            small_inside = ((small["scaled_low"] <= small["actual"]) & (small["actual"] <= small["scaled_high"]))
+            lines.append(
+                f"    scaled x {part['scale'].iloc[0]:.3f} with noise floor, audited occupation left out "
+                f"({len(shown)} sets): coverage {shown_inside.mean():.0%}, median relative half-width "
+                f"{shown_half:.2f}, sign {shown_sign:.0%}, median retrained/scaled "
+                f"{(shown['actual'] / shown['scaled']).median():.2f}; fewer than 10 of one gender "
+                f"({len(small)} sets): coverage {small_inside.mean():.0%}; by share: " + ", ".join(
+                    f"{share}% {g.mean():.0%}" for share, g in shown_inside.groupby(shown["share"])))
     return "\n".join(lines)
 
 
@@ -85,7 +108,9 @@ def main() -> None:
     parser.add_argument("--runs", required=True, type=Path, help="CSV the rows are appended to (resumed from)")
     parser.add_argument("--occupations", type=int, default=8)
     parser.add_argument("--sets", default="2,16,40", help="removal sizes in percent of the moving triples")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of the predictions")
+    parser.add_argument("--retrain-threads", type=int, default=None, help="torch threads of the retrains")
+    parser.add_argument("--no-exact", action="store_true", help="skip the exact-H step (Lanczos, slow on FB)")
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed,
                         help="seed of the synthetic graph (7: the tests' graph, the band's fit; others: held out)")
     args = parser.parse_args()
@@ -93,12 +118,26 @@ def main() -> None:
     shares = [int(s) for s in args.sets.split(",")]
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
 
+    retrain_threads = args.retrain_threads or args.threads
+    scale, noise = None, None
     if args.model:
         model = load_model(args.model)
+        ratio = model_step_ratio(args.model)
+        if ratio is None:
+            torch.set_num_threads(retrain_threads)
+            started = time.perf_counter()
+            prediction_audit_task(args.model).run(Progress())
+            ratio = model_step_ratio(args.model)
+            print(f"audited in {time.perf_counter() - started:.1f} s", flush=True)
+        scale, noise = ratio.value, saved_noise_band(args.model)
+        audited = set(pd.Series(saved_prediction_audit(args.model)["occupation"]).tolist())
+        print(f"step scale {scale:.3f} from {ratio.n} retrain(s) of the model; noise band "
+              f"{'stored' if noise is not None else 'none'}", flush=True)
     else:
         graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
         model = train_model(graph, SYNTHETIC_TRAINING, name="synthetic-transe", device=torch.device("cpu"))
     if model.calibration is None:
+        torch.set_num_threads(retrain_threads)
         started = time.perf_counter()
         calibration, _ = calibrate(model)
         model = replace(model, calibration=calibration, influence_scale=calibration.scale)
@@ -107,9 +146,13 @@ def main() -> None:
     fitted = model.calibration.occupations
     analysis = ModelAnalysis(model)
     groups = analysis.groups
-    started = time.perf_counter()
-    damping = spectral_damping(model)
-    print(f"spectral damping lambda = {damping:.3f} ({time.perf_counter() - started:.2f} s)", flush=True)
+    torch.set_num_threads(args.threads)
+    damping = None
+    if not args.no_exact:
+        started = time.perf_counter()
+        damping = spectral_damping(model)
+        print(f"spectral damping lambda = {damping:.3f} ({time.perf_counter() - started:.2f} s)", flush=True)
+    torch.set_num_threads(retrain_threads)
     started = time.perf_counter()
     base = masked_retrain_bias(model, removed=None, groups=groups)
     print(f"base retrain {time.perf_counter() - started:.1f} s", flush=True)
@@ -128,24 +171,34 @@ def main() -> None:
                 k = max(1, moving * share // 100)
                 removed = removal_set(influence, kind=kind, k=k)
                 raw = float(influence[removed].sum())
+                torch.set_num_threads(args.threads)
                 t = time.perf_counter()
                 p = newton_removal_prediction(model, removed=removed, groups=groups, occupation_index=index)
                 newton_s = time.perf_counter() - t
-                exact = newton_change(model, removed, groups=groups, occupation_index=index, damping=damping,
-                                      curvature="exact")
+                exact = math.nan if damping is None else newton_change(
+                    model, removed, groups=groups, occupation_index=index, damping=damping, curvature="exact")
                 old = predict(raw, scale=model.influence_scale, calibration=model.calibration)
+                shown = {}
+                if scale is not None:  # as the lab shows it (predict_edit): the scaled step, the noise floor
+                    s = newton_removal_prediction(model, removed=removed, groups=groups, occupation_index=index,
+                                                  scale=scale, spread=noise_spread(noise, label))
+                    shown = {"scale": scale, "scaled": s.point, "scaled_low": s.low, "scaled_high": s.high,
+                             "floor": s.floor, "in_audit": label in audited}
+                torch.set_num_threads(retrain_threads)
                 t = time.perf_counter()
                 actual = float(masked_retrain_bias(model, removed=removed, groups=groups)[index] - base[index])
                 row = {"occupation": label, "men": int(groups.n_male[index]), "women": int(groups.n_female[index]),
                        "in_fit": label in fitted, "kind": kind, "share": share, "k": k, "moving": moving,
                        "closed_form": raw, "old_point": old.point, "old_low": old.low, "old_high": old.high,
                        "exact_newton": exact, "newton": p.point, "low": p.low, "high": p.high, "actual": actual,
-                       "newton_s": newton_s, "retrain_s": time.perf_counter() - t}
+                       "newton_s": newton_s, "retrain_s": time.perf_counter() - t, **shown}
                 pd.DataFrame([row]).to_csv(args.runs, mode="a", header=not args.runs.exists(), index=False)
                 inside = "in " if p.low <= actual <= p.high else "OUT"
                 print(f"{label:14s} {row['men']:3d}/{row['women']:<3d} {kind:6s} {share:2d}% k={k:4d}: newton "
                       f"{p.point:+.4f} [{p.low:+.4f}, {p.high:+.4f}] {inside} old {old.point:+.4f} "
-                      f"actual {actual:+.4f} ({newton_s:.2f} s)", flush=True)
+                      f"actual {actual:+.4f} ({newton_s:.2f} s)"
+                      + (f" | scaled {shown['scaled']:+.4f} [{shown['scaled_low']:+.4f}, {shown['scaled_high']:+.4f}]"
+                         if shown else ""), flush=True)
     runs = pd.read_csv(args.runs)
     if not math.isnan(runs["actual"].sum()):
         print(summarize(runs))

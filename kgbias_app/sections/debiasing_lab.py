@@ -53,7 +53,8 @@ ADD_HELP = (
 AUDIT_SENTENCE = (
     "Audit of this model's prediction (one masked retrain): removing the top {k} of the {moving} triples that move "
     "B_gr of {name}, predicted {predicted} [{low}, {high}], retrained {retrained}: {verdict} the interval "
-    "({estimator})."
+    "({estimator}). Removals above are predicted with the step times {scale}, the median retrained/predicted "
+    "ratio of this model's {n} retrain(s) (the audit and verified plans); additions with the step as computed."
 )
 AUDIT_BUTTON = "Audit the prediction against one masked retrain"
 AUDIT_HELP = (
@@ -134,7 +135,8 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
     (st.warning if membership.changes_groups else st.caption)(sentence)
     before = row["group_bias"]
     try:
-        prediction = cache.prediction(model, edit, cache.occupation_spread(model, edit.occupation))
+        prediction = cache.prediction(model, edit, cache.occupation_spread(model, edit.occupation),
+                                      cache.step_scale(model))
     except MeasureError as exc:  # a distance the Newton step does not differentiate (an imported L1/L2 model)
         prediction = None
         st.info(NOT_PREDICTED.format(why=md(str(exc))))
@@ -161,7 +163,8 @@ def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: 
             AUDIT_SENTENCE, k=int(row["k"]), moving=int(row["moving"]), name=str(row["name"]),
             predicted=texts.fmt(row["predicted"]), low=texts.fmt(row["low"]), high=texts.fmt(row["high"]),
             retrained=texts.fmt(row["retrained"]), verdict="inside" if row["inside"] else "outside",
-            estimator=str(row["estimator"])))
+            estimator=str(row["estimator"]), scale=f"{cache.step_scale(model):.2f}",
+            n=getattr(tasks.model_step_ratio(model.path), "n", 0)))
     elif jobs_ui.is_running(task):
         background.append(task)
     elif st.button(texts.with_estimate(AUDIT_BUTTON, seconds := tasks.prediction_audit_seconds(model.path)),

@@ -130,7 +130,7 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     edit = remove_edit(cache.analysis(model).model, occupation, torch.tensor(chosen, dtype=torch.long),
                        strategy=f"basket k={len(chosen)}")
     try:
-        prediction = cache.prediction(model, edit, cache.occupation_spread(model, occupation))
+        prediction = cache.prediction(model, edit, cache.occupation_spread(model, occupation), cache.step_scale(model))
     except MeasureError as exc:  # a distance the Newton step does not differentiate (an imported L1/L2 model)
         prediction = None
         st.info(md(str(exc)))

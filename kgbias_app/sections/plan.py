@@ -14,19 +14,18 @@ from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md
 from kgbias_app.widgets import download, min_group_size, readable_name, show_chart, too_few
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.tasks import model_retrain_seconds, saved_prediction_audit
+from kgbias_core.tasks import model_retrain_seconds
 from kgbias_core.tasks.plan import plan_run_dir, verify_plan_task
 from kgbias_core.whatif.plan import (
     LINK_PROXY,
     Plan,
     PlanConfig,
-    observed_step_ratio,
     plan_removal,
     plan_triples,
     resolve_targets,
-    saved_verifications,
 )
 from kgbias_core.whatif.runs import collateral
+from kgbias_core.whatif.step_ratio import model_step_ratio, saved_verifications
 
 # Texts of this section alone.
 HEADING = "Plan an edit (predicted, then verified)"
@@ -91,7 +90,7 @@ def _settings(analysis: ModelAnalysis, occupation: str, model_dir: str) -> tuple
                                      step=0.001, format="%.4f", key="plan_link", help=LINK_PROXY))
     tolerance = float(right.number_input("Tolerance without a noise band (× |B_gr|)", 0.01, 10.0,
                                          PlanConfig.tolerance, step=0.05, key="plan_tolerance"))
-    ratio = observed_step_ratio(saved_verifications(model_dir), saved_prediction_audit(model_dir))
+    ratio = model_step_ratio(model_dir)
     scale = 1.0
     if ratio is None:
         st.caption(NO_SCALE)

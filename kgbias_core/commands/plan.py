@@ -42,25 +42,24 @@ def step_scale(text: str) -> float | None:
 
 
 def _plan(args: argparse.Namespace) -> None:
-    from kgbias_core.tasks import saved_noise_band, saved_prediction_audit
+    from kgbias_core.tasks import saved_noise_band
     from kgbias_core.tasks.base import check_retrains
     from kgbias_core.tasks.plan import verify_plan_task
     from kgbias_core.whatif.plan import (
         PlanConfig,
-        observed_step_ratio,
         plan_removal,
         plan_summary,
         plan_triples,
         resolve_targets,
-        saved_verifications,
     )
+    from kgbias_core.whatif.step_ratio import model_step_ratio
 
     if args.verify:  # refused before the model is read, as every retraining command does
         check_retrains(args.model, what="plan --verify (a full retrain)", retrains=1)
     analysis = load_analysis(args.model, device=args.device)
     scale, scale_line = args.step_scale, None
     if scale is None:
-        ratio = observed_step_ratio(saved_verifications(args.model), saved_prediction_audit(args.model))
+        ratio = model_step_ratio(args.model)
         scale = ratio.value if ratio is not None else 1.0
         scale_line = (f"step scale {scale:.3f}: the median retrained/predicted ratio of {ratio.n} retrain(s) of this "
                       f"model (single ratios {ratio.low:.3f} to {ratio.high:.3f})" if ratio is not None else

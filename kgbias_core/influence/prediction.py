@@ -92,6 +92,9 @@ ADD_ESTIMATOR = "Newton step, |H|, new rows from their initial embedding"
 OLD_ESTIMATOR = "closed form x calibrated scale (old)"
 #: Appended to the estimator's name where the negatives were re-drawn (an imported model).
 REDRAWN = "negatives re-drawn"
+#: Appended to the estimator's name where the step is multiplied by the model's observed step ratio
+#: (:mod:`kgbias_core.whatif.step_ratio`).
+SCALED = "x {scale:.2f} (the retrained/predicted ratio of this model's own retrains)"
 #: CG's relative residual for a shown prediction: B_gr to about 5 digits, far inside the band (+-50% and more).
 #: On FB15k-237's Actor (k = 200) the point moved by 4e-6 of itself against a 1e-6 solve, with 13 |H| products
 #: instead of 31 (2.1 s instead of 5 s on one thread at load ~6; at load ~7, 31 products took 11-17 s).
@@ -337,11 +340,13 @@ def absolute_newton_step(model: StoredModel, removed: LongTensor, *, damping: fl
 
 def newton_change(model: StoredModel, removed: LongTensor, *, groups: OccupationGroups, occupation_index: int,
                   damping: float, curvature: str = "absolute", negatives: LongTensor | None = None,
-                  tolerance: float = 1e-6, active: torch.Tensor | None = None) -> float:
-    """B_gr(theta + Delta theta) - B_gr(theta) of one occupation, exact, groups fixed (Du §3.1).
+                  tolerance: float = 1e-6, active: torch.Tensor | None = None, scale: float = 1.0) -> float:
+    """B_gr(theta + c Delta theta) - B_gr(theta) of one occupation, exact, groups fixed (Du §3.1).
 
     ``curvature``: "absolute" (|H|, :func:`absolute_curvature_hvp`) or "exact" (H + lambda I, lambda from
-    :func:`spectral_damping`; the model's frozen negatives only).
+    :func:`spectral_damping`; the model's frozen negatives only). ``scale`` c: the step scale
+    (:mod:`kgbias_core.whatif.step_ratio`; 1 = the step as computed), applied to Delta theta as the planner
+    applies it, so B_gr stays exact at the scaled point.
     """
     removed = removed.to(model.triples.device)
     if curvature == "absolute":
@@ -349,6 +354,8 @@ def newton_change(model: StoredModel, removed: LongTensor, *, groups: Occupation
                                     active=active)
     else:
         step = newton_step(model, removed, damping=damping)
+    if scale != 1.0:
+        step = (scale * step[0], scale * step[1])
     return _bias(_moved(model, step), groups, occupation_index) - _bias(model, groups, occupation_index)
 
 
@@ -366,24 +373,30 @@ def _damping(model: StoredModel) -> float:
     return 0.0 if model.config.l2 > 0 else CONDITION_EPS  # l2 = 0: a token shift keeps |H| invertible
 
 
+def scaled_estimator(estimator: str, scale: float) -> str:
+    """The estimator's name, with the step scale where it is not 1 (:data:`SCALED`)."""
+    return estimator if scale == 1.0 else f"{estimator} {SCALED.format(scale=scale)}"
+
+
 def newton_removal_prediction(
     model: StoredModel, *, removed: LongTensor, groups: OccupationGroups, occupation_index: int,
     negatives: LongTensor | None = None, spread: float | None = None, tolerance: float = 1e-6,
-    active: torch.Tensor | None = None,
+    active: torch.Tensor | None = None, scale: float = 1.0,
 ) -> WhatIfPrediction:
     """The change of B_gr of one occupation when ``removed`` (training-row indices) leaves the training set.
 
     One Newton step with the absolute curvature |H| (no damping where l2 > 0: |H| >= l2 I), B_gr exact
     at theta + Delta theta, the band of :func:`band_factor`, widened by the noise floor ``spread``
     (:func:`with_noise_floor`) when the model has a noise band. ``negatives``: re-drawn ones for a model
-    without frozen negatives (the estimator's label then says so).
+    without frozen negatives (the estimator's label then says so). ``scale``: the step scale
+    (:func:`newton_change`; the band is relative to the scaled point, the noise floor is not scaled).
     """
     _check_distance(model)
     point = newton_change(model, removed, groups=groups, occupation_index=occupation_index, damping=_damping(model),
-                          negatives=negatives, tolerance=tolerance, active=active)
+                          negatives=negatives, tolerance=tolerance, active=active, scale=scale)
     f = band_factor(int(min(groups.n_male[occupation_index], groups.n_female[occupation_index])))
     ends = sorted((point / f, point * f))
-    estimator = ESTIMATOR if negatives is None else f"{ESTIMATOR}, {REDRAWN}"
+    estimator = scaled_estimator(ESTIMATOR if negatives is None else f"{ESTIMATOR}, {REDRAWN}", scale)
     return with_noise_floor(WhatIfPrediction(point=point, low=ends[0], high=ends[1], estimator=estimator), spread)
 
 
@@ -405,16 +418,17 @@ def _negatives_of(analysis: AnalysedModel) -> LongTensor | None:
 
 
 def predict_removal(analysis: AnalysedModel, occupation: str, removed: LongTensor, *,
-                    spread: float | None = None) -> WhatIfPrediction:
+                    spread: float | None = None, scale: float = 1.0) -> WhatIfPrediction:
     """What-if for the lab, ``debias`` and the report: B_gr of ``occupation`` without training rows ``removed``.
 
     Uses the analysis's groups, held fixed as the masked retrain holds them, and its negatives (frozen, or
     re-drawn for an imported model). ``spread``: the occupation's noise band, the interval's floor (None: no
-    band yet). The active terms are the analysis's memo (``active_terms``) where it has one.
+    band yet); ``scale``: the model's step scale (:mod:`kgbias_core.whatif.step_ratio`). The active terms are
+    the analysis's memo (``active_terms``) where it has one.
     """
     return newton_removal_prediction(analysis.model, removed=removed, groups=analysis.groups,
                                      occupation_index=analysis.groups.index(occupation),
-                                     negatives=_negatives_of(analysis), spread=spread,
+                                     negatives=_negatives_of(analysis), spread=spread, scale=scale,
                                      tolerance=PREDICTION_TOLERANCE, active=getattr(analysis, "active_terms", None))
 
 

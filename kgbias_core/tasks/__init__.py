@@ -50,10 +50,8 @@ from kgbias_core.tasks.findings import (
     saved_findings,
 )
 from kgbias_core.tasks.prediction_audit import (
-    PREDICTION_AUDIT,
     prediction_audit_seconds,
     prediction_audit_task,
-    saved_prediction_audit,
 )
 from kgbias_core.tasks.prepare import (
     READY_ITEMS,
@@ -90,6 +88,7 @@ from kgbias_core.tasks.whatif import (
     whatif_name,
     whatif_task,
 )
+from kgbias_core.whatif.step_ratio import PREDICTION_AUDIT, model_step_ratio, saved_prediction_audit
 
 __all__ = [
     "AUTO_BACKGROUND_SECONDS",
@@ -149,4 +148,5 @@ __all__ = [
     "prediction_audit_seconds",
     "prediction_audit_task",
     "saved_prediction_audit",
+    "model_step_ratio",
 ]

@@ -16,16 +16,15 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.device import resolve_device
-from kgbias_core.embeddings.results import load_result, save_result
+from kgbias_core.embeddings.results import save_result
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.errors import PREDICTION_AUDIT_KEPT, PREDICTION_AUDIT_NO_OCCUPATION, MeasureError
 from kgbias_core.influence.prediction import predict_removal
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks.base import Task, _key, check_retrains, model_retrain_seconds
+from kgbias_core.whatif.step_ratio import PREDICTION_AUDIT
 
-#: The result key of the audit in the model's results.
-PREDICTION_AUDIT = "prediction_audit"
 #: The audited edit: the top ``AUDIT_SHARE`` of the occupation's triples that move B_gr (the bench's middle size).
 AUDIT_SHARE = 0.16
 #: The audited occupation has at least this many persons of each gender (the largest such one is taken).
@@ -79,10 +78,6 @@ def prediction_audit_task(model_dir: Path | str, *, device: torch.device | str |
 
     return Task(key=_key(PREDICTION_AUDIT, model_dir), run=run,
                 kept=PREDICTION_AUDIT_KEPT.format(name=Path(model_dir).name))
-
-
-def saved_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
-    return load_result(model_dir, PREDICTION_AUDIT, params={})
 
 
 def prediction_audit_seconds(model_dir: Path | str) -> float | None:

@@ -52,7 +52,7 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.objective import negatives_count
-from kgbias_core.embeddings.results import load_result, save_result
+from kgbias_core.embeddings.results import save_result
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import (
     NEWTON_NEEDS_SQUARED_L2,
@@ -73,17 +73,17 @@ from kgbias_core.influence.prediction import (
     active_terms,
     band_factor,
     removal_gradient,
+    scaled_estimator,
 )
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.tables import MIN_GROUP_SIZE, occupations_frame, triples_frame, triples_in_words
+from kgbias_core.whatif.step_ratio import VERIFICATIONS, saved_verifications
 
 #: What the link-prediction bound bounds, in words (a proxy: no ranking is computed when planning).
 LINK_PROXY = (
     "link-prediction proxy: the mean, over the test queries, of the share of their head's and tail's training "
     "triples that the plan removes (0 = no test query loses evidence, 1 = every one loses all of it)"
 )
-#: Key of the per-model record of verified plans in the model's results folder.
-VERIFICATIONS = "plan_verifications"
 _RECORD_LOCK = threading.Lock()  # appends from two jobs of one process never interleave their read and write
 
 
@@ -105,50 +105,6 @@ class PlanConfig:
     # retrains showed (observed_step_ratio); 1: the step as computed. On the FB15k-237 default a retrain moves
     # about a quarter as far as the step (docs/results/plans.md): planned at 1, every plan falls short.
     step_scale: float = 1.0
-
-
-#: The observed ratio is clipped to this range: one odd retrain must not make the planner remove nothing or all.
-STEP_SCALE_RANGE = (0.05, 2.0)
-#: A verified change smaller than this (B_gr units) says nothing about the ratio: left out of it.
-RATIO_MIN_CHANGE = 1e-6
-
-
-@dataclass(frozen=True)
-class StepRatio:
-    """The ratio of retrained to predicted change of B_gr over a model's own retrains (:func:`observed_step_ratio`)."""
-
-    value: float  # the median, clipped to STEP_SCALE_RANGE
-    n: int  # the retrains it is read from
-    low: float  # the smallest and largest single ratio
-    high: float
-
-
-def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame | None = None) -> StepRatio | None:
-    """Median of retrained / predicted change of B_gr over a model's verified plans (:func:`saved_verifications`;
-    each prediction divided by the ``step_scale`` it was planned with, so the ratio is the unscaled step's) and its
-    one-retrain audit (``audit``: :func:`kgbias_core.tasks.prediction_audit.saved_prediction_audit`, the same
-    Newton step on |H|); None when no retrain has moved the prediction by more than :data:`RATIO_MIN_CHANGE`.
-
-    Why a ratio: the step is the optimum's shift (Du Eq. 2 with |H|, METHODS §4), a retrain of finite epochs
-    moves part of it, and the part is much the same across occupations of one model (on the FB15k-237 default
-    0.22-0.28 over five occupations); a median is robust to one odd retrain."""
-    ratios: list[float] = []
-    if verifications is not None and len(verifications):
-        # a record made before plans had a scale has none: those were planned with the step as computed
-        scale = (verifications["step_scale"] if "step_scale" in verifications
-                 else pd.Series(1.0, verifications.index)).fillna(1.0)
-        predicted = (verifications["predicted"] - verifications["group_bias_before"]) / scale
-        actual = verifications["actual"] - verifications["group_bias_before"]
-        keep = predicted.abs() > RATIO_MIN_CHANGE
-        ratios += (actual[keep] / predicted[keep]).astype(float).tolist()
-    if audit is not None and len(audit):
-        keep = audit["predicted"].abs() > RATIO_MIN_CHANGE
-        ratios += (audit.loc[keep, "retrained"] / audit.loc[keep, "predicted"]).astype(float).tolist()
-    ratios = [r for r in ratios if math.isfinite(r)]
-    if not ratios:
-        return None
-    value = float(np.clip(np.median(ratios), *STEP_SCALE_RANGE))
-    return StepRatio(value=value, n=len(ratios), low=min(ratios), high=max(ratios))
 
 
 @dataclass(frozen=True)
@@ -485,9 +441,7 @@ class _Newton:
 
 def plan_estimator(config: PlanConfig) -> str:
     """The estimator a plan's predictions come from, in words: the Newton step, and its scale when not 1."""
-    if config.step_scale == 1.0:
-        return ESTIMATOR
-    return f"{ESTIMATOR} x {config.step_scale:.2f} (the retrained/predicted ratio of this model's own retrains)"
+    return scaled_estimator(ESTIMATOR, config.step_scale)
 
 
 # --- the greedy order and the k search ----------------------------------------------------------------
@@ -775,11 +729,6 @@ def verification_rows(plan: Plan, change: pd.DataFrame, *, run: str, mrr_before:
             "estimator": o.prediction.estimator,
         })
     return pd.DataFrame(rows)
-
-
-def saved_verifications(model_dir) -> pd.DataFrame | None:
-    """The model's record of verified plans (:func:`append_verifications`), or None before the first."""
-    return load_result(model_dir, VERIFICATIONS, params={})
 
 
 def append_verifications(model_dir, rows: pd.DataFrame) -> pd.DataFrame:
