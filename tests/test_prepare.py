@@ -35,7 +35,10 @@ def test_prepare_synthetic_end_to_end_is_resumable_and_checks_readiness(
     assert load_link_prediction(model) is not None
     assert load_value_audit(model, **tasks.demo_audit_params(model)) is not None
     assert load_result(model, tasks.FINDINGS, params=tasks.findings_inputs(model)) is not None
-    for what in ("model", "seed family", "noise band", "link prediction", "relation audit", "findings"):
+    assert tasks.saved_prediction_audit(model) is not None  # issue 25: the step scale, one retrain
+    assert tasks.model_step_ratio(model) is not None
+    for what in ("model", "seed family", "noise band", "prediction audit", "link prediction", "relation audit",
+                 "findings"):
         assert any(line.split()[:1] == ["ready"] and what in line for line in out.splitlines()), out
     assert any(line.split()[:1] == ["optional"] and "calibration" in line for line in out.splitlines())
     assert out.strip().endswith("ready for a demo")

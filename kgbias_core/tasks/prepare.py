@@ -19,6 +19,7 @@ from kgbias_core.tasks.base import Task, _key
 from kgbias_core.tasks.calibration import calibration_task
 from kgbias_core.tasks.evaluation import link_prediction_task, relation_audit_task
 from kgbias_core.tasks.findings import findings_task, saved_findings
+from kgbias_core.tasks.prediction_audit import prediction_audit_task
 from kgbias_core.tasks.training import (
     DEFAULT_MODEL_NAMES,
     model_name,
@@ -26,6 +27,7 @@ from kgbias_core.tasks.training import (
     train_task,
 )
 from kgbias_core.tasks.whatif import noise_band_task, saved_noise_band
+from kgbias_core.whatif.step_ratio import saved_prediction_audit
 
 
 # --- prepare: everything a demo shows, ahead of time ----------------------------------------------
@@ -42,7 +44,8 @@ class ReadyItem:
 
 #: The items of :func:`readiness`, in the order ``prepare`` makes them (the family before the findings, which
 #: read its seed band).
-READY_ITEMS = ("model", "seed family", "noise band", "link prediction", "relation audit", "findings", "calibration")
+READY_ITEMS = ("model", "seed family", "noise band", "prediction audit", "link prediction", "relation audit",
+               "findings", "calibration")
 
 
 def demo_audit_params(model_dir: Path | str) -> dict[str, Any]:
@@ -72,6 +75,7 @@ def readiness(dataset: str, *, store: Path | str, data_dir: Path | str | None = 
         "model": True,
         "seed family": family_ready,
         "noise band": saved_noise_band(path) is not None,
+        "prediction audit": saved_prediction_audit(path) is not None,
         "link prediction": cached_link_prediction_ready(path),
         "relation audit": load_value_audit(path, **demo_audit_params(path)) is not None,
         "findings": saved_findings(path, census=census) is not None,
@@ -127,6 +131,8 @@ def _demo_task(what: str, dataset: str, path: Path, *, data_dir: Path | str | No
                                  from_existing=True)
     if what == "noise band":
         return noise_band_task(path, device=device)
+    if what == "prediction audit":  # one retrain: the step scale every removal's prediction is multiplied by
+        return prediction_audit_task(path, device=device)
     if what == "link prediction":
         return link_prediction_task([path], device=device)
     if what == "relation audit":
@@ -143,7 +149,8 @@ def prepare_task(
 ) -> Task[list[ReadyItem]]:
     """Train the default model of each of ``datasets`` where missing and its siblings, a family of ``seeds``
     seeds (the default model is its first member, under its own name: :mod:`kgbias_core.families`; 1: no
-    family), then everything a demo shows: noise band, link prediction, relation audit, findings (with the
+    family), then everything a demo shows: noise band, the prediction audit (one retrain: the step scale of the
+    what-if predictions), link prediction, relation audit, findings (with the
     family's seed band), and the calibration with ``calibrate`` (13 retrains). Resumable: what is in the store
     already is skipped. Returns the :func:`readiness` of every graph afterwards. ``overrides`` apply to the
     default model's training only (e.g. fewer epochs for a quick try); its siblings take its config."""
