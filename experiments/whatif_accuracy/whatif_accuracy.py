@@ -133,6 +133,26 @@ def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _summarize_only(args: argparse.Namespace) -> None:
+    """The summary of a finished ``--runs``, and a ``name`` column (readable occupation names) added to it."""
+    runs = pd.read_csv(args.runs)
+    if "name" not in runs and args.model:
+        model = load_model(args.model)
+        names = dict(zip(model.entity_labels, model.entity_names, strict=True))
+        runs.insert(1, "name", runs["occupation"].map(names))
+        _write_atomically(runs, args.runs)
+    print(summarize(runs))
+    if args.summary:
+        _write_atomically(summary_frame(runs), args.summary, float_format="%.4f")
+
+
+def _write_atomically(frame: pd.DataFrame, path: Path, **to_csv) -> None:
+    """``frame`` to ``path`` through a sibling file, so an interrupted write never leaves half a CSV."""
+    partial = path.with_suffix(".tmp")
+    frame.to_csv(partial, index=False, **to_csv)
+    partial.replace(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="a stored model (default: train the synthetic graph of the tests)")
@@ -143,6 +163,8 @@ def main() -> None:
     parser.add_argument("--retrain-threads", type=int, default=None, help="torch threads of the retrains")
     parser.add_argument("--no-exact", action="store_true", help="skip the exact-H step (Lanczos, slow on FB)")
     parser.add_argument("--summary", type=Path, help="CSV of summary_frame (per estimator), written at the end")
+    parser.add_argument("--summarize-only", action="store_true",
+                        help="only write the summary of --runs (and its occupations' names, from --model)")
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed,
                         help="seed of the synthetic graph (7: the tests' graph, the band's fit; others: held out)")
     args = parser.parse_args()
@@ -150,6 +172,9 @@ def main() -> None:
     shares = [int(s) for s in args.sets.split(",")]
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
 
+    if args.summarize_only:
+        _summarize_only(args)
+        return
     retrain_threads = args.retrain_threads or args.threads
     scale, noise = None, None
     if args.model:
@@ -235,7 +260,7 @@ def main() -> None:
     if not math.isnan(runs["actual"].sum()):
         print(summarize(runs))
         if args.summary:
-            summary_frame(runs).to_csv(args.summary, index=False, float_format="%.4f")
+            _write_atomically(summary_frame(runs), args.summary, float_format="%.4f")
 
 
 if __name__ == "__main__":
