@@ -106,10 +106,21 @@ def _inside(actual: pd.Series, low: pd.Series, high: pd.Series) -> pd.Series:
     return (low <= actual) & (actual <= high)
 
 
+def _sign_beyond_floor(part: pd.DataFrame, point: str) -> float:
+    """Share of sets with the right sign among those whose predicted change exceeds the occupation's noise
+    floor: a prediction inside the noise makes no claim about the sign (NaN without a floor column)."""
+    if "floor" not in part:
+        return np.nan
+    claimed = part[part[point].abs() > part["floor"]]
+    return (np.sign(claimed[point]) == np.sign(claimed["actual"])).mean() if len(claimed) else np.nan
+
+
 def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per estimator and kind of set (targeted / random) over the sets the scale was not read from
-    (the audited occupation left out): coverage, median relative half-width, sign, median retrained/predicted,
-    and the coverage where one gender has fewer than 10 persons and at each share; the docs' table."""
+    (the audited occupation left out): coverage, median relative half-width (all sets, and those where both
+    genders have at least 10 persons, where the noise floor does not dominate), sign, median retrained/predicted,
+    and the coverage where one gender has fewer than 10 persons and at each share; the docs' table. Random sets
+    get only their coverage: their point is about 0, so relative width, sign and ratio are noise."""
     shown = runs[~runs["in_audit"].astype(bool)] if "in_audit" in runs else runs
     estimators = [("Newton step as computed, no floor", "newton", "low", "high")]
     if "scaled" in runs:
@@ -121,12 +132,17 @@ def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
         small = np.minimum(part["men"], part["women"]) < 10
         for name, point, low, high in estimators:
             inside = _inside(part["actual"], part[low], part[high])
+            relative = (part[high] - part[low]) / 2 / part[point].abs()
             row = {"sets": "targeted" if targeted else "random", "estimator": name, "n": len(part),
-                   "coverage": inside.mean(),
-                   "half_width": ((part[high] - part[low]) / 2 / part[point].abs()).median(),
+                   "coverage": inside.mean(), "half_width": relative.median(),
+                   "half_width_large": relative[~small].median() if (~small).any() else np.nan,
                    "sign": (np.sign(part[point]) == np.sign(part["actual"])).mean(),
+                   "sign_beyond_floor": _sign_beyond_floor(part, point),
                    "ratio": (part["actual"] / part[point]).median(),
                    "small_n": int(small.sum()), "small_coverage": inside[small].mean() if small.any() else np.nan}
+            if not targeted:  # a random set's point is about 0: only its coverage of the noise means something
+                row.update(half_width=np.nan, half_width_large=np.nan, sign=np.nan, sign_beyond_floor=np.nan,
+                           ratio=np.nan)
             for share, g in inside.groupby(part["share"]):
                 row[f"coverage_{share}"] = g.mean()
             rows.append(row)
