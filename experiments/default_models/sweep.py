@@ -99,10 +99,12 @@ def removal_shares(shares: str) -> list[int]:
     return [int(s) for s in shares.split(",")]
 
 
-#: Seconds per (extra negative row x dimension) of one step, fitted on steps of this loop at FB15k-237's shapes
-#: (batch 4096, dim 100 and 200, K 8 and 32; dense Adam, 1 thread, 2-core CPU at load average 6-7): 6.6-7.3e-8.
+#: Seconds per (extra negative row x dimension) of one step on a quiet 2-core CPU: 1.5-1.7e-8 from whole FB15k-237
+#: trainings with K = 8 (batch 4096, dim 100: 302 s at 2 threads on the AMD EPYC with nothing beside it, 322 s at
+#: 1 thread on the Intel Xeon beside a 1-thread job). Steps timed at load average 6-7 (other jobs sharing the
+#: cores) gave 6.6-7.3e-8: on a loaded machine expect about four times the estimate.
 #: K = 1's step is :func:`estimated_seconds`'s; each further negative of a batch adds this per row and dimension.
-SECONDS_PER_NEGATIVE_ROW_DIM = 7e-8
+SECONDS_PER_NEGATIVE_ROW_DIM = 1.7e-8
 
 
 def estimate(graph: KnowledgeGraph, config: TrainConfig, *, retrains: int) -> tuple[float, float]:
@@ -274,7 +276,7 @@ def main() -> None:
         train, again = estimate(graph, config, retrains=retrains)
         total += train + again
         print(f"estimate {text}: training {train:.0f} s + {retrains} retrains {again:.0f} s "
-              f"(2-core CPU, 1 thread: SECONDS_PER_NEGATIVE_ROW_DIM)", flush=True)
+              f"(quiet 2-core CPU: SECONDS_PER_NEGATIVE_ROW_DIM)", flush=True)
     print(f"estimate, all {len(configs)} configs: {total / 3600:.2f} h (before link prediction and exact solves)",
           flush=True)
     if args.estimate_only:
