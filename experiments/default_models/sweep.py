@@ -99,12 +99,13 @@ def removal_shares(shares: str) -> list[int]:
     return [int(s) for s in shares.split(",")]
 
 
-#: Seconds per (extra negative row x dimension) of one step on a quiet 2-core CPU: 1.5-1.7e-8 from whole FB15k-237
-#: trainings with K = 8 (batch 4096, dim 100: 302 s at 2 threads on the AMD EPYC with nothing beside it, 322 s at
-#: 1 thread on the Intel Xeon beside a 1-thread job). Steps timed at load average 6-7 (other jobs sharing the
-#: cores) gave 6.6-7.3e-8: on a loaded machine expect about four times the estimate.
+#: Seconds per (extra negative row x dimension) of one step on a quiet 2-core CPU, from whole FB15k-237 trainings
+#: with K = 8 (batch 4096, dim 100, 80 epochs, K = 1's part taken off): 1.0e-8 at 2 threads (AMD EPYC, 189-193 s,
+#: nothing beside it), 1.5e-8 at 1 thread (Intel Xeon, 322 s beside a 1-thread job); the estimate takes the
+#: 1-thread figure. Steps timed at load average 6-7 (other jobs sharing the cores) gave 6.6-7.3e-8: on a loaded
+#: machine expect four to five times the estimate.
 #: K = 1's step is :func:`estimated_seconds`'s; each further negative of a batch adds this per row and dimension.
-SECONDS_PER_NEGATIVE_ROW_DIM = 1.7e-8
+SECONDS_PER_NEGATIVE_ROW_DIM = 1.5e-8
 
 
 def estimate(graph: KnowledgeGraph, config: TrainConfig, *, retrains: int) -> tuple[float, float]:
