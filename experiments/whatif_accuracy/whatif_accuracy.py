@@ -36,6 +36,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.commands.common import write_text
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import load_model
@@ -156,17 +157,10 @@ def _summarize_only(args: argparse.Namespace) -> None:
         model = load_model(args.model)
         names = dict(zip(model.entity_labels, model.entity_names, strict=True))
         runs.insert(1, "name", runs["occupation"].map(names))
-        _write_atomically(runs, args.runs)
+        write_text(runs.to_csv(index=False), str(args.runs))
     print(summarize(runs))
     if args.summary:
-        _write_atomically(summary_frame(runs), args.summary, float_format="%.4f")
-
-
-def _write_atomically(frame: pd.DataFrame, path: Path, **to_csv) -> None:
-    """``frame`` to ``path`` through a sibling file, so an interrupted write never leaves half a CSV."""
-    partial = path.with_suffix(".tmp")
-    frame.to_csv(partial, index=False, **to_csv)
-    partial.replace(path)
+        write_text(summary_frame(runs).to_csv(index=False, float_format="%.4f"), str(args.summary))
 
 
 def main() -> None:
@@ -276,7 +270,7 @@ def main() -> None:
     if not math.isnan(runs["actual"].sum()):
         print(summarize(runs))
         if args.summary:
-            _write_atomically(summary_frame(runs), args.summary, float_format="%.4f")
+            write_text(summary_frame(runs).to_csv(index=False, float_format="%.4f"), str(args.summary))
 
 
 if __name__ == "__main__":
