@@ -25,6 +25,8 @@ from kgbias_core.influence.prediction import (
     WhatIfPrediction,
     absolute_curvature_hvp,
     absolute_newton_step,
+    SCALED_BAND_BASE,
+    SCALED_BAND_SMALL,
     band_factor,
     hessian_extremes,
     newton_removal_prediction,
@@ -229,7 +231,10 @@ def test_the_step_scale_moves_the_model_by_c_times_the_step(tiny_model) -> None:
     assert got.point == pytest.approx(expected, rel=1e-5, abs=1e-8)
     unscaled = predict_removal(analysis, occupation, removed)
     assert abs(got.point) < abs(unscaled.point) and got.point * unscaled.point > 0
-    f = band_factor(int(min(analysis.groups.n_male[0], analysis.groups.n_female[0])))
+    # the scaled step's own band (the ratio's level is taken out by the scale), narrower than the unscaled one
+    m = int(min(analysis.groups.n_male[0], analysis.groups.n_female[0]))
+    f = SCALED_BAND_BASE + SCALED_BAND_SMALL / m ** 0.5
+    assert f < band_factor(m)
     low, high = sorted((got.point / f, got.point * f))
     assert (got.low, got.high, got.floor) == pytest.approx((low - spread, high + spread, spread))
     assert got.estimator == f"{ESTIMATOR} {SCALED.format(scale=c)}" and "x 0.30" in got.estimator

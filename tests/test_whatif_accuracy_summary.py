@@ -6,7 +6,9 @@ import importlib.util
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "whatif_accuracy" / "whatif_accuracy.py"
 
@@ -36,7 +38,7 @@ def test_summary_leaves_out_the_audited_occupation_and_judges_random_sets_by_cov
         _row("random", 3, 2, 0.0, 0.5),
     ])
     frame = _bench().summary_frame(runs)
-    scaled = frame[frame["estimator"].str.contains("audit")].set_index("sets")
+    scaled = frame[frame["estimator"].str.endswith("band as run")].set_index("sets")
     assert scaled.loc["targeted", "n"] == 3 and scaled.loc["random", "n"] == 2
     assert math.isclose(scaled.loc["targeted", "coverage"], 2 / 3)
     assert math.isclose(scaled.loc["targeted", "sign"], 2 / 3)
@@ -46,3 +48,42 @@ def test_summary_leaves_out_the_audited_occupation_and_judges_random_sets_by_cov
     assert scaled.loc["random", "coverage"] == 0.5
     for column in ("half_width", "half_width_large", "sign", "sign_beyond_floor", "ratio"):
         assert math.isnan(scaled.loc["random", column])
+
+
+def test_the_summary_judges_the_scaled_point_again_with_todays_band() -> None:
+    """Runs made under an earlier band: the point and the floor are kept, the interval is today's
+    [p / f, p * f] +- floor with the scaled step's f = SCALED_BAND_BASE + SCALED_BAND_SMALL / sqrt(m)."""
+    from kgbias_core.influence.prediction import SCALED_BAND_BASE, SCALED_BAND_SMALL
+
+    f = SCALED_BAND_BASE + SCALED_BAND_SMALL / 40 ** 0.5
+    edge = 0.4 * f + 0.05  # today's upper end for m = 40, point 0.4, floor 0.05
+    runs = pd.DataFrame([_row("top", 50, 40, 0.4, edge - 0.001), _row("top", 50, 40, 0.4, edge + 0.001),
+                         _row("random", 50, 40, 0.0, 0.01)])
+    bench = _bench()
+    low, high = bench.current_band(runs)
+    assert high[0] == high[1] == pytest.approx(edge) and low[0] == pytest.approx(0.4 / f - 0.05)
+    frame = bench.summary_frame(runs)
+    today = frame[frame["estimator"].str.contains("sqrt")].set_index("sets")
+    as_run = frame[frame["estimator"].str.endswith("band as run")].set_index("sets")
+    assert today.loc["targeted", "coverage"] == 0.5  # edge + 0.001 is outside today's band
+    assert as_run.loc["targeted", "coverage"] == 1.0  # the stored interval (+-0.2 around 0.4) held both
+    assert today.loc["targeted", "half_width"] == pytest.approx((edge - (0.4 / f - 0.05)) / 2 / 0.4)
+    assert today.loc["random", "coverage"] == 1.0
+
+
+def test_the_band_fit_finds_the_narrowest_band_that_covers() -> None:
+    """band_fit.py on rows whose retrained/point ratio spans 0.8-1.25 at m = 100 without a floor: the narrowest
+    covering band is f = 1.25 (then 1/f = 0.8), whatever split of a + b/10 gives it, and it covers every set."""
+    spec = importlib.util.spec_from_file_location("band_fit", SCRIPT.parent / "band_fit.py")
+    band_fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(band_fit)
+    ratios = [0.8, 0.9, 1.0, 1.1, 1.25]
+    runs = pd.DataFrame([{**_row("top", 100, 120, 0.5, 0.5 * q, floor=0.0), "occupation": f"o{i}"}
+                         for i, q in enumerate(ratios)])
+    rows = band_fit.targeted_rows(runs)
+    a, b = band_fit.fit(rows, coverage=1.0)
+    assert a + b / 10 == pytest.approx(1.25, abs=0.006)
+    covered, width = band_fit.judged(rows, a, b)
+    assert covered.all() and np.median(width) == pytest.approx((1.25 - 1 / 1.25) / 2, abs=0.005)
+    table = band_fit.evaluate({"g": rows, "h": rows}, coverage=1.0)
+    assert set(table["evaluation"]) >= {"in-sample all", "leave-one-out all", "g -> h", "all -> g"}

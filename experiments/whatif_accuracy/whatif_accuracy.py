@@ -41,7 +41,14 @@ from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
-from kgbias_core.influence.prediction import newton_change, newton_removal_prediction, spectral_damping
+from kgbias_core.influence.prediction import (
+    SCALED_BAND_BASE,
+    SCALED_BAND_SMALL,
+    newton_change,
+    newton_removal_prediction,
+    removal_band_factor,
+    spectral_damping,
+)
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.influence.scale import predict
 from kgbias_core.jobs import Progress
@@ -116,17 +123,32 @@ def _sign_beyond_floor(part: pd.DataFrame, point: str) -> float:
     return (np.sign(claimed[point]) == np.sign(claimed["actual"])).mean() if len(claimed) else np.nan
 
 
+def current_band(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The interval the lab shows today around each row's scaled point: [p / f, p * f] with the scaled step's
+    band (:func:`~kgbias_core.influence.prediction.removal_band_factor`), widened by the row's noise floor. The
+    point and the floor do not depend on the band, so runs made under an earlier band are judged anew."""
+    f = np.array([removal_band_factor(int(min(m, w)), scale=float(s))
+                  for m, w, s in zip(runs["men"], runs["women"], runs["scale"], strict=True)], dtype=float)
+    p = runs["scaled"].to_numpy(float)
+    floor = np.nan_to_num(runs["floor"].to_numpy(float))
+    return np.minimum(p / f, p * f) - floor, np.maximum(p / f, p * f) + floor
+
+
 def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per estimator and kind of set (targeted / random) over the sets the scale was not read from
     (the audited occupation left out): coverage, median relative half-width (all sets, and those where both
     genders have at least 10 persons, where the noise floor does not dominate), sign, median retrained/predicted,
     and the coverage where one gender has fewer than 10 persons and at each share; the docs' table. Random sets
-    get only their coverage: their point is about 0, so relative width, sign and ratio are noise."""
+    get only their coverage: their point is about 0, so relative width, sign and ratio are noise. The scaled step
+    is judged twice: with the interval it was run with, and with today's band (:func:`current_band`)."""
     shown = runs[~runs["in_audit"].astype(bool)] if "in_audit" in runs else runs
     estimators = [("Newton step as computed, no floor", "newton", "low", "high")]
     if "scaled" in runs:
-        estimators.append((f"Newton step x {runs['scale'].iloc[0]:.3f} (audit), noise floor", "scaled",
-                           "scaled_low", "scaled_high"))
+        scaled = f"Newton step x {runs['scale'].iloc[0]:.3f} (audit), noise floor"
+        estimators.append((f"{scaled}, band as run", "scaled", "scaled_low", "scaled_high"))
+        shown = shown.assign(**dict(zip(("band_low", "band_high"), current_band(shown), strict=True)))
+        estimators.append((f"{scaled}, band {SCALED_BAND_BASE} + {SCALED_BAND_SMALL}/sqrt(m)", "scaled", "band_low",
+                           "band_high"))
     estimators.append(("closed form x calibrated scale (old)", "old_point", "old_low", "old_high"))
     rows = []
     for targeted, part in shown.groupby(shown["kind"] != "random"):

@@ -52,28 +52,38 @@ def _dot(a: Vector, b: Vector) -> float:
 
 
 def conjugate_gradients(
-    apply: Callable[[Vector], Vector], rhs: Vector, *, iterations: int = 100, tolerance: float = 1e-6
+    apply: Callable[[Vector], Vector], rhs: Vector, *, iterations: int = 100, tolerance: float = 1e-6,
+    inverse_diagonal: Vector | None = None,
 ) -> Vector:
     """x = A^{-1} rhs by conjugate gradients for a positive definite ``apply`` (v -> A v); stops when the
     residual is ``tolerance`` times the start's. A zero ``rhs`` (a set whose margins are all inactive has no
-    gradient) gives x = 0 at once, not a division by zero."""
+    gradient) gives x = 0 at once, not a division by zero. ``inverse_diagonal``: a Jacobi preconditioner
+    (1 / diag A, row-wise, broadcast over d), z = r * inverse_diagonal; None: plain CG. The one CG loop over
+    torch vectors (the planner's sparse solve has its own in numpy, in place, for memory)."""
+    def precondition(r: Vector) -> Vector:
+        return r if inverse_diagonal is None else (r[0] * inverse_diagonal[0], r[1] * inverse_diagonal[1])
+
     x = (torch.zeros_like(rhs[0]), torch.zeros_like(rhs[1]))
     r = (rhs[0].clone(), rhs[1].clone())
-    p = (r[0].clone(), r[1].clone())
     rs = _dot(r, r)
     if rs == 0:
         return x
     target = tolerance * tolerance * rs
+    z = precondition(r)
+    p = (z[0].clone(), z[1].clone())
+    rz = _dot(r, z) if inverse_diagonal is not None else rs
     for _ in range(iterations):
         ap = apply(p)
-        step = rs / _dot(p, ap)
+        step = rz / _dot(p, ap)
         x = (x[0] + step * p[0], x[1] + step * p[1])
         r = (r[0] - step * ap[0], r[1] - step * ap[1])
         rs_new = _dot(r, r)
         if rs_new < target:
             break
-        p = (r[0] + rs_new / rs * p[0], r[1] + rs_new / rs * p[1])
-        rs = rs_new
+        z = precondition(r)
+        rz_new = _dot(r, z) if inverse_diagonal is not None else rs_new
+        p = (z[0] + rz_new / rz * p[0], z[1] + rz_new / rz * p[1])
+        rz = rz_new
     return x
 
 

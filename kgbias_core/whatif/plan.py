@@ -71,7 +71,7 @@ from kgbias_core.influence.prediction import (
     ESTIMATOR,
     WhatIfPrediction,
     active_terms,
-    band_factor,
+    removal_band_factor,
     removal_gradient,
     scaled_estimator,
 )
@@ -645,7 +645,7 @@ def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands
     outcomes, problems = [], []
     for target, index, (n_candidates, n_chosen) in zip(targets, target_index, counts, strict=True):
         point = float(changes[index])
-        f = band_factor(int(min(groups.n_male[index], groups.n_female[index])))
+        f = removal_band_factor(int(min(groups.n_male[index], groups.n_female[index])), scale=config.step_scale)
         low, high = sorted((point / f, point * f))
         outcome = TargetOutcome(target=target, name=groups.names[index], before=float(before[index]),
                                 prediction=WhatIfPrediction(point=point, low=low, high=high,
