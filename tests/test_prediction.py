@@ -19,14 +19,16 @@ from kgbias_core.errors import MeasureError
 from kgbias_core.influence.closed_form import influence_context, triple_influence
 from kgbias_core.influence.iterative import conjugate_gradient_solve
 from kgbias_core.influence.prediction import (
+    DISTANCE_NOTES,
     ESTIMATOR,
     PREDICTION_TOLERANCE,
     SCALED,
+    SCALED_BAND_BASE,
+    SCALED_BAND_SMALL,
     WhatIfPrediction,
     absolute_curvature_hvp,
     absolute_newton_step,
-    SCALED_BAND_BASE,
-    SCALED_BAND_SMALL,
+    active_terms,
     band_factor,
     hessian_extremes,
     newton_removal_prediction,
@@ -37,6 +39,8 @@ from kgbias_core.influence.prediction import (
 )
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.influence.scale import predict
+
+from .conftest import TINY_TRAINING
 
 
 @pytest.fixture(scope="module")
@@ -241,11 +245,99 @@ def test_the_step_scale_moves_the_model_by_c_times_the_step(tiny_model) -> None:
     assert predict_removal(analysis, occupation, removed, scale=1.0) == unscaled  # 1: the step as computed
 
 
-def test_the_newton_step_refuses_a_distance_it_does_not_differentiate(tiny_model) -> None:
+def test_additions_refuse_a_distance_they_do_not_differentiate(tiny_model) -> None:
+    from kgbias_core.influence.prediction import newton_addition_prediction
+    from kgbias_core.whatif.edits import add_edit, addition
+
     model = replace(tiny_model, config=replace(tiny_model.config, distance="l1"))
+    groups = influence_context(tiny_model).groups
+    both = torch.minimum(groups.n_male, groups.n_female) > 0
+    index = int(torch.argmax((groups.n_male - groups.n_female).abs() * both))
+    occupation = groups.labels[index]
     with pytest.raises(MeasureError, match="squared-L2"):
-        newton_removal_prediction(model, removed=torch.tensor([0]), groups=influence_context(tiny_model).groups,
-                                  occupation_index=0)
+        newton_addition_prediction(model, addition(model, add_edit(model, occupation, c=0.5)), occupation=occupation)
+
+
+# --- issue 25: imported models' distances (L1, L2) --------------------------------------------------------------
+@pytest.fixture(scope="module", params=["l2", "l1"])
+def distance_model(request):
+    """The small graph trained with an imported model's distance (kgbias trains L1 / L2 for these checks)."""
+    graph = generate_people_graph(SyntheticConfig(n_persons=40, seed=5))
+    model = train_model(graph, TrainConfig(dim=4, epochs=10, batch_size=64, lr=1e-2, l2=1.0, seed=3,
+                                           distance=request.param), name="small", device=torch.device("cpu"))
+    weights = {"entity_embeddings": model.entity_embeddings.double(),
+               "relation_embeddings": model.relation_embeddings.double()}
+    return replace(model, weights=weights)
+
+
+def test_the_absolute_curvature_of_l1_and_l2_is_autograds_hessian_of_every_active_term(distance_model) -> None:
+    """|H| for psi = ||x||_2 and for L1 smoothed at its median residual (sqrt(x_i^2 + eps^2) summed), against
+    autograd's dense Hessian of l2/2 ||theta||^2 + sum over the active terms of psi(z) + psi(z'), both counted
+    positive; the preconditioner is its diagonal, and the step its dense solve."""
+    model = distance_model
+    E, R = model.entity_embeddings, model.relation_embeddings
+    split = E.numel()
+    active = active_terms(model)
+    terms = torch.cat([model.triples[active], model.frozen_negatives[active]])
+    residuals = E[terms[:, 0]] + R[terms[:, 1]] - E[terms[:, 2]]
+    eps = float(residuals.abs().median())
+
+    def positive_part(theta: torch.Tensor) -> torch.Tensor:
+        e, r = theta[:split].reshape(E.shape), theta[split:].reshape(R.shape)
+        x = e[terms[:, 0]] + r[terms[:, 1]] - e[terms[:, 2]]
+        psi = x.norm(dim=-1) if model.config.distance == "l2" else (x * x + eps * eps).sqrt().sum(-1)
+        return psi.sum() + model.config.l2 / 2 * (theta * theta).sum()
+
+    dense = torch.autograd.functional.hessian(positive_part, torch.cat([E.reshape(-1), R.reshape(-1)]))
+    hvp = absolute_curvature_hvp(model)
+    generator = torch.Generator().manual_seed(2)
+    v = (torch.randn(E.shape, generator=generator, dtype=torch.float64),
+         torch.randn(R.shape, generator=generator, dtype=torch.float64))
+    assert torch.allclose(_flat(hvp(v)), dense @ _flat(v), rtol=1e-8, atol=1e-8)
+    diagonal = torch.cat([hvp.diagonal[0].expand_as(v[0]).reshape(-1), hvp.diagonal[1].expand_as(v[1]).reshape(-1)])
+    assert torch.allclose(diagonal, torch.diagonal(dense))
+    removed = torch.tensor([1, 2, 30, 99])
+    gradient = removal_gradient(model, removed)
+    # The removed terms' gradient is the distance's own: autograd of the L1 / L2 objective.
+    theta = torch.cat([E.reshape(-1), R.reshape(-1)]).requires_grad_(True)
+    weights = torch.zeros(model.triples.shape[0], dtype=torch.float64)
+    weights[removed] = 1
+    loss = transe_objective(entities=theta[:split].reshape(E.shape), relations=theta[split:].reshape(R.shape),
+                            triples=model.triples, negatives=model.frozen_negatives, margin=model.config.margin,
+                            l2=0.0, weights=weights, distance=model.config.distance)
+    assert torch.allclose(_flat(gradient), torch.autograd.grad(loss, theta)[0])
+    expected = torch.linalg.solve(dense, _flat(gradient))
+    assert torch.allclose(_flat(absolute_newton_step(model, removed)), expected, rtol=1e-5,
+                          atol=1e-6 * float(expected.abs().max()))
+
+
+@pytest.mark.parametrize("distance", ["l2", "l1"])
+def test_l1_and_l2_predictions_have_the_retrained_sign_and_cover_it(tiny_graph, distance) -> None:
+    """The graph of the tests trained with L1 or L2 (as an imported engine scores): the Newton step against masked
+    retrains with that distance, on the largest occupation and one with a single person of one gender."""
+    model = train_model(tiny_graph, replace(TINY_TRAINING, distance=distance), name=f"tiny-{distance}",
+                        device=torch.device("cpu"))
+    context = influence_context(model)
+    groups = context.groups
+    base = masked_retrain_bias(model, removed=None, groups=groups)
+    smaller = torch.minimum(groups.n_male, groups.n_female)
+    by_size = sorted((i for i in range(groups.n_occupations) if int(smaller[i]) >= 1),
+                     key=lambda i: -int(groups.n_male[i] + groups.n_female[i]))
+    rows = []
+    for index in (by_size[0], next(i for i in by_size if int(smaller[i]) == 1)):
+        influence = triple_influence(context, index)
+        moving = int((influence != 0).sum())
+        for kind in ("top", "bottom"):
+            for share in (2, 40):
+                removed = removal_set(influence, kind=kind, k=max(1, moving * share // 100))
+                p = newton_removal_prediction(model, removed=removed, groups=groups, occupation_index=index)
+                actual = float(masked_retrain_bias(model, removed=removed, groups=groups)[index] - base[index])
+                rows.append((p, actual))
+                print(f"{distance} {groups.labels[index]} {kind} {share}%: {p.point:+.4f} [{p.low:+.4f}, "
+                      f"{p.high:+.4f}] retrained {actual:+.4f}")
+    assert all(p.estimator == f"{ESTIMATOR}, {DISTANCE_NOTES[distance]}" for p, _ in rows)
+    assert all((p.point > 0) == (actual > 0) for p, actual in rows)
+    assert sum(p.low <= actual <= p.high for p, actual in rows) >= 0.8 * len(rows)
 
 
 # --- issue 25, second part: tolerance, noise floor, re-drawn negatives, additions --------------------------------

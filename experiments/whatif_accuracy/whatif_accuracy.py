@@ -15,6 +15,9 @@ Without ``--model`` it trains the tiny synthetic graph of tests/conftest.py (600
 CPU). A model without a calibration is calibrated first (13 masked retrains; on the synthetic graph
 seconds), and the rows say whether the occupation was one the calibration was fitted on.
 
+``--distance l1|l2`` trains that graph with an imported engine's distance instead of squared L2 (the Newton
+step then uses that distance's curvature, :func:`kgbias_core.influence.prediction.absolute_curvature_hvp`).
+
 With ``--model``, the estimator as the lab shows it is measured too: the Newton step times the model's step
 scale (:func:`kgbias_core.whatif.step_ratio.model_step_ratio`, from its one-retrain audit, run first where
 the model has none) with the model's noise band as the floor (columns ``scaled``, ``scaled_low``,
@@ -197,6 +200,8 @@ def main() -> None:
     parser.add_argument("--summary", type=Path, help="CSV of summary_frame (per estimator), written at the end")
     parser.add_argument("--summarize-only", action="store_true",
                         help="only write the summary of --runs (and its occupations' names, from --model)")
+    parser.add_argument("--distance", choices=("squared_l2", "l2", "l1"), default="squared_l2",
+                        help="train the synthetic graph with this distance (an imported engine's L1 / L2)")
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed,
                         help="seed of the synthetic graph (7: the tests' graph, the band's fit; others: held out)")
     args = parser.parse_args()
@@ -224,7 +229,8 @@ def main() -> None:
               f"{'stored' if noise is not None else 'none'}", flush=True)
     else:
         graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
-        model = train_model(graph, SYNTHETIC_TRAINING, name="synthetic-transe", device=torch.device("cpu"))
+        model = train_model(graph, replace(SYNTHETIC_TRAINING, distance=args.distance), name="synthetic-transe",
+                            device=torch.device("cpu"))
     if model.calibration is None:
         torch.set_num_threads(retrain_threads)
         started = time.perf_counter()

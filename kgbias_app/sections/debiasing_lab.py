@@ -137,7 +137,7 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
     try:
         prediction = cache.prediction(model, edit, cache.occupation_spread(model, edit.occupation),
                                       cache.step_scale(model))
-    except MeasureError as exc:  # a distance the Newton step does not differentiate (an imported L1/L2 model)
+    except MeasureError as exc:  # a prediction this model cannot have (an Add on an L1/L2 import): its line says why
         prediction = None
         st.info(NOT_PREDICTED.format(why=md(str(exc))))
     columns = st.columns(3)

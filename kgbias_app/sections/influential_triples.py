@@ -131,7 +131,7 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
                        strategy=f"basket k={len(chosen)}")
     try:
         prediction = cache.prediction(model, edit, cache.occupation_spread(model, occupation), cache.step_scale(model))
-    except MeasureError as exc:  # a distance the Newton step does not differentiate (an imported L1/L2 model)
+    except MeasureError as exc:  # a prediction this model cannot have (an Add on an L1/L2 import): its line says why
         prediction = None
         st.info(md(str(exc)))
     if prediction is not None:

@@ -39,7 +39,9 @@ class TrainConfig:
     l2: float = 20.0  # L2 coefficient in summed-loss units; Adam weight_decay = l2 / |G|
     damping: float | None = None  # lambda of METHODS §3; None means 2|G|/|E|
     seed: int = 0  # initialisation, frozen negatives and the batch permutation stream
-    distance: str = "squared_l2"  # TransE's psi of h + r - t (DISTANCES); others only for imported models
+    # TransE's psi of h + r - t (DISTANCES). L1 / L2: imported models, and the retrains that check predictions on
+    # them (training honours it); every model kgbias trains by default uses squared L2.
+    distance: str = "squared_l2"
     # Weight w of the fairness term (w/2) sum_o B_gr(o)^2 added to the objective (summed-loss units, as l2);
     # 0 = plain TransE. Only kgbias_core.whatif.regularised trains with it (it supplies the groups).
     fairness_weight: float = 0.0

@@ -58,17 +58,22 @@ def distance_gradient(residuals: FloatTensor, *, distance: str = "squared_l2") -
     raise ValueError(f"unknown distance {distance!r}")
 
 
-def transe_distance(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor) -> FloatTensor:
+def transe_distance(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor,
+                    distance: str = "squared_l2") -> FloatTensor:
     """psi(h, r, t) = ||h + r - t||_2^2 (METHODS Notation); lower = more plausible.
 
     Shapes: entities [E, d], relations [R, d], triples [n, 3] (h, r, t ids) -> [n].
     The lookups go through ``embedding`` (not indexing) so that the gradient accumulates into the
     weights as PyKEEN's embeddings do: the hand-written training loop reproduces its numbers bit for bit.
+    ``distance``: another psi of the residual (:func:`residual_distance`), for the L1 / L2 objective of
+    embeddings imported from other engines and of the retrains that check predictions on them.
     """
     h = functional.embedding(triples[:, 0], entities)  # [n, d]
     r = functional.embedding(triples[:, 1], relations)  # [n, d]
     t = functional.embedding(triples[:, 2], entities)  # [n, d]
-    return ((h + r - t) ** 2).sum(-1)
+    if distance == "squared_l2":  # the exact expression every stored model was trained with (bit for bit)
+        return ((h + r - t) ** 2).sum(-1)
+    return residual_distance(h + r - t, distance=distance)
 
 
 def negatives_count(negatives: LongTensor, n_triples: int) -> int:
@@ -127,17 +132,20 @@ def transe_objective(
     margin: float,
     l2: float,
     weights: FloatTensor | None = None,
+    distance: str = "squared_l2",
 ) -> FloatTensor:
     """J(theta) on the scale of the summed loss (METHODS §2-3, K negatives: module docstring). -> scalar.
 
     Shapes: entities [E, d], relations [R, d], triples [n, 3], negatives [K n, 3] (row j n + i is
     triple i's j-th frozen negative; K = 1: negatives[i]), weights [n] (None: all 1). A sample of the
     triples (with their negatives, :func:`negatives_of`) with weights |G| / n is an unbiased estimate of
-    the margin part over all of G.
+    the margin part over all of G. ``distance``: psi (:func:`residual_distance`; squared L2 unless the model's
+    config says otherwise).
     """
     n = triples.shape[0]
     k = negatives_count(negatives, n)
-    distances = transe_distance(entities=entities, relations=relations, triples=torch.cat([triples, negatives]))
+    distances = transe_distance(entities=entities, relations=relations, triples=torch.cat([triples, negatives]),
+                                distance=distance)
     distance, negative_distance = distances.split([n, k * n])  # [n], [K n]
     if k > 1:
         negative_distance = negative_distance.view(k, n)  # row j: every triple's j-th negative

@@ -29,7 +29,7 @@ from kgbias_core.data.graph import KnowledgeGraph
 # The device rules live in kgbias_core.device; re-exported here, where callers long found them.
 from kgbias_core.device import default_device, retrain_device  # noqa: F401
 from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
-from kgbias_core.embeddings.objective import margin_loss, negatives_count, transe_distance
+from kgbias_core.embeddings.objective import margin_loss, negatives_count, residual_distance, transe_distance
 from kgbias_core.embeddings.store import StoredModel, library_versions
 from kgbias_core.errors import (
     CANCELLED,
@@ -186,7 +186,7 @@ def _l2_shares(
 def _batch_loss(
     entities: FloatTensor, relations: FloatTensor, positives: LongTensor, negatives: LongTensor,
     weights: FloatTensor, *, margin: float, shares: tuple[FloatTensor, FloatTensor] | None,
-    regulariser: Regulariser | None, n_batches: int,
+    regulariser: Regulariser | None, n_batches: int, distance: str = "squared_l2",
 ) -> tuple[FloatTensor, FloatTensor]:
     """One batch's loss (to step on) and its weighted margins per triple [b] (to report), as in train_transe.
 
@@ -196,9 +196,9 @@ def _batch_loss(
     both = torch.cat([positives, negatives])  # [(1 + K) b, 3]
     if shares is not None:
         psi, l2_part = _rowwise_distance(entities=entities, relations=relations, triples=both,
-                                         entity_share=shares[0], relation_share=shares[1])
+                                         entity_share=shares[0], relation_share=shares[1], distance=distance)
     else:
-        psi = transe_distance(entities=entities, relations=relations, triples=both)  # [(1 + K) b]
+        psi = transe_distance(entities=entities, relations=relations, triples=both, distance=distance)  # [(1+K) b]
     psi_pos, psi_neg = psi.split([b, k * b])
     if k > 1:
         psi_neg = psi_neg.view(k, b)  # row j: the batch's j-th negatives (margin_loss takes their mean)
@@ -303,7 +303,7 @@ def train_transe(
                 batch_negatives = neg_all[batch] if k == 1 else by_rank[:, batch].reshape(-1, 3)  # [K b, 3]
                 loss, per_triple = _batch_loss(
                     entities, relations, pos_all[batch], batch_negatives, w_all[batch], margin=config.margin,
-                    shares=shares, regulariser=regulariser, n_batches=n_batches,
+                    shares=shares, regulariser=regulariser, n_batches=n_batches, distance=config.distance,
                 )
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -325,7 +325,7 @@ def train_transe(
 
 def _rowwise_distance(
     *, entities: FloatTensor, relations: FloatTensor, triples: LongTensor, entity_share: FloatTensor,
-    relation_share: FloatTensor,
+    relation_share: FloatTensor, distance: str = "squared_l2",
 ) -> tuple[FloatTensor, FloatTensor]:
     """psi of each triple and the L2 shares of its slots, through sparse lookups (row-wise gradients).
 
@@ -336,7 +336,7 @@ def _rowwise_distance(
     h = functional.embedding(triples[:, 0], entities, sparse=True)  # [m, d]
     r = functional.embedding(triples[:, 1], relations, sparse=True)  # [m, d]
     t = functional.embedding(triples[:, 2], entities, sparse=True)  # [m, d]
-    psi = ((h + r - t) ** 2).sum(-1)  # [m]
+    psi = ((h + r - t) ** 2).sum(-1) if distance == "squared_l2" else residual_distance(h + r - t, distance=distance)
     shares = ((entity_share[triples[:, 0]] * h.pow(2).sum(-1)).sum()
               + (relation_share[triples[:, 1]] * r.pow(2).sum(-1)).sum()
               + (entity_share[triples[:, 2]] * t.pow(2).sum(-1)).sum())

@@ -70,7 +70,7 @@ def masked_retrain_bias(
     return group_bias(
         entity_embeddings=result.entity_embeddings.to(groups.occupations.device),
         relation_embeddings=result.relation_embeddings.to(groups.occupations.device),
-        groups=groups,
+        groups=groups, distance=model.config.distance,
     )
 
 
