@@ -66,6 +66,13 @@ def _objective(model, weights=None):
     return value, torch.cat([E.reshape(-1), R.reshape(-1)])
 
 
+def _by_size(groups):
+    """(the rarer gender's count per occupation, the occupations with both genders, largest first)."""
+    smaller = torch.minimum(groups.n_male, groups.n_female)
+    return smaller, sorted((i for i in range(groups.n_occupations) if int(smaller[i]) >= 1),
+                           key=lambda i: -int(groups.n_male[i] + groups.n_female[i]))
+
+
 def _dense_hessian(model) -> torch.Tensor:
     value, theta = _objective(model)
     return torch.autograd.functional.hessian(value, theta)
@@ -320,9 +327,7 @@ def test_l1_and_l2_predictions_have_the_retrained_sign_and_cover_it(tiny_graph, 
     context = influence_context(model)
     groups = context.groups
     base = masked_retrain_bias(model, removed=None, groups=groups)
-    smaller = torch.minimum(groups.n_male, groups.n_female)
-    by_size = sorted((i for i in range(groups.n_occupations) if int(smaller[i]) >= 1),
-                     key=lambda i: -int(groups.n_male[i] + groups.n_female[i]))
+    smaller, by_size = _by_size(groups)
     rows = []
     for index in (by_size[0], next(i for i in by_size if int(smaller[i]) == 1)):
         influence = triple_influence(context, index)
@@ -350,9 +355,7 @@ def test_random_sets_land_inside_the_noise_floor(tiny_model) -> None:
     context = influence_context(tiny_model)
     groups = context.groups
     base = masked_retrain_bias(tiny_model, removed=None, groups=groups)
-    smaller = torch.minimum(groups.n_male, groups.n_female)
-    by_size = sorted((i for i in range(groups.n_occupations) if int(smaller[i]) >= 1),
-                     key=lambda i: -int(groups.n_male[i] + groups.n_female[i]))
+    smaller, by_size = _by_size(groups)
     rows, bare = [], 0
     for index in (by_size[0], by_size[len(by_size) // 2], by_size[-1]):
         influence = triple_influence(context, index)
