@@ -17,6 +17,12 @@ ratio of the *other* occupations' rows of an earlier run of this script (leave o
 :func:`kgbias_core.whatif.step_ratio.observed_step_ratio`, as the lab and ``kgbias plan`` read it from the model's own
 record), so that no occupation's own retrain sets its scale.
 
+``--control``: for each verified plan (new or already in ``--out``), one more masked retrain without a random
+set of as many training triples, drawn from the triples the planner may take (profession and gender facts kept),
+and the count of the same bounded occupations whose change leaves its band (columns ``control_outside``,
+``control_share``). A removal of that size moves occupations by retraining noise alone; the control says how
+many leave their bands with no plan at all, the yardstick for the plan's collateral.
+
 The model is only read; each verifying retrain is saved beside it, as the lab saves one. A model without a
 noise band gets one first (3 retrains from seeds 1, 2, 3: ``kgbias prepare`` computes the same band).
 """
@@ -28,15 +34,17 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model
+from kgbias_core.influence.retraining_check import masked_retrain_bias
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import noise_band_task, saved_noise_band
 from kgbias_core.tasks.plan import verify_plan_task
-from kgbias_core.whatif.plan import PlanConfig, plan_removal, resolve_targets
+from kgbias_core.whatif.plan import PlanConfig, group_facts, plan_removal, resolve_targets
 from kgbias_core.whatif.step_ratio import observed_step_ratio
 
 
@@ -78,6 +86,32 @@ def verify_occupation(model: Path, occupation: str, *, device: str, config: Plan
     return row | verified
 
 
+def control_row(model: Path, occupation: str, k: int, *, device: str, config: PlanConfig, seed: int = 0) -> dict:
+    """The random control of a plan of ``k`` triples for ``occupation``: one masked retrain without ``k`` random
+    triples the planner could have taken, and how many of the plan's bounded occupations leave their bands."""
+    analysis = ModelAnalysis(load_model(model, device=device))
+    noise = saved_noise_band(model)
+    targets = resolve_targets(analysis, [occupation], noise=noise, config=config)
+    plan = plan_removal(analysis, targets, noise=noise, config=config)  # deterministic: the bands and who is bounded
+    groups = analysis.groups
+    # The planner never takes a profession or gender fact (keep_groups): neither does its control.
+    excluded = group_facts(analysis) if config.keep_groups else np.zeros(analysis.model.triples.shape[0], dtype=bool)
+    eligible = torch.from_numpy(np.flatnonzero(~excluded))
+    generator = torch.Generator().manual_seed(seed)
+    removed = eligible[torch.randperm(len(eligible), generator=generator)[:k]]
+    started = time.perf_counter()
+    after = masked_retrain_bias(analysis.model, removed=removed, groups=groups).cpu().double().numpy()
+    # The unedited masked retrain reproduces the stored model bit for bit on its CPU class (METHODS §2).
+    before = analysis.group_bias().cpu().double().numpy()
+    change = pd.Series(after - before, index=list(groups.labels))
+    frame = plan.collateral
+    bounded = frame[frame["bounded"]]  # as verification_rows counts the plan's collateral
+    moved = change.reindex(bounded["occupation"]).to_numpy()
+    outside = int((np.abs(moved) > bounded["band"].to_numpy()).sum())
+    return {"control_outside": outside, "control_share": outside / max(len(bounded), 1),
+            "control_bounded": len(bounded), "control_k": k, "control_s": round(time.perf_counter() - started, 1)}
+
+
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """The issue's three numbers over the verified plans: landed inside, collateral share, MRR drop."""
     verified = frame[frame["k"] > 0]
@@ -88,7 +122,25 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
         "mrr_drop_max": float(verified["mrr_drop"].max()) if "mrr_drop" in verified and len(verified)
         else float("nan"),
         "plan_cpu_s_max": float(frame["plan_cpu_s"].max()),
+        **({"control_share_max": float(verified["control_share"].max())}
+           if "control_share" in verified and verified["control_share"].notna().any() else {}),
     }])
+
+
+def _add_control(args: argparse.Namespace, occupation: str, config: PlanConfig) -> None:
+    """The control of a plan already in ``--out`` that has none yet (its k as verified), written back in place."""
+    done = _done(args.out)
+    at = done.index[(done["occupation"] == occupation) | (done["name"].str.lower() == occupation.lower())][0]
+    if int(done.at[at, "k"]) == 0 or ("control_outside" in done and pd.notna(done.at[at, "control_outside"])):
+        return
+    control = control_row(args.model, str(done.at[at, "occupation"]), int(done.at[at, "k"]), device=args.device,
+                          config=config)
+    print({"name": done.at[at, "name"], **control}, flush=True)
+    for key, value in control.items():
+        done.loc[at, key] = value
+    tmp = args.out.with_suffix(".tmp")
+    done.to_csv(tmp, index=False)
+    tmp.replace(args.out)
 
 
 def main() -> None:
@@ -97,6 +149,7 @@ def main() -> None:
     parser.add_argument("--occupations", nargs="+", required=True, help="labels or names")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--scale-from", type=Path, help="an earlier run's CSV: scale by the others' ratio (LOO)")
+    parser.add_argument("--control", action="store_true", help="one random removal of each plan's size beside it")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
@@ -108,16 +161,20 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     earlier = pd.read_csv(args.scale_from) if args.scale_from else None
     for occupation in args.occupations:
-        done = _done(args.out)
-        if len(done) and occupation in set(done["occupation"]) | set(done["name"]):
-            continue
         config = PlanConfig()
         if earlier is not None:
             own = (earlier["name"].str.lower() == occupation.lower()) | (earlier["occupation"] == occupation)
             others = earlier[~own]
             ratio = observed_step_ratio(others)
             config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
+        done = _done(args.out)
+        if len(done) and (occupation in set(done["occupation"]) or occupation.lower() in set(done["name"].str.lower())):
+            if args.control:
+                _add_control(args, occupation, config)
+            continue
         row = verify_occupation(args.model, occupation, device=args.device, config=config)
+        if args.control and row["k"] > 0:
+            row |= control_row(args.model, row["occupation"], int(row["k"]), device=args.device, config=config)
         print({k: row.get(k) for k in ("name", "n_male", "n_female", "k", "group_bias_before", "target_low",
                                        "target_high", "predicted", "actual", "inside_actual", "collateral_actual",
                                        "bounded", "mrr_drop", "plan_cpu_s", "retrain_s")}, flush=True)
