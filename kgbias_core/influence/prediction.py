@@ -303,7 +303,9 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
     if distance != "squared_l2":
         x = E0[heads] + R0[relations] - E0[tails]  # [m, d]: each active term's residual
     if distance == "l2":  # psi = ||x||: d^2 psi / dx^2 = (I - u u^T) / ||x||, u = x / ||x|| (PSD), at each term's x
-        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        # ||x|| -> 0 sends the curvature to infinity (psi's kink at 0): capped at 1000 times the median term's.
+        norm = norm.clamp_min(max(float(norm.median()) * 1e-3, torch.finfo(x.dtype).tiny))
         u, inverse = x / norm, 1.0 / (k * norm)  # [m, d], [m, 1]
     elif distance == "l1":  # psi_eps = sum_i sqrt(x_i^2 + eps^2): d^2 = eps^2 / (x_i^2 + eps^2)^1.5, diagonal in x
         eps = float(x.abs().median()) or 1.0  # the scale of the model's own residuals (module docstring)
