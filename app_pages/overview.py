@@ -31,7 +31,7 @@ with widgets.errors_shown():
     minimum = widgets.min_group_size()
     ranked, small = ranked_occupations(measures, minimum=minimum)
     widgets.show_chart(
-        charts.group_bias_bars(ranked),
+        charts.group_bias_bars(ranked, distance=cache.analysis(model).model.config.distance),
         ranked[["occupation", "name", "n_male", "n_female", "group_bias", "group_bias_low", "group_bias_high",
                 *seed_columns]],
         caption=texts.GROUP_BIAS_BARS.format(n=len(ranked), small=len(small)),

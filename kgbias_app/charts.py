@@ -53,10 +53,14 @@ def diverging_bars(
 
 
 # --- overview -----------------------------------------------------------------------------------
-def group_bias_bars(measures: pd.DataFrame) -> go.Figure:
-    """All occupations with a B_gr, ranked, with their bootstrap 95% intervals."""
+#: ψ in words, per TransE distance (``config.distance``): an imported model keeps its engine's.
+DISTANCE_WORDS = {"squared_l2": "squared TransE distance", "l2": "TransE L2 distance", "l1": "TransE L1 distance"}
+
+
+def group_bias_bars(measures: pd.DataFrame, *, distance: str = "squared_l2") -> go.Figure:
+    """All occupations with a B_gr, ranked, with their bootstrap 95% intervals; ``distance`` names ψ."""
     return _interval_bars(measures, label="occupation", yaxis_title="occupation",
-                          xaxis_title=f"B_gr = mean ψ(women) − mean ψ(men), squared TransE distance ({SIGN})")
+                          xaxis_title=f"B_gr = mean ψ(women) − mean ψ(men), {DISTANCE_WORDS[distance]} ({SIGN})")
 
 
 def _interval_bars(table: pd.DataFrame, *, label: str, yaxis_title: str, xaxis_title: str) -> go.Figure:

@@ -49,6 +49,9 @@ def test_bars_of_two_occupations_with_one_name_stay_apart() -> None:
     fig = charts.group_bias_bars(measures)
     assert bars(fig) == {"Actor (/m/b)": -0.1, "Actor (/m/a)": 0.2}  # ranked; no B_gr, no bar
     assert list(fig.data[0].marker.color) == [charts.LEAN_COLORS["female-leaning"], charts.LEAN_COLORS["male-leaning"]]
+    assert "squared TransE distance" in fig.layout.xaxis.title.text
+    # an imported L1 model: the axis names its engine's distance, never the squared one
+    assert "TransE L1 distance" in charts.group_bias_bars(measures, distance="l1").layout.xaxis.title.text
 
 
 def test_bias_change_bars_highlight_the_edited_occupation_with_half_the_noise_spread() -> None:
