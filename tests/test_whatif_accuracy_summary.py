@@ -25,7 +25,7 @@ def _row(kind, men, women, point, actual, *, floor=0.05, audit=False, share=2):
             "newton": point / 0.25, "low": point / 0.25 - 0.01, "high": point / 0.25 + 0.01,
             "old_point": point, "old_low": point - 0.1, "old_high": point + 0.1, "actual": actual,
             "scale": 0.25, "scaled": point, "scaled_low": point - 0.2, "scaled_high": point + 0.2,
-            "floor": floor, "in_audit": audit}
+            "floor": floor, "in_audit": audit, "newton_s": 1.0, "exact_newton": float("nan")}
 
 
 def test_summary_leaves_out_the_audited_occupation_and_judges_random_sets_by_coverage_only() -> None:
@@ -48,6 +48,10 @@ def test_summary_leaves_out_the_audited_occupation_and_judges_random_sets_by_cov
     assert scaled.loc["random", "coverage"] == 0.5
     for column in ("half_width", "half_width_large", "sign", "sign_beyond_floor", "ratio"):
         assert math.isnan(scaled.loc["random", column])
+    text = _bench().summarize(runs)  # the printed lines are the frame's rows, then the cost
+    assert text.count("\n") == len(frame) and "targeted | Newton step x 0.250 (audit), noise floor, band as run " \
+        "(3 sets): coverage 67%" in text and text.endswith("max 1.00 s; exact-H step (targeted): median " \
+                                                           "retrained/predicted nan")
 
 
 def test_the_summary_judges_the_scaled_point_again_with_todays_band() -> None:

@@ -76,40 +76,26 @@ def chosen_occupations(groups, n: int) -> list[int]:
 
 
 def summarize(runs: pd.DataFrame) -> str:
+    """The printed summary: one line per kind of set and estimator of :func:`summary_frame`, then the cost and
+    the exact-H step's ratio (the lines the docs' *_summary.txt files copy)."""
     lines = []
-    for targeted, part in runs.groupby(runs["kind"] != "random"):
-        what = "targeted" if targeted else "random"
-        inside = ((part["low"] <= part["actual"]) & (part["actual"] <= part["high"])).mean()
-        half = ((part["high"] - part["low"]) / 2 / part["newton"].abs()).median()
-        sign = (np.sign(part["newton"]) == np.sign(part["actual"])).mean()
-        ratio = (part["actual"] / part["newton"]).median()
-        exact_ratio = (part["actual"] / part["exact_newton"]).median()
-        old = part.dropna(subset=["old_low"])
-        old_inside = ((old["old_low"] <= old["actual"]) & (old["actual"] <= old["old_high"])).mean()
-        old_sign = (np.sign(old["old_point"]) == np.sign(old["actual"])).mean()
-        held = part[~part["in_fit"]]
-        held_old = ((held["old_low"] <= held["actual"]) & (held["actual"] <= held["old_high"])).mean()
-        held_new = ((held["low"] <= held["actual"]) & (held["actual"] <= held["high"])).mean()
-        lines.append(
-            f"{what} ({len(part)} sets): newton coverage {inside:.0%}, median relative half-width {half:.2f}, "
-            f"sign {sign:.0%}, median retrained/predicted {ratio:.2f} (exact-H step {exact_ratio:.2f}), "
-            f"median {part['newton_s'].median():.2f} s | old (calibrated closed form) coverage "
-            f"{old_inside:.0%}, sign {old_sign:.0%} | held-out occupations ({len(held)} sets): newton "
-            f"{held_new:.0%}, old {held_old:.0%}")
-        if "scaled" in part:  # the estimator as the lab shows it: step scale and noise floor
-            shown = part[~part["in_audit"]]
-            shown_inside = ((shown["scaled_low"] <= shown["actual"]) & (shown["actual"] <= shown["scaled_high"]))
-            shown_half = ((shown["scaled_high"] - shown["scaled_low"]) / 2 / shown["scaled"].abs()).median()
-            shown_sign = (np.sign(shown["scaled"]) == np.sign(shown["actual"])).mean()
-            small = shown[np.minimum(shown["men"], shown["women"]) < 10]
-            small_inside = ((small["scaled_low"] <= small["actual"]) & (small["actual"] <= small["scaled_high"]))
-            lines.append(
-                f"    scaled x {part['scale'].iloc[0]:.3f} with noise floor, audited occupation left out "
-                f"({len(shown)} sets): coverage {shown_inside.mean():.0%}, median relative half-width "
-                f"{shown_half:.2f}, sign {shown_sign:.0%}, median retrained/scaled "
-                f"{(shown['actual'] / shown['scaled']).median():.2f}; fewer than 10 of one gender "
-                f"({len(small)} sets): coverage {small_inside.mean():.0%}; by share: " + ", ".join(
-                    f"{share}% {g.mean():.0%}" for share, g in shown_inside.groupby(shown["share"])))
+    for _, row in summary_frame(runs).iterrows():
+        line = f"{row['sets']} | {row['estimator']} ({row['n']} sets): coverage {row['coverage']:.0%}"
+        if row["sets"] == "targeted":
+            floor = row["sign_beyond_floor"]
+            beyond = "" if pd.isna(floor) else f" ({floor:.0%} beyond the noise floor)"
+            line += (f", median relative half-width {row['half_width']:.2f} (10+ of each gender "
+                     f"{row['half_width_large']:.2f}), sign {row['sign']:.0%}{beyond}, median retrained/predicted "
+                     f"{row['ratio']:.2f}")
+        shares = [c for c in row.index if c.startswith("coverage_") and pd.notna(row[c])]
+        line += (f"; fewer than 10 of one gender ({row['small_n']} sets): {row['small_coverage']:.0%}; held-out "
+                 f"occupations: {row['held_out_coverage']:.0%}; by share: "
+                 + ", ".join(f"{c.removeprefix('coverage_')}% {row[c]:.0%}" for c in shares))
+        lines.append(line)
+    targeted = runs[runs["kind"] != "random"]
+    lines.append(f"prediction: median {runs['newton_s'].median():.2f} s, max {runs['newton_s'].max():.2f} s; "
+                 f"exact-H step (targeted): median retrained/predicted "
+                 f"{(targeted['actual'] / targeted['exact_newton']).median():.2f}")
     return "\n".join(lines)
 
 
@@ -141,7 +127,8 @@ def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per estimator and kind of set (targeted / random) over the sets the scale was not read from
     (the audited occupation left out): coverage, median relative half-width (all sets, and those where both
     genders have at least 10 persons, where the noise floor does not dominate), sign, median retrained/predicted,
-    and the coverage where one gender has fewer than 10 persons and at each share; the docs' table. Random sets
+    and the coverage where one gender has fewer than 10 persons, on occupations the old estimator's calibration
+    was not fitted on, and at each share; the docs' table. Random sets
     get only their coverage: their point is about 0, so relative width, sign and ratio are noise. The scaled step
     is judged twice: with the interval it was run with, and with today's band (:func:`current_band`)."""
     shown = runs[~runs["in_audit"].astype(bool)] if "in_audit" in runs else runs
@@ -165,7 +152,8 @@ def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
                    "sign": (np.sign(part[point]) == np.sign(part["actual"])).mean(),
                    "sign_beyond_floor": _sign_beyond_floor(part, point),
                    "ratio": (part["actual"] / part[point]).median(),
-                   "small_n": int(small.sum()), "small_coverage": inside[small].mean() if small.any() else np.nan}
+                   "small_n": int(small.sum()), "small_coverage": inside[small].mean() if small.any() else np.nan,
+                   "held_out_coverage": inside[~part["in_fit"].astype(bool)].mean()}  # occupations not calibrated on
             if not targeted:  # a random set's point is about 0: only its coverage of the noise means something
                 row.update(half_width=np.nan, half_width_large=np.nan, sign=np.nan, sign_beyond_floor=np.nan,
                            ratio=np.nan)
