@@ -19,7 +19,7 @@ TrainConfig field by name), each config is
         --runs experiments/default_models/results/synthetic_sweep.csv \
         --config negatives=1 --config negatives=4 --config negatives=4,l2=5 [--occupations A B C] \
         [--shares 2,8,32] [--store /tmp/kgbias-sweep] [--data-dir ../shared/data] [--threads 1] [--device cpu] \
-        [--no-exact] [--estimate-only]
+        [--no-exact] [--estimate-only] [--summarize-only]
 
 Files (resumable: every row is appended when it is done, and a rerun skips the rows already there):
 - ``--runs`` (RUNS.csv): one row per masked retrain: config hash, occupation, kind, share, k, predicted change
@@ -259,7 +259,12 @@ def main() -> None:
     parser.add_argument("--no-exact", action="store_true", help="skip the exact (CG) influence")
     parser.add_argument("--no-influence", action="store_true", help="link prediction only (no retrains)")
     parser.add_argument("--estimate-only", action="store_true", help="print the time estimates and stop")
+    parser.add_argument("--summarize-only", action="store_true",
+                        help="only write RUNS_summary.csv from RUNS.csv and RUNS_models.csv (no data read)")
     args = parser.parse_args()
+    if args.summarize_only:
+        _write_summary(args.runs)
+        return
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     shares = removal_shares(args.shares)
@@ -308,8 +313,13 @@ def main() -> None:
             occupations = chosen_occupations(analysis, graph.name, args.occupations)
             influence_check(model, analysis, config_hash=config_hash, occupations=occupations, shares=shares,
                             runs=args.runs, exact=not args.no_exact)
-    summary = summarize(read(models_csv), read(args.runs))
-    summary.to_csv(args.runs.with_name(args.runs.stem + "_summary.csv"), index=False)
+    _write_summary(args.runs)
+
+
+def _write_summary(runs: Path) -> None:
+    """RUNS_summary.csv from RUNS.csv and RUNS_models.csv (:func:`summarize`), printed too."""
+    summary = summarize(read(runs.with_name(runs.stem + "_models.csv")), read(runs))
+    summary.to_csv(runs.with_name(runs.stem + "_summary.csv"), index=False)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
 
