@@ -39,6 +39,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.commands.common import write_text
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.influence.retraining_check import masked_retrain_bias
 from kgbias_core.jobs import Progress
@@ -53,10 +54,8 @@ def _done(out: Path) -> pd.DataFrame:
 
 
 def _append(out: Path, row: dict) -> None:
-    frame = pd.concat([_done(out), pd.DataFrame([row])], ignore_index=True)
-    tmp = out.with_suffix(".tmp")
-    frame.to_csv(tmp, index=False)
-    tmp.replace(out)  # atomic: an interrupted run loses at most the row it was computing
+    # atomic (commands.common.write_text): an interrupted run loses at most the row it was computing
+    write_text(pd.concat([_done(out), pd.DataFrame([row])], ignore_index=True).to_csv(index=False), str(out))
 
 
 def verify_occupation(model: Path, occupation: str, *, device: str, config: PlanConfig) -> dict:
@@ -138,9 +137,7 @@ def _add_control(args: argparse.Namespace, occupation: str, config: PlanConfig) 
     print({"name": done.at[at, "name"], **control}, flush=True)
     for key, value in control.items():
         done.loc[at, key] = value
-    tmp = args.out.with_suffix(".tmp")
-    done.to_csv(tmp, index=False)
-    tmp.replace(args.out)
+    write_text(done.to_csv(index=False), str(args.out))
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from kgbias_core.commands.common import write_text
+from kgbias_core.influence.prediction import band_ends
 
 #: The grid of (a, b) searched; a >= 1 keeps the point inside its own band.
 BASES = np.round(np.arange(1.0, 3.001, 0.05), 2)
@@ -45,11 +46,9 @@ def targeted_rows(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def intervals(rows: pd.DataFrame, base: float, small: float) -> tuple[np.ndarray, np.ndarray]:
-    """[p / f, p * f] widened by the floor (the lab's interval, f = base + small / sqrt(m))."""
-    f = base + small / np.sqrt(rows["m"].to_numpy(float))
-    p = rows["scaled"].to_numpy(float)
-    floor = np.nan_to_num(rows["floor"].to_numpy(float))
-    return np.minimum(p / f, p * f) - floor, np.maximum(p / f, p * f) + floor
+    """The lab's interval, f = base + small / sqrt(m), widened by the floor (:func:`band_ends`)."""
+    return band_ends(rows["scaled"].to_numpy(float), base + small / np.sqrt(rows["m"].to_numpy(float)),
+                     np.nan_to_num(rows["floor"].to_numpy(float)))
 
 
 def judged(rows: pd.DataFrame, base: float, small: float) -> tuple[np.ndarray, np.ndarray]:

@@ -47,6 +47,7 @@ from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.prediction import (
     SCALED_BAND_BASE,
     SCALED_BAND_SMALL,
+    band_ends,
     newton_change,
     newton_removal_prediction,
     removal_band_factor,
@@ -118,9 +119,7 @@ def current_band(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     point and the floor do not depend on the band, so runs made under an earlier band are judged anew."""
     f = np.array([removal_band_factor(int(min(m, w)), scale=float(s))
                   for m, w, s in zip(runs["men"], runs["women"], runs["scale"], strict=True)], dtype=float)
-    p = runs["scaled"].to_numpy(float)
-    floor = np.nan_to_num(runs["floor"].to_numpy(float))
-    return np.minimum(p / f, p * f) - floor, np.maximum(p / f, p * f) + floor
+    return band_ends(runs["scaled"].to_numpy(float), f, np.nan_to_num(runs["floor"].to_numpy(float)))
 
 
 def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:

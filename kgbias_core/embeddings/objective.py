@@ -71,8 +71,6 @@ def transe_distance(*, entities: FloatTensor, relations: FloatTensor, triples: L
     h = functional.embedding(triples[:, 0], entities)  # [n, d]
     r = functional.embedding(triples[:, 1], relations)  # [n, d]
     t = functional.embedding(triples[:, 2], entities)  # [n, d]
-    if distance == "squared_l2":  # the exact expression every stored model was trained with (bit for bit)
-        return ((h + r - t) ** 2).sum(-1)
     return residual_distance(h + r - t, distance=distance)
 
 

@@ -336,7 +336,7 @@ def _rowwise_distance(
     h = functional.embedding(triples[:, 0], entities, sparse=True)  # [m, d]
     r = functional.embedding(triples[:, 1], relations, sparse=True)  # [m, d]
     t = functional.embedding(triples[:, 2], entities, sparse=True)  # [m, d]
-    psi = ((h + r - t) ** 2).sum(-1) if distance == "squared_l2" else residual_distance(h + r - t, distance=distance)
+    psi = residual_distance(h + r - t, distance=distance)  # [m]
     shares = ((entity_share[triples[:, 0]] * h.pow(2).sum(-1)).sum()
               + (relation_share[triples[:, 1]] * r.pow(2).sum(-1)).sum()
               + (entity_share[triples[:, 2]] * t.pow(2).sum(-1)).sum())

@@ -60,6 +60,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import numpy as np
 import torch
 
 from kgbias_core.embeddings.objective import (
@@ -391,6 +392,14 @@ def band_factor(smaller_group: int, *, base: float = BAND_BASE, small: float = B
     return base + small / max(1, smaller_group) ** 0.5
 
 
+def band_ends(point, f, floor=0.0):
+    """(low, high) of the band [p / f, p * f] for either sign of p, widened by ``floor`` on both sides (the noise
+    floor, :func:`with_noise_floor`): floats, or arrays of points, factors and floors (the experiments judge
+    stored points with it). The one home of the band's formula."""
+    a, b = point / f, point * f
+    return np.minimum(a, b) - floor, np.maximum(a, b) + floor
+
+
 def removal_band_factor(smaller_group: int, *, scale: float = 1.0) -> float:
     """f of a removal's interval: the scaled step's band (SCALED_BAND_BASE, SCALED_BAND_SMALL) where the step
     is scaled by the model's ratio, else the band of the step as computed (BAND_BASE, BAND_SMALL)."""
@@ -436,11 +445,11 @@ def newton_removal_prediction(
                           negatives=negatives, tolerance=tolerance, active=active, scale=scale)
     f = removal_band_factor(int(min(groups.n_male[occupation_index], groups.n_female[occupation_index])),
                             scale=scale)
-    ends = sorted((point / f, point * f))
+    low, high = map(float, band_ends(point, f))
     estimator = distance_estimator(ESTIMATOR if negatives is None else f"{ESTIMATOR}, {REDRAWN}",
                                    model.config.distance)
     estimator = scaled_estimator(estimator, scale)
-    return with_noise_floor(WhatIfPrediction(point=point, low=ends[0], high=ends[1], estimator=estimator), spread)
+    return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator), spread)
 
 
 def with_noise_floor(prediction: WhatIfPrediction, spread: float | None) -> WhatIfPrediction:
@@ -557,6 +566,6 @@ def newton_addition_prediction(
     point = _bias(_moved(edited, (-step[0], -step[1])), after_groups, after_index) - before
     f = band_factor(int(min(after_groups.n_male[after_index], after_groups.n_female[after_index])),
                     base=ADD_BAND_BASE)
-    ends = sorted((point / f, point * f))
+    low, high = map(float, band_ends(point, f))
     estimator = ADD_ESTIMATOR if negatives is None else f"{ADD_ESTIMATOR}, {REDRAWN}"
-    return with_noise_floor(WhatIfPrediction(point=point, low=ends[0], high=ends[1], estimator=estimator), spread)
+    return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator), spread)

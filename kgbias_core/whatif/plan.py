@@ -71,6 +71,7 @@ from kgbias_core.influence.prediction import (
     ESTIMATOR,
     WhatIfPrediction,
     active_terms,
+    band_ends,
     removal_band_factor,
     removal_gradient,
     scaled_estimator,
@@ -646,7 +647,7 @@ def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands
     for target, index, (n_candidates, n_chosen) in zip(targets, target_index, counts, strict=True):
         point = float(changes[index])
         f = removal_band_factor(int(min(groups.n_male[index], groups.n_female[index])), scale=config.step_scale)
-        low, high = sorted((point / f, point * f))
+        low, high = map(float, band_ends(point, f))
         outcome = TargetOutcome(target=target, name=groups.names[index], before=float(before[index]),
                                 prediction=WhatIfPrediction(point=point, low=low, high=high,
                                                             estimator=plan_estimator(config)),
