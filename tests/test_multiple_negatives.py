@@ -263,6 +263,22 @@ def test_closed_form_influence_with_k_negatives_equals_autograd(k_model) -> None
         assert float(influence[i]) == pytest.approx(expected, rel=1e-4, abs=1e-6)
 
 
+def test_the_slot_index_visits_a_triples_positive_side_once_weighted_by_its_active_pairs(k_model) -> None:
+    """h, t and u of z are the same in each of its K pairs: the index keeps them once (on z's first active pair),
+    weighted by z's number of active pairs, so an occupation's cost no longer grows K-fold on the positive side;
+    the influence it gives is checked against autograd above."""
+    context = influence_context(k_model)
+    n = k_model.triples.shape[0]
+    triple_of = context.active % n
+    active_triples = torch.unique(triple_of)
+    assert context.slot_order.shape[0] == 2 * active_triples.numel() + 2 * context.active.numel()
+    weight = context.positive_weight
+    assert int((weight > 0).sum()) == active_triples.numel()  # one representative pair per active triple
+    per_triple = torch.zeros(n, dtype=weight.dtype).index_add_(0, triple_of, weight)
+    assert torch.equal(per_triple, torch.bincount(triple_of, minlength=n).to(weight.dtype))
+    assert influence_context(replace(k_model, negatives=k_model.negatives[:n])).positive_weight is None  # K = 1
+
+
 def _flat(v) -> torch.Tensor:
     return torch.cat([v[0].reshape(-1), v[1].reshape(-1)])
 
