@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -196,6 +197,21 @@ def test_estimates_grow_with_the_work_and_training_no_longer_calibrates_by_defau
     monkeypatch.setattr(tasks.training, "train_config", lambda dataset: replace(TINY_TRAINING, epochs=2))
     assert tasks.training_seconds("synthetic", None) < tasks.training_seconds("synthetic", None,
                                                                                overrides={"epochs": 20})
+    # K negatives score K - 1 more rows per triple each step: the estimate grows by exactly that term
+    from kgbias_core.embeddings.training_cost import SECONDS_PER_NEGATIVE_SCORE
+
+    one_negative = tasks.training_seconds("synthetic", None)
+    eight = tasks.training_seconds("synthetic", None, overrides={"negatives_per_triple": 8})
+    n_train, batch = tiny_graph.training.num_triples, TINY_TRAINING.batch_size
+    steps = -(-n_train // batch) * 2
+    assert eight - one_negative == pytest.approx(steps * SECONDS_PER_NEGATIVE_SCORE * 7 * min(batch, n_train)
+                                                 * TINY_TRAINING.dim)
+    k8 = tmp_path / "tiny-k8"  # a stored model's estimate reads K from its config.json
+    shutil.copytree(base, k8)
+    (k8 / "config.json").write_text(json.dumps({**config, "negatives_per_triple": 8}))
+    assert tasks.model_retrain_seconds(k8) == pytest.approx(
+        one + -(-int(config["n_train"]) // int(config["batch_size"])) * int(config["epochs"])
+        * SECONDS_PER_NEGATIVE_SCORE * 7 * min(int(config["batch_size"]), int(config["n_train"])) * int(config["dim"]))
     path = tasks.train_task("synthetic", out=tmp_path / "m").run(Progress())
     assert load_model(path).calibration is None  # the train job ends when the model is saved
 

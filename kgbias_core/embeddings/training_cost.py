@@ -70,13 +70,21 @@ SHOWN_SECONDS_PER_UPDATE = 3.2e-9
 #: Fixed seconds per optimiser step besides the parameter update (batch scoring, Python, the optimiser's
 #: bookkeeping), which dominates on small graphs.
 SECONDS_PER_STEP = 6.5e-3
+#: Seconds per extra frozen negative scored, per triple of the batch and per dimension: K negatives score K - 1
+#: more (h + r - t) rows per triple than the one the constants above were fitted on. Fitted on FB15k-237's default
+#: with eight negatives: 191 s on 2 cores against 60 s with one (5,360 steps of 4,096 triples, dimension 100; a
+#: short test run beside it), 131 s / (5,360 x 7 x 4,096 x 100) = 8.5e-9.
+SECONDS_PER_NEGATIVE_SCORE = 8.5e-9
 
 
 def estimated_seconds(*, n_triples: int, n_entities: int, n_relations: int, dim: int, batch_size: int, epochs: int,
-                      retrains: int = 1) -> float:
+                      retrains: int = 1, negatives: int = 1) -> float:
     """Wall time to show before work is started: per step, :data:`SECONDS_PER_STEP` plus
-    :data:`SHOWN_SECONDS_PER_UPDATE` per parameter ((E + R) x d), times steps (ceil(triples / batch) x epochs
-    x retrains). Only shown (and used to decide whether follow-up work may start unasked); refusals keep
-    using :func:`check_retrain_fits`, so nothing that fitted before is refused now."""
+    :data:`SHOWN_SECONDS_PER_UPDATE` per parameter ((E + R) x d) plus :data:`SECONDS_PER_NEGATIVE_SCORE` per extra
+    negative scored ((K - 1) x batch x d, K = ``negatives``), times steps (ceil(triples / batch) x epochs x
+    retrains). Only shown (and used to decide whether follow-up work may start unasked); refusals keep using
+    :func:`check_retrain_fits`, so nothing that fitted before is refused now."""
     steps = -(-n_triples // batch_size) * epochs * retrains
-    return steps * (SECONDS_PER_STEP + SHOWN_SECONDS_PER_UPDATE * (n_entities + n_relations) * dim)
+    extra = max(negatives - 1, 0) * min(batch_size, n_triples) * dim
+    return steps * (SECONDS_PER_STEP + SHOWN_SECONDS_PER_UPDATE * (n_entities + n_relations) * dim
+                    + SECONDS_PER_NEGATIVE_SCORE * extra)

@@ -102,4 +102,5 @@ def model_retrain_seconds(model_dir: Path | str, *, retrains: int = 1) -> float 
     return estimated_seconds(n_triples=int(config.get("n_train") or 0), n_entities=n_entities, n_relations=n_relations,
                              dim=int(config.get("dim") or TrainConfig.dim),
                              batch_size=int(config.get("batch_size") or TrainConfig.batch_size),
-                             epochs=int(config.get("epochs") or TrainConfig.epochs), retrains=retrains)
+                             epochs=int(config.get("epochs") or TrainConfig.epochs), retrains=retrains,
+                             negatives=int(config.get("negatives_per_triple") or 1))

@@ -296,6 +296,7 @@ def training_seconds(dataset: str, data_dir: Path | str | None, *, overrides: Ma
     n_triples, n_entities, n_relations = graph_size(dataset, data_dir)
     config = replace(train_config(dataset), **(overrides or {}))
     return estimated_seconds(n_triples=n_triples, n_entities=n_entities, n_relations=n_relations, dim=config.dim,
-                             batch_size=config.batch_size, epochs=config.epochs)
+                             batch_size=config.batch_size, epochs=config.epochs,
+                             negatives=config.negatives_per_triple)
 
 
