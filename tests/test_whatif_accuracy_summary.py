@@ -91,3 +91,15 @@ def test_the_band_fit_finds_the_narrowest_band_that_covers() -> None:
     assert covered.all() and np.median(width) == pytest.approx((1.25 - 1 / 1.25) / 2, abs=0.005)
     table = band_fit.evaluate({"g": rows, "h": rows}, coverage=1.0)
     assert set(table["evaluation"]) >= {"in-sample all", "leave-one-out all", "g -> h", "all -> g"}
+
+
+def test_a_run_without_calibration_has_no_old_estimator_row() -> None:
+    """``--no-calibration`` leaves the old estimator's columns empty: the summary leaves it out rather than count
+    every set as missed by an interval that was never computed."""
+    rows = [_row("top", 50, 40, 0.4, 0.45), _row("bottom", 20, 12, -0.3, -0.35), _row("random", 50, 40, 0.0, 0.01)]
+    runs = pd.DataFrame(rows).assign(old_point=np.nan, old_low=np.nan, old_high=np.nan)
+    frame = _bench().summary_frame(runs)
+    assert not frame["estimator"].str.contains("calibrated").any()
+    assert (frame[frame["estimator"].str.endswith("band as run")]["coverage"] == 1.0).all()
+    with_old = _bench().summary_frame(pd.DataFrame(rows))
+    assert with_old["estimator"].str.contains("calibrated").sum() == 2  # targeted and random

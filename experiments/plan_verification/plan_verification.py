@@ -17,6 +17,11 @@ ratio of the *other* occupations' rows of an earlier run of this script (leave o
 :func:`kgbias_core.whatif.step_ratio.observed_step_ratio`, as the lab and ``kgbias plan`` read it from the model's own
 record), so that no occupation's own retrain sets its scale.
 
+``--step-scale auto``: plan each occupation as the lab and ``kgbias plan`` do by default, with the step scaled by
+the model's own record at the moment it is planned (:func:`kgbias_core.whatif.step_ratio.model_step_ratio`: its
+one-retrain audit and the plans verified before it, this run's included; never the occupation's own retrain, which
+comes after its plan). ``--step-scale C``: a fixed scale. Without either, the step as computed (scale 1).
+
 ``--control``: for each verified plan (new or already in ``--out``), one more masked retrain without a random
 set of as many training triples, drawn from the triples the planner may take (profession and gender facts kept),
 and the count of the same bounded occupations whose change leaves its band (columns ``control_outside``,
@@ -46,7 +51,7 @@ from kgbias_core.jobs import Progress
 from kgbias_core.tasks import noise_band_task, saved_noise_band
 from kgbias_core.tasks.plan import verify_plan_task
 from kgbias_core.whatif.plan import PlanConfig, group_facts, plan_removal, resolve_targets
-from kgbias_core.whatif.step_ratio import observed_step_ratio
+from kgbias_core.whatif.step_ratio import model_step_ratio, observed_step_ratio
 
 
 def _done(out: Path) -> pd.DataFrame:
@@ -146,6 +151,8 @@ def main() -> None:
     parser.add_argument("--occupations", nargs="+", required=True, help="labels or names")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--scale-from", type=Path, help="an earlier run's CSV: scale by the others' ratio (LOO)")
+    parser.add_argument("--step-scale", default=None, metavar="auto|C",
+                        help="auto: the model's own record when each occupation is planned (as the lab); C: fixed")
     parser.add_argument("--control", action="store_true", help="one random removal of each plan's size beside it")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
@@ -164,6 +171,11 @@ def main() -> None:
             others = earlier[~own]
             ratio = observed_step_ratio(others)
             config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
+        elif args.step_scale == "auto":  # read now: the plans verified before this one are in the record
+            ratio = model_step_ratio(args.model)
+            config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
+        elif args.step_scale is not None:
+            config = PlanConfig(step_scale=float(args.step_scale))
         done = _done(args.out)
         if len(done) and (occupation in set(done["occupation"]) or occupation.lower() in set(done["name"].str.lower())):
             if args.control:

@@ -15,6 +15,10 @@ Without ``--model`` it trains the tiny synthetic graph of tests/conftest.py (600
 CPU). A model without a calibration is calibrated first (13 masked retrains; on the synthetic graph
 seconds), and the rows say whether the occupation was one the calibration was fitted on.
 
+``--no-calibration`` skips the old estimator (its calibration is 13 masked retrains: on a model whose retrain takes
+minutes, the longest part of the run; its columns stay empty and the summary leaves it out); ``--kinds`` picks the
+kinds of set (default all three).
+
 ``--distance l1|l2`` trains that graph with an imported engine's distance instead of squared L2 (the Newton
 step then uses that distance's curvature, :func:`kgbias_core.influence.prediction.absolute_curvature_hvp`).
 
@@ -138,7 +142,8 @@ def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
         shown = shown.assign(**dict(zip(("band_low", "band_high"), current_band(shown), strict=True)))
         estimators.append((f"{scaled}, band {SCALED_BAND_BASE} + {SCALED_BAND_SMALL}/sqrt(m)", "scaled", "band_low",
                            "band_high"))
-    estimators.append(("closed form x calibrated scale (old)", "old_point", "old_low", "old_high"))
+    if runs["old_point"].notna().any():  # a run with --no-calibration has no old estimator
+        estimators.append(("closed form x calibrated scale (old)", "old_point", "old_low", "old_high"))
     rows = []
     for targeted, part in shown.groupby(shown["kind"] != "random"):
         small = np.minimum(part["men"], part["women"]) < 10
@@ -187,6 +192,9 @@ def main() -> None:
     parser.add_argument("--summary", type=Path, help="CSV of summary_frame (per estimator), written at the end")
     parser.add_argument("--summarize-only", action="store_true",
                         help="only write the summary of --runs (and its occupations' names, from --model)")
+    parser.add_argument("--no-calibration", action="store_true",
+                        help="skip the old estimator and its calibration (13 masked retrains)")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="kinds of removal set, of " + ", ".join(KINDS))
     parser.add_argument("--distance", choices=("squared_l2", "l2", "l1"), default="squared_l2",
                         help="train the synthetic graph with this distance (an imported engine's L1 / L2)")
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed,
@@ -194,6 +202,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     shares = [int(s) for s in args.sets.split(",")]
+    kinds = [k for k in args.kinds.split(",") if k]
+    if not kinds or set(kinds) - set(KINDS):
+        parser.error(f"--kinds: a comma-separated list of {', '.join(KINDS)}")
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
 
     if args.summarize_only:
@@ -218,14 +229,14 @@ def main() -> None:
         graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
         model = train_model(graph, replace(SYNTHETIC_TRAINING, distance=args.distance), name="synthetic-transe",
                             device=torch.device("cpu"))
-    if model.calibration is None:
+    if model.calibration is None and not args.no_calibration:
         torch.set_num_threads(retrain_threads)
         started = time.perf_counter()
         calibration, _ = calibrate(model)
         model = replace(model, calibration=calibration, influence_scale=calibration.scale)
         print(f"calibrated in {time.perf_counter() - started:.1f} s: scale {calibration.scale:.3f} "
               f"[{calibration.low:.3f}, {calibration.high:.3f}] on {', '.join(calibration.occupations)}", flush=True)
-    fitted = model.calibration.occupations
+    fitted = model.calibration.occupations if model.calibration is not None else ()
     analysis = ModelAnalysis(model)
     groups = analysis.groups
     torch.set_num_threads(args.threads)
@@ -246,7 +257,7 @@ def main() -> None:
         label = groups.labels[index]
         influence = analysis.influence(label)
         moving = int((influence != 0).sum())
-        for kind in KINDS:
+        for kind in kinds:
             for share in shares:
                 if (label, kind, share) in seen:
                     continue
@@ -259,7 +270,8 @@ def main() -> None:
                 newton_s = time.perf_counter() - t
                 exact = math.nan if damping is None else newton_change(
                     model, removed, groups=groups, occupation_index=index, damping=damping, curvature="exact")
-                old = predict(raw, scale=model.influence_scale, calibration=model.calibration)
+                old = (predict(raw, scale=model.influence_scale, calibration=model.calibration)
+                       if model.calibration is not None else None)
                 shown = {}
                 if scale is not None:  # as the lab shows it (predict_edit): the scaled step, the noise floor
                     s = newton_removal_prediction(model, removed=removed, groups=groups, occupation_index=index,
@@ -271,13 +283,14 @@ def main() -> None:
                 actual = float(masked_retrain_bias(model, removed=removed, groups=groups)[index] - base[index])
                 row = {"occupation": label, "men": int(groups.n_male[index]), "women": int(groups.n_female[index]),
                        "in_fit": label in fitted, "kind": kind, "share": share, "k": k, "moving": moving,
-                       "closed_form": raw, "old_point": old.point, "old_low": old.low, "old_high": old.high,
+                       "closed_form": raw, **{f"old_{key}": getattr(old, key) if old is not None else math.nan
+                                              for key in ("point", "low", "high")},
                        "exact_newton": exact, "newton": p.point, "low": p.low, "high": p.high, "actual": actual,
                        "newton_s": newton_s, "retrain_s": time.perf_counter() - t, **shown}
                 pd.DataFrame([row]).to_csv(args.runs, mode="a", header=not args.runs.exists(), index=False)
                 inside = "in " if p.low <= actual <= p.high else "OUT"
                 print(f"{label:14s} {row['men']:3d}/{row['women']:<3d} {kind:6s} {share:2d}% k={k:4d}: newton "
-                      f"{p.point:+.4f} [{p.low:+.4f}, {p.high:+.4f}] {inside} old {old.point:+.4f} "
+                      f"{p.point:+.4f} [{p.low:+.4f}, {p.high:+.4f}] {inside} old {row['old_point']:+.4f} "
                       f"actual {actual:+.4f} ({newton_s:.2f} s)"
                       + (f" | scaled {shown['scaled']:+.4f} [{shown['scaled_low']:+.4f}, {shown['scaled_high']:+.4f}]"
                          if shown else ""), flush=True)

@@ -70,7 +70,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         ("--margin", real(0, above=True, high=MAX_MARGIN), "margin of the TransE loss"),
         ("--damping", real(0, above=True, high=MAX_DAMPING), "lambda of the influence Hessian (default 2|G|/|E|)"),
         ("--negatives", integer(1, MAX_NEGATIVES),
-         "TransE: frozen negatives per training triple, half corrupting the head, half the tail (default 1)"),
+         "TransE: frozen negatives per training triple, half corrupting the head, half the tail (default: the "
+         "graph's default, 8 on FB15k-237, else 1)"),
     ):
         train.add_argument(flag, type=kind, help=meaning)
     train.add_argument("--optimizer", choices=("adam", "sparse_adam"),
