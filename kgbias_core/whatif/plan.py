@@ -75,6 +75,7 @@ from kgbias_core.influence.prediction import (
     removal_band_factor,
     removal_gradient,
     scaled_estimator,
+    squared_l2_curvature_entries,
 )
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.tables import MIN_GROUP_SIZE, occupations_frame, triples_frame, triples_in_words
@@ -324,17 +325,16 @@ class SparseCurvature:
         k = negatives_count(negatives, model.triples.shape[0])  # K negatives: the pairs (z, z'_j), each weighted 1/K
         pairs = model.triples if k == 1 else model.triples.repeat(k, 1)
         active = active_terms(model)  # the active test of absolute_curvature_hvp
-        both = torch.cat([pairs[active], negatives[active]]).cpu().numpy()
+        both = torch.cat([pairs[active], negatives[active]]).cpu()
         self.n_entities, n = model.n_entities, model.n_entities + model.n_relations
-        slots = np.stack([both[:, 0], self.n_entities + both[:, 1], both[:, 2]], axis=1)  # [2A, 3] rows of c_z
+        # 2 c c^T / K, 9 entries per term: the matrix absolute_curvature_hvp applies, from the same formula
+        rows, cols, values = (t.numpy() for t in squared_l2_curvature_entries(both, n_entities=self.n_entities,
+                                                                              weight=2.0 / k))
         # Only the rows an active term touches are coupled; every other row of M is l2 alone, solved by a division.
-        self.coupled = np.unique(slots)
+        self.coupled = np.unique(rows)
         local = np.full(n, -1, dtype=np.int64)
         local[self.coupled] = np.arange(self.coupled.shape[0])
-        slots = local[slots]
-        signs = np.array([1.0, 1.0, -1.0])
-        rows, cols = np.repeat(slots, 3, axis=1).reshape(-1), np.tile(slots, (1, 3)).reshape(-1)
-        values = np.tile(2.0 / k * np.outer(signs, signs).reshape(-1), slots.shape[0])  # 2 c c^T / K, 9 per term
+        rows, cols = local[rows], local[cols]
         self.shift = model.config.l2 + (0.0 if model.config.l2 > 0 else CONDITION_EPS)  # newton_removal_prediction's
         m = self.coupled.shape[0]
         self.matrix = (sparse.csr_matrix((values, (rows, cols)), shape=(m, m))
