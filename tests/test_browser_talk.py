@@ -54,12 +54,14 @@ def test_a_fresh_start_opens_by_itself_everywhere_and_the_queue_cancels_truthful
             d.find_element(By.XPATH, family + '//button[.//p[starts-with(text(), "Train the family")]]').click()
             return True
 
-        from selenium.common.exceptions import WebDriverException
+        from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 
         WebDriverWait(driver, 60, poll_frequency=1, ignored_exceptions=(WebDriverException,)).until(train_the_family)
         wait.until(ec.text_to_be_present_in_element(queue, "synthetic-transe: family of 3 seeds"))
         click(driver, (By.CSS_SELECTOR, '.st-key-job_queue button[kind="secondary"]'))
-        notice = WebDriverWait(driver, 120).until(lambda d: next(
+        # A rerun can replace an alert between find_elements and .text: a stale element is another poll, not a failure.
+        rerendered = (StaleElementReferenceException,)
+        notice = WebDriverWait(driver, 120, ignored_exceptions=rerendered).until(lambda d: next(
             (e for e in d.find_elements(By.CSS_SELECTOR, '[data-testid="stAlertContentError"]')
              if "family of 3 seeds" in e.text), False))
         text = notice.text
@@ -75,6 +77,6 @@ def test_a_fresh_start_opens_by_itself_everywhere_and_the_queue_cancels_truthful
         driver.switch_to.window(first)
         driver.find_element(By.XPATH, '//button[.//p[text()="Dismiss"]]').click()
         alerts = '[data-testid="stAlertContentError"]'
-        WebDriverWait(driver, 20).until(
+        WebDriverWait(driver, 20, ignored_exceptions=rerendered).until(
             lambda d: not [e for e in d.find_elements(By.CSS_SELECTOR, alerts) if "family of 3 seeds" in e.text])
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
