@@ -150,8 +150,9 @@ def main() -> None:
     parser.add_argument("--model", required=True, type=Path)
     parser.add_argument("--occupations", nargs="+", required=True, help="labels or names")
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--scale-from", type=Path, help="an earlier run's CSV: scale by the others' ratio (LOO)")
-    parser.add_argument("--step-scale", default=None, metavar="auto|C",
+    scaling = parser.add_mutually_exclusive_group()  # one source of the step scale, not a silent precedence
+    scaling.add_argument("--scale-from", type=Path, help="an earlier run's CSV: scale by the others' ratio (LOO)")
+    scaling.add_argument("--step-scale", default=None, metavar="auto|C",
                         help="auto: the model's own record when each occupation is planned (as the lab); C: fixed")
     parser.add_argument("--control", action="store_true", help="one random removal of each plan's size beside it")
     parser.add_argument("--threads", type=int, default=1)

@@ -328,13 +328,6 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
         eps = float(x.abs().median()) or 1.0  # the scale of the model's own residuals (module docstring)
         coordinate = eps * eps / (x * x + eps * eps) ** 1.5 / k  # [m, d]
 
-    def curvature(a: torch.Tensor) -> torch.Tensor:  # [m, d]: d^2 psi(x) a / K for the residual direction a
-        if distance == "l2":
-            return inverse * (a - u * (u * a).sum(-1, keepdim=True))
-        if distance == "l1":
-            return coordinate * a
-        return weight * a
-
     if distance == "squared_l2":
         # |H| as one sparse (E + R) x (E + R) matrix M, |H| = M (x) I_d: the K pairs of a triple share their
         # positive term and many pairs share entity couplings, so with duplicates summed M holds far fewer entries
@@ -354,6 +347,11 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
             out = torch.sparse.mm(matrix, stacked) + l2 * stacked
             return out[:n_entities], out[n_entities:]
     else:  # L1 / L2: each term's curvature depends on its residual, applied by gathers and scatters
+        def curvature(a: torch.Tensor) -> torch.Tensor:  # [m, d]: d^2 psi(x) a / K for the residual direction a
+            if distance == "l2":
+                return inverse * (a - u * (u * a).sum(-1, keepdim=True))
+            return coordinate * a
+
         def hvp(vector: Vector) -> Vector:
             v_e, v_r = vector
             w = curvature(v_e[heads] + v_r[relations] - v_e[tails])  # [m, d]: the term's d^2 psi a^T v / K
