@@ -109,3 +109,35 @@ def click(driver: Any, locator: tuple[str, str], *, timeout: float = 60) -> None
     retried = (StaleElementReferenceException, ElementClickInterceptedException, ElementNotInteractableException,
                NoSuchElementException)
     WebDriverWait(driver, timeout, ignored_exceptions=retried).until(attempt)
+
+
+def texts(driver: Any, locator: tuple[str, str], *, timeout: float = 30) -> list[str]:
+    """The visible text of every element at ``locator``, read afresh until one read sees no stale element: a
+    Streamlit rerun can replace an element between ``find_elements`` and ``.text`` (issue 26's CI failures)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    read: list[str] = []
+
+    def attempt(d: Any) -> bool:
+        read[:] = [e.text for e in d.find_elements(*locator)]
+        return True
+
+    WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(attempt)
+    return read
+
+
+def text(driver: Any, locator: tuple[str, str], *, timeout: float = 30) -> str:
+    """The visible text of the first element at ``locator`` (waited for), read as ``texts`` reads."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    read: list[str] = []
+
+    def attempt(d: Any) -> bool:
+        read[:] = [d.find_element(*locator).text]  # an empty text is a reading too, not a reason to wait
+        return True
+
+    retried = (StaleElementReferenceException, NoSuchElementException)
+    WebDriverWait(driver, timeout, ignored_exceptions=retried).until(attempt)
+    return read[0]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kgbias_app.serve import CHROMIUM, chromium, dashboard
+from kgbias_app.serve import CHROMIUM, chromium, dashboard, text, texts
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.readings import fmt
@@ -37,7 +37,7 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         driver.get(f"{url}/occupation_explorer?occupation=librarian")
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Occupation explorer"))
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), "Librarian"))
-        nav = [a.text for a in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a')]
+        nav = texts(driver, (By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a'))
         assert any("Occupation explorer" in name for name in nav) and not any("dashboard" in name for name in nav)
 
         # The link to the view, drawn at the end of the page's run.
@@ -58,7 +58,7 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), "Librarian"))
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".js-plotly-plot")))
         time.sleep(1.0)  # let the charts finish drawing before the screenshot
-        assert "Librarian" in driver.find_element(By.TAG_NAME, "h2").text
+        assert "Librarian" in text(driver, (By.TAG_NAME, "h2"))
         assert driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         driver.save_screenshot(str(tmp_path / "occupation_explorer.png"))
@@ -173,7 +173,7 @@ def test_a_click_on_a_point_of_the_explorer_scatter_opens_that_persons_view(tiny
         wait.until(lambda d: d.execute_script(CHART_DRAWN)
                    and d.find_elements(By.CSS_SELECTOR, ".js-plotly-plot .scatterlayer .point"))
         time.sleep(3.0)  # a stale click would switch pages again within a rerun: none does
-        assert "Occupation explorer" in driver.find_element(By.TAG_NAME, "h1").text
+        assert "Occupation explorer" in text(driver, (By.TAG_NAME, "h1"))
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
 
 

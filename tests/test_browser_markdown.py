@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from kgbias_app.serve import CHROMIUM, chromium, dashboard
+from kgbias_app.serve import CHROMIUM, chromium, dashboard, text, texts
 from kgbias_core.embeddings.store import save_model
 
 pytestmark = [
@@ -39,7 +39,7 @@ def test_a_markdown_name_and_link_value_render_as_literal_text(tiny_model, tmp_p
         assert not driver.find_elements(By.CSS_SELECTOR, f"{main} img"), "an <img> from Markdown"
         assert not driver.find_elements(By.CSS_SELECTOR, 'img[src*="host"]')
         assert not driver.find_elements(By.CSS_SELECTOR, f"{main} .katex")
-        assert not [e for e in driver.find_elements(By.CSS_SELECTOR, f"{main} strong") if e.text == "bold"]
+        assert "bold" not in texts(driver, (By.CSS_SELECTOR, f"{main} strong"))
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
 
     with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
@@ -47,14 +47,14 @@ def test_a_markdown_name_and_link_value_render_as_literal_text(tiny_model, tmp_p
         # The name from the data: the occupation's heading shows it character for character.
         driver.get(f"{url}/occupation_explorer?occupation=nurse")
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), "![p](http://host/x.png)"))
-        assert driver.find_element(By.TAG_NAME, "h2").text == PAYLOAD
+        assert text(driver, (By.TAG_NAME, "h2")) == PAYLOAD
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".js-plotly-plot")))
         literal_only(driver)
 
         # The crafted link: its value is named in the warning as text.
         driver.get(f"{url}/occupation_explorer?occupation={quote(LINK_PAYLOAD)}")
         wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, main), "which this view does not have"))
-        alert = next(e.text for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stAlert"]')
-                     if "which this view does not have" in e.text)
+        alert = next(t for t in texts(driver, (By.CSS_SELECTOR, '[data-testid="stAlert"]'))
+                     if "which this view does not have" in t)
         assert LINK_PAYLOAD in alert
         literal_only(driver)

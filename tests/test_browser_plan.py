@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kgbias_app.sections import plan as section
-from kgbias_app.serve import CHROMIUM, chromium, click, dashboard
+from kgbias_app.serve import CHROMIUM, chromium, click, dashboard, text
 from kgbias_core import tasks
 from kgbias_core.jobs import Progress
 from kgbias_core.whatif.step_ratio import saved_verifications
@@ -48,8 +48,7 @@ def test_build_a_plan_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, 
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Debiasing lab"))
         click(driver, (By.XPATH, f'//button[.//p[text()="{section.BUILD_BUTTON}"]]'), timeout=120)
         wait.until(ec.element_to_be_clickable((By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]')))
-        main = driver.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]')
-        assert "Predicted B_gr of Nurse after" in main.text
+        assert "Predicted B_gr of Nurse after" in text(driver, (By.CSS_SELECTOR, '[data-testid="stMain"]'))
         click(driver, (By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]'), timeout=120)
         # the job retrains, the record is written, the page reruns and draws the point
         points = wait.until(lambda d: (d.execute_script(TRACES).get("verified plan") or [[]])[0] and

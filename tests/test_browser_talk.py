@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from kgbias_app.serve import chromium, click, dashboard
+from kgbias_app.serve import chromium, click, dashboard, text, texts
 
 #: The synthetic model trains in ~10 s on a quiet 2-core CPU; a loaded machine takes several times that.
 FIRST_START = 240
@@ -44,7 +44,7 @@ def test_a_fresh_start_opens_by_itself_everywhere_and_the_queue_cancels_truthful
         # trainings) and cancels it while it runs.
         audit = store / "synthetic-transe" / "results" / "prediction_audit.csv"
         WebDriverWait(driver, FIRST_START).until(lambda d: audit.is_file())
-        assert "calibration" not in driver.find_element(*queue).text
+        assert "calibration" not in text(driver, queue)
         family = '//details[.//summary[contains(., "Seed family of synthetic-transe")]]'
 
         def train_the_family(d) -> bool:
@@ -54,29 +54,24 @@ def test_a_fresh_start_opens_by_itself_everywhere_and_the_queue_cancels_truthful
             d.find_element(By.XPATH, family + '//button[.//p[starts-with(text(), "Train the family")]]').click()
             return True
 
-        from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+        from selenium.common.exceptions import WebDriverException
 
         WebDriverWait(driver, 60, poll_frequency=1, ignored_exceptions=(WebDriverException,)).until(train_the_family)
         wait.until(ec.text_to_be_present_in_element(queue, "synthetic-transe: family of 3 seeds"))
         click(driver, (By.CSS_SELECTOR, '.st-key-job_queue button[kind="secondary"]'))
-        # A rerun can replace an alert between find_elements and .text: a stale element is another poll, not a failure.
-        rerendered = (StaleElementReferenceException,)
-        notice = WebDriverWait(driver, 120, ignored_exceptions=rerendered).until(lambda d: next(
-            (e for e in d.find_elements(By.CSS_SELECTOR, '[data-testid="stAlertContentError"]')
-             if "family of 3 seeds" in e.text), False))
-        text = notice.text
-        assert "cancelled" in text and "stays in use" in text and "Nothing was saved" not in text
+        # A rerun can replace an alert between find_elements and .text: `texts` reads them again, not a failure.
+        errors = (By.CSS_SELECTOR, '[data-testid="stAlertContentError"]')
+        notice = WebDriverWait(driver, 120).until(
+            lambda d: next((t for t in texts(d, errors) if "family of 3 seeds" in t), False))
+        assert "cancelled" in notice and "stays in use" in notice and "Nothing was saved" not in notice
         assert (store / "synthetic-transe" / "config.json").is_file()  # true: the model is still there
 
         driver.switch_to.window(second)  # the other session is not told
         time.sleep(3)
-        errors = [e.text for e in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stAlertContentError"]')]
-        assert not [e for e in errors if "family of 3 seeds" in e]
-        assert "Persons with a gender" in driver.find_element(*main).text
+        assert not [t for t in texts(driver, errors) if "family of 3 seeds" in t]
+        assert "Persons with a gender" in text(driver, main)
 
         driver.switch_to.window(first)
-        driver.find_element(By.XPATH, '//button[.//p[text()="Dismiss"]]').click()
-        alerts = '[data-testid="stAlertContentError"]'
-        WebDriverWait(driver, 20, ignored_exceptions=rerendered).until(
-            lambda d: not [e for e in d.find_elements(By.CSS_SELECTOR, alerts) if "family of 3 seeds" in e.text])
+        click(driver, (By.XPATH, '//button[.//p[text()="Dismiss"]]'))
+        WebDriverWait(driver, 20).until(lambda d: not [t for t in texts(d, errors) if "family of 3 seeds" in t])
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
