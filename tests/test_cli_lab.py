@@ -15,6 +15,7 @@ from kgbias_core.cli import main
 from kgbias_core.embeddings.store import load_model, model_fingerprint, save_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.prediction import ADD_ESTIMATOR
+from kgbias_core.whatif.step_ratio import EDITS
 
 from .conftest import TINY_TRAINING, data_dir
 
@@ -37,7 +38,7 @@ def test_debias_predicts_with_the_step_scale_of_the_models_audit(base: Path, tmp
 
     audited = Path(shutil.copytree(base, tmp_path / "audited"))
     prediction_audit_task(audited).run(Progress())
-    ratio = model_step_ratio(audited)
+    ratio = model_step_ratio(audited, use=EDITS)
     assert main(["debias", "--model", str(audited), "--occupation", "nurse", "--remove-k", "5",
                  "--out", str(tmp_path / "run")]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("predicted change "))

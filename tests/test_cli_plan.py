@@ -17,7 +17,7 @@ from kgbias_core.whatif.plan import (
     plan_removal,
     resolve_targets,
 )
-from kgbias_core.whatif.step_ratio import observed_step_ratio, saved_verifications
+from kgbias_core.whatif.step_ratio import PLANS, observed_step_ratio, saved_verifications
 from tests.conftest import NO_WOMEN
 
 
@@ -58,10 +58,11 @@ def test_plan_verify_retrains_and_records_predicted_and_actual(store: Path, caps
     assert row["run"] in list_models(store) and pd.notna(row["mrr_before"]) and pd.notna(row["mrr_after"])
     assert "step scale 1: no retrain of this model" in printed and row["step_scale"] == 1.0
     # the next plan reads the ratio this retrain showed, and scales its step by it
-    ratio = observed_step_ratio(record)
+    ratio = observed_step_ratio(record, use=PLANS)
     assert main(["plan", "--model", str(base), "--occupations", "journalist", "--tolerance", "0.3"]) == 0
     printed = capsys.readouterr().out
-    assert f"step scale {ratio.value:.3f}: the median retrained/predicted ratio of 1 retrain(s)" in printed
+    assert (f"step scale {ratio.value:.3f}: the median retrained/predicted ratio of 1 retrain(s) in this model's "
+            "verified plans") in printed
     assert f"x {ratio.value:.2f} (the retrained/predicted ratio" in printed
     assert main(["plan", "--model", str(base), "--occupations", "journalist", "--tolerance", "0.3",
                  "--step-scale", "1"]) == 0

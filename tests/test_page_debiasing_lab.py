@@ -10,6 +10,7 @@ import pytest
 
 from kgbias_app import charts
 from kgbias_app import texts as ui_texts
+from kgbias_app.escape import md
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models, load_model
@@ -18,6 +19,7 @@ from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import Task
 from kgbias_core.whatif.edits import make_edit, predict_edit
+from kgbias_core.whatif.step_ratio import EDITS
 from tests.conftest import NO_WOMEN, button, metric, page, settled, texts
 
 
@@ -57,7 +59,7 @@ def test_lab_multiplies_the_step_by_the_ratio_of_the_models_audit(writable_store
 
     base = writable_store / "tiny-transe"
     tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain of the tiny model
-    ratio = tasks.model_step_ratio(base)
+    ratio = tasks.model_step_ratio(base, use=EDITS)
     assert ratio is not None
     app = page("debiasing_lab").run()
     app.selectbox(key="lab_occupation").set_value("nurse").run()
@@ -68,8 +70,9 @@ def test_lab_multiplies_the_step_by_the_ratio_of_the_models_audit(writable_store
     expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=10), scale=ratio.value)
     assert metric(app, "Predicted change of B_gr") == ui_texts.fmt(expected.point)
     assert f"Estimator: {expected.estimator}" in texts(app.caption) and f"x {ratio.value:.2f}" in expected.estimator
-    shown = f"with the step times {ratio.value:.2f}, the median retrained/predicted ratio of this model's 1 "
-    assert shown.replace(".", "\\.") in texts(app.caption)  # the audit's caption (Markdown-escaped figures)
+    shown = f"with the step times {ratio.value:.2f}, {ratio.describe()}; additions"
+    assert md(shown) in texts(app.caption)  # the audit's caption (Markdown-escaped)
+    assert "in this model's prediction audit" in shown
 
 
 def test_lab_headlines_the_newton_step_without_a_calibration_and_only_offers_the_calibration(

@@ -20,7 +20,7 @@ from kgbias_core.whatif.plan import (
     plan_removal,
     resolve_targets,
 )
-from kgbias_core.whatif.step_ratio import observed_step_ratio, saved_verifications
+from kgbias_core.whatif.step_ratio import PLANS, observed_step_ratio, saved_verifications
 from tests.conftest import button, metric, page, settled, texts
 
 
@@ -71,7 +71,7 @@ def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_
 
     # The verified retrain gives the ratio: the next plan offers to scale its step by it, on by default, and the
     # plan built before is no longer shown as current (its step scale was 1).
-    ratio = observed_step_ratio(record)
+    ratio = observed_step_ratio(record, use=PLANS)
     box = app.checkbox(key="plan_step_scale")
     assert box.value and box.label == section.SCALE_LABEL.format(value=ratio.value)
     assert section.CHANGED in texts(app.caption)

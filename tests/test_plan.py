@@ -32,7 +32,7 @@ from kgbias_core.whatif.plan import (
     plan_triples,
     resolve_targets,
 )
-from kgbias_core.whatif.step_ratio import observed_step_ratio, saved_verifications
+from kgbias_core.whatif.step_ratio import EDITS, PLANS, observed_step_ratio, saved_verifications
 
 #: The target of the retrain tests: the tiny graph's journalists (18 men, 11 women in the seed-7 graph).
 OCCUPATION = "journalist"
@@ -222,20 +222,33 @@ def test_two_targets_are_planned_in_turn_and_predicted_together(analysis: ModelA
     assert plan.feasible == (all(o.inside for o in plan.targets) and plan.n_outside == 0)
 
 
-def test_the_observed_ratio_is_the_median_of_retrained_over_unscaled_predicted_changes() -> None:
+def test_the_observed_ratio_is_the_median_of_retrained_over_unscaled_predicted_changes_per_use() -> None:
     record = pd.DataFrame({
         "group_bias_before": [0.4, 0.2, -0.3, 0.1],
         "predicted": [0.0, 0.1, -0.1, 0.1],  # the last predicted no change: it says nothing of the ratio
         "actual": [0.3, 0.15, -0.25, 0.3],
         "step_scale": [1.0, 0.5, np.nan, 1.0],  # planned at 0.5: its unscaled change is twice; NaN: an old record
     })
-    audit = pd.DataFrame({"predicted": [-0.2], "retrained": [-0.1]})
-    ratio = observed_step_ratio(record, audit)
-    assert (ratio.value, ratio.n) == (pytest.approx(0.25), 4)
-    assert (ratio.low, ratio.high) == (pytest.approx(0.25), pytest.approx(0.5))
-    assert observed_step_ratio(None, None) is None and observed_step_ratio(record.iloc[3:]) is None
+    audit = pd.DataFrame({"predicted": [-0.2, 0.4], "retrained": [-0.1, 0.28]})
+    # Plans read the verified plans only, edits the audit only: the two kinds of removal are not pooled.
+    plans = observed_step_ratio(record, audit, use=PLANS)
+    assert (plans.value, plans.n, plans.low, plans.high) == (pytest.approx(0.25), 3, pytest.approx(0.25),
+                                                             pytest.approx(0.25))
+    assert not plans.borrowed and "verified plans" in plans.describe()
+    edits = observed_step_ratio(record, audit, use=EDITS)
+    assert (edits.value, edits.n, edits.low, edits.high) == (pytest.approx(0.6), 2, pytest.approx(0.5),
+                                                             pytest.approx(0.7))
+    assert not edits.borrowed and "prediction audit" in edits.describe()
+    # A use with no retrain of its own borrows the other's ratio, and says so.
+    borrowed = observed_step_ratio(record, None, use=EDITS)
+    assert borrowed.value == pytest.approx(0.25) and borrowed.borrowed and "borrowed" in borrowed.describe()
+    assert observed_step_ratio(None, audit, use=PLANS).value == pytest.approx(0.6)
+    assert observed_step_ratio(None, None, use=PLANS) is None
+    assert observed_step_ratio(record.iloc[3:], None, use=EDITS) is None
+    with pytest.raises(ValueError, match="edits"):
+        observed_step_ratio(record, audit, use="everything")
     wild = pd.DataFrame({"predicted": [-0.01], "retrained": [-1.0]})
-    assert observed_step_ratio(None, wild).value == 2.0  # clipped: one odd retrain cannot run the planner
+    assert observed_step_ratio(None, wild, use=PLANS).value == 2.0  # clipped: one odd retrain cannot run the planner
 
 
 def test_a_scaled_step_predicts_a_proportionally_smaller_change_and_plans_more_triples(

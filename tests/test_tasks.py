@@ -246,9 +246,9 @@ def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store:
     assert saved is not None and saved.iloc[0]["predicted"] == pytest.approx(row["predicted"])
     # The step scale every removal's prediction is multiplied by: this one retrain's ratio (clipped).
     from kgbias_core.whatif.edits import make_edit, predict_edit
-    from kgbias_core.whatif.step_ratio import STEP_SCALE_RANGE
+    from kgbias_core.whatif.step_ratio import EDITS, STEP_SCALE_RANGE
 
-    ratio = tasks.model_step_ratio(base)
+    ratio = tasks.model_step_ratio(base, use=EDITS)
     assert ratio is not None and ratio.n == 1
     assert ratio.value == pytest.approx(min(max(row["retrained"] / row["predicted"], STEP_SCALE_RANGE[0]),
                                             STEP_SCALE_RANGE[1]))

@@ -103,3 +103,47 @@ def test_a_run_without_calibration_has_no_old_estimator_row() -> None:
     assert (frame[frame["estimator"].str.endswith("band as run")]["coverage"] == 1.0).all()
     with_old = _bench().summary_frame(pd.DataFrame(rows))
     assert with_old["estimator"].str.contains("calibrated").sum() == 2  # targeted and random
+
+
+def test_rescore_predicts_the_same_sets_again_with_the_models_scale_for_edits(tiny_store: Path, tmp_path: Path,
+                                                                              monkeypatch) -> None:
+    """``--rescore``: no retrain; each row's set is rebuilt (checked by its closed-form sum) and predicted as the
+    lab predicts it today (the audit's step scale, the noise floor); a row of another set is refused."""
+    import shutil
+
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.embeddings.store import load_model
+    from kgbias_core.influence.retraining_check import removal_set
+    from kgbias_core.jobs import Progress
+    from kgbias_core.tasks import prediction_audit_task
+    from kgbias_core.whatif.edits import make_edit, predict_edit
+    from kgbias_core.whatif.step_ratio import EDITS, model_step_ratio
+
+    base = Path(shutil.copytree(tiny_store / "tiny-transe", tmp_path / "tiny-transe"))
+    prediction_audit_task(base).run(Progress())  # one masked retrain of the tiny model: the scale for edits
+    ratio = model_step_ratio(base, use=EDITS)
+    analysis = ModelAnalysis(load_model(base))
+    influence = analysis.influence("nurse")
+    rows = []
+    for kind in ("top", "bottom"):
+        removed = removal_set(influence, kind=kind, k=5)
+        rows.append({**_row(kind, 5, 5, 0.1, 0.2), "occupation": "nurse", "k": 5,
+                     "closed_form": float(influence[removed].sum())})
+    runs, out = tmp_path / "runs.csv", tmp_path / "rescored.csv"
+    pd.DataFrame(rows).to_csv(runs, index=False)
+    monkeypatch.setattr("sys.argv", ["whatif_accuracy.py", "--model", str(base), "--runs", str(runs),
+                                     "--rescore", str(out)])
+    _bench().main()
+    rescored = pd.read_csv(out)
+    assert (rescored["scale"] == ratio.value).all() and (rescored["actual"] == 0.2).all()  # the retrain is kept
+    for row, kind in zip(rescored.itertuples(), ("top", "bottom"), strict=True):
+        indices = tuple(removal_set(influence, kind=kind, k=5).tolist())
+        expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="basket", indices=indices),
+                                scale=ratio.value)
+        assert row.scaled == pytest.approx(expected.point, rel=1e-4)
+        assert (row.scaled_low, row.scaled_high) == (pytest.approx(expected.low, rel=1e-4),
+                                                     pytest.approx(expected.high, rel=1e-4))
+    rows[1]["closed_form"] += 1.0  # not the set the row was made with
+    pd.DataFrame(rows).to_csv(runs, index=False)
+    with pytest.raises(SystemExit, match="not the same set"):
+        _bench().main()

@@ -51,7 +51,7 @@ from kgbias_core.jobs import Progress
 from kgbias_core.tasks import noise_band_task, saved_noise_band
 from kgbias_core.tasks.plan import verify_plan_task
 from kgbias_core.whatif.plan import PlanConfig, group_facts, plan_removal, resolve_targets
-from kgbias_core.whatif.step_ratio import model_step_ratio, observed_step_ratio
+from kgbias_core.whatif.step_ratio import PLANS, model_step_ratio, observed_step_ratio
 
 
 def _done(out: Path) -> pd.DataFrame:
@@ -170,10 +170,10 @@ def main() -> None:
         if earlier is not None:
             own = (earlier["name"].str.lower() == occupation.lower()) | (earlier["occupation"] == occupation)
             others = earlier[~own]
-            ratio = observed_step_ratio(others)
+            ratio = observed_step_ratio(others, use=PLANS)
             config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
         elif args.step_scale == "auto":  # read now: the plans verified before this one are in the record
-            ratio = model_step_ratio(args.model)
+            ratio = model_step_ratio(args.model, use=PLANS)
             config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
         elif args.step_scale is not None:
             config = PlanConfig(step_scale=float(args.step_scale))

@@ -27,6 +27,12 @@ scale (:func:`kgbias_core.whatif.step_ratio.model_step_ratio`, from its one-retr
 the model has none) with the model's noise band as the floor (columns ``scaled``, ``scaled_low``,
 ``scaled_high``; ``in_audit`` marks the audited occupation, whose ratio the scale is). Predictions run on
 ``--threads`` (the issue's cost target is one thread), retrains on ``--retrain-threads``.
+
+``--rescore OUT`` (with ``--model``) retrains nothing: it rebuilds each row's removal set of ``--runs`` (the same
+deterministic set, checked by its closed-form sum), predicts it again as the lab does today (the model's current
+step scale for edits, its noise band) and writes the rows with those columns replaced to OUT, with its summary.
+The retrained change is the one measured; only the prediction is new. Used when the step scale's source changed
+(issue 25: edits read the audit, plans verified plans).
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ from kgbias_core.jobs import Progress
 from kgbias_core.tasks import model_step_ratio, prediction_audit_task, saved_noise_band, saved_prediction_audit
 from kgbias_core.tasks.calibration import calibrate
 from kgbias_core.whatif.runs import noise_spread
+from kgbias_core.whatif.step_ratio import EDITS
 
 #: The synthetic graph and training of tests/conftest.py (TINY_GRAPH, TINY_TRAINING).
 SYNTHETIC = SyntheticConfig(n_persons=600, seed=7, other_gender_share=0.02)
@@ -180,6 +187,44 @@ def _summarize_only(args: argparse.Namespace) -> None:
         write_text(summary_frame(runs).to_csv(index=False, float_format="%.4f"), str(args.summary))
 
 
+def _rescore(args: argparse.Namespace) -> None:
+    """``--rescore``: each row of ``--runs`` predicted again with the model's current step scale for edits."""
+    runs = pd.read_csv(args.runs)
+    model = load_model(args.model)
+    ratio = model_step_ratio(args.model, use=EDITS)
+    if ratio is None:
+        raise SystemExit(f"{args.model}: no prediction audit or verified plan, so no step scale to rescore with")
+    noise = saved_noise_band(args.model)
+    audit = saved_prediction_audit(args.model)
+    audited = set() if audit is None else set(pd.Series(audit["occupation"]).tolist())
+    print(f"step scale {ratio.value:.3f}: {ratio.describe()}", flush=True)
+    analysis = ModelAnalysis(model)
+    groups = analysis.groups
+    rows = []
+    for row in runs.to_dict("records"):
+        influence = analysis.influence(row["occupation"])
+        removed = removal_set(influence, kind=row["kind"], k=int(row["k"]))
+        raw = float(influence[removed].sum())
+        if not math.isclose(raw, row["closed_form"], rel_tol=1e-4, abs_tol=1e-6):
+            raise SystemExit(f"{row['occupation']} {row['kind']} {row['share']}%: the rebuilt set's closed form "
+                             f"{raw:+.6f} is not the run's {row['closed_form']:+.6f}: not the same set")
+        t = time.perf_counter()
+        s = newton_removal_prediction(model, removed=removed, groups=groups,
+                                      occupation_index=groups.index(row["occupation"]), scale=ratio.value,
+                                      spread=noise_spread(noise, row["occupation"]))
+        rows.append({**row, "scale": ratio.value, "scaled": s.point, "scaled_low": s.low, "scaled_high": s.high,
+                     "floor": s.floor, "in_audit": row["occupation"] in audited})
+        inside = "in " if s.low <= row["actual"] <= s.high else "OUT"
+        print(f"{row.get('name', row['occupation'])} {row['kind']} {row['share']}%: scaled {s.point:+.4f} "
+              f"[{s.low:+.4f}, {s.high:+.4f}] {inside} actual {row['actual']:+.4f} "
+              f"({time.perf_counter() - t:.1f} s)", flush=True)
+    rescored = pd.DataFrame(rows)
+    write_text(rescored.to_csv(index=False), str(args.rescore))
+    print(summarize(rescored))
+    if args.summary:
+        write_text(summary_frame(rescored).to_csv(index=False, float_format="%.4f"), str(args.summary))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="a stored model (default: train the synthetic graph of the tests)")
@@ -192,6 +237,8 @@ def main() -> None:
     parser.add_argument("--summary", type=Path, help="CSV of summary_frame (per estimator), written at the end")
     parser.add_argument("--summarize-only", action="store_true",
                         help="only write the summary of --runs (and its occupations' names, from --model)")
+    parser.add_argument("--rescore", type=Path, metavar="OUT",
+                        help="with --model: predict --runs' sets again with today's step scale, into OUT")
     parser.add_argument("--no-calibration", action="store_true",
                         help="skip the old estimator and its calibration (13 masked retrains)")
     parser.add_argument("--kinds", default=",".join(KINDS), help="kinds of removal set, of " + ", ".join(KINDS))
@@ -210,16 +257,21 @@ def main() -> None:
     if args.summarize_only:
         _summarize_only(args)
         return
+    if args.rescore:
+        if not args.model:
+            parser.error("--rescore needs the --model the runs were made on")
+        _rescore(args)
+        return
     retrain_threads = args.retrain_threads or args.threads
     scale, noise = None, None
     if args.model:
         model = load_model(args.model)
-        ratio = model_step_ratio(args.model)
+        ratio = model_step_ratio(args.model, use=EDITS)
         if ratio is None:
             torch.set_num_threads(retrain_threads)
             started = time.perf_counter()
             prediction_audit_task(args.model).run(Progress())
-            ratio = model_step_ratio(args.model)
+            ratio = model_step_ratio(args.model, use=EDITS)
             print(f"audited in {time.perf_counter() - started:.1f} s", flush=True)
         scale, noise = ratio.value, saved_noise_band(args.model)
         audited = set(pd.Series(saved_prediction_audit(args.model)["occupation"]).tolist())

@@ -53,8 +53,9 @@ ADD_HELP = (
 AUDIT_SENTENCE = (
     "Audit of this model's prediction (one masked retrain): removing the top {k} of the {moving} triples that move "
     "B_gr of {name}, predicted {predicted} [{low}, {high}], retrained {retrained}: {verdict} the interval "
-    "({estimator}). Removals above are predicted with the step times {scale}, the median retrained/predicted "
-    "ratio of this model's {n} retrain(s) (the audit and verified plans); additions with the step as computed."
+    "({estimator}). Removals above are predicted with the step times {scale}, {source}; additions with the step "
+    "as computed. Plans read their own scale, from verified plans: a plan's chosen triples move by a smaller part "
+    "of their step."
 )
 AUDIT_BUTTON = "Audit the prediction against one masked retrain"
 AUDIT_HELP = (
@@ -164,7 +165,7 @@ def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: 
             predicted=texts.fmt(row["predicted"]), low=texts.fmt(row["low"]), high=texts.fmt(row["high"]),
             retrained=texts.fmt(row["retrained"]), verdict="inside" if row["inside"] else "outside",
             estimator=str(row["estimator"]), scale=f"{cache.step_scale(model):.2f}",
-            n=getattr(tasks.model_step_ratio(model.path), "n", 0)))
+            source=cache.step_source(model)))
     elif jobs_ui.is_running(task):
         background.append(task)
     elif st.button(texts.with_estimate(AUDIT_BUTTON, seconds := tasks.prediction_audit_seconds(model.path)),

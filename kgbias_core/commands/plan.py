@@ -52,17 +52,16 @@ def _plan(args: argparse.Namespace) -> None:
         plan_triples,
         resolve_targets,
     )
-    from kgbias_core.whatif.step_ratio import model_step_ratio
+    from kgbias_core.whatif.step_ratio import PLANS, model_step_ratio
 
     if args.verify:  # refused before the model is read, as every retraining command does
         check_retrains(args.model, what="plan --verify (a full retrain)", retrains=1)
     analysis = load_analysis(args.model, device=args.device)
     scale, scale_line = args.step_scale, None
     if scale is None:
-        ratio = model_step_ratio(args.model)
+        ratio = model_step_ratio(args.model, use=PLANS)
         scale = ratio.value if ratio is not None else 1.0
-        scale_line = (f"step scale {scale:.3f}: the median retrained/predicted ratio of {ratio.n} retrain(s) of this "
-                      f"model (single ratios {ratio.low:.3f} to {ratio.high:.3f})" if ratio is not None else
+        scale_line = (f"step scale {scale:.3f}: {ratio.describe()}" if ratio is not None else
                       "step scale 1: no retrain of this model has been compared with its prediction yet (an audit "
                       "or a verified plan gives the ratio)")
     config = PlanConfig(max_triples=args.max_triples, max_link_share=args.max_link_share, tolerance=args.tolerance,

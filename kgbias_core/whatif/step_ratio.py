@@ -1,16 +1,25 @@
-"""What a model's own retrains said about its what-if prediction, and the step scale read from them (issue 25).
+"""What a model's own retrains said about its what-if prediction, and the step scales read from them (issue 25).
 
 Two records in the model's results folder compare the Newton step (:mod:`kgbias_core.influence.prediction`)
 with a masked retrain of the same edit: the one-retrain audit (:data:`PREDICTION_AUDIT`, written by
 :mod:`kgbias_core.tasks.prediction_audit`) and the verified plans (:data:`VERIFICATIONS`, written by
 :func:`kgbias_core.whatif.plan.append_verifications`). Their ratio retrained / predicted is the step scale
-that the lab, the basket, ``debias``, the report and the planner multiply a removal's step by.
+that a removal's step is multiplied by.
 
 Why a ratio: the step is the optimum's shift (Du Eq. 2 with |H|, METHODS §4); a retrain of finite epochs
 moves part of it, and the part is much the same across occupations and edit sizes of one model (on the
-FB15k-237 default 0.22-0.30 over five planned occupations), while it differs between models (0.82 on the
-synthetic graph of the tests). A median is robust to one odd retrain; the clip keeps one wild ratio from
+one-negative FB15k-237 model 0.22-0.30 over five planned occupations), while it differs between models (0.82 on
+the synthetic graph of the tests). A median is robust to one odd retrain; the clip keeps one wild ratio from
 making the planner remove nothing or everything.
+
+Why two scales (:data:`EDITS`, :data:`PLANS`): a plan picks the triples whose step moves B_gr most per triple, and a
+retrain moves such a selection by a smaller part of its step than a removal of the top or bottom share of the moving
+triples, the kind of edit the audit retrains and the lab, the basket and ``debias`` mostly predict. On the
+one-negative FB15k-237 model the two agreed (audit 0.28, plans 0.22-0.30); on the eight-negative default they do
+not (audit 0.92, the top/bottom 16% sets of four occupations 0.66-1.70, the five verified plans 0.32-0.62), and one
+median of both scaled the lab's removals by 0.52, which left half of those sets outside their interval. So edits are
+scaled by the audit and plans by verified plans; a kind with no retrain of its own borrows the other's ratio, and
+says so (:attr:`StepRatio.borrowed`), rather than use the step as computed.
 """
 
 from __future__ import annotations
@@ -34,6 +43,14 @@ STEP_SCALE_RANGE = (0.05, 2.0)
 RATIO_MIN_CHANGE = 1e-6
 
 
+#: The two uses of a step scale (:func:`observed_step_ratio`): an edit of the lab, the basket, ``debias`` and the
+#: report (read from the audit), and a plan of the planner (read from verified plans).
+EDITS = "edits"
+PLANS = "plans"
+#: Where each use reads its ratio first; the other source is borrowed only where its own has no retrain.
+_SOURCES = {EDITS: "prediction audit", PLANS: "verified plans"}
+
+
 @dataclass(frozen=True)
 class StepRatio:
     """The ratio of retrained to predicted change of B_gr over a model's own retrains (:func:`observed_step_ratio`)."""
@@ -42,6 +59,14 @@ class StepRatio:
     n: int  # the retrains it is read from
     low: float  # the smallest and largest single ratio
     high: float
+    source: str = _SOURCES[EDITS]  # the record the ratios come from, in words
+    borrowed: bool = False  # read from the other use's record: this use has no retrain of its own yet
+
+    def describe(self) -> str:
+        """Where the scale comes from, in one clause (the lab, ``plan`` and ``debias`` print it)."""
+        text = (f"the median retrained/predicted ratio of {self.n} retrain(s) in this model's {self.source}"
+                f" (single ratios {self.low:.2f} to {self.high:.2f})")
+        return text + (", borrowed: none of its own kind has been retrained yet" if self.borrowed else "")
 
 
 def saved_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
@@ -54,30 +79,51 @@ def saved_verifications(model_dir: Path | str) -> pd.DataFrame | None:
     return load_result(model_dir, VERIFICATIONS, params={})
 
 
-def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame | None = None) -> StepRatio | None:
-    """Median of retrained / predicted change of B_gr over a model's verified plans (:func:`saved_verifications`;
-    each prediction divided by the ``step_scale`` it was planned with, so the ratio is the unscaled step's) and its
-    one-retrain audit (``audit``: :func:`saved_prediction_audit`, the same Newton step on |H|); None when no
-    retrain has moved the prediction by more than :data:`RATIO_MIN_CHANGE`."""
-    ratios: list[float] = []
-    if verifications is not None and len(verifications):
-        # a record made before plans had a scale has none: those were planned with the step as computed
-        scale = (verifications["step_scale"] if "step_scale" in verifications
-                 else pd.Series(1.0, verifications.index)).fillna(1.0)
-        predicted = (verifications["predicted"] - verifications["group_bias_before"]) / scale
-        actual = verifications["actual"] - verifications["group_bias_before"]
-        keep = predicted.abs() > RATIO_MIN_CHANGE
-        ratios += (actual[keep] / predicted[keep]).astype(float).tolist()
-    if audit is not None and len(audit):
-        keep = audit["predicted"].abs() > RATIO_MIN_CHANGE  # the audit's step is always the step as computed
-        ratios += (audit.loc[keep, "retrained"] / audit.loc[keep, "predicted"]).astype(float).tolist()
-    ratios = [r for r in ratios if math.isfinite(r)]
+def plan_ratios(verifications: pd.DataFrame | None) -> list[float]:
+    """Retrained / unscaled predicted change of B_gr of each verified plan (each prediction divided by the
+    ``step_scale`` it was planned with); a plan predicted to move less than :data:`RATIO_MIN_CHANGE` says nothing."""
+    if verifications is None or not len(verifications):
+        return []
+    # a record made before plans had a scale has none: those were planned with the step as computed
+    scale = (verifications["step_scale"] if "step_scale" in verifications
+             else pd.Series(1.0, verifications.index)).fillna(1.0)
+    predicted = (verifications["predicted"] - verifications["group_bias_before"]) / scale
+    actual = verifications["actual"] - verifications["group_bias_before"]
+    keep = predicted.abs() > RATIO_MIN_CHANGE
+    return _finite((actual[keep] / predicted[keep]).astype(float).tolist())
+
+
+def audit_ratios(audit: pd.DataFrame | None) -> list[float]:
+    """Retrained / predicted change of the audit's edit(s): the audit's step is always the step as computed."""
+    if audit is None or not len(audit):
+        return []
+    keep = audit["predicted"].abs() > RATIO_MIN_CHANGE
+    return _finite((audit.loc[keep, "retrained"] / audit.loc[keep, "predicted"]).astype(float).tolist())
+
+
+def _finite(ratios: list[float]) -> list[float]:
+    return [r for r in ratios if math.isfinite(r)]
+
+
+def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame | None = None, *,
+                        use: str) -> StepRatio | None:
+    """The step scale for ``use`` (:data:`EDITS` or :data:`PLANS`): the median of retrained / predicted change of
+    B_gr over that use's own record (:func:`audit_ratios` of ``audit``, :func:`plan_ratios` of ``verifications``),
+    else over the other's (borrowed); None when no retrain has moved a prediction by more than
+    :data:`RATIO_MIN_CHANGE`."""
+    if use not in _SOURCES:
+        raise ValueError(f"a step scale is read for {EDITS!r} or {PLANS!r}, not {use!r}")
+    read = {EDITS: audit_ratios(audit), PLANS: plan_ratios(verifications)}
+    other = PLANS if use == EDITS else EDITS
+    chosen, borrowed = (use, False) if read[use] else (other, True)
+    ratios = read[chosen]
     if not ratios:
         return None
     value = float(np.clip(np.median(ratios), *STEP_SCALE_RANGE))
-    return StepRatio(value=value, n=len(ratios), low=min(ratios), high=max(ratios))
+    return StepRatio(value=value, n=len(ratios), low=min(ratios), high=max(ratios), source=_SOURCES[chosen],
+                     borrowed=borrowed)
 
 
-def model_step_ratio(model_dir: Path | str) -> StepRatio | None:
-    """:func:`observed_step_ratio` of the model at ``model_dir``: its verified plans and its audit."""
-    return observed_step_ratio(saved_verifications(model_dir), saved_prediction_audit(model_dir))
+def model_step_ratio(model_dir: Path | str, *, use: str) -> StepRatio | None:
+    """:func:`observed_step_ratio` for ``use`` of the model at ``model_dir``: its audit and its verified plans."""
+    return observed_step_ratio(saved_verifications(model_dir), saved_prediction_audit(model_dir), use=use)
