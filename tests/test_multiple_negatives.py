@@ -29,6 +29,7 @@ from kgbias_core.embeddings.objective import (
 from kgbias_core.embeddings.store import config_fingerprint, load_model, save_model
 from kgbias_core.embeddings.training import frozen_negatives, initial_embeddings, train_model, train_transe
 from kgbias_core.errors import MODEL_DISAGREES, NEGATIVES_NOT_TRANSE, KGBiasError, ModelStoreError
+from kgbias_core.influence import iterative
 from kgbias_core.influence.closed_form import group_bias_gradient, influence_context, triple_influence
 from kgbias_core.influence.iterative import (
     conjugate_gradient_solve,
@@ -283,7 +284,7 @@ def _flat(v) -> torch.Tensor:
     return torch.cat([v[0].reshape(-1), v[1].reshape(-1)])
 
 
-def test_exact_influence_with_k_negatives_is_the_dense_damped_solve(small_k_model) -> None:
+def test_exact_influence_with_k_negatives_is_the_dense_damped_solve(small_k_model, monkeypatch) -> None:
     """delta_z = grad L(z)^T (H + lambda I)^{-1} grad B_gr with H the dense autograd Hessian of J (K negatives)
     and grad L(z) by autograd per triple, against CG over HVPs (iterative.py)."""
     model = small_k_model
@@ -311,6 +312,9 @@ def test_exact_influence_with_k_negatives_is_the_dense_damped_solve(small_k_mode
     influence = influence_from_solution(context, model, cg)
     assert float(expected.abs().max()) > 0
     assert torch.allclose(influence, expected, rtol=1e-6, atol=1e-8 * float(expected.abs().max()))
+    # In blocks smaller than the graph (each pair, and each triple's standing pair, in some block): the same.
+    monkeypatch.setattr(iterative, "MARGIN_BLOCK", 7)
+    assert torch.allclose(influence_from_solution(context, model, cg), influence, rtol=1e-12, atol=0)
 
 
 def test_the_absolute_curvature_with_k_negatives_counts_every_active_pair_positive(small_k_model) -> None:

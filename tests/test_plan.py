@@ -208,6 +208,18 @@ def test_the_sparse_curvature_is_the_absolute_curvature_hvp_and_its_solve_invert
     np.testing.assert_allclose(product, torch.cat(hv).double().numpy(), rtol=1e-4, atol=1e-3)
     solution = curvature.solve(product)
     np.testing.assert_allclose(solution, stacked, rtol=1e-4, atol=1e-4)
+    # CG in single precision, refined in double: the double residual reaches the tolerance (1e-6), as all in double
+    coupled = curvature.coupled
+    residual = product[coupled] - curvature.matrix @ solution[coupled]
+    assert np.linalg.norm(residual) <= 1e-6 * np.linalg.norm(product[coupled])
+    double = SparseCurvature(tiny_model, single=False).solve(product)
+    assert np.linalg.norm(product[coupled] - curvature.matrix @ double[coupled]) <= 1e-6 * np.linalg.norm(
+        product[coupled])
+    np.testing.assert_allclose(double, stacked, rtol=1e-4, atol=1e-4)
+    # Read from the what-if predictions' matrix (an analysis's memo), M is the same matrix
+    shared = SparseCurvature(tiny_model, terms=absolute_curvature_hvp(tiny_model).terms)
+    assert np.array_equal(shared.coupled, coupled)
+    assert abs(shared.matrix - curvature.matrix).max() <= 1e-6 * abs(curvature.matrix).max()
 
 
 def test_two_targets_are_planned_in_turn_and_predicted_together(analysis: ModelAnalysis) -> None:

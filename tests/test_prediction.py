@@ -218,7 +218,11 @@ def test_predict_removal_is_the_newton_prediction_of_the_analysis(tiny_model) ->
     assert isinstance(got, WhatIfPrediction) and got.estimator == ESTIMATOR
     expected = newton_removal_prediction(tiny_model, removed=removed, groups=analysis.groups, occupation_index=0,
                                          tolerance=PREDICTION_TOLERANCE)
-    assert got == expected
+    assert got == expected  # through the analysis's |H| (built once), the same as one built for this call
+    assert analysis.absolute_hvp is analysis.absolute_hvp
+    bottom = removal_set(influence, kind="bottom", k=5)
+    assert predict_removal(analysis, occupation, bottom) == newton_removal_prediction(
+        tiny_model, removed=bottom, groups=analysis.groups, occupation_index=0, tolerance=PREDICTION_TOLERANCE)
     tight = newton_removal_prediction(tiny_model, removed=removed, groups=analysis.groups, occupation_index=0)
     assert got.point == pytest.approx(tight.point, rel=1e-3)  # the shown tolerance costs no visible digit
     groups = analysis.groups

@@ -18,7 +18,7 @@ import torch
 
 from kgbias_core.embeddings.objective import negatives_of, transe_objective
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.influence.closed_form import InfluenceContext, group_bias_gradient
+from kgbias_core.influence.closed_form import MARGIN_BLOCK, InfluenceContext, group_bias_gradient
 from kgbias_core.types import FloatTensor, LongTensor
 
 Vector = tuple[FloatTensor, FloatTensor]  # (entity part [E, d], relation part [R, d])
@@ -151,14 +151,35 @@ def influence_from_solution(context: InfluenceContext, model: StoredModel, solut
 
     grad L(z) = 2u at h, -2u at t, 2u at r, minus the same for the negative (u' at h', t', r); with K
     negatives, the mean over z's pairs with an active margin (:mod:`kgbias_core.influence.closed_form`).
+    A triple's positive term s . grad psi(z) is the same for each of its active pairs, so it is taken once, on the
+    pair that stands for them (``context.positive_weight``), times their number: with eight negatives the positive
+    side costs a triple, not eight pairs. In blocks of :data:`MARGIN_BLOCK` pairs (u and u' of every pair at
+    once are [2A, d]: 1.6 GB on FB15k-237 with eight negatives).
     """
     s_e, s_r = solution
-    slots = context.slots
-    relation = context.relation
-    u, u_neg = context.residual, context.residual_negative
-    positive = ((s_e[slots[:, 0]] - s_e[slots[:, 1]] + s_r[relation]) * u).sum(-1)
-    negative = ((s_e[slots[:, 2]] - s_e[slots[:, 3]] + s_r[relation]) * u_neg).sum(-1)
-    return context.per_triple(2.0 * (positive - negative))
+    n_active = context.active.shape[0]
+    device = context.device
+    per_active = torch.zeros(n_active, dtype=s_e.dtype, device=device)
+    weight = context.positive_weight
+    standing = torch.arange(n_active, device=device) if weight is None else weight.nonzero().squeeze(1)
+    for first in range(0, n_active, MARGIN_BLOCK):
+        pairs = torch.arange(first, min(first + MARGIN_BLOCK, n_active), device=device)
+        per_active[pairs] = -_solution_dots(context, solution, pairs, negative=True)
+    for first in range(0, standing.shape[0], MARGIN_BLOCK):
+        pairs = standing[first:first + MARGIN_BLOCK]
+        positive = _solution_dots(context, solution, pairs, negative=False)
+        per_active[pairs] += positive if weight is None else positive * weight[pairs]
+    return context.per_triple(2.0 * per_active)
+
+
+def _solution_dots(context: InfluenceContext, solution: Vector, pairs: LongTensor, *, negative: bool) -> FloatTensor:
+    """(s_h - s_t + s_r) . u of the active ``pairs`` (u' and the negative's h', t' where ``negative``). [m]."""
+    s_e, s_r = solution
+    kind = 2 if negative else 0  # the slots' columns: (h, t), then (h', t')
+    heads, tails = context.slots[pairs, kind], context.slots[pairs, kind + 1]
+    relation = context.relation[pairs]
+    u = context.residuals_of(pairs, torch.full_like(pairs, negative, dtype=torch.bool))
+    return ((s_e[heads] - s_e[tails] + s_r[relation]) * u).sum(-1)
 
 
 def group_bias_rhs(context: InfluenceContext, occupation_index: int) -> Vector:

@@ -346,6 +346,8 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
             stacked = torch.cat([vector[0], vector[1]])
             out = torch.sparse.mm(matrix, stacked) + l2 * stacked
             return out[:n_entities], out[n_entities:]
+
+        hvp.terms = matrix  # M without l2: the planner's SparseCurvature reads it rather than build it again
     else:  # L1 / L2: each term's curvature depends on its residual, applied by gathers and scatters
         def curvature(a: torch.Tensor) -> torch.Tensor:  # [m, d]: d^2 psi(x) a / K for the residual direction a
             if distance == "l2":
@@ -392,16 +394,19 @@ def preconditioned_cg(apply, rhs: Vector, *, diagonal: Vector, damping: float = 
 
 def absolute_newton_step(model: StoredModel, removed: LongTensor, *, damping: float = 0.0,
                          negatives: LongTensor | None = None, tolerance: float = 1e-6,
-                         active: torch.Tensor | None = None) -> Vector:
-    """Delta theta = (|H| + lambda I)^{-1} sum_{z in S} grad L(z) (the removal sign of the module docstring)."""
-    hvp = absolute_curvature_hvp(model, negatives=negatives, active=active)
+                         active: torch.Tensor | None = None, hvp=None) -> Vector:
+    """Delta theta = (|H| + lambda I)^{-1} sum_{z in S} grad L(z) (the removal sign of the module docstring).
+    ``hvp``: the model's :func:`absolute_curvature_hvp` (with these negatives) when already built."""
+    if hvp is None:
+        hvp = absolute_curvature_hvp(model, negatives=negatives, active=active)
     return preconditioned_cg(hvp, removal_gradient(model, removed, negatives=negatives), diagonal=hvp.diagonal,
                              damping=damping, iterations=CG_ITERATIONS, tolerance=tolerance)
 
 
 def newton_change(model: StoredModel, removed: LongTensor, *, groups: OccupationGroups, occupation_index: int,
                   damping: float, curvature: str = "absolute", negatives: LongTensor | None = None,
-                  tolerance: float = 1e-6, active: torch.Tensor | None = None, scale: float = 1.0) -> float:
+                  tolerance: float = 1e-6, active: torch.Tensor | None = None, scale: float = 1.0,
+                  hvp=None) -> float:
     """B_gr(theta + c Delta theta) - B_gr(theta) of one occupation, exact, groups fixed (Du §3.1).
 
     ``curvature``: "absolute" (|H|, :func:`absolute_curvature_hvp`) or "exact" (H + lambda I, lambda from
@@ -412,7 +417,7 @@ def newton_change(model: StoredModel, removed: LongTensor, *, groups: Occupation
     removed = removed.to(model.triples.device)
     if curvature == "absolute":
         step = absolute_newton_step(model, removed, damping=damping, negatives=negatives, tolerance=tolerance,
-                                    active=active)
+                                    active=active, hvp=hvp)
     else:
         step = newton_step(model, removed, damping=damping)
     if scale != 1.0:
@@ -464,7 +469,7 @@ def scaled_estimator(estimator: str, scale: float) -> str:
 def newton_removal_prediction(
     model: StoredModel, *, removed: LongTensor, groups: OccupationGroups, occupation_index: int,
     negatives: LongTensor | None = None, spread: float | None = None, tolerance: float = 1e-6,
-    active: torch.Tensor | None = None, scale: float = 1.0,
+    active: torch.Tensor | None = None, scale: float = 1.0, hvp=None,
 ) -> WhatIfPrediction:
     """The change of B_gr of one occupation when ``removed`` (training-row indices) leaves the training set.
 
@@ -472,10 +477,11 @@ def newton_removal_prediction(
     at theta + Delta theta, the band of :func:`band_factor`, widened by the noise floor ``spread``
     (:func:`with_noise_floor`) when the model has a noise band. ``negatives``: re-drawn ones for a model
     without frozen negatives (the estimator's label then says so). ``scale``: the step scale
-    (:func:`newton_change`; the band is relative to the scaled point, the noise floor is not scaled).
+    (:func:`newton_change`; the band is relative to the scaled point, the noise floor is not scaled). ``hvp``:
+    the model's :func:`absolute_curvature_hvp` when already built (an analysis's memo).
     """
     point = newton_change(model, removed, groups=groups, occupation_index=occupation_index, damping=_damping(model),
-                          negatives=negatives, tolerance=tolerance, active=active, scale=scale)
+                          negatives=negatives, tolerance=tolerance, active=active, scale=scale, hvp=hvp)
     f = removal_band_factor(int(min(groups.n_male[occupation_index], groups.n_female[occupation_index])),
                             scale=scale)
     low, high = map(float, band_ends(point, f))
@@ -509,12 +515,13 @@ def predict_removal(analysis: AnalysedModel, occupation: str, removed: LongTenso
     Uses the analysis's groups, held fixed as the masked retrain holds them, and its negatives (frozen, or
     re-drawn for an imported model). ``spread``: the occupation's noise band, the interval's floor (None: no
     band yet); ``scale``: the model's step scale (:mod:`kgbias_core.whatif.step_ratio`). The active terms are
-    the analysis's memo (``active_terms``) where it has one.
+    the analysis's memo (``active_terms``) where it has one, and so is |H| (``absolute_hvp``).
     """
     return newton_removal_prediction(analysis.model, removed=removed, groups=analysis.groups,
                                      occupation_index=analysis.groups.index(occupation),
                                      negatives=_negatives_of(analysis), spread=spread, scale=scale,
-                                     tolerance=PREDICTION_TOLERANCE, active=getattr(analysis, "active_terms", None))
+                                     tolerance=PREDICTION_TOLERANCE, active=getattr(analysis, "active_terms", None),
+                                     hvp=getattr(analysis, "absolute_hvp", None))
 
 
 # --- additions ---------------------------------------------------------------------------------------

@@ -295,6 +295,12 @@ SOLVE_TOLERANCE = 1e-6
 SEARCH_TOLERANCE = 1e-3
 #: The most preconditioned CG iterations of one solve (FB15k-237 needs about 30 to 1e-6).
 SOLVE_ITERATIONS = 1000
+#: CG runs in single precision, where M's products take half the time (FB15k-237 with eight negatives: 32 ms against
+#: 71 ms at one thread), and is refined in double: each pass solves the double residual to at most this relative
+#: residual, safely above what single-precision CG can reach; a tolerance at or above it is one pass.
+SINGLE_TOLERANCE = 1e-4
+#: The most refinement passes of one solve (1e-6 takes two).
+REFINEMENTS = 6
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -318,28 +324,36 @@ class SparseCurvature:
     them (18 s, loaded 2-core CPU); M @ G is one sparse product and Jacobi needs ~35 iterations.
     """
 
-    def __init__(self, model: StoredModel) -> None:
+    def __init__(self, model: StoredModel, *, single: bool = True, terms: torch.Tensor | None = None) -> None:
+        """``single``: CG in single precision, refined in double (:data:`SINGLE_TOLERANCE`); False: all in double
+        (bench/bench_plan.py's baseline). ``terms``: the sum of the active terms' 2 c c^T / K as the sparse CSR
+        (E + R) x (E + R) matrix the what-if predictions apply (``absolute_curvature_hvp(...).terms``, an
+        analysis's memo), when already built; else built here from the same formula."""
         from scipy import sparse
 
-        negatives = model.frozen_negatives
-        k = negatives_count(negatives, model.triples.shape[0])  # K negatives: the pairs (z, z'_j), each weighted 1/K
-        pairs = model.triples if k == 1 else model.triples.repeat(k, 1)
-        active = active_terms(model)  # the active test of absolute_curvature_hvp
-        both = torch.cat([pairs[active], negatives[active]]).cpu()
         self.n_entities, n = model.n_entities, model.n_entities + model.n_relations
-        # 2 c c^T / K, 9 entries per term: the matrix absolute_curvature_hvp applies, from the same formula
-        rows, cols, values = (t.numpy() for t in squared_l2_curvature_entries(both, n_entities=self.n_entities,
-                                                                              weight=2.0 / k))
+        if terms is None:
+            negatives = model.frozen_negatives
+            k = negatives_count(negatives, model.triples.shape[0])  # K negatives: pairs (z, z'_j), each weighted 1/K
+            pairs = model.triples if k == 1 else model.triples.repeat(k, 1)
+            active = active_terms(model)  # the active test of absolute_curvature_hvp
+            both = torch.cat([pairs[active], negatives[active]]).cpu()
+            # 2 c c^T / K, 9 entries per term: the matrix absolute_curvature_hvp applies, from the same formula
+            rows, cols, values = (t.numpy() for t in squared_l2_curvature_entries(both, n_entities=self.n_entities,
+                                                                                  weight=2.0 / k))
+            full = sparse.csr_matrix((values, (rows, cols)), shape=(n, n))
+        else:
+            terms = terms.cpu()
+            full = sparse.csr_matrix((terms.values().double().numpy(), terms.col_indices().numpy(),
+                                      terms.crow_indices().numpy()), shape=(n, n))
         # Only the rows an active term touches are coupled; every other row of M is l2 alone, solved by a division.
-        self.coupled = np.unique(rows)
-        local = np.full(n, -1, dtype=np.int64)
-        local[self.coupled] = np.arange(self.coupled.shape[0])
-        rows, cols = local[rows], local[cols]
+        self.coupled = np.nonzero(np.diff(full.indptr) > 0)[0]
         self.shift = model.config.l2 + (0.0 if model.config.l2 > 0 else CONDITION_EPS)  # newton_removal_prediction's
         m = self.coupled.shape[0]
-        self.matrix = (sparse.csr_matrix((values, (rows, cols)), shape=(m, m))
-                       + self.shift * sparse.identity(m, format="csr"))
-        self.diagonal = self.matrix.diagonal()[:, None]  # [m, 1]
+        self.matrix = full[self.coupled][:, self.coupled] + self.shift * sparse.identity(m, format="csr")
+        self.single = self.matrix.astype(np.float32) if single else self.matrix  # the CG's products
+        self.diagonal = self.matrix.diagonal()[:, None].astype(self.single.dtype)  # [m, 1]
+        self.floor = SINGLE_TOLERANCE if single else 0.0  # the smallest relative residual one CG pass aims at
 
     def solve(self, rhs: np.ndarray, *, start: np.ndarray | None = None,
               tolerance: float = SOLVE_TOLERANCE) -> np.ndarray:
@@ -347,28 +361,44 @@ class SparseCurvature:
         ``tolerance`` x ||rhs||."""
         x = rhs / self.shift  # exact on the uncoupled rows
         b = rhs[self.coupled]
-        x[self.coupled] = self._pcg(b, None if start is None else start[self.coupled], tolerance)
+        x[self.coupled] = self._refined(b, None if start is None else start[self.coupled], tolerance)
         return x
 
-    def _pcg(self, b: np.ndarray, start: np.ndarray | None, tolerance: float) -> np.ndarray:
-        """Jacobi-preconditioned conjugate gradients on the coupled rows (in place: [m, d] temporaries are 10 MB)."""
+    def _refined(self, b: np.ndarray, start: np.ndarray | None, tolerance: float) -> np.ndarray:
+        """Iterative refinement: x += CG_single(b - M x) until ||b - M x|| <= tolerance ||b|| in double precision.
+        A tolerance at or above :data:`SINGLE_TOLERANCE` from 0 is one single pass, its own residual trusted."""
+        target = tolerance * math.sqrt(_dot(b, b))
         x = np.zeros_like(b) if start is None else start.copy()
-        r = b - self.matrix @ x if start is not None else b.copy()
+        r = b.copy() if start is None else b - self.matrix @ x
+        for _ in range(REFINEMENTS):
+            norm = math.sqrt(_dot(r, r))
+            if norm <= target:
+                break
+            relative = target / norm
+            x += self._pcg(r.astype(self.single.dtype), max(relative, self.floor))
+            if relative >= self.floor:
+                break  # this pass reached the tolerance itself: its single-precision residual is trusted
+            r = b - self.matrix @ x
+        return x
+
+    def _pcg(self, b: np.ndarray, tolerance: float) -> np.ndarray:
+        """Jacobi-preconditioned conjugate gradients with ``self.single`` (single precision unless the bench's
+        baseline) from 0, to a residual of ``tolerance`` x ||b|| (in place: [m, d] temporaries are 6 MB)."""
+        x = np.zeros_like(b)
+        r = b.copy()
         target = tolerance**2 * _dot(b, b)
-        if _dot(r, r) <= target:
-            return x
         z = r / self.diagonal
         p, rz, scratch = z.copy(), _dot(r, z), np.empty_like(b)
         for _ in range(SOLVE_ITERATIONS):
-            q = self.matrix @ p
-            step = rz / _dot(p, q)
+            q = self.single @ p
+            step = b.dtype.type(rz / _dot(p, q))
             x += np.multiply(p, step, out=scratch)
             r -= np.multiply(q, step, out=scratch)
             if _dot(r, r) <= target:
                 break
             np.divide(r, self.diagonal, out=z)
             rz, previous = _dot(r, z), rz
-            p *= rz / previous
+            p *= b.dtype.type(rz / previous)
             p += z
         return x
 
@@ -384,11 +414,13 @@ _CURVATURE_LOCK = threading.Lock()
 
 def sparse_curvature(analysis: ModelAnalysis) -> SparseCurvature:
     """The model's :class:`SparseCurvature`, built once per analysis (the lab's analysis is shared: a second plan
-    reuses it)."""
+    reuses it) from the analysis's |H| of the what-if predictions (``absolute_hvp``: one matrix for both, and a
+    lab that has predicted an edit has it built already)."""
     with _CURVATURE_LOCK:
         curvature = _CURVATURES.get(analysis)
         if curvature is None:
-            curvature = _CURVATURES[analysis] = SparseCurvature(analysis.model)
+            hvp = analysis.absolute_hvp if analysis.negatives.exact else None  # the planner's negatives: frozen
+            curvature = _CURVATURES[analysis] = SparseCurvature(analysis.model, terms=getattr(hvp, "terms", None))
         return curvature
 
 
