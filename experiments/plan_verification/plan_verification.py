@@ -18,9 +18,11 @@ ratio of the *other* occupations' rows of an earlier run of this script (leave o
 record), so that no occupation's own retrain sets its scale.
 
 ``--step-scale auto``: plan each occupation as the lab and ``kgbias plan`` do by default, with the step scaled by
-the model's own record at the moment it is planned (:func:`kgbias_core.whatif.step_ratio.model_step_ratio`: its
-one-retrain audit and the plans verified before it, this run's included; never the occupation's own retrain, which
-comes after its plan). ``--step-scale C``: a fixed scale. Without either, the step as computed (scale 1).
+the model's own record at the moment it is planned (:func:`kgbias_core.whatif.step_ratio.model_step_ratio` for
+plans: the plans verified before it, this run's included, or the audit's ratio before any; an occupation that has a
+verified plan of its own in the record reads that plan's ratio: a second round, "verify, then plan again").
+``--step-scale C``: a fixed scale. Without either, the step as computed (scale 1). ``--max-triples N``: the
+planner's cap (default the lab's).
 
 ``--control``: for each verified plan (new or already in ``--out``), one more masked retrain without a random
 set of as many training triples, drawn from the triples the planner may take (profession and gender facts kept),
@@ -37,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +54,16 @@ from kgbias_core.jobs import Progress
 from kgbias_core.tasks import noise_band_task, saved_noise_band
 from kgbias_core.tasks.plan import verify_plan_task
 from kgbias_core.whatif.plan import PlanConfig, group_facts, plan_removal, resolve_targets
-from kgbias_core.whatif.step_ratio import PLANS, model_step_ratio, observed_step_ratio
+from kgbias_core.whatif.step_ratio import PLANS, model_step_ratio, observed_step_ratio, saved_verifications
+
+
+def _label(model: Path, occupation: str) -> str | None:
+    """The label of ``occupation`` (a label or a name) in the model's record of verified plans, or None there."""
+    record = saved_verifications(model)
+    if record is None:
+        return None
+    hit = record[(record["occupation"] == occupation) | (record["name"].str.lower() == occupation.lower())]
+    return str(hit["occupation"].iloc[0]) if len(hit) else None
 
 
 def _done(out: Path) -> pd.DataFrame:
@@ -154,6 +166,8 @@ def main() -> None:
     scaling.add_argument("--scale-from", type=Path, help="an earlier run's CSV: scale by the others' ratio (LOO)")
     scaling.add_argument("--step-scale", default=None, metavar="auto|C",
                         help="auto: the model's own record when each occupation is planned (as the lab); C: fixed")
+    parser.add_argument("--max-triples", type=int, default=PlanConfig.max_triples,
+                        help="the planner's cap on the triples of a plan (the lab's default unless given)")
     parser.add_argument("--control", action="store_true", help="one random removal of each plan's size beside it")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
@@ -173,10 +187,13 @@ def main() -> None:
             ratio = observed_step_ratio(others, use=PLANS)
             config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
         elif args.step_scale == "auto":  # read now: the plans verified before this one are in the record
-            ratio = model_step_ratio(args.model, use=PLANS)
+            ratio = model_step_ratio(args.model, use=PLANS, occupation=_label(args.model, occupation))
             config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
+            print(f"{occupation}: step scale {config.step_scale:.3f}" + (f", {ratio.describe()}" if ratio else ""),
+                  flush=True)
         elif args.step_scale is not None:
             config = PlanConfig(step_scale=float(args.step_scale))
+        config = replace(config, max_triples=args.max_triples)
         done = _done(args.out)
         if len(done) and (occupation in set(done["occupation"]) or occupation.lower() in set(done["name"].str.lower())):
             if args.control:

@@ -90,7 +90,8 @@ def _settings(analysis: ModelAnalysis, occupation: str, model_dir: str) -> tuple
                                      step=0.001, format="%.4f", key="plan_link", help=LINK_PROXY))
     tolerance = float(right.number_input("Tolerance without a noise band (× |B_gr|)", 0.01, 10.0,
                                          PlanConfig.tolerance, step=0.05, key="plan_tolerance"))
-    ratio = model_step_ratio(model_dir, use=PLANS)
+    # one target with a verified plan of its own reads its own ratio (step_ratio's module docstring)
+    ratio = model_step_ratio(model_dir, use=PLANS, occupation=targets[0] if len(targets) == 1 else None)
     scale = 1.0
     if ratio is None:
         st.caption(NO_SCALE)

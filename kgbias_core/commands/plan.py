@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import replace
 
 from kgbias_core.commands.common import (
     PrintedProgress,
@@ -57,20 +58,19 @@ def _plan(args: argparse.Namespace) -> None:
     if args.verify:  # refused before the model is read, as every retraining command does
         check_retrains(args.model, what="plan --verify (a full retrain)", retrains=1)
     analysis = load_analysis(args.model, device=args.device)
-    scale, scale_line = args.step_scale, None
-    if scale is None:
-        ratio = model_step_ratio(args.model, use=PLANS)
-        scale = ratio.value if ratio is not None else 1.0
-        scale_line = (f"step scale {scale:.3f}: {ratio.describe()}" if ratio is not None else
-                      "step scale 1: no retrain of this model has been compared with its prediction yet (an audit "
-                      "or a verified plan gives the ratio)")
     config = PlanConfig(max_triples=args.max_triples, max_link_share=args.max_link_share, tolerance=args.tolerance,
-                        keep_groups=not args.allow_group_facts, step_scale=scale)
+                        keep_groups=not args.allow_group_facts, step_scale=args.step_scale or 1.0)
     noise = saved_noise_band(args.model)
     targets = resolve_targets(analysis, args.occupations, intervals={o: (lo, hi) for o, lo, hi in args.target or ()},
                               noise=noise, config=config)
-    if scale_line:  # after the input is checked: a refused command prints its one line and nothing else
-        print(scale_line)
+    if args.step_scale is None:  # after the input is checked: a refused command prints its one line and nothing else
+        # one target with a verified plan of its own reads its own ratio (step_ratio's module docstring)
+        ratio = model_step_ratio(args.model, use=PLANS,
+                                 occupation=targets[0].occupation if len(targets) == 1 else None)
+        config = replace(config, step_scale=ratio.value if ratio is not None else 1.0)
+        print(f"step scale {config.step_scale:.3f}: {ratio.describe()}" if ratio is not None else
+              "step scale 1: no retrain of this model has been compared with its prediction yet (an audit or a "
+              "verified plan gives the ratio)")
     plan = plan_removal(analysis, targets, noise=noise, config=config)
     for line in plan_summary(plan):
         print(line)
