@@ -10,6 +10,7 @@ import pytest
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.cli import main
+from kgbias_core.commands.plan import AGAIN
 from kgbias_core.embeddings.store import list_models, load_model
 from kgbias_core.errors import PLAN_TARGET_FORMAT, PLAN_TARGET_NOT_PLANNED, PLAN_UNDEFINED_TARGET
 from kgbias_core.whatif.plan import (
@@ -57,6 +58,8 @@ def test_plan_verify_retrains_and_records_predicted_and_actual(store: Path, caps
     assert f"actual {row['actual']:+.4f}" in printed
     assert row["run"] in list_models(store) and pd.notna(row["mrr_before"]) and pd.notna(row["mrr_after"])
     assert "step scale 1: no retrain of this model" in printed and row["step_scale"] == 1.0
+    # a miss says how to plan again; a hit does not
+    assert (AGAIN.format(name="Journalist") in printed) == (not bool(row["inside_actual"]))
     # the next plan reads the ratio this retrain showed, and scales its step by it
     ratio = observed_step_ratio(record, use=PLANS)
     assert main(["plan", "--model", str(base), "--occupations", "journalist", "--tolerance", "0.3"]) == 0

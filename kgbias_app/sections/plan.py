@@ -49,7 +49,8 @@ COLLATERAL_CAPTION = (
 LINK_CAPTION = "{proxy}: {share} (bound {bound})."
 VERIFIED_CAPTION = (
     "Predicted against actual B_gr after each verified plan of this model (one point per target); horizontal bars: "
-    "the prediction's interval; grey: the target interval; orange: the actual landed in the target."
+    "the prediction's interval; grey: the target interval; orange: the actual landed in the target. A target that "
+    "missed is planned again with the ratio its own retrain showed: build its plan again."
 )
 NO_VERIFIED = "No plan of this model verified yet: build one and press “Verify by retraining”."
 CHANGED = ("The targets, the bounds, the noise band or the step scale changed since the plan was built: build it "

@@ -35,6 +35,11 @@ def target_interval(text: str) -> tuple[str, float, float]:
     return occupation, values[0], values[1]
 
 
+#: After a verified single-target plan that missed: the next plan of that occupation reads this retrain's ratio.
+AGAIN = ("outside: plan {name} again (the same command) and the step is scaled by the ratio this retrain showed for "
+         "{name}, its own verified plan")
+
+
 def step_scale(text: str) -> float | None:
     """An argparse type: ``auto`` (None: the model's observed ratio) or a positive number, else one line."""
     if text == "auto":
@@ -89,6 +94,8 @@ def _plan(args: argparse.Namespace) -> None:
                   f"{row.predicted_high:+.4f}]  actual {row.actual:+.4f}  "
                   f"({'inside' if row.inside_actual else 'outside'} the target; collateral beyond the bands: "
                   f"{row.collateral_actual} of {row.bounded}; run {row.run})")
+        if len(plan.targets) == 1 and not bool(record.iloc[-1]["inside_actual"]):
+            print(AGAIN.format(name=plan.targets[0].name))
     elif args.verify:
         print("nothing to verify: the plan removes no triple", file=sys.stderr)
 
