@@ -22,7 +22,7 @@ the model's own record at the moment it is planned (:func:`kgbias_core.whatif.st
 plans: the plans verified before it, this run's included, or the audit's ratio before any; an occupation that has a
 verified plan of its own in the record reads that plan's ratio: a second round, "verify, then plan again").
 ``--step-scale C``: a fixed scale. Without either, the step as computed (scale 1). ``--max-triples N``: the
-planner's cap (default the lab's).
+planner's cap and ``--max-link-share S`` its bound on the link-prediction proxy (defaults the lab's).
 
 ``--control``: for each verified plan (new or already in ``--out``), one more masked retrain without a random
 set of as many training triples, drawn from the triples the planner may take (profession and gender facts kept),
@@ -168,6 +168,8 @@ def main() -> None:
                         help="auto: the model's own record when each occupation is planned (as the lab); C: fixed")
     parser.add_argument("--max-triples", type=int, default=PlanConfig.max_triples,
                         help="the planner's cap on the triples of a plan (the lab's default unless given)")
+    parser.add_argument("--max-link-share", type=float, default=PlanConfig.max_link_share,
+                        help="the planner's bound on the link-prediction proxy (the lab's default unless given)")
     parser.add_argument("--control", action="store_true", help="one random removal of each plan's size beside it")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
@@ -193,7 +195,7 @@ def main() -> None:
                   flush=True)
         elif args.step_scale is not None:
             config = PlanConfig(step_scale=float(args.step_scale))
-        config = replace(config, max_triples=args.max_triples)
+        config = replace(config, max_triples=args.max_triples, max_link_share=args.max_link_share)
         done = _done(args.out)
         if len(done) and (occupation in set(done["occupation"]) or occupation.lower() in set(done["name"].str.lower())):
             if args.control:
