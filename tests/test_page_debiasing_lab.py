@@ -11,6 +11,7 @@ import pytest
 from kgbias_app import charts
 from kgbias_app import texts as ui_texts
 from kgbias_app.escape import md
+from kgbias_app.sections import debiasing_lab as section
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models, load_model
@@ -103,6 +104,9 @@ def test_lab_predicts_add_with_its_own_estimator(writable_store: Path) -> None:
     assert metric(app, "Predicted change of B_gr") == ui_texts.fmt(expected.point)
     assert f"Estimator: {ADD_ESTIMATOR}" in texts(app.caption)
     assert "dummy person(s) join" in texts(app.warning)
+    assert section.ADD_UNAUDITED in texts(app.caption)  # an addition's prediction is not audited: said under it
+    app.radio(key="lab_strategy").set_value("if").run()
+    assert section.ADD_UNAUDITED not in texts(app.caption)  # a removal has its audit
 
 
 def test_lab_warnings_for_c_zero_no_women_and_large_k(writable_store: Path) -> None:

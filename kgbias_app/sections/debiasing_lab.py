@@ -50,6 +50,12 @@ ADD_HELP = (
     "counted (issue 25). On synthetic graphs it was right in sign on 11 of 11 Add edits and overstated the "
     "retrained change by about a fifth (median)."
 )
+#: Shown under every Add prediction: no audit retrains an addition, and the default's two Add retrains disagreed.
+ADD_UNAUDITED = (
+    "No audit retrains an addition. On the eight-negative FB15k-237 default, the two Add edits retrained (Actor and "
+    "Screenwriter, c = 0.5) moved B_gr the other way from this prediction (predicted -0.80 and -1.15 after, "
+    "retrained +0.15 and +0.68): read neither its sign nor its size before a retrain."
+)
 AUDIT_SENTENCE = (
     "Audit of this model's prediction (one masked retrain): removing the top {k} of the {moving} triples that move "
     "B_gr of {name}, predicted {predicted} [{low}, {high}], retrained {retrained}: {verdict} the interval "
@@ -148,6 +154,8 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
                           help=(ADD_HELP if edit.kind == "add" else PREDICTED_HELP).format(n=len(edit.removed)))
         columns[2].metric("Predicted B_gr after", texts.fmt(before + prediction.point))
         st.caption(prediction_sentence(prediction, before=before))  # our words and numbers: no escape
+        if edit.kind == "add":
+            st.caption(ADD_UNAUDITED)
     if edit.kind == "remove":
         st.caption(old_estimate_sentence(cache.predicted_removal(model, edit.occupation, edit.removed)))
 
