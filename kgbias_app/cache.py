@@ -40,7 +40,7 @@ from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairn
 from kgbias_core.whatif.edits import Edit, predict_edit
 from kgbias_core.whatif.runs import EditMembership, made_from, membership_of_record, noise_spread
 from kgbias_core.whatif.runs import bias_change as run_bias_change
-from kgbias_core.whatif.step_ratio import EDITS
+from kgbias_core.whatif.step_ratio import EDITS, StepRatio
 
 
 @dataclass(frozen=True)
@@ -231,19 +231,16 @@ def prediction(model: ModelRef, edit: Edit, spread: float | None, scale: float =
     return predict_edit(analysis(model), edit, spread=spread, scale=scale)
 
 
+def step_ratio(model: ModelRef) -> StepRatio | None:
+    """The model's step ratio for edits (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio`: what its audit
+    showed; None before any). Read on every call, not cached: an audit that lands changes it on the next rerun."""
+    return tasks.model_step_ratio(model.path, use=EDITS)
+
+
 def step_scale(model: ModelRef) -> float:
-    """The model's step scale for edits (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio`: the ratio its
-    audit showed; 1 before any). Read on every call, not cached: an audit that lands changes it on the next rerun."""
-    ratio = tasks.model_step_ratio(model.path, use=EDITS)
+    """:func:`step_ratio`'s value, 1 (the step as computed) before any retrain."""
+    ratio = step_ratio(model)
     return 1.0 if ratio is None else ratio.value
-
-
-def step_source(model: ModelRef) -> str:
-    """Where :func:`step_scale` comes from, in one clause (:meth:`~kgbias_core.whatif.step_ratio.StepRatio.describe`).
-    """
-    ratio = tasks.model_step_ratio(model.path, use=EDITS)
-    return "the step as computed: no retrain has been compared with a prediction yet" if ratio is None \
-        else ratio.describe()
 
 
 def occupation_spread(model: ModelRef, occupation: str) -> float | None:

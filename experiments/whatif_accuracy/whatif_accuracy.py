@@ -187,6 +187,21 @@ def _summarize_only(args: argparse.Namespace) -> None:
         write_text(summary_frame(runs).to_csv(index=False, float_format="%.4f"), str(args.summary))
 
 
+def audited_occupations(model_dir) -> set[str]:
+    """The labels the model's prediction audit retrained (its ratio is read from them)."""
+    audit = saved_prediction_audit(model_dir)
+    return set() if audit is None else set(pd.Series(audit["occupation"]).tolist())
+
+
+def lab_columns(model, removed, *, groups, label: str, scale: float, noise, audited: set[str]) -> dict:
+    """The prediction as the lab shows it (predict_edit): the step times ``scale``, the noise floor; -> the run's
+    columns ``scale, scaled, scaled_low, scaled_high, floor, in_audit``."""
+    s = newton_removal_prediction(model, removed=removed, groups=groups, occupation_index=groups.index(label),
+                                  scale=scale, spread=noise_spread(noise, label))
+    return {"scale": scale, "scaled": s.point, "scaled_low": s.low, "scaled_high": s.high, "floor": s.floor,
+            "in_audit": label in audited}
+
+
 def _rescore(args: argparse.Namespace) -> None:
     """``--rescore``: each row of ``--runs`` predicted again with the model's current step scale for edits."""
     runs = pd.read_csv(args.runs)
@@ -195,8 +210,7 @@ def _rescore(args: argparse.Namespace) -> None:
     if ratio is None:
         raise SystemExit(f"{args.model}: no prediction audit or verified plan, so no step scale to rescore with")
     noise = saved_noise_band(args.model)
-    audit = saved_prediction_audit(args.model)
-    audited = set() if audit is None else set(pd.Series(audit["occupation"]).tolist())
+    audited = audited_occupations(args.model)
     print(f"step scale {ratio.value:.3f}: {ratio.describe()}", flush=True)
     analysis = ModelAnalysis(model)
     groups = analysis.groups
@@ -209,14 +223,12 @@ def _rescore(args: argparse.Namespace) -> None:
             raise SystemExit(f"{row['occupation']} {row['kind']} {row['share']}%: the rebuilt set's closed form "
                              f"{raw:+.6f} is not the run's {row['closed_form']:+.6f}: not the same set")
         t = time.perf_counter()
-        s = newton_removal_prediction(model, removed=removed, groups=groups,
-                                      occupation_index=groups.index(row["occupation"]), scale=ratio.value,
-                                      spread=noise_spread(noise, row["occupation"]))
-        rows.append({**row, "scale": ratio.value, "scaled": s.point, "scaled_low": s.low, "scaled_high": s.high,
-                     "floor": s.floor, "in_audit": row["occupation"] in audited})
-        inside = "in " if s.low <= row["actual"] <= s.high else "OUT"
-        print(f"{row.get('name', row['occupation'])} {row['kind']} {row['share']}%: scaled {s.point:+.4f} "
-              f"[{s.low:+.4f}, {s.high:+.4f}] {inside} actual {row['actual']:+.4f} "
+        shown = lab_columns(model, removed, groups=groups, label=row["occupation"], scale=ratio.value, noise=noise,
+                            audited=audited)
+        rows.append({**row, **shown})
+        inside = "in " if shown["scaled_low"] <= row["actual"] <= shown["scaled_high"] else "OUT"
+        print(f"{row.get('name', row['occupation'])} {row['kind']} {row['share']}%: scaled {shown['scaled']:+.4f} "
+              f"[{shown['scaled_low']:+.4f}, {shown['scaled_high']:+.4f}] {inside} actual {row['actual']:+.4f} "
               f"({time.perf_counter() - t:.1f} s)", flush=True)
     rescored = pd.DataFrame(rows)
     write_text(rescored.to_csv(index=False), str(args.rescore))
@@ -274,7 +286,7 @@ def main() -> None:
             ratio = model_step_ratio(args.model, use=EDITS)
             print(f"audited in {time.perf_counter() - started:.1f} s", flush=True)
         scale, noise = ratio.value, saved_noise_band(args.model)
-        audited = set(pd.Series(saved_prediction_audit(args.model)["occupation"]).tolist())
+        audited = audited_occupations(args.model)
         print(f"step scale {scale:.3f} from {ratio.n} retrain(s) of the model; noise band "
               f"{'stored' if noise is not None else 'none'}", flush=True)
     else:
@@ -324,12 +336,8 @@ def main() -> None:
                     model, removed, groups=groups, occupation_index=index, damping=damping, curvature="exact")
                 old = (predict(raw, scale=model.influence_scale, calibration=model.calibration)
                        if model.calibration is not None else None)
-                shown = {}
-                if scale is not None:  # as the lab shows it (predict_edit): the scaled step, the noise floor
-                    s = newton_removal_prediction(model, removed=removed, groups=groups, occupation_index=index,
-                                                  scale=scale, spread=noise_spread(noise, label))
-                    shown = {"scale": scale, "scaled": s.point, "scaled_low": s.low, "scaled_high": s.high,
-                             "floor": s.floor, "in_audit": label in audited}
+                shown = {} if scale is None else lab_columns(model, removed, groups=groups, label=label,
+                                                             scale=scale, noise=noise, audited=audited)
                 torch.set_num_threads(retrain_threads)
                 t = time.perf_counter()
                 actual = float(masked_retrain_bias(model, removed=removed, groups=groups)[index] - base[index])

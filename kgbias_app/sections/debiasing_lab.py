@@ -63,6 +63,8 @@ AUDIT_SENTENCE = (
     "as computed. Plans read their own scale, from verified plans: a plan's chosen triples move by a smaller part "
     "of their step."
 )
+#: The audit sentence's source where the audit gives no ratio (its prediction moved B_gr by less than 1e-6).
+NO_RATIO = "the step as computed: no retrain has been compared with a prediction yet"
 AUDIT_BUTTON = "Audit the prediction against one masked retrain"
 AUDIT_HELP = (
     "Predicts one edit (the top 16% of the triples that move the largest balanced occupation) and retrains it "
@@ -168,12 +170,13 @@ def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: 
     task = tasks.prediction_audit_task(model.path)
     if audit is not None:
         row = audit.iloc[0]
+        ratio = cache.step_ratio(model)  # None only where the audit's prediction moved nothing (no ratio in it)
         st.caption(md_format(
             AUDIT_SENTENCE, k=int(row["k"]), moving=int(row["moving"]), name=str(row["name"]),
             predicted=texts.fmt(row["predicted"]), low=texts.fmt(row["low"]), high=texts.fmt(row["high"]),
             retrained=texts.fmt(row["retrained"]), verdict="inside" if row["inside"] else "outside",
-            estimator=str(row["estimator"]), scale=f"{cache.step_scale(model):.2f}",
-            source=cache.step_source(model)))
+            estimator=str(row["estimator"]), scale=f"{1.0 if ratio is None else ratio.value:.2f}",
+            source=NO_RATIO if ratio is None else ratio.describe()))
     elif jobs_ui.is_running(task):
         background.append(task)
     elif st.button(texts.with_estimate(AUDIT_BUTTON, seconds := tasks.prediction_audit_seconds(model.path)),
