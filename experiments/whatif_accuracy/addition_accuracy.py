@@ -1,14 +1,20 @@
 """Add-debiasing predicted against an edited retrain (issue 25): the Newton step for additions.
 
 For each chosen occupation and c, Du's Add (c * | |M| - |F| | dummies of the rarer gender) is predicted by
-:func:`kgbias_core.whatif.edits.predict_edit` (the dummies' rows fitted alone, then one Newton step with |H|)
+:func:`kgbias_core.whatif.edits.predict_edit` (the dummies' rows replayed through the training loop with the
+trained rows frozen, then one Newton step of the trained rows with |H|)
 and measured by two trainings from one seed, one batch order and one initialisation: the graph with the
 added triples weighted 0 (the reference, a model of the base graph) and weighted 1 (the edit). They differ
 by the added triples only, as a masked retrain differs by the removed ones. B_gr after is over the edited
 graph's groups (the dummies counted), as a retrained Add is measured. Rows are appended to ``--runs``.
 
+``--stored BASE RUN...`` predicts Add runs already retrained in a store instead (``kgbias debias --strategy add``
+on a real graph: the base model and its retrained edits), against each run's B_gr after minus the base's before.
+
     nice python experiments/whatif_accuracy/addition_accuracy.py \
-        --runs experiments/whatif_accuracy/results/synthetic_add.csv [--seed 7] [--cs 0.25,0.5,1] [--threads 1]
+        --runs experiments/whatif_accuracy/results/synthetic_add_replay.csv [--seed 7] [--cs 0.25,0.5,1] [--threads 1]
+    nice python experiments/whatif_accuracy/addition_accuracy.py --runs .../fb15k237_k8_add.csv \
+        --stored STORE/fb15k237-transe STORE/fb15k237-transe--add-actor-...
 """
 
 from __future__ import annotations
@@ -26,11 +32,12 @@ from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING, chosen_occupations  #
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.synthetic import generate_people_graph
+from kgbias_core.embeddings.store import load_model, read_config
 from kgbias_core.embeddings.training import train_model, train_transe
 from kgbias_core.influence.prediction import extended_model
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
-from kgbias_core.whatif.edits import add_edit, addition, predict_edit
+from kgbias_core.whatif.edits import add_edit, addition, edit_of_record, predict_edit
 
 
 def edited_retrains(model, edit):
@@ -54,16 +61,19 @@ def edited_retrains(model, edit):
     return reference, float(values[groups.index(edit.occupation)])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", required=True, type=Path)
-    parser.add_argument("--seed", type=int, default=SYNTHETIC.seed)
-    parser.add_argument("--occupations", type=int, default=8)
-    parser.add_argument("--cs", default="0.25,0.5,1")
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
+def record(runs: Path, row: dict, prediction, after_minus_before: float) -> None:
+    """Append one edit's row to ``runs`` and print it."""
+    runs.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([row]).to_csv(runs, mode="a", header=not runs.exists(), index=False)
+    p, actual = prediction, after_minus_before
+    inside = "in " if p.low <= actual <= p.high else "OUT"
+    print(f"{row['occupation']:14s} {row['men']:3d}/{row['women']:<3d} c={row['c']:<4} +{row['dummies']:3d}: newton "
+          f"{p.point:+.4f} [{p.low:+.4f}, {p.high:+.4f}] {inside} actual {actual:+.4f} ({row['seconds']:.2f} s)",
+          flush=True)
+
+
+def synthetic_edits(args) -> None:
+    """Retrain each chosen occupation's Add on the synthetic graph (masked reference and edit) and predict it."""
     graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
     model = train_model(graph, SYNTHETIC_TRAINING, name="synthetic-transe", device=torch.device("cpu"))
     groups = ModelAnalysis(model).groups
@@ -80,16 +90,47 @@ def main() -> None:
             before = float(analysis.group_bias(label))
             started = time.perf_counter()
             p = predict_edit(analysis, edit)
-            seconds = time.perf_counter() - started
             row = {"occupation": label, "men": int(groups.n_male[index]), "women": int(groups.n_female[index]),
                    "c": c, "dummies": len(edit.added_entities), "newton": p.point, "low": p.low, "high": p.high,
-                   "actual": after - before, "seconds": seconds}
-            args.runs.parent.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame([row]).to_csv(args.runs, mode="a", header=not args.runs.exists(), index=False)
-            inside = "in " if p.low <= after - before <= p.high else "OUT"
-            print(f"{label:14s} {row['men']:3d}/{row['women']:<3d} c={c:<4} +{row['dummies']:3d}: newton "
-                  f"{p.point:+.4f} [{p.low:+.4f}, {p.high:+.4f}] {inside} actual {after - before:+.4f} "
-                  f"({seconds:.2f} s)", flush=True)
+                   "actual": after - before, "seconds": time.perf_counter() - started}
+            record(args.runs, row, p, after - before)
+
+
+def stored_edits(args) -> None:
+    """Predict each stored Add run from its base and compare with the run's own B_gr after (its edited groups)."""
+    base = load_model(args.stored[0])
+    analysis = ModelAnalysis(base)
+    for run_dir in args.stored[1:]:
+        run = load_model(run_dir)
+        edit = edit_of_record(base, read_config(run_dir)["edit"])
+        index = analysis.groups.index(edit.occupation)
+        before = float(analysis.group_bias(edit.occupation))
+        after = float(ModelAnalysis(run).group_bias(edit.occupation))
+        started = time.perf_counter()
+        p = predict_edit(analysis, edit)
+        c = float(edit.strategy.split("c=")[1].split()[0])
+        row = {"occupation": base.entity_names[int(analysis.groups.occupations[index])],
+               "men": int(analysis.groups.n_male[index]), "women": int(analysis.groups.n_female[index]), "c": c,
+               "dummies": len(edit.added_entities), "newton": p.point, "low": p.low, "high": p.high,
+               "actual": after - before, "seconds": time.perf_counter() - started}
+        record(args.runs, row, p, after - before)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", required=True, type=Path)
+    parser.add_argument("--seed", type=int, default=SYNTHETIC.seed)
+    parser.add_argument("--occupations", type=int, default=8)
+    parser.add_argument("--cs", default="0.25,0.5,1")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--stored", nargs="+", type=Path, help="a base model's folder, then its retrained Add runs")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    if args.stored:
+        stored_edits(args)
+    else:
+        synthetic_edits(args)
     runs = pd.read_csv(args.runs)
     inside = ((runs["low"] <= runs["actual"]) & (runs["actual"] <= runs["high"])).mean()
     sign = (np.sign(runs["newton"]) == np.sign(runs["actual"])).mean()

@@ -45,16 +45,16 @@ PREDICTED_HELP = (
     "positive (|H|), and B_gr computed exactly at the moved embedding (issue 25; no calibration needed)."
 )
 ADD_HELP = (
-    "The dummies start at their initial embedding, as the retrain starts them; one Newton step of the objective "
-    "with the added triples (|H|) moves every row, and B_gr is computed exactly over the edited groups, dummies "
-    "counted (issue 25). On synthetic graphs it was right in sign on 11 of 11 Add edits and overstated the "
-    "retrained change by about a fifth (median)."
+    "The dummies start at their initial embedding, as the retrain starts them, and are trained by a replay of the "
+    "retrain's own loop with every other row frozen; one Newton step of the objective with the added triples (|H|) "
+    "then moves the trained rows, and B_gr is computed exactly over the edited groups, dummies counted (issue 25)."
 )
-#: Shown under every Add prediction: no audit retrains an addition, and the default's two Add retrains disagreed.
+#: Shown under every Add prediction: no audit of this model retrains an addition; what the estimator's retrains gave.
 ADD_UNAUDITED = (
-    "No audit retrains an addition. On the eight-negative FB15k-237 default, the two Add edits retrained (Actor and "
-    "Screenwriter, c = 0.5) moved B_gr the other way from this prediction (predicted -0.80 and -1.15 after, "
-    "retrained +0.15 and +0.68): read neither its sign nor its size before a retrain."
+    "No audit of this model retrains an addition. Against Add retrains (c = 0.5) this estimator had the sign right "
+    "on 19 of 19 (15 on synthetic graphs, 4 on FB15k-237), but a retrain moved 0.58-0.73 of the prediction on the "
+    "eight-negative default and 2.1-2.3 times it on the one-negative model: read its size with care "
+    "(docs/results/whatif.md)."
 )
 AUDIT_SENTENCE = (
     "Audit of this model's prediction (one masked retrain): removing the top {k} of the {moving} triples that move "

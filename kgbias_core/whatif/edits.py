@@ -214,20 +214,20 @@ def addition(model: StoredModel, edit: Edit) -> Addition:
 def predict_edit(analysis: ModelAnalysis, edit: Edit, *, spread: float | None = None,
                  scale: float = 1.0) -> WhatIfPrediction:
     """The predicted change of B_gr of the edit's occupation (:mod:`kgbias_core.influence.prediction`): the
-    Newton step of the removal, or of the addition (the dummies from their initial rows); ``spread`` (the
+    Newton step of the removal, or of the addition (the dummies replayed through training first); ``spread`` (the
     occupation's noise band) is the interval's floor. The one call the lab, the basket, ``debias``, the report
     and the findings make.
 
     ``scale``: the model's step scale (:func:`kgbias_core.whatif.step_ratio.model_step_ratio`), applied to
-    removals only: the ratio is read from removal retrains (the audit, verified plans), and an addition's step
-    starts new rows from their initialisation, a different motion no removal retrain has measured."""
+    removals only: the ratio is read from removal retrains (the audit, verified plans), and an addition moves new
+    rows through a replayed training, a different motion no removal retrain has measured."""
     if edit.kind == "remove":
         return predict_removal(analysis, edit.occupation, torch.tensor(edit.removed, dtype=torch.long),
                                spread=spread, scale=scale)
     negatives = analysis.negatives
     return newton_addition_prediction(analysis.model, addition(analysis.model, edit), occupation=edit.occupation,
                                       spread=spread, negatives=None if negatives.exact else negatives.negatives,
-                                      active=analysis.active_terms)
+                                      active=analysis.active_terms, hvp=analysis.absolute_hvp)
 
 
 def edit_of_record(model: StoredModel, record: Mapping[str, Any]) -> Edit | None:
