@@ -40,7 +40,7 @@ from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairn
 from kgbias_core.whatif.edits import Edit, predict_edit
 from kgbias_core.whatif.runs import EditMembership, made_from, membership_of_record, noise_spread
 from kgbias_core.whatif.runs import bias_change as run_bias_change
-from kgbias_core.whatif.step_ratio import EDITS, StepRatio
+from kgbias_core.whatif.step_ratio import StepRatio, use_for
 
 
 @dataclass(frozen=True)
@@ -231,15 +231,16 @@ def prediction(model: ModelRef, edit: Edit, spread: float | None, scale: float =
     return predict_edit(analysis(model), edit, spread=spread, scale=scale)
 
 
-def step_ratio(model: ModelRef) -> StepRatio | None:
-    """The model's step ratio for edits (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio`: what its audit
-    showed; None before any). Read on every call, not cached: an audit that lands changes it on the next rerun."""
-    return tasks.model_step_ratio(model.path, use=EDITS)
+def step_ratio(model: ModelRef, kind: str = "remove") -> StepRatio | None:
+    """The model's ratio for an edit of ``kind`` (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio`: what its
+    removal audit, or for "add" its Add audit, showed; None before it ran). Read on every call, not cached: an audit
+    that lands changes it on the next rerun."""
+    return tasks.model_step_ratio(model.path, use=use_for(kind))
 
 
-def step_scale(model: ModelRef) -> float:
-    """:func:`step_ratio`'s value, 1 (the step as computed) before any retrain."""
-    ratio = step_ratio(model)
+def step_scale(model: ModelRef, kind: str = "remove") -> float:
+    """:func:`step_ratio`'s value, 1 (the prediction as computed) before any retrain."""
+    ratio = step_ratio(model, kind)
     return 1.0 if ratio is None else ratio.value
 
 
@@ -256,8 +257,9 @@ def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str
     a noise band or a calibration that finishes later belongs in the next one.
     """
     base = analysis(model)
-    whatif = None if run is None else reports.whatif_run(base, analysis(run), noise=tasks.saved_noise_band(model.path),
-                                                          scale=step_scale(model))
+    whatif = None if run is None else reports.whatif_run(
+        base, analysis(run), noise=tasks.saved_noise_band(model.path),
+        scale=step_scale(model, analysis(run).model.edit.get("kind", "remove")))
     from kgbias_core.evaluation.link_prediction import load_link_prediction
 
     return reports.occupation_report(base, occupation, measures=measures(model), run=whatif,

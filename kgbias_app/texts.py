@@ -208,6 +208,7 @@ FOLLOW_UP_RUNNING = (
 )
 #: The job name of the one-retrain audit of a model's prediction (kgbias_core/tasks/prediction_audit.py).
 AUDIT_JOB = "{name}: prediction audit"
+ADD_AUDIT_JOB = "{name}: Add audit"
 
 # --- overview -----------------------------------------------------------------------------------
 OVERVIEW_MODEL = (

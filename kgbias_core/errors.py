@@ -430,6 +430,11 @@ PREDICTION_AUDIT_NO_OCCUPATION = (
     "model {model}: no occupation has persons of both genders, so there is no B_gr whose prediction could be audited"
 )
 PREDICTION_AUDIT_KEPT = "The model {name} stays in use; its predictions are shown without an audit."
+ADD_AUDIT_NO_OCCUPATION = (
+    "model {model}: no occupation has persons of both genders and a gender gap that Add (c = {c}) fills with at "
+    "least one dummy, so there is no addition to audit"
+)
+ADD_AUDIT_KEPT = "The model {name} stays in use; its Add predictions are shown without an audit."
 FAMILY_KEPT = (
     "The model {name} stays in use, and every member of its family trained before the cancel stays in the store; "
     "the missing members can be trained again."

@@ -20,7 +20,7 @@ from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import Task
 from kgbias_core.whatif.edits import make_edit, predict_edit
-from kgbias_core.whatif.step_ratio import EDITS
+from kgbias_core.whatif.step_ratio import ADDITIONS, EDITS
 from tests.conftest import NO_WOMEN, button, metric, page, settled, texts
 
 
@@ -105,8 +105,22 @@ def test_lab_predicts_add_with_its_own_estimator(writable_store: Path) -> None:
     assert f"Estimator: {ADD_ESTIMATOR}" in texts(app.caption)
     assert "dummy person(s) join" in texts(app.warning)
     assert section.ADD_UNAUDITED in texts(app.caption)  # an addition's prediction is not audited: said under it
+    assert button(app, "Audit the Add prediction") is not None  # offered, with its estimate
     app.radio(key="lab_strategy").set_value("if").run()
     assert section.ADD_UNAUDITED not in texts(app.caption)  # a removal has its audit
+
+    # Once the model has its Add audit, the lab says what it showed and scales the Add prediction by its ratio.
+    audit = tasks.add_audit_task(writable_store / "tiny-transe").run(Progress()).iloc[0]
+    ratio = tasks.model_step_ratio(writable_store / "tiny-transe", use=ADDITIONS)
+    app.radio(key="lab_strategy").set_value("add").run()
+    assert not app.exception
+    assert metric(app, "Predicted change of B_gr") == ui_texts.fmt(predict_edit(
+        analysis, make_edit(analysis, "nurse", strategy="add", c=0.5), scale=ratio.value).point)
+    said = texts(app.caption)
+    assert "Audit of this model's Add prediction" in said and f"adding {int(audit['dummies'])} dummies" in said
+    assert md(f"the change times {ratio.value:.2f}") in said
+    assert section.ADD_UNAUDITED not in texts(app.caption)
+    assert not any(b.label.startswith("Audit the Add prediction") for b in app.button)  # done: not offered again
 
 
 def test_lab_warnings_for_c_zero_no_women_and_large_k(writable_store: Path) -> None:

@@ -16,7 +16,7 @@ from kgbias_core.embeddings.store import (
 )
 from kgbias_core.evaluation.link_prediction import load_link_prediction
 from kgbias_core.measures.relation_audit import load_value_audit
-from kgbias_core.whatif.step_ratio import EDITS
+from kgbias_core.whatif.step_ratio import ADDITIONS, EDITS
 from tests.conftest import TINY_TRAINING
 
 
@@ -38,8 +38,10 @@ def test_prepare_synthetic_end_to_end_is_resumable_and_checks_readiness(
     assert load_result(model, tasks.FINDINGS, params=tasks.findings_inputs(model)) is not None
     assert tasks.saved_prediction_audit(model) is not None  # issue 25: the step scale, one retrain
     assert tasks.model_step_ratio(model, use=EDITS) is not None
-    for what in ("model", "seed family", "noise band", "prediction audit", "link prediction", "relation audit",
-                 "findings"):
+    assert tasks.saved_add_audit(model) is not None  # the additions' ratio, one retrain
+    assert tasks.model_step_ratio(model, use=ADDITIONS) is not None
+    for what in ("model", "seed family", "noise band", "prediction audit", "Add audit", "link prediction",
+                 "relation audit", "findings"):
         assert any(line.split()[:1] == ["ready"] and what in line for line in out.splitlines()), out
     assert any(line.split()[:1] == ["optional"] and "calibration" in line for line in out.splitlines())
     assert out.strip().endswith("ready for a demo")

@@ -257,6 +257,44 @@ def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store:
     assert scaled.point == pytest.approx(predict_removal(analysis, row["occupation"], removed,
                                                          scale=ratio.value).point)
     assert f"x {ratio.value:.2f}" in scaled.estimator
-    # An addition keeps the step as computed: no removal retrain measured its motion.
-    addition = make_edit(analysis, row["occupation"], strategy="add", c=0.5)
-    assert predict_edit(analysis, addition, scale=ratio.value) == predict_edit(analysis, addition)
+    # An addition never borrows the removal audit's ratio: it has a record of its own (the Add audit), none yet.
+    from kgbias_core.whatif.step_ratio import ADDITIONS
+
+    assert tasks.model_step_ratio(base, use=ADDITIONS) is None
+
+
+def test_the_add_audit_is_one_retrain_whose_ratio_scales_the_additions(store: Path) -> None:
+    """Issue 25: Du's Add on the audit's occupation, predicted (as computed) and retrained once, stored in the
+    model's results; its retrained/predicted ratio multiplies the model's Add predictions, not its removals."""
+    from kgbias_core.influence.prediction import ADD_ESTIMATOR
+    from kgbias_core.measures.group_bias import group_bias
+    from kgbias_core.measures.groups import occupation_groups
+    from kgbias_core.tasks.prediction_audit import ADD_AUDIT_COLUMNS, add_audit_occupation
+    from kgbias_core.whatif.edits import add_edit, predict_edit, retrain
+    from kgbias_core.whatif.step_ratio import ADDITIONS, EDITS, STEP_SCALE_RANGE
+
+    base = store / "tiny-transe"
+    assert tasks.saved_add_audit(base) is None and tasks.model_step_ratio(base, use=ADDITIONS) is None
+    frame = tasks.add_audit_task(base).run(Progress())
+    assert list(frame.columns) == list(ADD_AUDIT_COLUMNS) and len(frame) == 1
+    row = frame.iloc[0]
+    analysis = ModelAnalysis(load_model(base))
+    assert row["occupation"] == add_audit_occupation(analysis)
+    edit = add_edit(analysis.model, row["occupation"], c=0.5)
+    assert row["dummies"] == len(edit.added_entities) >= 1
+    expected = predict_edit(analysis, edit)
+    assert row["predicted"] == pytest.approx(expected.point) and row["estimator"] == ADD_ESTIMATOR
+    run = retrain(analysis.model, edit, name="check")  # the same retrain, independently: deterministic on one machine
+    groups = occupation_groups(run)
+    after = group_bias(entity_embeddings=run.entity_embeddings, relation_embeddings=run.relation_embeddings,
+                       groups=groups)[groups.index(row["occupation"])]
+    assert row["retrained"] == pytest.approx(float(after) - float(analysis.group_bias(row["occupation"])), abs=1e-6)
+    assert bool(row["inside"]) == bool(row["low"] <= row["retrained"] <= row["high"])
+    ratio = tasks.model_step_ratio(base, use=ADDITIONS)
+    assert ratio is not None and ratio.n == 1 and not ratio.borrowed and "Add audit" in ratio.describe()
+    assert ratio.value == pytest.approx(min(max(row["retrained"] / row["predicted"], STEP_SCALE_RANGE[0]),
+                                            STEP_SCALE_RANGE[1]))
+    scaled = predict_edit(analysis, edit, scale=ratio.value)
+    assert scaled.point == pytest.approx(ratio.value * expected.point, rel=1e-6)
+    assert f"x {ratio.value:.2f}" in scaled.estimator
+    assert tasks.model_step_ratio(base, use=EDITS) is None  # removals do not borrow the additions' ratio

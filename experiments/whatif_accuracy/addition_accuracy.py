@@ -38,6 +38,7 @@ from kgbias_core.influence.prediction import extended_model
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.whatif.edits import add_edit, addition, edit_of_record, predict_edit
+from kgbias_core.whatif.step_ratio import ADDITIONS, model_step_ratio, saved_add_audit
 
 
 def edited_retrains(model, edit):
@@ -97,9 +98,14 @@ def synthetic_edits(args) -> None:
 
 
 def stored_edits(args) -> None:
-    """Predict each stored Add run from its base and compare with the run's own B_gr after (its edited groups)."""
+    """Predict each stored Add run from its base and compare with the run's own B_gr after (its edited groups).
+
+    Where the base has its Add audit (``kgbias prepare``, the lab's button), each run is also predicted as the lab
+    predicts it, times the audit's ratio (``scaled``); the audit's own occupation is not held out from that."""
     base = load_model(args.stored[0])
     analysis = ModelAnalysis(base)
+    ratio = model_step_ratio(args.stored[0], use=ADDITIONS)
+    audit = saved_add_audit(args.stored[0])
     for run_dir in args.stored[1:]:
         run = load_model(run_dir)
         edit = edit_of_record(base, read_config(run_dir)["edit"])
@@ -113,6 +119,13 @@ def stored_edits(args) -> None:
                "men": int(analysis.groups.n_male[index]), "women": int(analysis.groups.n_female[index]), "c": c,
                "dummies": len(edit.added_entities), "newton": p.point, "low": p.low, "high": p.high,
                "actual": after - before, "seconds": time.perf_counter() - started}
+        if ratio is not None:
+            scaled = predict_edit(analysis, edit, scale=ratio.value)
+            row.update(audited=bool(audit.iloc[0]["occupation"] == edit.occupation), scale=ratio.value,
+                       scaled=scaled.point, scaled_low=scaled.low, scaled_high=scaled.high)
+            inside = "in " if scaled.low <= after - before <= scaled.high else "OUT"
+            print(f"  x {ratio.value:.3f} (the Add audit of {audit.iloc[0]['name']}): {scaled.point:+.4f} "
+                  f"[{scaled.low:+.4f}, {scaled.high:+.4f}] {inside}", flush=True)
         record(args.runs, row, p, after - before)
 
 
@@ -138,6 +151,11 @@ def main() -> None:
     ratio = (runs["actual"] / runs["newton"]).median()
     print(f"{len(runs)} Add edits: coverage {inside:.0%}, sign {sign:.0%}, median relative half-width {half:.2f}, "
           f"median retrained/predicted {ratio:.2f}; load average at the end {os.getloadavg()[0]:.2f}")
+    if "scaled" in runs:
+        held = runs[~runs["audited"].astype(bool)]
+        covered = ((held["scaled_low"] <= held["actual"]) & (held["actual"] <= held["scaled_high"])).mean()
+        print(f"times the Add audit's ratio: {len(held)} edit(s) other than the audit's own, coverage {covered:.0%}, "
+              f"median retrained/predicted {(held['actual'] / held['scaled']).median():.2f}")
 
 
 if __name__ == "__main__":

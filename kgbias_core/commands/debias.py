@@ -42,7 +42,7 @@ def _debias(args: argparse.Namespace) -> None:
     from kgbias_core.tasks import check_retrains, saved_noise_band, whatif_task
     from kgbias_core.whatif.edits import make_edit, predict_edit
     from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, bias_change, membership_of_record, noise_spread
-    from kgbias_core.whatif.step_ratio import EDITS, model_step_ratio
+    from kgbias_core.whatif.step_ratio import model_step_ratio, use_for
 
     check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
     analysis = ModelAnalysis(load_model(args.model, device=args.device))
@@ -56,7 +56,7 @@ def _debias(args: argparse.Namespace) -> None:
         print(f"only {len(edit.removed)} triples move B_gr towards 0: IF-REMOVE removes those", file=sys.stderr)
     # Predicted before the retrain (seconds), with the noise band as its floor where the model has one.
     spread = noise_spread(saved_noise_band(args.model), occupation)
-    ratio = model_step_ratio(args.model, use=EDITS)  # the scale the model's audit showed (removals; 1 before any)
+    ratio = model_step_ratio(args.model, use=use_for(edit.kind))  # what the model's audit of this kind showed
     try:
         prediction = predict_edit(analysis, edit, spread=spread, scale=1.0 if ratio is None else ratio.value)
     except MeasureError as exc:  # a distance the Newton step does not differentiate: the retrain still runs

@@ -21,7 +21,7 @@ def _report(args: argparse.Namespace) -> None:
     from kgbias_core.report import occupation_report, whatif_run
     from kgbias_core.tasks import model_step_ratio, saved_noise_band
     from kgbias_core.whatif.runs import made_from
-    from kgbias_core.whatif.step_ratio import EDITS
+    from kgbias_core.whatif.step_ratio import use_for
 
     analysis = load_analysis(args.model, args.negative_seed, device=args.device)
     links = load_link_prediction(args.model)  # quoted where computed; a report never waits for it
@@ -41,7 +41,7 @@ def _report(args: argparse.Namespace) -> None:
             raise ModelStoreError(REPORT_NOT_A_RUN.format(path=args.run))
         if not made_from(run_config, read_config(args.model)):
             raise ModelStoreError(REPORT_RUN_NOT_OF_MODEL.format(run=args.run, model=args.model))
-        ratio = model_step_ratio(args.model, use=EDITS)
+        ratio = model_step_ratio(args.model, use=use_for(run_config["edit"].get("kind", "remove")))
         run = whatif_run(analysis, load_analysis(args.run, device=args.device), noise=saved_noise_band(args.model),
                          scale=1.0 if ratio is None else ratio.value)
         occupation = run.edit["occupation"]

@@ -568,7 +568,7 @@ def addition_gradient(model: StoredModel, *, n_base: int, added: LongTensor) -> 
 def newton_addition_prediction(
     model: StoredModel, addition: Addition, *, occupation: str, spread: float | None = None,
     negatives: LongTensor | None = None, tolerance: float = PREDICTION_TOLERANCE, active: torch.Tensor | None = None,
-    hvp=None,
+    hvp=None, scale: float = 1.0,
 ) -> WhatIfPrediction:
     """The change of B_gr of ``occupation`` when ``addition`` joins the training set (Du's Add).
 
@@ -582,7 +582,11 @@ def newton_addition_prediction(
        after by at most 0.004 on FB15k-237's eight-negative default, so the memo's |H| serves.
     3. B_gr exact at the moved rows over the edited graph's groups (the dummies counted, as
        :func:`~kgbias_core.whatif.runs.bias_change` measures a retrained Add), minus B_gr before.
-    Band: :func:`band_factor` of the rarer gender after the edit with :data:`ADD_BAND_BASE`, then the noise floor.
+    4. ``scale``: the model's own Add ratio (retrained / predicted change of its Add audit,
+       :mod:`kgbias_core.whatif.step_ratio`), multiplying the change: the ratio differs by model (0.58-0.73 on
+       FB15k-237's eight-negative default, 2.1-2.3 with one negative).
+    Band: :func:`band_factor` of the rarer gender after the edit with :data:`ADD_BAND_BASE` around the (scaled)
+    point, then the noise floor.
 
     Measured against edited retrains (experiments/whatif_accuracy/addition_accuracy.py; docs/results/whatif.md):
     on FB15k-237's eight-negative default the former estimator (one Newton step of every row, the new ones from
@@ -612,9 +616,9 @@ def newton_addition_prediction(
                                      "relation_embeddings": base.relation_embeddings - step[1]})
     after_groups = occupation_groups(edited)
     after_index = after_groups.index(occupation)
-    point = _bias(moved, after_groups, after_index) - before
+    point = scale * (_bias(moved, after_groups, after_index) - before)
     f = band_factor(int(min(after_groups.n_male[after_index], after_groups.n_female[after_index])),
                     base=ADD_BAND_BASE)
     low, high = map(float, band_ends(point, f))
-    estimator = ADD_ESTIMATOR if negatives is None else f"{ADD_ESTIMATOR}, {REDRAWN}"
+    estimator = scaled_estimator(ADD_ESTIMATOR if negatives is None else f"{ADD_ESTIMATOR}, {REDRAWN}", scale)
     return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator), spread)

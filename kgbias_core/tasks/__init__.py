@@ -50,6 +50,7 @@ from kgbias_core.tasks.findings import (
     saved_findings,
 )
 from kgbias_core.tasks.prediction_audit import (
+    add_audit_task,
     prediction_audit_seconds,
     prediction_audit_task,
 )
@@ -88,7 +89,13 @@ from kgbias_core.tasks.whatif import (
     whatif_name,
     whatif_task,
 )
-from kgbias_core.whatif.step_ratio import PREDICTION_AUDIT, model_step_ratio, saved_prediction_audit
+from kgbias_core.whatif.step_ratio import (
+    ADD_AUDIT,
+    PREDICTION_AUDIT,
+    model_step_ratio,
+    saved_add_audit,
+    saved_prediction_audit,
+)
 
 __all__ = [
     "AUTO_BACKGROUND_SECONDS",
@@ -145,6 +152,9 @@ __all__ = [
     "compare_debiasing_task",
     "debias_embedding_task",
     "PREDICTION_AUDIT",
+    "ADD_AUDIT",
+    "add_audit_task",
+    "saved_add_audit",
     "prediction_audit_seconds",
     "prediction_audit_task",
     "saved_prediction_audit",

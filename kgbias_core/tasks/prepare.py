@@ -19,7 +19,7 @@ from kgbias_core.tasks.base import Task, _key
 from kgbias_core.tasks.calibration import calibration_task
 from kgbias_core.tasks.evaluation import link_prediction_task, relation_audit_task
 from kgbias_core.tasks.findings import findings_task, saved_findings
-from kgbias_core.tasks.prediction_audit import prediction_audit_task
+from kgbias_core.tasks.prediction_audit import add_audit_task, prediction_audit_task
 from kgbias_core.tasks.training import (
     DEFAULT_MODEL_NAMES,
     model_name,
@@ -27,7 +27,7 @@ from kgbias_core.tasks.training import (
     train_task,
 )
 from kgbias_core.tasks.whatif import noise_band_task, saved_noise_band
-from kgbias_core.whatif.step_ratio import saved_prediction_audit
+from kgbias_core.whatif.step_ratio import saved_add_audit, saved_prediction_audit
 
 
 # --- prepare: everything a demo shows, ahead of time ----------------------------------------------
@@ -44,8 +44,8 @@ class ReadyItem:
 
 #: The items of :func:`readiness`, in the order ``prepare`` makes them (the family before the findings, which
 #: read its seed band).
-READY_ITEMS = ("model", "seed family", "noise band", "prediction audit", "link prediction", "relation audit",
-               "findings", "calibration")
+READY_ITEMS = ("model", "seed family", "noise band", "prediction audit", "Add audit", "link prediction",
+               "relation audit", "findings", "calibration")
 
 
 def demo_audit_params(model_dir: Path | str) -> dict[str, Any]:
@@ -76,6 +76,7 @@ def readiness(dataset: str, *, store: Path | str, data_dir: Path | str | None = 
         "seed family": family_ready,
         "noise band": saved_noise_band(path) is not None,
         "prediction audit": saved_prediction_audit(path) is not None,
+        "Add audit": saved_add_audit(path) is not None,
         "link prediction": cached_link_prediction_ready(path),
         "relation audit": load_value_audit(path, **demo_audit_params(path)) is not None,
         "findings": saved_findings(path, census=census) is not None,
@@ -133,6 +134,8 @@ def _demo_task(what: str, dataset: str, path: Path, *, data_dir: Path | str | No
         return noise_band_task(path, device=device)
     if what == "prediction audit":  # one retrain: the step scale every removal's prediction is multiplied by
         return prediction_audit_task(path, device=device)
+    if what == "Add audit":  # one retrain: the ratio every Add prediction is multiplied by
+        return add_audit_task(path, device=device)
     if what == "link prediction":
         return link_prediction_task([path], device=device)
     if what == "relation audit":
@@ -150,10 +153,11 @@ def prepare_task(
     """Train the default model of each of ``datasets`` where missing and its siblings, a family of ``seeds``
     seeds (the default model is its first member, under its own name: :mod:`kgbias_core.families`; 1: no
     family), then everything a demo shows: noise band, the prediction audit (one retrain: the step scale of the
-    what-if predictions), link prediction, relation audit, findings (with the
-    family's seed band), and the calibration with ``calibrate`` (13 retrains). Resumable: what is in the store
-    already is skipped. Returns the :func:`readiness` of every graph afterwards. ``overrides`` apply to the
-    default model's training only (e.g. fewer epochs for a quick try); its siblings take its config."""
+    removals' predictions), the Add audit (one retrain: the ratio of the additions' predictions), link
+    prediction, relation audit, findings (with the family's seed band), and the calibration with ``calibrate``
+    (13 retrains). Resumable: what is in the store already is skipped. Returns the :func:`readiness` of every
+    graph afterwards. ``overrides`` apply to the default model's training only (e.g. fewer epochs for a quick
+    try); its siblings take its config."""
     from kgbias_core.data.census import census_file
     from kgbias_core.data.datasets import resolve_data_dir
 

@@ -218,16 +218,16 @@ def predict_edit(analysis: ModelAnalysis, edit: Edit, *, spread: float | None = 
     occupation's noise band) is the interval's floor. The one call the lab, the basket, ``debias``, the report
     and the findings make.
 
-    ``scale``: the model's step scale (:func:`kgbias_core.whatif.step_ratio.model_step_ratio`), applied to
-    removals only: the ratio is read from removal retrains (the audit, verified plans), and an addition moves new
-    rows through a replayed training, a different motion no removal retrain has measured."""
+    ``scale``: the model's ratio for the edit's kind (:func:`kgbias_core.whatif.step_ratio.model_step_ratio` with
+    ``use_for(edit.kind)``): a removal's step is multiplied by the removal audit's ratio, an addition's change by the
+    Add audit's; the two are read from different retrains because the two predictions move differently."""
     if edit.kind == "remove":
         return predict_removal(analysis, edit.occupation, torch.tensor(edit.removed, dtype=torch.long),
                                spread=spread, scale=scale)
     negatives = analysis.negatives
     return newton_addition_prediction(analysis.model, addition(analysis.model, edit), occupation=edit.occupation,
                                       spread=spread, negatives=None if negatives.exact else negatives.negatives,
-                                      active=analysis.active_terms, hvp=analysis.absolute_hvp)
+                                      active=analysis.active_terms, hvp=analysis.absolute_hvp, scale=scale)
 
 
 def edit_of_record(model: StoredModel, record: Mapping[str, Any]) -> Edit | None:

@@ -21,6 +21,13 @@ median of both scaled the lab's removals by 0.52, which left half of those sets 
 scaled by the audit and plans by verified plans; a kind with no retrain of its own borrows the other's ratio, and
 says so (:attr:`StepRatio.borrowed`), rather than use the step as computed.
 
+Additions (:data:`ADDITIONS`) have a third record, the one-retrain Add audit (:data:`ADD_AUDIT`, written by
+:mod:`kgbias_core.tasks.prediction_audit`), and never borrow: an addition's prediction replays new rows' training and
+steps the trained rows, a different motion from a removal's, and the two ratios differ by model in different ways
+(eight-negative FB15k-237 default: removal audit 0.92, Add retrains 0.58-0.73; one-negative model: removal audit
+0.28, Add retrains 2.1-2.3). Its ratio multiplies the predicted change of B_gr (not a step: the dummies' replay is
+not one).
+
 A plan for one occupation that has a verified plan of its own reads that occupation's ratio instead of the model's
 (``occupation=``): "verify, then plan again" is the way to a plan that lands inside a narrow target, since the
 ratios of one model's plans spread 0.32-0.62 on the eight-negative default, wider than its targets allow.
@@ -39,6 +46,8 @@ from kgbias_core.embeddings.results import load_result
 
 #: The result key of the one-retrain audit in the model's results.
 PREDICTION_AUDIT = "prediction_audit"
+#: The result key of the one-retrain audit of an addition (Du's Add) in the model's results.
+ADD_AUDIT = "add_audit"
 #: Key of the per-model record of verified plans in the model's results folder.
 VERIFICATIONS = "plan_verifications"
 #: The observed ratio is clipped to this range: one odd retrain must not make the planner remove nothing or all.
@@ -51,8 +60,11 @@ RATIO_MIN_CHANGE = 1e-6
 #: report (read from the audit), and a plan of the planner (read from verified plans).
 EDITS = "edits"
 PLANS = "plans"
-#: Where each use reads its ratio first; the other source is borrowed only where its own has no retrain.
-_SOURCES = {EDITS: "prediction audit", PLANS: "verified plans"}
+#: The use of an addition's prediction (read from the Add audit only).
+ADDITIONS = "additions"
+#: Where each use reads its ratio first; for edits and plans, the other source is borrowed only where its own has no
+#: retrain.
+_SOURCES = {EDITS: "prediction audit", PLANS: "verified plans", ADDITIONS: "Add audit"}
 #: The source of a single target's own ratio (:func:`observed_step_ratio` with ``occupation``).
 _OWN_SOURCE = "verified plans of this occupation"
 
@@ -80,6 +92,16 @@ def saved_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
     return load_result(model_dir, PREDICTION_AUDIT, params={})
 
 
+def saved_add_audit(model_dir: Path | str) -> pd.DataFrame | None:
+    """The model's one-retrain audit of an addition (``kgbias_core.tasks.prediction_audit``), or None before it ran."""
+    return load_result(model_dir, ADD_AUDIT, params={})
+
+
+def use_for(kind: str) -> str:
+    """The use whose ratio scales an edit of ``kind`` ("add" or "remove"): :data:`ADDITIONS` or :data:`EDITS`."""
+    return ADDITIONS if kind == "add" else EDITS
+
+
 def saved_verifications(model_dir: Path | str) -> pd.DataFrame | None:
     """The model's record of verified plans (:func:`kgbias_core.whatif.plan.append_verifications`), or None."""
     return load_result(model_dir, VERIFICATIONS, params={})
@@ -100,7 +122,8 @@ def plan_ratios(verifications: pd.DataFrame | None) -> list[float]:
 
 
 def audit_ratios(audit: pd.DataFrame | None) -> list[float]:
-    """Retrained / predicted change of the audit's edit(s): the audit's step is always the step as computed."""
+    """Retrained / predicted change of the audit's edit(s) (the removal audit's or the Add audit's): an audit
+    predicts with the step as computed."""
     if audit is None or not len(audit):
         return []
     keep = audit["predicted"].abs() > RATIO_MIN_CHANGE
@@ -112,14 +135,18 @@ def _finite(ratios: list[float]) -> list[float]:
 
 
 def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame | None = None, *,
-                        use: str, occupation: str | None = None) -> StepRatio | None:
-    """The step scale for ``use`` (:data:`EDITS` or :data:`PLANS`): the median of retrained / predicted change of
-    B_gr over that use's own record (:func:`audit_ratios` of ``audit``, :func:`plan_ratios` of ``verifications``),
-    else over the other's (borrowed); None when no retrain has moved a prediction by more than
-    :data:`RATIO_MIN_CHANGE`. ``occupation`` (a label; plans only): the plan's single target, whose own verified
-    plans, where it has any, give the ratio."""
+                        use: str, occupation: str | None = None,
+                        add_audit: pd.DataFrame | None = None) -> StepRatio | None:
+    """The step scale for ``use`` (:data:`EDITS`, :data:`PLANS` or :data:`ADDITIONS`): the median of retrained /
+    predicted change of B_gr over that use's own record (:func:`audit_ratios` of ``audit`` or of ``add_audit``,
+    :func:`plan_ratios` of ``verifications``); for edits and plans else over the other's (borrowed); None when no
+    retrain has moved a prediction by more than :data:`RATIO_MIN_CHANGE`. ``occupation`` (a label; plans only): the
+    plan's single target, whose own verified plans, where it has any, give the ratio."""
     if use not in _SOURCES:
-        raise ValueError(f"a step scale is read for {EDITS!r} or {PLANS!r}, not {use!r}")
+        raise ValueError(f"a step scale is read for {EDITS!r}, {PLANS!r} or {ADDITIONS!r}, not {use!r}")
+    if use == ADDITIONS:
+        ratios = audit_ratios(add_audit)
+        return _median(ratios, source=_SOURCES[ADDITIONS], borrowed=False) if ratios else None
     if use == PLANS and occupation is not None and verifications is not None and len(verifications):
         own = plan_ratios(verifications[verifications["occupation"] == occupation])
         if own:
@@ -138,6 +165,8 @@ def _median(ratios: list[float], *, source: str, borrowed: bool) -> StepRatio:
 
 def model_step_ratio(model_dir: Path | str, *, use: str, occupation: str | None = None) -> StepRatio | None:
     """:func:`observed_step_ratio` for ``use`` (and a plan's single target ``occupation``) of the model at
-    ``model_dir``: its audit and its verified plans."""
+    ``model_dir``: its audits and its verified plans."""
+    if use == ADDITIONS:
+        return observed_step_ratio(None, use=use, add_audit=saved_add_audit(model_dir))
     return observed_step_ratio(saved_verifications(model_dir), saved_prediction_audit(model_dir), use=use,
                                occupation=occupation)
