@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -281,3 +282,30 @@ def test_a_scaled_step_predicts_a_proportionally_smaller_change_and_plans_more_t
     assert len(scaled.removed) > len(plan.removed) and outcome.inside
     assert "x 0.50 (the retrained/predicted ratio" in outcome.prediction.estimator
     assert "ratio" not in plan.targets[0].prediction.estimator  # scale 1: the step as computed, named so
+
+
+def test_the_collateral_is_checked_with_the_step_as_computed_and_the_targets_with_their_scale(
+        analysis: ModelAnalysis) -> None:
+    """A plan's other occupations are predicted by the unscaled Newton step (``collateral_scale`` 1), the target by
+    the step times its ratio: each against an exact evaluation of B_gr at theta + c Delta theta."""
+    from kgbias_core.influence.prediction import PREDICTION_TOLERANCE, absolute_newton_step
+
+    config = PlanConfig(tolerance=TOLERANCE, step_scale=0.5)
+    planned = plan_removal(analysis, resolve_targets(analysis, [OCCUPATION], config=config), config=config)
+    model = analysis.model
+    step = absolute_newton_step(model, torch.tensor(planned.removed), tolerance=PREDICTION_TOLERANCE * 1e-3)
+    before = analysis.group_bias().double()
+
+    def change_at(c: float) -> torch.Tensor:
+        return ModelAnalysis(replace(model, weights={
+            "entity_embeddings": model.entity_embeddings + c * step[0],
+            "relation_embeddings": model.relation_embeddings + c * step[1]})).group_bias().double() - before
+
+    frame = planned.collateral.set_index("occupation")
+    labels = list(analysis.groups.labels)
+    full, half = change_at(1.0), change_at(0.5)
+    others = frame[~frame["target"]]
+    expected = [float(full[labels.index(o)]) for o in others.index]
+    assert others["change"].to_numpy() == pytest.approx(expected, rel=1e-3, abs=1e-6)
+    assert float(frame.loc[analysis.groups.labels[analysis.groups.index(OCCUPATION)], "change"]) == pytest.approx(
+        float(half[analysis.groups.index(OCCUPATION)]), rel=1e-3, abs=1e-6)
