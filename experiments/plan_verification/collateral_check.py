@@ -49,16 +49,15 @@ def main() -> None:
         removed = torch.tensor(read_config(run_dir)["edit"]["removed"], dtype=torch.long)
         step = absolute_newton_step(base, removed, tolerance=PREDICTION_TOLERANCE, hvp=analysis.absolute_hvp)
 
-        def change_at(c: float, entities: torch.Tensor, relations: torch.Tensor) -> np.ndarray:
-            after = group_bias(entity_embeddings=entities + c * step[0], relation_embeddings=relations + c * step[1],
-                               groups=groups)
+        def change_at(c: float, step=step) -> np.ndarray:
+            after = group_bias(entity_embeddings=base.entity_embeddings + c * step[0],
+                               relation_embeddings=base.relation_embeddings + c * step[1], groups=groups)
             return after.double().numpy() - before
 
         run = load_model(run_dir)
         actual = group_bias(entity_embeddings=run.entity_embeddings[:base.n_entities],
                             relation_embeddings=run.relation_embeddings, groups=groups).double().numpy() - before
-        scaled = change_at(float(plan["step_scale"]), base.entity_embeddings, base.relation_embeddings)
-        full = change_at(1.0, base.entity_embeddings, base.relation_embeddings)
+        scaled, full = change_at(float(plan["step_scale"])), change_at(1.0)
         bounded = np.isfinite(bands)
         bounded[groups.index(plan["occupation"])] = False
         b = bands[bounded]
