@@ -304,11 +304,12 @@ def _curve_prediction(curve: pd.DataFrame, k: int) -> str:
 
 
 def add_findings(
-    base: ModelAnalysis, what_if: ModelAnalysis, *, occupation: str, spread: float | None
+    base: ModelAnalysis, what_if: ModelAnalysis, *, occupation: str, spread: float | None, add_scale: float = 1.0
 ) -> list[Finding]:
     """Claim 5 from one Add what-if: |B_gr before| - |B_gr after| over all persons of the what-if and
     over its original persons only (the dummies, labels starting :data:`DUMMY_PREFIX`, left out).
-    > 0: Add debiased; the interval is ± the base's noise band for the occupation."""
+    > 0: Add debiased; the interval is ± the base's noise band for the occupation. ``add_scale``: the base's Add
+    audit ratio, which the detail's prediction is multiplied by (as the lab's)."""
     before = float(base.group_bias(occupation))
     index = what_if.groups.index(occupation)
     name = what_if.groups.names[index]
@@ -317,7 +318,7 @@ def add_findings(
     original = what_if.groups.without(dummy)
     after_original = float(group_bias(entity_embeddings=what_if.model.entity_embeddings,
                                       relation_embeddings=what_if.model.relation_embeddings, groups=original)[index])
-    predicted = _add_prediction(base, what_if, spread=spread)
+    predicted = _add_prediction(base, what_if, spread=spread, scale=add_scale)
     found = []
     for key, after, whom in (("add_all", float(what_if.group_bias(occupation)), "all persons"),
                              ("add_original", after_original, "the original persons")):
@@ -328,7 +329,7 @@ def add_findings(
     return found
 
 
-def _add_prediction(base: ModelAnalysis, what_if: ModelAnalysis, *, spread: float | None) -> str:
+def _add_prediction(base: ModelAnalysis, what_if: ModelAnalysis, *, spread: float | None, scale: float = 1.0) -> str:
     """'; predicted B_gr after ... [low, high] (estimator)' of the Add run's edit, predicted on ``base`` before any
     retrain (:func:`~kgbias_core.whatif.edits.predict_edit`); nothing where its record cannot rebuild the edit or
     the model's distance has no Newton step."""
@@ -339,7 +340,7 @@ def _add_prediction(base: ModelAnalysis, what_if: ModelAnalysis, *, spread: floa
     if edit is None:
         return ""
     try:
-        p = predict_edit(base, edit, spread=spread)
+        p = predict_edit(base, edit, spread=spread, scale=scale)
     except MeasureError:
         return ""
     before = float(base.group_bias(edit.occupation))
@@ -413,11 +414,13 @@ def model_findings(
     add_runs: Sequence[ModelAnalysis] = (),
     noise: pd.DataFrame | None = None,
     add_refused: Sequence[str] = (),
+    add_scale: float = 1.0,
 ) -> list[Finding]:
     """Every claim on one model. ``measures`` is its :func:`kgbias_core.tables.measures_table`;
     ``census`` the census correlations (None: claim 6 not measured); ``curves`` the removal curves
     by occupation label (claim 4); ``add_runs`` Add what-ifs retrained from this model (claim 5);
-    ``noise`` its noise band (:func:`kgbias_core.whatif.runs.noise_band`), the yardstick of 4 and 5."""
+    ``noise`` its noise band (:func:`kgbias_core.whatif.runs.noise_band`), the yardstick of 4 and 5; ``add_scale``
+    its Add audit's ratio (the Add prediction's scale in claim 5's detail)."""
     found = [gender_ratio_finding(measures), *aggregation_findings(measures)]
     balanced = balanced_occupations(measures)
     counts = pd.DataFrame([top_triple_counts(analysis, o) for o in balanced["occupation"]])
@@ -433,7 +436,8 @@ def model_findings(
         found.append(_not_measured("4", "if_minus_random", "", "no removal curve: run findings --retrain OCC"))
     for run in add_runs:
         occupation = run.model.edit["occupation"]
-        found += add_findings(analysis, run, occupation=occupation, spread=noise_spread(noise, occupation))
+        found += add_findings(analysis, run, occupation=occupation, spread=noise_spread(noise, occupation),
+                              add_scale=add_scale)
     if not add_runs:  # ``add_refused``: Add what-ifs of another c than the paper's 0.5, never used for claim 5
         why = (ADD_OTHER_C.format(runs=", ".join(add_refused)) if add_refused
                else "no Add what-if: run findings --retrain OCC")

@@ -207,6 +207,33 @@ def test_the_retrain_findings_state_the_newton_prediction_with_its_estimator(fin
             f"{before + predicted.high:+.3f}] ({ADD_ESTIMATOR})") in by_key["add_all"]["detail"]
 
 
+def test_claim_5_scales_the_add_prediction_by_the_add_audit(findings_store: Path, quick_model,
+                                                             tmp_path: Path) -> None:
+    """Issue 25: once the model has its Add audit, claim 5's prediction is the lab's, times the audit's ratio; the
+    findings made before it are not read back (their inputs lacked the ratio)."""
+    import shutil
+
+    from kgbias_core.whatif.edits import edit_of_record, predict_edit
+    from kgbias_core.whatif.step_ratio import ADDITIONS
+
+    store = Path(shutil.copytree(findings_store, tmp_path / "store"))
+    base_dir = store / quick_model.name
+    before_audit = findings_inputs(base_dir)
+    tasks.add_audit_task(base_dir).run(Progress())
+    ratio = tasks.model_step_ratio(base_dir, use=ADDITIONS)
+    assert ratio is not None and findings_inputs(base_dir) != before_audit
+    assert saved_findings(base_dir) is None  # made without the ratio: computed again
+    frame = findings_task(base_dir).run(Progress())
+    detail = frame.loc[frame["key"] == "add_all", "detail"].iloc[0]
+    (run_dir,) = add_runs(base_dir)
+    base = ModelAnalysis(load_model(base_dir))
+    edit = edit_of_record(base.model, load_model(run_dir).edit)
+    predicted = predict_edit(base, edit, spread=noise_spread(tasks.saved_noise_band(base_dir), edit.occupation),
+                             scale=ratio.value)
+    before = float(base.group_bias(edit.occupation))
+    assert f"predicted B_gr after {before + predicted.point:+.3f}" in detail and f"x {ratio.value:.2f}" in detail
+
+
 def test_add_finding_over_the_original_persons_matches_a_loop(findings_store: Path, quick_model) -> None:
     base_dir = findings_store / quick_model.name
     (run_dir,) = add_runs(base_dir)

@@ -36,6 +36,7 @@ from kgbias_core.tasks.whatif import (
     whatif_task,
 )
 from kgbias_core.whatif.runs import made_from
+from kgbias_core.whatif.step_ratio import ADDITIONS, model_step_ratio
 
 # --- findings: Du et al.'s claims on one model (kgbias_core.findings) ---------------------------
 #: The cached findings table of a model (``saved_findings``).
@@ -93,10 +94,12 @@ def findings_inputs(model_dir: Path | str, *, census: Path | None = None, year: 
                     negative_seed: int | None = None) -> dict[str, Any]:
     """What a findings table was computed from besides the model: the cached curves, the Add runs, the
     noise band, the census file, for a model without frozen negatives the seed influence re-drew
-    them from, and for a member of a seed family the members (their seed band). A table made from other
+    them from, for a member of a seed family the members (their seed band), and the Add audit's ratio once there
+    is one (claim 5's prediction is multiplied by it). A table made from other
     inputs is recomputed (``saved_findings``)."""
     return _inputs(saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir), census=census, year=year,
-                   negative_seed=_redraw_seed(model_dir, negative_seed), family=family_members(model_dir))
+                   negative_seed=_redraw_seed(model_dir, negative_seed), family=family_members(model_dir),
+                   add_scale=_add_scale(model_dir))
 
 
 def _redraw_seed(model_dir: Path | str, negative_seed: int | None) -> int | None:
@@ -108,7 +111,7 @@ def _redraw_seed(model_dir: Path | str, negative_seed: int | None) -> int | None
 
 def _inputs(curves: Mapping[str, pd.DataFrame], runs: Sequence[Path], noise: pd.DataFrame | None, *,
             census: Path | None, year: int | None, negative_seed: int | None = None,
-            family: Sequence[Path] | None = None) -> dict[str, Any]:
+            family: Sequence[Path] | None = None, add_scale: float = 1.0) -> dict[str, Any]:
     inputs = {
         "curves": sorted(curves),
         "add_runs": sorted(path.name for path in runs),
@@ -121,6 +124,8 @@ def _inputs(curves: Mapping[str, pd.DataFrame], runs: Sequence[Path], noise: pd.
         inputs["negative_seed"] = negative_seed
     if family:
         inputs["family"] = [path.name for path in family]
+    if add_scale != 1.0:  # the Add audit's ratio scales claim 5's prediction: a table made before it is redone
+        inputs["add_scale"] = add_scale
     return inputs
 
 
@@ -138,6 +143,12 @@ def _census_correlations(measures: pd.DataFrame, model: StoredModel, census: Pat
         return None
     correlations, joined = census_validation(measures, census_path=census, year=year, dataset=model.dataset)
     return None if joined.empty else correlations
+
+
+def _add_scale(model_dir: Path | str) -> float:
+    """The model's Add audit ratio (:mod:`kgbias_core.whatif.step_ratio`), 1 before it has one."""
+    ratio = model_step_ratio(model_dir, use=ADDITIONS)
+    return 1.0 if ratio is None else ratio.value
 
 
 def read_off_findings(model_dir: Path | str, *, census: Path | None = None, year: int | None = None,
@@ -201,7 +212,7 @@ def findings_task(
         frame = findings_frame(model_findings(analysis, measures, census=correlations, curves=curves, noise=noise,
                                               add_runs=[ModelAnalysis(load_model(path, device=device))
                                                         for path in runs],
-                                              add_refused=others))
+                                              add_refused=others, add_scale=(add_scale := _add_scale(model_dir))))
         family = family_members(model_dir)
         if family is not None:  # every claim read off the model, measured on each sibling: its seed band
             own = Path(model_dir).name
@@ -212,7 +223,8 @@ def findings_task(
                     siblings.append(read_off_findings(member, census=census, year=year, device=device))
             frame = family_findings(frame, [frame, *siblings])
         save_result(model_dir, FINDINGS, frame,
-                    params=_inputs(curves, runs, noise, census=census, year=year, negative_seed=seed, family=family))
+                    params=_inputs(curves, runs, noise, census=census, year=year, negative_seed=seed, family=family,
+                                   add_scale=add_scale))
         return frame
 
     return Task(key=_key("findings", model_dir, census=str(census), year=year, retrain=list(retrain), k=k,
