@@ -378,7 +378,8 @@ def replay_new_rows(
     rows_read = entities.detach()[used]  # [U, d]: the frozen rows first, then the new ones (ids sorted)
     n_frozen = int((used < n_base_entities).sum())
     relations = relations.detach()
-    if config.optimizer == "sparse_adam":
+    sparse = config.optimizer == "sparse_adam"
+    if sparse:
         # Row-wise lookups need a leaf table: the whole [U, d], its frozen rows put back after every step
         # (SparseAdam moves only the rows of the batch, so this costs what the batch costs).
         moving = torch.nn.Parameter(rows_read.clone())
@@ -387,7 +388,7 @@ def replay_new_rows(
         moving = torch.nn.Parameter(rows_read[n_frozen:].clone())
 
     def table() -> FloatTensor:
-        return moving if shares is not None else torch.cat([rows_read[:n_frozen], moving])
+        return moving if sparse else torch.cat([rows_read[:n_frozen], moving])
 
     optimizer, shares = _optimizer(config, [moving], triples, negatives, n_entities=entities.shape[0],
                                    n_relations=relations.shape[0], device=device)
@@ -408,7 +409,7 @@ def replay_new_rows(
                                           ones[mine], margin=config.margin, shares=shares, regulariser=None,
                                           n_batches=n_batches, distance=config.distance)
                     (loss * (mine.numel() / batch.numel())).backward()  # the loop divides by the whole batch
-                elif shares is None:
+                elif not sparse:
                     moving.grad = torch.zeros_like(moving)  # dense Adam decays and moves every row at every step
                 else:  # no row to move, but SparseAdam's step count (its bias correction) advances, as in the loop
                     moving.grad = torch.sparse_coo_tensor(torch.empty(1, 0, dtype=torch.long, device=device),
@@ -416,7 +417,7 @@ def replay_new_rows(
                                                           check_invariants=True)
                 optimizer.step()
                 scheduler.step()
-                if shares is not None:
+                if sparse:
                     with torch.no_grad():
                         moving[:n_frozen] = rows_read[:n_frozen]
     new_rows = entities.detach()[n_base_entities:].clone()
