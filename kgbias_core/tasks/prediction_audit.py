@@ -15,6 +15,7 @@ default, 2.1-2.3 on the one-negative model).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +32,7 @@ from kgbias_core.errors import (
     PREDICTION_AUDIT_NO_OCCUPATION,
     MeasureError,
 )
-from kgbias_core.influence.prediction import predict_removal
+from kgbias_core.influence.prediction import WhatIfPrediction, predict_removal
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.jobs import Progress
 from kgbias_core.measures.group_bias import group_bias
@@ -77,27 +78,41 @@ def prediction_audit(analysis: ModelAnalysis, *, should_stop=None) -> pd.DataFra
     prediction = predict_removal(analysis, occupation, removed)
     after = masked_retrain_bias(analysis.model, removed=removed, groups=analysis.groups, should_stop=should_stop)
     retrained = float(after[index]) - float(analysis.group_bias(occupation))
+    return _audit_row(prediction, retrained, AUDIT_COLUMNS, occupation=occupation,
+                      name=analysis.groups.names[index], k=k, moving=moving)
+
+
+def _audit_row(prediction: WhatIfPrediction, retrained: float, columns: Sequence[str], **fields) -> pd.DataFrame:
+    """An audit's one row: ``fields`` (what was edited), then the prediction, the retrained change and the verdict."""
     return pd.DataFrame([{
-        "occupation": occupation, "name": analysis.groups.names[index], "k": k, "moving": moving,
-        "predicted": prediction.point, "low": prediction.low, "high": prediction.high, "retrained": retrained,
-        "inside": bool(prediction.low <= retrained <= prediction.high), "estimator": prediction.estimator,
-    }], columns=list(AUDIT_COLUMNS))
+        **fields, "predicted": prediction.point, "low": prediction.low, "high": prediction.high,
+        "retrained": retrained, "inside": bool(prediction.low <= retrained <= prediction.high),
+        "estimator": prediction.estimator,
+    }], columns=list(columns))
+
+
+def _audit_task(model_dir: Path | str, audit, *, key: str, what: str, message: str, kept: str,
+                device: torch.device | str | None) -> Task[pd.DataFrame]:
+    """The task of one audit (``audit``: analysis -> its row, one retrain) of the model at ``model_dir``: the row
+    stored in the model's results under ``key``."""
+    device = resolve_device(device)
+
+    def run(progress: Progress) -> pd.DataFrame:
+        check_retrains(model_dir, what=what, retrains=1)
+        analysis = ModelAnalysis(load_model(model_dir, device=device))
+        progress.update(stage="retraining", message=message)
+        frame = audit(analysis, should_stop=progress.should_stop)
+        save_result(model_dir, key, frame, params={})
+        return frame
+
+    return Task(key=_key(key, model_dir), run=run, kept=kept.format(name=Path(model_dir).name))
 
 
 def prediction_audit_task(model_dir: Path | str, *, device: torch.device | str | None = None) -> Task[pd.DataFrame]:
     """Audit the model at ``model_dir`` (:func:`prediction_audit`, one masked retrain) and store the row."""
-    device = resolve_device(device)
-
-    def run(progress: Progress) -> pd.DataFrame:
-        check_retrains(model_dir, what="the prediction audit", retrains=1)
-        analysis = ModelAnalysis(load_model(model_dir, device=device))
-        progress.update(stage="retraining", message="one masked retrain against the Newton-step prediction")
-        frame = prediction_audit(analysis, should_stop=progress.should_stop)
-        save_result(model_dir, PREDICTION_AUDIT, frame, params={})
-        return frame
-
-    return Task(key=_key(PREDICTION_AUDIT, model_dir), run=run,
-                kept=PREDICTION_AUDIT_KEPT.format(name=Path(model_dir).name))
+    return _audit_task(model_dir, prediction_audit, key=PREDICTION_AUDIT, what="the prediction audit",
+                       message="one masked retrain against the Newton-step prediction", kept=PREDICTION_AUDIT_KEPT,
+                       device=device)
 
 
 def add_audit_occupation(analysis: ModelAnalysis) -> str:
@@ -127,27 +142,15 @@ def add_audit(analysis: ModelAnalysis, *, should_stop=None) -> pd.DataFrame:
     after = group_bias(entity_embeddings=run.entity_embeddings, relation_embeddings=run.relation_embeddings,
                        groups=groups, distance=run.config.distance)[groups.index(occupation)]
     retrained = float(after) - float(analysis.group_bias(occupation))
-    return pd.DataFrame([{
-        "occupation": occupation, "name": analysis.groups.names[analysis.groups.index(occupation)],
-        "dummies": len(edit.added_entities), "predicted": prediction.point, "low": prediction.low,
-        "high": prediction.high, "retrained": retrained,
-        "inside": bool(prediction.low <= retrained <= prediction.high), "estimator": prediction.estimator,
-    }], columns=list(ADD_AUDIT_COLUMNS))
+    return _audit_row(prediction, retrained, ADD_AUDIT_COLUMNS, occupation=occupation,
+                      name=analysis.groups.names[analysis.groups.index(occupation)], dummies=len(edit.added_entities))
 
 
 def add_audit_task(model_dir: Path | str, *, device: torch.device | str | None = None) -> Task[pd.DataFrame]:
     """Audit the model at ``model_dir``'s Add prediction (:func:`add_audit`, one retrain) and store the row."""
-    device = resolve_device(device)
-
-    def run(progress: Progress) -> pd.DataFrame:
-        check_retrains(model_dir, what="the Add audit", retrains=1)
-        analysis = ModelAnalysis(load_model(model_dir, device=device))
-        progress.update(stage="retraining", message="one retrain with Add's dummies against the prediction")
-        frame = add_audit(analysis, should_stop=progress.should_stop)
-        save_result(model_dir, ADD_AUDIT, frame, params={})
-        return frame
-
-    return Task(key=_key(ADD_AUDIT, model_dir), run=run, kept=ADD_AUDIT_KEPT.format(name=Path(model_dir).name))
+    return _audit_task(model_dir, add_audit, key=ADD_AUDIT, what="the Add audit",
+                       message="one retrain with Add's dummies against the prediction", kept=ADD_AUDIT_KEPT,
+                       device=device)
 
 
 def prediction_audit_seconds(model_dir: Path | str) -> float | None:
