@@ -4,7 +4,7 @@
 the page while there is none yet. Without any cached model for the synthetic graph, a training job
 starts by itself; every other graph with data but no model (FB15k-237, FB13) is offered with a button
 that says how long it takes. The training job ends when the model is saved: the waiting page polls the
-store and opens the dashboard, in every open session. Follow-up work (the prediction audit) runs as
+store and opens the dashboard, in every open session. Follow-up work (the two prediction audits) runs as
 background work only when it takes a few minutes; longer, it is offered with its estimate. The job
 queue is shown at the bottom of the sidebar on every page.
 """
@@ -230,19 +230,24 @@ def await_model(path: str) -> None:
 
 
 def follow_up(model: ModelRef) -> None:
-    """After a default TransE model is saved: the one-retrain audit of its what-if prediction
-    (:func:`~kgbias_core.tasks.prediction_audit_task`), as background work when it is estimated at a few minutes
-    (:data:`~kgbias_core.tasks.AUTO_BACKGROUND_SECONDS`), else offered in the lab. The 13-retrain calibration of
-    the old closed form is never started unasked (issue 25): the lab's prediction does not need it."""
+    """After a default TransE model is saved: the one-retrain audits of its what-if predictions, of a removal
+    (:func:`~kgbias_core.tasks.prediction_audit_task`) and of an addition (:func:`~kgbias_core.tasks.add_audit_task`),
+    each as background work when it is estimated at a few minutes (:data:`~kgbias_core.tasks.AUTO_BACKGROUND_SECONDS`),
+    else offered in the lab. The 13-retrain calibration of the old closed form is never started unasked (issue 25):
+    the lab's prediction does not need it."""
     if model.is_whatif or model.kind != "transe" or DEFAULT_MODEL_NAMES.get(model.dataset) != model.name:
         return
-    if tasks.saved_prediction_audit(model.path) is not None:
-        return
-    task = tasks.prediction_audit_task(model.path)
-    status = default_registry().latest(task.key)
-    seconds = tasks.prediction_audit_seconds(model.path)
-    if status is None and seconds is not None and seconds <= tasks.AUTO_BACKGROUND_SECONDS:
-        jobs_ui.submit(texts.AUDIT_JOB.format(name=model.name), task, priority=Priority.BACKGROUND, estimate=seconds)
+    running = False
+    for saved, make, job in ((tasks.saved_prediction_audit, tasks.prediction_audit_task, texts.AUDIT_JOB),
+                             (tasks.saved_add_audit, tasks.add_audit_task, texts.ADD_AUDIT_JOB)):
+        if saved(model.path) is not None:
+            continue
+        task = make(model.path)
         status = default_registry().latest(task.key)
-    if status is not None and status.state not in FINISHED_STATES:
+        seconds = tasks.prediction_audit_seconds(model.path)  # either audit: one retrain
+        if status is None and seconds is not None and seconds <= tasks.AUTO_BACKGROUND_SECONDS:
+            jobs_ui.submit(job.format(name=model.name), task, priority=Priority.BACKGROUND, estimate=seconds)
+            status = default_registry().latest(task.key)
+        running = running or (status is not None and status.state not in FINISHED_STATES)
+    if running:
         st.caption(texts.FOLLOW_UP_RUNNING.format(name=model.name))

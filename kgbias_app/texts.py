@@ -203,8 +203,8 @@ FAMILY_HELP = (
 )
 TRAIN_ESTIMATE = "{graph} has no model yet. Training takes {estimate} on a quiet CPU (a GPU is several times faster)."
 FOLLOW_UP_RUNNING = (
-    "{name} is ready; one masked retrain audits its what-if prediction in the background (see Jobs). Predicted "
-    "changes do not wait for it."
+    "{name} is ready; a retrain or two audit its what-if predictions (a removal, an addition) in the background "
+    "(see Jobs). Predicted changes do not wait for them."
 )
 #: The job name of the one-retrain audit of a model's prediction (kgbias_core/tasks/prediction_audit.py).
 AUDIT_JOB = "{name}: prediction audit"

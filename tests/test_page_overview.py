@@ -63,10 +63,12 @@ def test_overview_without_any_model_trains_one_in_the_background(
     # Issue 25: no calibration starts by default; the one-retrain audit of the prediction follows as background
     # work (a few seconds here); not this test's to wait for.
     assert default_registry().latest(tasks.calibration_task(empty / "synthetic-transe").key) is None
-    audit = default_registry().latest(tasks.prediction_audit_task(empty / "synthetic-transe").key)
-    assert audit is not None
-    default_registry().cancel(audit.job_id)
-    default_registry().wait(audit.job_id, timeout=60)
+    audits = [default_registry().latest(make(empty / "synthetic-transe").key)
+              for make in (tasks.prediction_audit_task, tasks.add_audit_task)]  # a removal's and an addition's
+    assert all(audit is not None for audit in audits)
+    for audit in audits:
+        default_registry().cancel(audit.job_id)
+        default_registry().wait(audit.job_id, timeout=60)
 
 
 def test_broken_model_shows_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_store: Path) -> None:

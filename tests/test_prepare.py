@@ -97,10 +97,11 @@ def test_the_sidebar_shows_the_same_readiness(monkeypatch: pytest.MonkeyPatch, t
     app = page("overview").run()
     # Issue 25: the follow-up work is the one-retrain audit, never the calibration; not this test's to wait for.
     assert default_registry().latest(tasks.calibration_task(store / "tiny-transe").key) is None
-    audit = default_registry().latest(tasks.prediction_audit_task(store / "tiny-transe").key)
-    if audit is not None:
-        default_registry().cancel(audit.job_id)
-        default_registry().wait(audit.job_id, timeout=60)
+    for make in (tasks.prediction_audit_task, tasks.add_audit_task):
+        audit = default_registry().latest(make(store / "tiny-transe").key)
+        if audit is not None:
+            default_registry().cancel(audit.job_id)
+            default_registry().wait(audit.job_id, timeout=60)
     assert not app.exception
     needed = [i for i in items if not i.optional]
     (panel,) = [e for e in app.sidebar.expander if e.label.startswith("Ready for a demo")]

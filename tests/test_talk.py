@@ -106,16 +106,19 @@ def test_the_first_start_opens_when_the_model_is_saved_and_audits_in_the_backgro
         assert metric(app, "Persons with a gender") == "600"
     # Issue 25: the 13-retrain calibration is never started unasked; the one-retrain audit follows instead.
     assert default_registry().latest(tasks.calibration_task(store / "synthetic-transe").key) is None
-    audit = default_registry().latest(tasks.prediction_audit_task(store / "synthetic-transe").key)
+    audits = [default_registry().latest(make(store / "synthetic-transe").key)
+              for make in (tasks.prediction_audit_task, tasks.add_audit_task)]  # a removal's and an addition's
     try:
-        assert audit is not None and audit.priority is Priority.BACKGROUND
-        assert audit.estimate is not None and audit.estimate <= tasks.AUTO_BACKGROUND_SECONDS
+        for audit in audits:
+            assert audit is not None and audit.priority is Priority.BACKGROUND
+            assert audit.estimate is not None and audit.estimate <= tasks.AUTO_BACKGROUND_SECONDS
         # trained: no button for the model (the seed family's panel offers its siblings)
         assert not [b for b in waiting.button if b.label.startswith("Train") and b.key != "train_family"]
     finally:
-        if audit is not None:
-            default_registry().cancel(audit.job_id)
-            default_registry().wait(audit.job_id, timeout=PAGE_TIMEOUT)
+        for audit in audits:
+            if audit is not None:
+                default_registry().cancel(audit.job_id)
+                default_registry().wait(audit.job_id, timeout=PAGE_TIMEOUT)
 
 
 def test_a_graph_with_data_and_no_model_is_offered_with_its_estimate(
