@@ -44,7 +44,9 @@ INFEASIBLE = "No plan found within the bounds; shown is the closest plan ({n} tr
 TARGET_CAPTION = "Target [{low}, {high}]: {source}. {chosen} of {candidates} candidate triples."
 COLLATERAL_CAPTION = (
     "Predicted change of B_gr of every occupation under the plan (the first target in orange); error bars: half "
-    "each occupation's band ({bands}). Purple: predicted beyond the band.{small}"
+    "each occupation's band ({bands}). Purple: predicted beyond the band. The other occupations take the Newton "
+    "step as computed, not times the targets' scale: verified plans moved them that far or further, and even so "
+    "their retrains put about three times as many beyond their bands as predicted (docs/results/plans.md).{small}"
 )
 LINK_CAPTION = "{proxy}: {share} (bound {bound})."
 VERIFIED_CAPTION = (
