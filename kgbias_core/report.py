@@ -93,7 +93,8 @@ class WhatIfRun:
 def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None,
                scale: float = 1.0) -> WhatIfRun:
     """The report's view of ``run``, a what-if retrained from ``base``; ``noise``: the base's noise band;
-    ``scale``: the base's step scale (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio`)."""
+    ``scale``: the base's ratio for the run's kind (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio` with
+    ``use_for(kind)``: the removal audit's, or the Add audit's for an Add run)."""
     edit = run.model.edit
     if not edit:
         raise MeasureError(REPORT_NOT_A_RUN.format(path=run.model.name))
