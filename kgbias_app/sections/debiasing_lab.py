@@ -27,6 +27,7 @@ from kgbias_core.jobs import Priority
 from kgbias_core.readings import old_estimate_sentence, prediction_sentence
 from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
 from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, collateral
+from kgbias_core.whatif.step_ratio import ADDITIONS, observed_step_ratio
 
 # Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
 STRATEGIES = {
@@ -180,7 +181,8 @@ def add_audit_sentence(model: ModelRef) -> str | None:
     if audit is None:
         return None
     row = audit.iloc[0]
-    ratio = cache.step_ratio(model, "add")  # None only where the audit's prediction moved nothing
+    # the ratio of the frame just read (one read per call); None only where its prediction moved nothing
+    ratio = observed_step_ratio(None, use=ADDITIONS, add_audit=audit)
     return md_format(ADD_AUDIT_SENTENCE, dummies=int(row["dummies"]), name=str(row["name"]),
                      predicted=texts.fmt(row["predicted"]), low=texts.fmt(row["low"]), high=texts.fmt(row["high"]),
                      retrained=texts.fmt(row["retrained"]), verdict="inside" if row["inside"] else "outside",
