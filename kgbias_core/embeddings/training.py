@@ -184,17 +184,23 @@ def _l2_shares(
 
 
 def _batch_loss(
-    entities: FloatTensor, relations: FloatTensor, positives: LongTensor, negatives: LongTensor,
+    entities: FloatTensor | None, relations: FloatTensor, positives: LongTensor, negatives: LongTensor,
     weights: FloatTensor, *, margin: float, shares: tuple[FloatTensor, FloatTensor] | None,
     regulariser: Regulariser | None, n_batches: int, distance: str = "squared_l2",
+    lookup: Callable[[LongTensor], FloatTensor] | None = None,
 ) -> tuple[FloatTensor, FloatTensor]:
     """One batch's loss (to step on) and its weighted margins per triple [b] (to report), as in train_transe.
+
+    ``lookup`` (instead of ``entities``, dense updates only): the entity rows of ids [m] -> [m, d], for a table held
+    in two parts (the replay's frozen and moving rows); psi is then the same sum h + r - t of the same rows.
 
     Shapes: positives [b, 3], negatives [K b, 3] (row j b + i: positive i's j-th negative), weights [b]."""
     b = positives.shape[0]
     k = negatives.shape[0] // b
     both = torch.cat([positives, negatives])  # [(1 + K) b, 3]
-    if shares is not None:
+    if lookup is not None:
+        psi = residual_distance(lookup(both[:, 0]) + relations[both[:, 1]] - lookup(both[:, 2]), distance=distance)
+    elif shares is not None:
         psi, l2_part = _rowwise_distance(entities=entities, relations=relations, triples=both,
                                          entity_share=shares[0], relation_share=shares[1], distance=distance)
     else:
@@ -365,6 +371,72 @@ def replay_new_rows(
     touched = holds_new(triples) | holds_new(by_rank).any(0)  # [n]: the triples whose loss reaches a new row
     rows = touched.nonzero().squeeze(1)
     ids = torch.cat([triples[rows][:, [0, 2]].reshape(-1), by_rank[:, rows][..., [0, 2]].reshape(-1)])
+    relations = relations.detach()
+    n_batches = math.ceil(n / config.batch_size)
+    ones = torch.ones(n, device=device)
+    steps = _replay_steps(touched, n=n, config=config, device=device)
+    if config.optimizer == "sparse_adam":
+        return _replay_row_wise(steps, triples=triples, negatives=negatives, by_rank=by_rank, entities=entities,
+                                relations=relations, ids=ids, n_base_entities=n_base_entities, config=config,
+                                ones=ones, n_batches=n_batches)
+    # Dense Adam steps every row of its parameter at every step: only the new rows the triples read are the
+    # parameter, and a lookup reads the others from the frozen table (no table of every row is built per step).
+    frozen = entities.detach()
+    new_ids = torch.unique(ids[ids >= n_base_entities])  # sorted
+    moving = torch.nn.Parameter(frozen[new_ids].clone())
+    slot = torch.zeros(frozen.shape[0], dtype=torch.long, device=device)
+    slot[new_ids] = torch.arange(new_ids.shape[0], device=device)
+
+    def lookup(index: LongTensor) -> FloatTensor:
+        new = (index >= n_base_entities).unsqueeze(1)
+        return torch.where(new, moving.index_select(0, slot[index]), frozen.index_select(0, index))
+
+    optimizer, _ = _optimizer(config, [moving], triples, negatives, n_entities=entities.shape[0],
+                              n_relations=relations.shape[0], device=device)
+    scheduler = _schedule(optimizer, config, n_epochs=config.epochs, n_batches=n_batches)
+    with reproducible(device):
+        for mine, share in steps:
+            optimizer.zero_grad(set_to_none=True)
+            if mine is None:
+                moving.grad = torch.zeros_like(moving)  # dense Adam decays and moves every row at every step
+            else:
+                loss, _ = _batch_loss(None, relations, triples[mine], by_rank[:, mine].reshape(-1, 3), ones[mine],
+                                      margin=config.margin, shares=None, regulariser=None, n_batches=n_batches,
+                                      distance=config.distance, lookup=lookup)
+                (loss * share).backward()  # the loop divides by the whole batch
+            optimizer.step()
+            scheduler.step()
+    new_rows = frozen[n_base_entities:].clone()
+    new_rows[new_ids - n_base_entities] = moving.detach()
+    return new_rows
+
+
+def _replay_steps(touched: BoolTensor, *, n: int, config: TrainConfig, device: torch.device
+                  ) -> Iterator[tuple[LongTensor | None, float]]:
+    """The retrain's steps as the replay sees them: per step, the batch's triples that reach a new row (None where
+    none does) and their share of the batch. The batch order is ``config.seed``'s permutation of all n rows, as
+    in :func:`train_transe`; each epoch's selection is made on the CPU and moved in one copy, so that a step on a
+    GPU never waits for the host to count its rows."""
+    touched = touched.cpu()
+    permutations = torch.Generator().manual_seed(config.seed)
+    for _ in range(config.epochs):
+        batches = torch.randperm(n, generator=permutations).split(config.batch_size)
+        chosen = [batch[touched[batch]] for batch in batches]
+        counts = [int(c.numel()) for c in chosen]
+        on_device = torch.cat(chosen).to(device).split(counts)
+        for batch, mine, count in zip(batches, on_device, counts, strict=True):
+            yield (mine if count else None), count / batch.numel()
+
+
+def _replay_row_wise(
+    steps: Iterator[tuple[LongTensor | None, float]], *, triples: LongTensor, negatives: LongTensor,
+    by_rank: LongTensor, entities: FloatTensor, relations: FloatTensor, ids: LongTensor, n_base_entities: int,
+    config: TrainConfig, ones: FloatTensor, n_batches: int,
+) -> FloatTensor:
+    """:func:`replay_new_rows` with SparseAdam: row-wise lookups need a leaf table, the rows the touched triples
+    read (compacted, new ones last), its frozen rows put back after every step (SparseAdam moves only the rows
+    of the batch, so this costs what the batch costs)."""
+    device = entities.device
     used = torch.unique(ids)  # sorted: the entity rows these triples read, new ones last
     local = torch.full((entities.shape[0],), -1, dtype=torch.long, device=device)
     local[used] = torch.arange(used.shape[0], device=device)
@@ -377,51 +449,29 @@ def replay_new_rows(
     positives, their_negatives = compact(triples), compact(by_rank)  # [n, 3], [K, n, 3]; -1 where never read
     rows_read = entities.detach()[used]  # [U, d]: the frozen rows first, then the new ones (ids sorted)
     n_frozen = int((used < n_base_entities).sum())
-    relations = relations.detach()
-    sparse = config.optimizer == "sparse_adam"
-    if sparse:
-        # Row-wise lookups need a leaf table: the whole [U, d], its frozen rows put back after every step
-        # (SparseAdam moves only the rows of the batch, so this costs what the batch costs).
-        moving = torch.nn.Parameter(rows_read.clone())
-    else:
-        # Dense Adam steps every row of its parameter at every step: only the new rows are the parameter.
-        moving = torch.nn.Parameter(rows_read[n_frozen:].clone())
-
-    def table() -> FloatTensor:
-        return moving if sparse else torch.cat([rows_read[:n_frozen], moving])
-
+    moving = torch.nn.Parameter(rows_read.clone())
     optimizer, shares = _optimizer(config, [moving], triples, negatives, n_entities=entities.shape[0],
                                    n_relations=relations.shape[0], device=device)
-    if shares is not None:
-        shares = (shares[0][used], shares[1])
-    n_batches = math.ceil(n / config.batch_size)
+    shares = (shares[0][used], shares[1])
     scheduler = _schedule(optimizer, config, n_epochs=config.epochs, n_batches=n_batches)
-    ones = torch.ones(n, device=device)
-    permutations = torch.Generator().manual_seed(config.seed)
     with reproducible(device):
-        for _ in range(config.epochs):
-            order = torch.randperm(n, generator=permutations).to(device)
-            for batch in order.split(config.batch_size):
-                mine = batch[touched[batch]]
-                optimizer.zero_grad(set_to_none=True)
-                if mine.numel():
-                    loss, _ = _batch_loss(table(), relations, positives[mine], their_negatives[:, mine].reshape(-1, 3),
-                                          ones[mine], margin=config.margin, shares=shares, regulariser=None,
-                                          n_batches=n_batches, distance=config.distance)
-                    (loss * (mine.numel() / batch.numel())).backward()  # the loop divides by the whole batch
-                elif not sparse:
-                    moving.grad = torch.zeros_like(moving)  # dense Adam decays and moves every row at every step
-                else:  # no row to move, but SparseAdam's step count (its bias correction) advances, as in the loop
-                    moving.grad = torch.sparse_coo_tensor(torch.empty(1, 0, dtype=torch.long, device=device),
-                                                          moving.new_empty(0, moving.shape[1]), moving.shape,
-                                                          check_invariants=True)
-                optimizer.step()
-                scheduler.step()
-                if sparse:
-                    with torch.no_grad():
-                        moving[:n_frozen] = rows_read[:n_frozen]
+        for mine, share in steps:
+            optimizer.zero_grad(set_to_none=True)
+            if mine is None:  # no row to move, but SparseAdam's step count (its bias correction) advances
+                moving.grad = torch.sparse_coo_tensor(torch.empty(1, 0, dtype=torch.long, device=device),
+                                                      moving.new_empty(0, moving.shape[1]), moving.shape,
+                                                      check_invariants=True)
+            else:
+                loss, _ = _batch_loss(moving, relations, positives[mine], their_negatives[:, mine].reshape(-1, 3),
+                                      ones[mine], margin=config.margin, shares=shares, regulariser=None,
+                                      n_batches=n_batches, distance=config.distance)
+                (loss * share).backward()  # the loop divides by the whole batch
+            optimizer.step()
+            scheduler.step()
+            with torch.no_grad():
+                moving[:n_frozen] = rows_read[:n_frozen]
     new_rows = entities.detach()[n_base_entities:].clone()
-    new_rows[used[n_frozen:] - n_base_entities] = table().detach()[n_frozen:]
+    new_rows[used[n_frozen:] - n_base_entities] = moving.detach()[n_frozen:]
     return new_rows
 
 
