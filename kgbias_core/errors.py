@@ -410,6 +410,8 @@ FAMILY_MEMBER_DIFFERS = (
 )
 # --- the planner (kgbias_core.whatif.plan, kgbias plan) --------------------------------------------------
 PLAN_NO_TARGETS = "plan: name at least one target occupation"
+PLAN_NO_FAMILY = ("plan --band seed: {model} belongs to no seed family (train one with kgbias train --seeds 3, or "
+                  "plan with --band noise)")
 PLAN_UNDEFINED_TARGET = (
     "plan: occupation {occupation!r} has {n_male} male and {n_female} female persons, so its B_gr is undefined "
     "and no edit can be planned for it"

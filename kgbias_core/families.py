@@ -183,6 +183,23 @@ def family_seed_band(model_dir: Path | str, *,
     return band
 
 
+def family_group_bias_band(model_dir: Path | str) -> pd.DataFrame | None:
+    """:func:`seed_band` of B_gr alone over ``model_dir``'s family (None when it belongs to none): one pass over
+    each member's (person, occupation) pairs, none of the measures table's bootstrap. What the planner reads."""
+    members = family_members(model_dir)
+    if members is None:
+        return None
+
+    def bias_of(path: Path) -> pd.DataFrame:
+        analysis = ModelAnalysis(load_model(path))
+        return pd.DataFrame({"occupation": list(analysis.groups.labels),
+                             "group_bias": analysis.group_bias().double().cpu().numpy()})
+
+    band = seed_band([bias_of(path) for path in members], measures=("group_bias",))
+    band.insert(1, "family", read_config(model_dir)[FAMILY_KEY]["name"])
+    return band
+
+
 def with_seed_band(measures: pd.DataFrame, band: pd.DataFrame | None) -> pd.DataFrame:
     """``measures`` with the seed-band columns of :func:`seed_band` beside it (unchanged without a band)."""
     if band is None:

@@ -255,7 +255,9 @@ def relation_words(label: str) -> str:
 def triples_in_words(frame: pd.DataFrame) -> pd.DataFrame:
     """A :func:`triples_frame` with an ``in words`` column, "head name  —relation in words→  tail
     name" (:func:`relation_words`)."""
-    words = frame["head_name"] + "  —" + frame["relation"].map(relation_words) + "→  " + frame["tail_name"]
+    # as text: an empty frame's columns have no dtype of their own (a plan that removes nothing)
+    words = (frame["head_name"].astype(str) + "  —" + frame["relation"].astype(str).map(relation_words) + "→  "
+             + frame["tail_name"].astype(str))
     return frame.assign(**{"in words": words})
 
 

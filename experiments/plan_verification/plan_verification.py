@@ -30,6 +30,10 @@ and the count of the same bounded occupations whose change leaves its band (colu
 ``control_share``). A removal of that size moves occupations by retraining noise alone; the control says how
 many leave their bands with no plan at all, the yardstick for the plan's collateral.
 
+``--band seed``: the family's seed band sets the targets (the band moved to hold 0) and the other occupations'
+bands (its seed range), as ``kgbias plan --band seed`` (:func:`kgbias_core.families.family_group_bias_band`);
+``noise`` (default, rounds 1-4): the noise band.
+
 The model is only read; each verifying retrain is saved beside it, as the lab saves one. A model without a
 noise band gets one first (3 retrains from seeds 1, 2, 3: ``kgbias prepare`` computes the same band).
 """
@@ -49,6 +53,7 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import write_text
 from kgbias_core.embeddings.store import load_model
+from kgbias_core.families import family_group_bias_band
 from kgbias_core.influence.retraining_check import masked_retrain_bias
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import noise_band_task, saved_noise_band
@@ -75,18 +80,20 @@ def _append(out: Path, row: dict) -> None:
     write_text(pd.concat([_done(out), pd.DataFrame([row])], ignore_index=True).to_csv(index=False), str(out))
 
 
-def verify_occupation(model: Path, occupation: str, *, device: str, config: PlanConfig) -> dict:
+def verify_occupation(model: Path, occupation: str, *, device: str, config: PlanConfig, band: str = "noise") -> dict:
     """Plan ``occupation`` on ``model``, verify the plan by one masked retrain -> its row."""
     analysis = ModelAnalysis(load_model(model, device=device))
     noise = saved_noise_band(model)
+    seed_band = family_group_bias_band(model) if band == "seed" else None
     started = time.process_time()
-    targets = resolve_targets(analysis, [occupation], noise=noise, config=config)
-    plan = plan_removal(analysis, targets, noise=noise, config=config)
+    targets = resolve_targets(analysis, [occupation], noise=noise, seed_band=seed_band, config=config)
+    plan = plan_removal(analysis, targets, noise=noise, seed_band=seed_band, config=config)
     plan_cpu_s = time.process_time() - started
     outcome = plan.targets[0]
     row = {"occupation": outcome.target.occupation, "name": outcome.name, "n_male": None, "n_female": None,
            "feasible": plan.feasible, "k": len(plan.removed), "plan_cpu_s": round(plan_cpu_s, 2),
-           "target_source": outcome.target.source, "step_scale": config.step_scale}
+           "target_source": outcome.target.source, "target_low": outcome.target.low,
+           "target_high": outcome.target.high, "step_scale": config.step_scale}
     index = analysis.groups.index(outcome.target.occupation)
     row["n_male"], row["n_female"] = int(analysis.groups.n_male[index]), int(analysis.groups.n_female[index])
     if not plan.removed:
@@ -170,10 +177,14 @@ def main() -> None:
                         help="the planner's cap on the triples of a plan (the lab's default unless given)")
     parser.add_argument("--max-link-share", type=float, default=PlanConfig.max_link_share,
                         help="the planner's bound on the link-prediction proxy (the lab's default unless given)")
+    parser.add_argument("--band", choices=("noise", "seed"), default="noise",
+                        help="what sets the targets and collateral bands: the noise band or the family's seed band")
     parser.add_argument("--control", action="store_true", help="one random removal of each plan's size beside it")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
+    if args.control and args.band != "noise":  # control_row counts against the noise band's plan
+        parser.error("--control: run it with --band noise")
     torch.set_num_threads(args.threads)
     print(f"load average before: {os.getloadavg()[0]:.2f}; {args.threads} torch thread(s)", flush=True)
     if saved_noise_band(args.model) is None:
@@ -201,7 +212,7 @@ def main() -> None:
             if args.control:
                 _add_control(args, occupation, config)
             continue
-        row = verify_occupation(args.model, occupation, device=args.device, config=config)
+        row = verify_occupation(args.model, occupation, device=args.device, config=config, band=args.band)
         if args.control and row["k"] > 0:
             row |= control_row(args.model, row["occupation"], int(row["k"]), device=args.device, config=config)
         print({k: row.get(k) for k in ("name", "n_male", "n_female", "k", "group_bias_before", "target_low",

@@ -63,11 +63,12 @@ def _plan(args: argparse.Namespace) -> None:
     if args.verify:  # refused before the model is read, as every retraining command does
         check_retrains(args.model, what="plan --verify (a full retrain)", retrains=1)
     analysis = load_analysis(args.model, device=args.device)
+    seed_band = _seed_band(args)
     config = PlanConfig(max_triples=args.max_triples, max_link_share=args.max_link_share, tolerance=args.tolerance,
                         keep_groups=not args.allow_group_facts, step_scale=args.step_scale or 1.0)
-    noise = saved_noise_band(args.model)
+    noise = saved_noise_band(args.model) if args.band != "seed" else None
     targets = resolve_targets(analysis, args.occupations, intervals={o: (lo, hi) for o, lo, hi in args.target or ()},
-                              noise=noise, config=config)
+                              noise=noise, seed_band=seed_band, config=config)
     if args.step_scale is None:  # after the input is checked: a refused command prints its one line and nothing else
         # one target with a verified plan of its own reads its own ratio (step_ratio's module docstring)
         ratio = model_step_ratio(args.model, use=PLANS,
@@ -76,7 +77,7 @@ def _plan(args: argparse.Namespace) -> None:
         print(f"step scale {config.step_scale:.3f}: {ratio.describe()}" if ratio is not None else
               "step scale 1: no retrain of this model has been compared with its prediction yet (an audit or a "
               "verified plan gives the ratio)")
-    plan = plan_removal(analysis, targets, noise=noise, config=config)
+    plan = plan_removal(analysis, targets, noise=noise, seed_band=seed_band, config=config)
     for line in plan_summary(plan):
         print(line)
     triples = plan_triples(analysis, plan)
@@ -100,6 +101,19 @@ def _plan(args: argparse.Namespace) -> None:
         print("nothing to verify: the plan removes no triple", file=sys.stderr)
 
 
+def _seed_band(args: argparse.Namespace):
+    """The family's B_gr band for ``--band`` auto (where the model has a family) and seed (required), else None."""
+    from kgbias_core.errors import PLAN_NO_FAMILY, MeasureError
+    from kgbias_core.families import family_group_bias_band
+
+    if args.band == "noise":
+        return None
+    band = family_group_bias_band(args.model)
+    if band is None and args.band == "seed":
+        raise MeasureError(PLAN_NO_FAMILY.format(model=args.model))
+    return band
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     """Add plan to the command line."""
     plan = commands.add_parser(
@@ -109,7 +123,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                       help="TransE model directory (only read; --verify saves a run beside it)")
     plan.add_argument("--occupations", nargs="+", required=True, help="target occupations (labels or names)")
     plan.add_argument("--target", action="append", type=target_interval, metavar="OCC=LOW:HIGH",
-                      help="a target interval of B_gr (repeatable; default 0 ± the noise band, else ± --tolerance)")
+                      help="a target interval of B_gr (repeatable; default from --band, else 0 ± --tolerance)")
+    plan.add_argument("--band", choices=("auto", "seed", "noise"), default="auto",
+                      help="what counts as noise, for the default targets and the other occupations' bands: seed, "
+                           "the family's seed band (target: the band moved to hold 0); noise, the noise band "
+                           "(target 0 ± its spread); auto (default): seed where the model has a family, else noise")
     plan.add_argument("--tolerance", type=real(0, above=True, high=10), default=0.1,
                       help="without a noise band: target 0 ± this × |B_gr|, and the other occupations' bands")
     plan.add_argument("--max-triples", type=integer(1), default=2000, help="remove at most this many triples")

@@ -1,11 +1,9 @@
 """Plan a debiasing edit (issue 29): the smallest removal whose predicted B_gr lands in a target interval.
 
-Given target occupations and an interval for each (default: 0 +- the occupation's noise band, else
-0 +- ``tolerance`` x max(|B_gr|, median |B_gr|)), the planner chooses training triples to remove so that
+Given target occupations and an interval for each, the planner chooses training triples to remove so that
 
 - every target's predicted B_gr (Du Eq. 2, METHODS §1) lands inside its interval,
-- every other occupation's predicted change stays inside its band (the noise band's spread where the
-  model has one, else ``tolerance`` x max(|B_gr(o)|, median |B_gr|)); occupations with fewer than
+- every other occupation's predicted change stays inside its band; occupations with fewer than
   ``min_group_size`` men or women are left out of the bound, as the Overview leaves them out of its ranking,
 - the link-prediction proxy (:func:`link_costs`) stays under ``max_link_share``,
 
@@ -25,6 +23,18 @@ with as few triples as it can. Two estimators, each where it is good:
    solve per target gives every prefix). One forward step predicts every occupation at once, so the
    collateral of the final plan is the Newton step's too, taken as computed (``collateral_scale``), not times the
    targets' ratio; where it still leaves a band, that band is tightened and the plan redone (``repairs`` times).
+
+What counts as noise sets both the default target interval and the other occupations' bands, in this order:
+
+- **the seed band** (``seed_band``: the model's seed family, :func:`~kgbias_core.families.family_seed_band`,
+  issue 24): the spread of B_gr over seeds, each with its own initialisation, batch order and negatives. The
+  target is the band moved to hold 0, [B_gr - max, B_gr - min] (min, max over the seeds): after the edit the
+  family's band would hold 0 and the pages state no lean. An other occupation's band is its seed range
+  max - min: a change inside it is one the seeds already make.
+- **the noise band** (``noise``: :func:`~kgbias_core.whatif.runs.noise_band`): retrains of the unedited graph
+  under seeds 1-3 with the negatives kept; target 0 +- its spread, bands its spread. On the eight-negative
+  FB15k-237 default it is about a twentieth of the seed band (median spread 0.013 against a seed range of 0.23).
+- **the tolerance**: 0 +- ``tolerance`` x max(|B_gr|, median |B_gr|), and the same for the bands.
 
 The search aims at the middle ``aim`` share of the target interval (the estimator's band is wide: its
 retrained/predicted ratio spreads 0.34-1.62 on the synthetic graph) and takes the smallest k whose
@@ -188,19 +198,39 @@ def _spreads(noise: pd.DataFrame | None) -> dict[str, float]:
     return {o: float(s) for o, s in zip(noise["occupation"], noise["spread"], strict=True) if np.isfinite(s)}
 
 
+def _seed_ranges(seed_band: pd.DataFrame | None) -> dict[str, tuple[float, float]]:
+    """(min, max) of B_gr over the family's seeds per occupation, where at least two seeds define it."""
+    if seed_band is None:
+        return {}
+    low, high = seed_band["group_bias_seed_min"], seed_band["group_bias_seed_max"]
+    return {o: (float(a), float(b)) for o, n, a, b in zip(seed_band["occupation"], seed_band["n_seeds"], low, high,
+                                                          strict=True)
+            if n >= 2 and np.isfinite(a) and np.isfinite(b)}
+
+
+#: Where a target interval and the bands come from, in words.
+SEED_TARGET = ("the family's seed band moved to hold 0 (B_gr − its max, B_gr − its min, over {n} seeds): the pages "
+               "would state no lean")
+NOISE_TARGET = "0 ± the noise band's spread (retrains under other seeds, negatives kept)"
+SEED_BANDS = "the family's seed range (B_gr's max − min over its seeds, each with its own negatives)"
+NOISE_BANDS = "the noise band's spread (retrains under other seeds, negatives kept)"
+
+
 def resolve_targets(
     analysis: ModelAnalysis, occupations: Sequence[str], *, intervals: Mapping[str, tuple[float, float]] | None = None,
-    noise: pd.DataFrame | None = None, config: PlanConfig = PlanConfig(),
+    noise: pd.DataFrame | None = None, seed_band: pd.DataFrame | None = None, config: PlanConfig = PlanConfig(),
 ) -> tuple[Target, ...]:
     """The targets of ``occupations`` (labels or names): the interval given in ``intervals`` (keyed by label or
-    name), else 0 +- the noise band's spread (``noise``: :func:`~kgbias_core.whatif.runs.noise_band`), else
-    0 +- ``config.tolerance`` x max(|B_gr|, median |B_gr|) (:func:`_median_bias`). A change inside the spread is
-    what the lab calls noise, so a B_gr within it of 0 is as near 0 as retraining can tell."""
+    name), else the seed band moved to hold 0 (``seed_band``: :func:`~kgbias_core.families.family_seed_band`, or a
+    measures table with its columns), else 0 +- the noise band's spread (``noise``:
+    :func:`~kgbias_core.whatif.runs.noise_band`), else 0 +- ``config.tolerance`` x max(|B_gr|, median |B_gr|)
+    (:func:`_median_bias`); the module docstring says why each."""
     if not occupations:
         raise MeasureError(PLAN_NO_TARGETS)
     groups = analysis.groups
     given = {groups.labels[groups.index(k)]: v for k, v in (intervals or {}).items()}
-    spreads = _spreads(noise)
+    spreads, ranges = _spreads(noise), _seed_ranges(seed_band)
+    seeds = int(seed_band["n_seeds"].max()) if ranges else 0
     floor = _median_bias(analysis, config)
     targets, seen = [], set()
     for occupation in occupations:
@@ -217,9 +247,12 @@ def resolve_targets(
             if not (math.isfinite(low) and math.isfinite(high)) or low > high:
                 raise MeasureError(PLAN_BAD_INTERVAL.format(occupation=label, low=low, high=high))
             targets.append(Target(label, float(low), float(high), "given"))
+        elif label in ranges:
+            low, high = ranges[label]
+            targets.append(Target(label, bias - high, bias - low, SEED_TARGET.format(n=seeds)))
         elif label in spreads:
             half = spreads[label]
-            targets.append(Target(label, -half, half, "0 ± the noise band's spread (retrains under other seeds)"))
+            targets.append(Target(label, -half, half, NOISE_TARGET))
         else:
             half = config.tolerance * max(abs(bias), floor)
             targets.append(Target(label, -half, half, f"0 ± {config.tolerance:g} × max(|B_gr|, median |B_gr| = "
@@ -239,22 +272,26 @@ def _median_bias(analysis: ModelAnalysis, config: PlanConfig) -> float:
     return float(np.median(np.abs(before[bounded]))) if bounded.any() else 0.0
 
 
-def collateral_bands(analysis: ModelAnalysis, *, noise: pd.DataFrame | None,
-                     config: PlanConfig) -> tuple[np.ndarray, str]:
+def collateral_bands(analysis: ModelAnalysis, *, noise: pd.DataFrame | None, config: PlanConfig,
+                     seed_band: pd.DataFrame | None = None) -> tuple[np.ndarray, str]:
     """(band [O] of every occupation, NaN where it is not bounded; where the bands come from, in words).
 
-    Bounded: B_gr defined and at least ``config.min_group_size`` men and women. The band is the noise band's
-    spread where the model has one, else ``tolerance`` x max(|B_gr(o)|, the median |B_gr|): the floor keeps an
-    occupation near 0 from having no room at all.
+    Bounded: B_gr defined and at least ``config.min_group_size`` men and women. The band is the family's seed
+    range where ``seed_band`` gives one, else the noise band's spread where the model has one, else ``tolerance``
+    x max(|B_gr(o)|, the median |B_gr|): the floor keeps an occupation near 0 from having no room at all.
     """
     groups = analysis.groups
     before = analysis.group_bias().double().cpu().numpy()
     size = torch.minimum(groups.n_male, groups.n_female).cpu().numpy()
     bounded = np.isfinite(before) & (size >= max(1, config.min_group_size))
-    spreads = _spreads(noise)
-    if spreads:
+    spreads, ranges = _spreads(noise), _seed_ranges(seed_band)
+    if ranges:
+        bands = np.array([ranges[label][1] - ranges[label][0] if label in ranges else np.nan
+                          for label in groups.labels], dtype=np.float64)
+        source = SEED_BANDS
+    elif spreads:
         bands = np.array([spreads.get(label, np.nan) for label in groups.labels], dtype=np.float64)
-        source = "the noise band's spread (retrains under other seeds)"
+        source = NOISE_BANDS
     else:
         floor = _median_bias(analysis, config)
         bands = config.tolerance * np.maximum(np.abs(before), floor)
@@ -573,10 +610,12 @@ def _best(evaluations: dict[int, float], *, target: Target, half: float) -> int:
 
 # --- the plan ------------------------------------------------------------------------------------------
 def plan_removal(analysis: ModelAnalysis, targets: Sequence[Target], *, noise: pd.DataFrame | None = None,
-                 config: PlanConfig = PlanConfig()) -> Plan:
+                 seed_band: pd.DataFrame | None = None, config: PlanConfig = PlanConfig()) -> Plan:
     """The smallest removal set found whose predicted B_gr of every target lands in its interval (module docstring).
 
-    ``noise``: the model's :func:`~kgbias_core.whatif.runs.noise_band` (None: the tolerance bands).
+    ``seed_band``: the model's family's (:func:`~kgbias_core.families.family_seed_band`), else ``noise``: the
+    model's :func:`~kgbias_core.whatif.runs.noise_band` (both None: the tolerance bands) set the other
+    occupations' bands (:func:`collateral_bands`).
     Targets are planned in turn, each with the triples the earlier ones left. ``Plan.collateral``: one row per
     occupation with a defined B_gr: ``occupation, name, n_male, n_female, n_male_after, n_female_after`` (the
     groups are kept), ``group_bias_before, change`` (predicted), ``band``, ``bounded``, ``outside``, ``target``.
@@ -589,7 +628,7 @@ def plan_removal(analysis: ModelAnalysis, targets: Sequence[Target], *, noise: p
         raise MeasureError(NEWTON_NEEDS_SQUARED_L2.format(model=model.name, distance=model.config.distance))
     groups = analysis.groups
     target_index = [groups.index(t.occupation) for t in targets]
-    bands, band_source = collateral_bands(analysis, noise=noise, config=config)
+    bands, band_source = collateral_bands(analysis, noise=noise, config=config, seed_band=seed_band)
     bounded = np.isfinite(bands)
     bounded[target_index] = False  # a target has its interval instead
     newton = _Newton(analysis, scale=config.step_scale, collateral_scale=config.collateral_scale,
@@ -770,7 +809,7 @@ def verification_rows(plan: Plan, change: pd.DataFrame, *, run: str, mrr_before:
             "inside_predicted": o.inside, "inside_actual": bool(o.target.low <= actual <= o.target.high),
             "collateral_predicted": plan.n_outside, "collateral_actual": actual_outside, "bounded": plan.n_bounded,
             "link_share": plan.link_share, "mrr_before": mrr_before, "mrr_after": mrr_after,
-            "step_scale": plan.config.step_scale,
+            "step_scale": plan.config.step_scale, "target_source": o.target.source, "bands": plan.bands,
             "estimator": o.prediction.estimator,
         })
     return pd.DataFrame(rows)
