@@ -60,3 +60,33 @@ def test_build_a_plan_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, 
     assert len(record) == 1
     assert points[0] == pytest.approx([record["predicted"].iloc[0]]) and points[1] == pytest.approx(
         [record["actual"].iloc[0]])
+
+
+def test_a_family_plans_against_its_seed_band_and_the_noise_band_on_request(family_store: Path,
+                                                                            tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kgbias_core.families import family_group_bias_band
+
+    store = Path(shutil.copytree(family_store, tmp_path / "store"))
+    tasks.noise_band_task(store / "fam").run(Progress())  # as the lab would have computed it
+    band = family_group_bias_band(store / "fam")
+    apart = next(o for o, low, high in zip(band["occupation"], band["group_bias_seed_min"], band["group_bias_seed_max"],
+                                           strict=True) if low > 0 or high < 0)
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    main = (By.CSS_SELECTOR, '[data-testid="stMain"]')
+    with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
+        wait = WebDriverWait(driver, 240)
+        driver.get(f"{url}/debiasing_lab?model=fam&lab_occupation={apart}")
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Debiasing lab"))
+        wait.until(ec.text_to_be_present_in_element(main, section.BAND_LABEL))
+        click(driver, (By.XPATH, f'//button[.//p[text()="{section.BUILD_BUTTON}"]]'), timeout=120)
+        wait.until(ec.text_to_be_present_in_element(main, "seed band moved to hold 0"))
+        click(driver, (By.XPATH, f'//label[.//p[text()="{section.BAND_NOISE}"]]'), timeout=60)
+        wait.until(ec.text_to_be_present_in_element(main, section.CHANGED))
+        click(driver, (By.XPATH, f'//button[.//p[text()="{section.BUILD_BUTTON}"]]'), timeout=120)
+        wait.until(ec.text_to_be_present_in_element(main, "0 ± the noise band"))
+        driver.save_screenshot(str(tmp_path / "plan-band.png"))
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
