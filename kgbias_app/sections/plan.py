@@ -14,6 +14,7 @@ from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md
 from kgbias_app.widgets import download, min_group_size, readable_name, show_chart, too_few
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.families import family_members
 from kgbias_core.tasks import model_retrain_seconds
 from kgbias_core.tasks.plan import plan_run_dir, verify_plan_task
 from kgbias_core.whatif.plan import (
@@ -57,8 +58,8 @@ VERIFIED_CAPTION = (
     "missed is planned again with the ratio its own retrain showed: build its plan again."
 )
 NO_VERIFIED = "No plan of this model verified yet: build one and press “Verify by retraining”."
-CHANGED = ("The targets, the bounds, the noise band or the step scale changed since the plan was built: build it "
-           "again.")
+CHANGED = ("The targets, the bounds, what counts as noise or the step scale changed since the plan was built: build "
+           "it again.")
 BAND_LABEL = "What counts as noise"
 BAND_SEED = "The family's seed band"
 BAND_NOISE = "The noise band"
@@ -90,6 +91,8 @@ def target_key(occupation: str) -> str:
 
 def family_band(model: ModelRef) -> pd.DataFrame | None:
     """B_gr's seed band of the model's family (from the cached measures table), None without a family."""
+    if family_members(model.path) is None:  # the config alone says so: no measures table for a lone model
+        return None
     measures = cache.measures(model)
     columns = ["occupation", "n_seeds", "group_bias_seed_min", "group_bias_seed_max"]
     return measures[columns] if all(c in measures.columns for c in columns) else None
