@@ -5,24 +5,8 @@
 # call cut at its limit still returns what finished. Needs .whl (PyKEEN's wheels) and .devpack (data, CPU
 # reference) carried.   usage: bash experiments/gpu/session_2026_11_27.sh SECONDS [first|second]
 set -u
-LIMIT=${1:-520}; T0=$(date +%s); OUTDIR=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$RES" "$OUTDIR" /tmp/m
-exec > >(tee -a "$OUTDIR/log.txt") 2>&1
-export PYTHONUNBUFFERED=1 KGBIAS_DATA_DIR=/tmp/data
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
-export PYTHONPATH=$PWD:/tmp/site
-mkdir -p /tmp/data && tar -C /tmp/data -xJf .devpack/data.tar.xz || exit 4
-KG="python3 -m kgbias_core"
-left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
-pack() { tar -C "$RES" -czf "$OUTDIR/res.tmp" . && mv "$OUTDIR/res.tmp" "$OUTDIR/res.tar.gz"; }
-step() {  # step NAME NEED_SECONDS command...
-  local name=$1 need=$2; shift 2; local l; l=$(left)
-  if (( l < need )); then echo "## $name: skipped ($l s left, needs $need)"; return; fi
-  echo "## $name ($l s left, load $(cut -d' ' -f1 /proc/loadavg)) \$ $*"; local s; s=$(date +%s)
-  timeout $(( l - 5 )) "$@"; echo "## $name: rc $? in $(( $(date +%s) - s )) s"; pack
-}
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-python3 -c "import torch, pykeen; print('torch', torch.__version__, 'pykeen', pykeen.get_version(), torch.cuda.get_device_name())"
-nproc; uptime
+LIMIT=${1:-520}
+source experiments/gpu/steps.sh
 if [ "${2:-first}" = first ]; then
 M15=/tmp/m/fb15k237-transe; M13=/tmp/m/fb13-transe
 step train15 60 $KG train --dataset fb15k237 --device cuda --out $M15

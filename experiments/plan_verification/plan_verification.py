@@ -34,8 +34,9 @@ many leave their bands with no plan at all, the yardstick for the plan's collate
 bands (its seed range), as ``kgbias plan --band seed`` (:func:`kgbias_core.families.family_group_bias_band`);
 ``noise`` (default, rounds 1-4): the noise band.
 
-The model is only read; each verifying retrain is saved beside it, as the lab saves one. A model without a
-noise band gets one first (3 retrains from seeds 1, 2, 3: ``kgbias prepare`` computes the same band).
+The model is only read; each verifying retrain is saved beside it, as the lab saves one. With ``--band noise`` a
+model without a noise band gets one first (3 retrains from seeds 1, 2, 3: ``kgbias prepare`` computes the same
+band).
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def main() -> None:
         parser.error("--control: run it with --band noise")
     torch.set_num_threads(args.threads)
     print(f"load average before: {os.getloadavg()[0]:.2f}; {args.threads} torch thread(s)", flush=True)
-    if saved_noise_band(args.model) is None:
+    if args.band == "noise" and saved_noise_band(args.model) is None:  # the seed band needs no retrain
         print("no noise band saved: 3 retrains first", flush=True)
         noise_band_task(args.model).run(Progress())
     args.out.parent.mkdir(parents=True, exist_ok=True)

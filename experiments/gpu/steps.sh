@@ -1,0 +1,23 @@
+# Sourced by the device scripts of experiments/gpu: the set-up of a bare device machine and the guarded step.
+# Needs LIMIT (seconds this call may use) and .whl (PyKEEN's wheels) and .devpack (data.tar.xz) carried.
+T0=$(date +%s); OUTDIR=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$RES" "$OUTDIR" /tmp/m
+exec > >(tee -a "$OUTDIR/log.txt") 2>&1
+export PYTHONUNBUFFERED=1 KGBIAS_DATA_DIR=/tmp/data
+if [ ! -d /tmp/site ]; then  # a warm machine keeps what an earlier call of this session installed
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || exit 3
+fi
+export PYTHONPATH=$PWD:/tmp/site
+[ -d /tmp/data/fb13 ] || { mkdir -p /tmp/data && tar -C /tmp/data -xJf .devpack/data.tar.xz; } || exit 4
+KG="python3 -m kgbias_core"
+left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
+pack() { tar -C "$RES" -czf "$OUTDIR/res.tmp" . && mv "$OUTDIR/res.tmp" "$OUTDIR/res.tar.gz"; }
+step() {  # step NAME NEED_SECONDS command...: runs only while NEED_SECONDS are left, then re-packs the results
+  local name=$1 need=$2; shift 2; local l; l=$(left)
+  if (( l < need )); then echo "## $name: skipped ($l s left, needs $need)"; return; fi
+  echo "## $name ($l s left, load $(cut -d' ' -f1 /proc/loadavg)) \$ $*"; local s; s=$(date +%s)
+  timeout $(( l - 5 )) "$@"; echo "## $name: rc $? in $(( $(date +%s) - s )) s"; pack
+}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 -c "import torch, pykeen; print('torch', torch.__version__, 'pykeen', pykeen.get_version(), torch.cuda.get_device_name())"
+nproc; uptime
