@@ -145,6 +145,15 @@ def measures(model: ModelRef) -> pd.DataFrame:
     return with_seed_band(own, family_seed_band(model.path, measures_of=member_measures))
 
 
+@st.cache_data(max_entries=8, show_spinner="Reading B_gr of every seed of the family…")
+def family_bias_band(model: ModelRef) -> pd.DataFrame | None:
+    """B_gr's seed band of the model's family (:func:`~kgbias_core.families.family_group_bias_band`: B_gr alone, no
+    bootstrap), None without a family: what the lab's planner reads."""
+    from kgbias_core.families import family_group_bias_band
+
+    return family_group_bias_band(model.path)
+
+
 @st.cache_data(max_entries=16, show_spinner="Computing every measure per occupation…")
 def _own_measures(model: ModelRef) -> pd.DataFrame:
     """One model's measures alone (a family member's own, before the seed band is added)."""

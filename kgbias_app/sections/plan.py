@@ -14,7 +14,6 @@ from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md
 from kgbias_app.widgets import download, min_group_size, readable_name, show_chart, too_few
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.families import family_members
 from kgbias_core.tasks import model_retrain_seconds
 from kgbias_core.tasks.plan import plan_run_dir, verify_plan_task
 from kgbias_core.whatif.plan import (
@@ -89,15 +88,6 @@ def target_key(occupation: str) -> str:
     return f"plan_targets:{occupation}"
 
 
-def family_band(model: ModelRef) -> pd.DataFrame | None:
-    """B_gr's seed band of the model's family (from the cached measures table), None without a family."""
-    if family_members(model.path) is None:  # the config alone says so: no measures table for a lone model
-        return None
-    measures = cache.measures(model)
-    columns = ["occupation", "n_seeds", "group_bias_seed_min", "group_bias_seed_max"]
-    return measures[columns] if all(c in measures.columns for c in columns) else None
-
-
 def _band_choice(band: pd.DataFrame | None) -> pd.DataFrame | None:
     """The radio between the seed band and the noise band, where the model has a family: the band chosen."""
     if band is None:
@@ -139,7 +129,7 @@ def show(model: ModelRef, analysis: ModelAnalysis, *, occupation: str, noise: pd
     st.subheader(HEADING)
     st.caption(INTRO)
     targets, config = _settings(analysis, occupation, model.path)
-    seed_band = _band_choice(family_band(model))
+    seed_band = _band_choice(cache.family_bias_band(model))
     settings = (model.name, model.version, tuple(targets), config, noise is not None, seed_band is not None)
     if st.button(BUILD_BUTTON, type="primary", disabled=not targets):
         with st.spinner("Planning…"):

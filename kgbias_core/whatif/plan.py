@@ -44,7 +44,7 @@ cannot meet its bounds says which and is returned as the closest plan found.
 Choices stated once: by default the plan never removes a profession or gender fact (``keep_groups``),
 so it changes the evidence about the persons, not who is counted in M_o and F_o, and its prediction
 (over fixed groups) and Du's measurement of the retrained graph (over its groups) agree. Additions are
-not planned: an Add prediction replays the dummies' training (5-8 s each on FB15k-237's eight-negative default),
+not planned: an Add prediction replays the dummies' training (4-6 s each on FB15k-237's eight-negative default),
 too slow for the k search, and an Add has one free number (c), which the lab's Add lets the user set.
 """
 
