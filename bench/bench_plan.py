@@ -2,7 +2,7 @@
 in double, and the Newton linear influence with each triple's positive term once against once per pair.
 
     python bench/bench_plan.py [--model cached_models/fb15k237-transe] [--occupations actor,screenwriter,...]
-        [--threads 1] [--step-scale auto|C]
+        [--threads 1] [--step-scale auto|C] [--band noise|seed]
 
 One run, same machine, same load: for each occupation the plan is made twice, once per precision, each on its own
 |H| matrix (built once per model, as the lab builds it once per analysis; its build time is printed apart: the
@@ -11,7 +11,8 @@ two plans must be the same triples and predict the same change (to 1e-5): the pr
 computation. ``--step-scale auto`` (default) plans with the model's own scale for plans, as ``kgbias plan`` does.
 Then the linear influence (:func:`~kgbias_core.influence.iterative.influence_from_solution`) of the first
 occupation's solution, against the former formula over every pair (the same figures to float rounding). Prints
-peak memory (max RSS) at the end. The issue's bar: a plan in 5 s of CPU.
+peak memory (max RSS) at the end. The issue's bar: a plan in 5 s of CPU. ``--band seed`` plans against the model's
+family's seed band, as ``kgbias plan`` does by default for a family (the band read once, before the timings).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model
+from kgbias_core.families import family_group_bias_band
 from kgbias_core.influence.iterative import group_bias_rhs, influence_from_solution
 from kgbias_core.tasks import saved_noise_band
 from kgbias_core.whatif import plan as planner
@@ -50,6 +52,8 @@ def main() -> None:
     parser.add_argument("--occupations", default=OCCUPATIONS)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--step-scale", default="auto")
+    parser.add_argument("--band", choices=("noise", "seed"), default="noise",
+                        help="what sets the targets and bands: the noise band, or the family's seed band")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
@@ -58,11 +62,13 @@ def main() -> None:
     ratio = model_step_ratio(args.model, use=PLANS)
     scale = (ratio.value if ratio is not None else 1.0) if args.step_scale == "auto" else float(args.step_scale)
     noise = saved_noise_band(args.model)
+    band = family_group_bias_band(args.model) if args.band == "seed" else None
     print(f"{model.name}: {model.triples.shape[0]} triples, {model.frozen_negatives.shape[0]} frozen negatives, "
           f"d {model.config.dim}; step scale {scale:.3f}", flush=True)
     config = planner.PlanConfig(step_scale=scale)
     names = [o.strip() for o in args.occupations.split(",") if o.strip()]
-    targets = {name: planner.resolve_targets(analysis, [name], noise=noise, config=config) for name in names}
+    targets = {name: planner.resolve_targets(analysis, [name], noise=noise, seed_band=band, config=config)
+               for name in names}
     for name in names:
         analysis.influence(analysis.groups.labels[analysis.groups.index(targets[name][0].occupation)])
     seconds: dict[bool, list[float]] = {True: [], False: []}
@@ -80,7 +86,7 @@ def main() -> None:
               f"{curvature.matrix.nnz} non-zeros, built in {built:.2f} s", flush=True)
         for name in names:
             started = time.perf_counter()
-            plan = planner.plan_removal(analysis, targets[name], noise=noise, config=config)
+            plan = planner.plan_removal(analysis, targets[name], noise=noise, seed_band=band, config=config)
             seconds[single].append(time.perf_counter() - started)
             plans[single].append(plan)
             outcome = plan.targets[0]
