@@ -26,7 +26,7 @@ with as few triples as it can. Two estimators, each where it is good:
 
 What counts as noise sets both the default target interval and the other occupations' bands, in this order:
 
-- **the seed band** (``seed_band``: the model's seed family, :func:`~kgbias_core.families.family_seed_band`,
+- **the seed band** (``seed_band``: the model's seed family, :func:`~kgbias_core.families.family_group_bias_band`,
   issue 24): the spread of B_gr over seeds, each with its own initialisation, batch order and negatives. The
   target is the band moved to hold 0, [B_gr - max, B_gr - min] (min, max over the seeds): after the edit the
   family's band would hold 0 and the pages state no lean. An other occupation's band is its seed range
@@ -221,7 +221,7 @@ def resolve_targets(
     noise: pd.DataFrame | None = None, seed_band: pd.DataFrame | None = None, config: PlanConfig = PlanConfig(),
 ) -> tuple[Target, ...]:
     """The targets of ``occupations`` (labels or names): the interval given in ``intervals`` (keyed by label or
-    name), else the seed band moved to hold 0 (``seed_band``: :func:`~kgbias_core.families.family_seed_band`, or a
+    name), else the seed band moved to hold 0 (``seed_band``: :func:`~kgbias_core.families.family_group_bias_band`, or a
     measures table with its columns), else 0 +- the noise band's spread (``noise``:
     :func:`~kgbias_core.whatif.runs.noise_band`), else 0 +- ``config.tolerance`` x max(|B_gr|, median |B_gr|)
     (:func:`_median_bias`); the module docstring says why each."""
@@ -613,7 +613,7 @@ def plan_removal(analysis: ModelAnalysis, targets: Sequence[Target], *, noise: p
                  seed_band: pd.DataFrame | None = None, config: PlanConfig = PlanConfig()) -> Plan:
     """The smallest removal set found whose predicted B_gr of every target lands in its interval (module docstring).
 
-    ``seed_band``: the model's family's (:func:`~kgbias_core.families.family_seed_band`), else ``noise``: the
+    ``seed_band``: the model's family's (:func:`~kgbias_core.families.family_group_bias_band`), else ``noise``: the
     model's :func:`~kgbias_core.whatif.runs.noise_band` (both None: the tolerance bands) set the other
     occupations' bands (:func:`collateral_bands`).
     Targets are planned in turn, each with the triples the earlier ones left. ``Plan.collateral``: one row per
