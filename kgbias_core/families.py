@@ -167,9 +167,9 @@ def seed_band(frames: Sequence[pd.DataFrame], measures: Sequence[str] = SEED_BAN
     return band
 
 
-def family_seed_band(model_dir: Path | str, *,
-                     measures_of: Callable[[Path], pd.DataFrame] | None = None) -> pd.DataFrame | None:
-    """:func:`seed_band` of ``model_dir``'s family, or None when it belongs to none.
+def family_seed_band(model_dir: Path | str, *, measures_of: Callable[[Path], pd.DataFrame] | None = None,
+                     measures: Sequence[str] = SEED_BAND_MEASURES) -> pd.DataFrame | None:
+    """:func:`seed_band` of ``measures`` over ``model_dir``'s family, or None when it belongs to none.
 
     ``measures_of``: a member's measures table (default :func:`~kgbias_core.tables.measures_table` of its
     analysis; the dashboard passes its cached one). The band has a ``family`` column (the family's name).
@@ -178,7 +178,7 @@ def family_seed_band(model_dir: Path | str, *,
     if members is None:
         return None
     measures_of = measures_of or (lambda path: measures_table(ModelAnalysis(load_model(path))))
-    band = seed_band([measures_of(path) for path in members])
+    band = seed_band([measures_of(path) for path in members], measures=measures)
     band.insert(1, "family", read_config(model_dir)[FAMILY_KEY]["name"])
     return band
 
@@ -186,18 +186,13 @@ def family_seed_band(model_dir: Path | str, *,
 def family_group_bias_band(model_dir: Path | str) -> pd.DataFrame | None:
     """:func:`seed_band` of B_gr alone over ``model_dir``'s family (None when it belongs to none): one pass over
     each member's (person, occupation) pairs, none of the measures table's bootstrap. What the planner reads."""
-    members = family_members(model_dir)
-    if members is None:
-        return None
 
     def bias_of(path: Path) -> pd.DataFrame:
         analysis = ModelAnalysis(load_model(path))
         return pd.DataFrame({"occupation": list(analysis.groups.labels),
                              "group_bias": analysis.group_bias().double().cpu().numpy()})
 
-    band = seed_band([bias_of(path) for path in members], measures=("group_bias",))
-    band.insert(1, "family", read_config(model_dir)[FAMILY_KEY]["name"])
-    return band
+    return family_seed_band(model_dir, measures_of=bias_of, measures=("group_bias",))
 
 
 def with_seed_band(measures: pd.DataFrame, band: pd.DataFrame | None) -> pd.DataFrame:

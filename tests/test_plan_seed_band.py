@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kgbias_app import texts as ui_texts
 from kgbias_app.sections import plan as section
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
@@ -143,8 +144,17 @@ def test_the_lab_offers_the_seed_band_for_a_family(family_store: Path, monkeypat
     assert radio.value == section.BAND_SEED and radio.options == [section.BAND_SEED, section.BAND_NOISE]
     button(app, section.BUILD_BUTTON).click().run()
     assert not app.exception
-    assert "seed band" in texts(app.caption)
+    (target,) = resolve_targets(ModelAnalysis(load_model(store / "fam")), [apart], seed_band=band)
+    assert target_caption(app) == section.TARGET_CAPTION.split(":")[0].format(
+        low=ui_texts.fmt(target.low), high=ui_texts.fmt(target.high))
+    assert "over 3 seeds" in texts(app.caption)  # the seed band's target source (the intro names no count)
     app.radio(key="plan_band").set_value(section.BAND_NOISE).run()
     assert section.CHANGED in texts(app.caption)
     button(app, section.BUILD_BUTTON).click().run()
-    assert "0 ± the noise band" in texts(app.caption)
+    assert "negatives kept" in texts(app.caption) and "over 3 seeds" not in texts(app.caption)
+
+
+def target_caption(app) -> str:
+    """The start of the plan's target caption, "Target [low, high]", as the page shows it."""
+    (caption,) = [str(c.value) for c in app.caption if str(c.value).startswith("Target [")]
+    return caption.split(":")[0]

@@ -6,10 +6,10 @@ removal is computed once (|H|, as the planner's), and every bounded other occupa
 base's persons) is predicted at theta + c Delta theta for c = the plan's step scale (what the planner checked the
 collateral with) and c = 1 (the step as computed), and compared with the retrained change. No retrain is run.
 
-Bands (``--bands``): ``planner`` (default), the planner's own (:func:`kgbias_core.whatif.plan.collateral_bands`);
-``noise``, the model's noise band (retrains of the unedited graph under seeds 1-3, negatives kept); ``seed``, the
+Bands (``--bands``), as the planner sets them (:func:`kgbias_core.whatif.plan.collateral_bands`): ``noise``
+(default), the model's noise band (retrains of the unedited graph under seeds 1-3, negatives kept); ``seed``, the
 seed range of the model's family (max - min of B_gr over its members, each trained from its own seed with its
-own negatives: :func:`kgbias_core.families.family_seed_band`).
+own negatives: :func:`kgbias_core.families.family_group_bias_band`).
 
     nice python experiments/plan_verification/collateral_check.py --model STORE/fb15k237-transe [--bands seed] \
         --out experiments/plan_verification/results/fb15k237_k8_collateral_check.csv
@@ -27,7 +27,7 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model, read_config
-from kgbias_core.families import family_seed_band
+from kgbias_core.families import family_group_bias_band
 from kgbias_core.influence.prediction import PREDICTION_TOLERANCE, absolute_newton_step
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.tasks import saved_noise_band
@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--model", required=True, type=Path)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--bands", choices=("planner", "noise", "seed"), default="planner")
+    parser.add_argument("--bands", choices=("noise", "seed"), default="noise")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
@@ -48,18 +48,9 @@ def main() -> None:
     analysis = ModelAnalysis(base)
     groups = analysis.groups
     before = analysis.group_bias().double().numpy()
-    bands, source = collateral_bands(analysis, noise=saved_noise_band(args.model), config=PlanConfig())
-    if args.bands != "planner":
-        if args.bands == "noise":
-            noise = saved_noise_band(args.model)
-            spread = dict(zip(noise["occupation"], noise["spread"], strict=True))
-            source = "the noise band's spread (the unedited graph retrained under seeds 1-3, negatives kept)"
-        else:
-            band = family_seed_band(args.model)
-            spread = dict(zip(band["occupation"], band["group_bias_seed_max"] - band["group_bias_seed_min"],
-                              strict=True))
-            source = f"the family's seed range ({int(band['n_seeds'].max())} seeds, each with its own negatives)"
-        bands = np.where(np.isfinite(bands), [spread.get(label, np.nan) for label in groups.labels], np.nan)
+    seed_band = family_group_bias_band(args.model) if args.bands == "seed" else None
+    bands, source = collateral_bands(analysis, noise=saved_noise_band(args.model), config=PlanConfig(),
+                                     seed_band=seed_band)
     rows = []
     for _, plan in saved_verifications(args.model).iterrows():
         run_dir = args.model.parent / plan["run"]
