@@ -427,7 +427,21 @@ PLAN_TARGET_MISSED = (
 )
 PLAN_COLLATERAL = "{n} of {m} other occupations are predicted to change beyond their band: {names}"
 PLAN_LINK_BOUND = "the link-prediction proxy {share:.4f} is above the bound {bound:g}"
-PLAN_EMPTY = "plan: the plan removes no triple (every target is already inside its interval): nothing to verify"
+PLAN_EMPTY = ("plan: the plan edits nothing (every target is already inside its interval, or no edit of its kind "
+              "moves it there): nothing to verify")
+PLAN_ADD_ONE_TARGET = "plan --add: an Add plans one occupation at a time (its dummies join one), got {n}"
+PLAN_ADD_EQUAL = (
+    "{name}: {n_male} men and {n_female} women: Du's Add adds c·| |M| − |F| | dummies of the rarer gender, so there "
+    "is none to add"
+)
+PLAN_ADD_AWAY = (
+    "{name}: an Add moves B_gr away from the target: {count} dummies predict B_gr {after:+.4f} (now {before:+.4f}), "
+    "so no number of dummies up to c = {c_max:g} reaches [{low:+.4f}, {high:+.4f}]; a removal plan may"
+)
+PLAN_ADD_SHORT = (
+    "{name}: predicted B_gr {after:+.4f} stays outside the target [{low:+.4f}, {high:+.4f}] (closest plan: "
+    "{count} dummies, of at most {largest} = c_max {c_max:g} × | |M| − |F| |)"
+)
 PREDICTION_AUDIT_NO_OCCUPATION = (
     "model {model}: no occupation has persons of both genders, so there is no B_gr whose prediction could be audited"
 )

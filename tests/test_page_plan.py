@@ -17,6 +17,7 @@ from kgbias_core.embeddings.store import list_models, load_model
 from kgbias_core.jobs import Progress
 from kgbias_core.whatif.plan import (
     PlanConfig,
+    plan_headline,
     plan_removal,
     resolve_targets,
 )
@@ -49,7 +50,7 @@ def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_
     (outcome,) = expected.targets
     assert "noise band" in outcome.target.source and expected.removed
     said = texts(app.success) if expected.feasible else texts(app.warning)
-    assert (section.FEASIBLE if expected.feasible else section.INFEASIBLE).format(n=len(expected.removed)) in said
+    assert (section.FEASIBLE if expected.feasible else section.INFEASIBLE).format(what=plan_headline(expected)) in said
     assert metric(app, "Predicted B_gr of Nurse after") == ui_texts.fmt(outcome.after)
     assert metric(app, "B_gr of Nurse now") == ui_texts.fmt(outcome.before)
     table = next(t.value for t in app.dataframe if "in words" in t.value.columns)

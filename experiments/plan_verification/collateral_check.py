@@ -32,7 +32,7 @@ from kgbias_core.influence.prediction import PREDICTION_TOLERANCE, absolute_newt
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.tasks import saved_noise_band
 from kgbias_core.whatif.plan import PlanConfig, collateral_bands
-from kgbias_core.whatif.step_ratio import saved_verifications
+from kgbias_core.whatif.step_ratio import saved_verifications, verified_of_kind
 
 
 def main() -> None:
@@ -52,7 +52,7 @@ def main() -> None:
     bands, source = collateral_bands(analysis, noise=saved_noise_band(args.model), config=PlanConfig(),
                                      seed_band=seed_band)
     rows = []
-    for _, plan in saved_verifications(args.model).iterrows():
+    for _, plan in verified_of_kind(saved_verifications(args.model), "remove").iterrows():  # Add plans: no step
         run_dir = args.model.parent / plan["run"]
         removed = torch.tensor(read_config(run_dir)["edit"]["removed"], dtype=torch.long)
         step = absolute_newton_step(base, removed, tolerance=PREDICTION_TOLERANCE, hvp=analysis.absolute_hvp)

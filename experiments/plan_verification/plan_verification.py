@@ -30,6 +30,10 @@ and the count of the same bounded occupations whose change leaves its band (colu
 ``control_share``). A removal of that size moves occupations by retraining noise alone; the control says how
 many leave their bands with no plan at all, the yardstick for the plan's collateral.
 
+``--add``: plan Du's Add (:func:`kgbias_core.whatif.plan_addition.plan_addition`: the fewest dummies of the rarer
+gender) instead of a removal, as ``kgbias plan --add``; ``--step-scale auto`` then reads the model's Add ratio (its Add
+audit and verified Add plans). A plan of no dummies (an Add that moves B_gr away from the target) is not retrained.
+
 ``--band seed``: the family's seed band sets the targets (the band moved to hold 0) and the other occupations'
 bands (its seed range), as ``kgbias plan --band seed`` (:func:`kgbias_core.families.family_group_bias_band`);
 ``noise`` (default, rounds 1-4): the noise band.
@@ -60,7 +64,8 @@ from kgbias_core.jobs import Progress
 from kgbias_core.tasks import noise_band_task, saved_noise_band
 from kgbias_core.tasks.plan import verify_plan_task
 from kgbias_core.whatif.plan import PlanConfig, group_facts, plan_removal, resolve_targets
-from kgbias_core.whatif.step_ratio import PLANS, model_step_ratio, observed_step_ratio, saved_verifications
+from kgbias_core.whatif.plan_addition import plan_addition
+from kgbias_core.whatif.step_ratio import ADDITIONS, PLANS, model_step_ratio, observed_step_ratio, saved_verifications
 
 
 def _label(model: Path, occupation: str) -> str | None:
@@ -81,23 +86,28 @@ def _append(out: Path, row: dict) -> None:
     write_text(pd.concat([_done(out), pd.DataFrame([row])], ignore_index=True).to_csv(index=False), str(out))
 
 
-def verify_occupation(model: Path, occupation: str, *, device: str, config: PlanConfig, band: str = "noise") -> dict:
-    """Plan ``occupation`` on ``model``, verify the plan by one masked retrain -> its row."""
+def verify_occupation(model: Path, occupation: str, *, device: str, config: PlanConfig, band: str = "noise",
+                      add: bool = False) -> dict:
+    """Plan ``occupation`` on ``model`` (a removal, or with ``add`` Du's Add), verify the plan by one retrain -> its
+    row; a plan that edits nothing (already inside, or an Add that moves B_gr away) is not retrained."""
     analysis = ModelAnalysis(load_model(model, device=device))
     noise = saved_noise_band(model)
     seed_band = family_group_bias_band(model) if band == "seed" else None
     started = time.process_time()
     targets = resolve_targets(analysis, [occupation], noise=noise, seed_band=seed_band, config=config)
-    plan = plan_removal(analysis, targets, noise=noise, seed_band=seed_band, config=config)
+    plan = (plan_addition(analysis, targets[0], noise=noise, seed_band=seed_band, config=config) if add else
+            plan_removal(analysis, targets, noise=noise, seed_band=seed_band, config=config))
     plan_cpu_s = time.process_time() - started
     outcome = plan.targets[0]
     row = {"occupation": outcome.target.occupation, "name": outcome.name, "n_male": None, "n_female": None,
-           "feasible": plan.feasible, "k": len(plan.removed), "plan_cpu_s": round(plan_cpu_s, 2),
+           "edit": plan.kind, "feasible": plan.feasible, "problem": plan.problems[0] if plan.problems else "",
+           "k": len(plan.added.added_entities) if plan.added is not None else len(plan.removed),
+           "plan_cpu_s": round(plan_cpu_s, 2), "predictions": plan.solves,
            "target_source": outcome.target.source, "target_low": outcome.target.low,
            "target_high": outcome.target.high, "step_scale": config.step_scale}
     index = analysis.groups.index(outcome.target.occupation)
     row["n_male"], row["n_female"] = int(analysis.groups.n_male[index]), int(analysis.groups.n_female[index])
-    if not plan.removed:
+    if not plan.removed and plan.added is None:  # nothing to retrain: B_gr stays where it is
         return row | {"group_bias_before": outcome.before, "predicted": outcome.after, "actual": outcome.before,
                       "inside_actual": outcome.inside, "retrain_s": 0.0}
     started = time.perf_counter()
@@ -181,11 +191,16 @@ def main() -> None:
     parser.add_argument("--band", choices=("noise", "seed"), default="noise",
                         help="what sets the targets and collateral bands: the noise band or the family's seed band")
     parser.add_argument("--control", action="store_true", help="one random removal of each plan's size beside it")
+    parser.add_argument("--add", action="store_true",
+                        help="plan Du's Add (the fewest dummies) instead of a removal; the step scale (auto) is the "
+                             "model's Add ratio")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     if args.control and args.band != "noise":  # control_row counts against the noise band's plan
         parser.error("--control: run it with --band noise")
+    if args.add and (args.control or args.scale_from):  # both are about removals
+        parser.error("--add: without --control and --scale-from")
     torch.set_num_threads(args.threads)
     print(f"load average before: {os.getloadavg()[0]:.2f}; {args.threads} torch thread(s)", flush=True)
     if args.band == "noise" and saved_noise_band(args.model) is None:  # the seed band needs no retrain
@@ -201,7 +216,8 @@ def main() -> None:
             ratio = observed_step_ratio(others, use=PLANS)
             config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
         elif args.step_scale == "auto":  # read now: the plans verified before this one are in the record
-            ratio = model_step_ratio(args.model, use=PLANS, occupation=_label(args.model, occupation))
+            ratio = (model_step_ratio(args.model, use=ADDITIONS) if args.add else
+                     model_step_ratio(args.model, use=PLANS, occupation=_label(args.model, occupation)))
             config = PlanConfig(step_scale=ratio.value if ratio is not None else 1.0)
             print(f"{occupation}: step scale {config.step_scale:.3f}" + (f", {ratio.describe()}" if ratio else ""),
                   flush=True)
@@ -213,7 +229,8 @@ def main() -> None:
             if args.control:
                 _add_control(args, occupation, config)
             continue
-        row = verify_occupation(args.model, occupation, device=args.device, config=config, band=args.band)
+        row = verify_occupation(args.model, occupation, device=args.device, config=config, band=args.band,
+                                add=args.add)
         if args.control and row["k"] > 0:
             row |= control_row(args.model, row["occupation"], int(row["k"]), device=args.device, config=config)
         print({k: row.get(k) for k in ("name", "n_male", "n_female", "k", "group_bias_before", "target_low",

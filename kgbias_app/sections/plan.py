@@ -1,6 +1,7 @@
-"""The Debiasing lab's "Plan" section (issue 29): plan the smallest removal that brings B_gr of target occupations
-into an interval with bounded side effects, show it in words, verify it by retraining, and keep predicted
-against actual per model. The page (``app_pages/debiasing_lab.py``) calls :func:`show`."""
+"""The Debiasing lab's "Plan" section (issue 29): plan the smallest removal (or the fewest dummies of Du's Add)
+that brings B_gr of target occupations into an interval with bounded side effects, show it in words, verify it by
+retraining, and keep predicted against actual per model.
+The page (``app_pages/debiasing_lab.py``) calls :func:`show`."""
 
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ from kgbias_core.whatif.plan import (
     LINK_PROXY,
     Plan,
     PlanConfig,
+    plan_headline,
     plan_removal,
     plan_triples,
     resolve_targets,
 )
+from kgbias_core.whatif.plan_addition import plan_addition
 from kgbias_core.whatif.runs import collateral
-from kgbias_core.whatif.step_ratio import PLANS, model_step_ratio, saved_verifications
+from kgbias_core.whatif.step_ratio import ADDITIONS, PLANS, model_step_ratio, saved_verifications
 
 # Texts of this section alone.
 HEADING = "Plan an edit (predicted, then verified)"
@@ -37,11 +40,32 @@ INTRO = (
     "influence chooses and orders the triples; the Newton-step estimator sets how many. Profession and gender "
     "facts are never removed, so the groups measured stay the same."
 )
+KIND_LABEL = "Edit"
+KIND_REMOVE = "Remove training triples"
+KIND_ADD = "Add dummies (Du's Add)"
+KIND_HELP = (
+    "Remove: the planner picks triples by their influence. Add: it searches the number of dummy persons of the "
+    "rarer gender that join the target (c·| |M| − |F| |, up to the c below); each prediction replays the dummies' "
+    "training (about 5 s on FB15k-237), so an Add plan takes about half a minute. On FB15k-237's default an Add "
+    "mostly raises B_gr (docs/results/whatif.md): the plan then says no number of dummies reaches the target."
+)
+ADD_ONE_TARGET = "An Add plans one occupation at a time (its dummies join one): choose one target."
+C_MAX_LABEL = "At most c ="
+C_MAX_HELP = "The largest Add tried: c·| |M| − |F| | dummies (1: as many as make the two groups equal)."
+ADD_SCALE_LABEL = "Scale the Add prediction by {value:.2f}, what this model's own Add retrains showed"
+NO_ADD_SCALE = ("The Add prediction is used as computed: no Add of this model has been retrained yet (the Add audit "
+                "or a verified Add plan gives the ratio).")
+ADD_SCALE_HELP = (
+    "The ratio is {source}. A retrain of an Add moves B_gr by a part of the predicted change that differs by model "
+    "(0.58-0.73 on the eight-negative FB15k-237 default, about 2 on the one-negative model): the removal plans' ratio "
+    "does not apply to it."
+)
+ADD_CAPTION = "Target [{low}, {high}]: {source}. {chosen} dummies, of at most {candidates}."
 BUILD_BUTTON = "Build the plan"
 VERIFY_BUTTON = "Verify by retraining"
 VERIFY_HELP = "A masked retrain from the model's seed without the plan's triples, saved as a run of this model."
-FEASIBLE = "The plan meets its bounds: {n} triples."
-INFEASIBLE = "No plan found within the bounds; shown is the closest plan ({n} triples)."
+FEASIBLE = "The plan meets its bounds: {what}."
+INFEASIBLE = "No plan found within the bounds; shown is the closest plan: {what}."
 TARGET_CAPTION = "Target [{low}, {high}]: {source}. {chosen} of {candidates} candidate triples."
 COLLATERAL_CAPTION = (
     "Predicted change of B_gr of every occupation under the plan (the first target in orange); error bars: half "
@@ -78,7 +102,7 @@ SCALE_HELP = (
 )
 NO_SCALE = ("The Newton step is used as computed: no retrain of this model has been compared with a prediction yet. "
             "Verify a plan (or let the prediction audit run) and later plans use the ratio it shows.")
-VERIFY_JOB = "{model}: verify the plan ({n} triples)"
+VERIFY_JOB = "{model}: verify the plan ({what})"
 #: Session state: the plan last built on this page, with the settings it was built for.
 PLAN_KEY = "lab_plan"
 
@@ -96,7 +120,8 @@ def _band_choice(band: pd.DataFrame | None) -> pd.DataFrame | None:
     return band if chosen == BAND_SEED else None
 
 
-def _settings(analysis: ModelAnalysis, occupation: str, model_dir: str) -> tuple[list[str], PlanConfig]:
+def _settings(analysis: ModelAnalysis, occupation: str, model_dir: str, *,
+              add: bool) -> tuple[list[str], PlanConfig, float]:
     groups = analysis.groups
     bias = analysis.group_bias().cpu()
     options = [label for i, label in enumerate(groups.labels) if math.isfinite(float(bias[i]))]
@@ -107,35 +132,48 @@ def _settings(analysis: ModelAnalysis, occupation: str, model_dir: str) -> tuple
     targets = st.multiselect("Target occupations", options, default=[occupation] if occupation in options else [],
                              format_func=lambda label: names[label], key=target_key(occupation))
     left, middle, right = st.columns(3)
-    max_triples = int(left.number_input("At most this many triples", 1, 1_000_000, PlanConfig.max_triples,
-                                        key="plan_max_triples"))
-    link = float(middle.number_input("Bound on the link-prediction proxy", 0.0001, 1.0, PlanConfig.max_link_share,
-                                     step=0.001, format="%.4f", key="plan_link", help=LINK_PROXY))
+    c_max = float(left.number_input(C_MAX_LABEL, 0.01, 10.0, 1.0, step=0.1, key="plan_c_max", help=C_MAX_HELP)) \
+        if add else 1.0
+    max_triples, link = PlanConfig.max_triples, PlanConfig.max_link_share  # an Add removes nothing
+    if not add:
+        max_triples = int(left.number_input("At most this many triples", 1, 1_000_000, PlanConfig.max_triples,
+                                            key="plan_max_triples"))
+        link = float(middle.number_input("Bound on the link-prediction proxy", 0.0001, 1.0,
+                                         PlanConfig.max_link_share, step=0.001, format="%.4f", key="plan_link",
+                                         help=LINK_PROXY))
     tolerance = float(right.number_input("Tolerance without a noise band (× |B_gr|)", 0.01, 10.0,
                                          PlanConfig.tolerance, step=0.05, key="plan_tolerance"))
     # one target with a verified plan of its own reads its own ratio (step_ratio's module docstring)
-    ratio = model_step_ratio(model_dir, use=PLANS, occupation=targets[0] if len(targets) == 1 else None)
+    ratio = model_step_ratio(model_dir, use=ADDITIONS) if add else model_step_ratio(
+        model_dir, use=PLANS, occupation=targets[0] if len(targets) == 1 else None)
     scale = 1.0
     if ratio is None:
-        st.caption(NO_SCALE)
-    elif st.checkbox(SCALE_LABEL.format(value=ratio.value), value=True, key="plan_step_scale",
-                     help=SCALE_HELP.format(source=ratio.describe())):
+        st.caption(NO_ADD_SCALE if add else NO_SCALE)
+    elif st.checkbox((ADD_SCALE_LABEL if add else SCALE_LABEL).format(value=ratio.value), value=True,
+                     key="plan_add_scale" if add else "plan_step_scale",
+                     help=(ADD_SCALE_HELP if add else SCALE_HELP).format(source=ratio.describe())):
         scale = ratio.value
-    return targets, PlanConfig(max_triples=max_triples, max_link_share=link, tolerance=tolerance, step_scale=scale)
+    config = PlanConfig(max_triples=max_triples, max_link_share=link, tolerance=tolerance, step_scale=scale)
+    return targets, config, c_max
 
 
 def show(model: ModelRef, analysis: ModelAnalysis, *, occupation: str, noise: pd.DataFrame | None) -> None:
     """The Plan section: settings, "Build the plan", the plan, "Verify by retraining", predicted against actual."""
     st.subheader(HEADING)
     st.caption(INTRO)
-    targets, config = _settings(analysis, occupation, model.path)
+    add = st.radio(KIND_LABEL, [KIND_REMOVE, KIND_ADD], horizontal=True, key="plan_kind", help=KIND_HELP) == KIND_ADD
+    targets, config, c_max = _settings(analysis, occupation, model.path, add=add)
     seed_band = _band_choice(cache.family_bias_band(model))
-    settings = (model.name, model.version, tuple(targets), config, noise is not None, seed_band is not None)
-    if st.button(BUILD_BUTTON, type="primary", disabled=not targets):
-        with st.spinner("Planning…"):
+    settings = (model.name, model.version, tuple(targets), config, noise is not None, seed_band is not None, add,
+                c_max)
+    if add and len(targets) > 1:
+        st.caption(ADD_ONE_TARGET)
+    if st.button(BUILD_BUTTON, type="primary", disabled=not targets or (add and len(targets) > 1)):
+        with st.spinner("Planning…" if not add else "Planning an Add: each prediction replays the dummies' training…"):
             resolved = resolve_targets(analysis, targets, noise=noise, seed_band=seed_band, config=config)
-            st.session_state[PLAN_KEY] = (settings, plan_removal(analysis, resolved, noise=noise, seed_band=seed_band,
-                                                                 config=config))
+            plan = (plan_addition(analysis, resolved[0], noise=noise, seed_band=seed_band, config=config, c_max=c_max)
+                    if add else plan_removal(analysis, resolved, noise=noise, seed_band=seed_band, config=config))
+            st.session_state[PLAN_KEY] = (settings, plan)
     built = st.session_state.get(PLAN_KEY)
     if built is not None and built[0] == settings:
         _plan(model, analysis, built[1], noise=noise)
@@ -146,7 +184,7 @@ def show(model: ModelRef, analysis: ModelAnalysis, *, occupation: str, noise: pd
 
 def _plan(model: ModelRef, analysis: ModelAnalysis, plan: Plan, *, noise: pd.DataFrame | None) -> None:
     (st.success if plan.feasible else st.warning)(
-        (FEASIBLE if plan.feasible else INFEASIBLE).format(n=len(plan.removed)))
+        (FEASIBLE if plan.feasible else INFEASIBLE).format(what=plan_headline(plan)))
     for problem in plan.problems:
         st.caption(md(problem))
     for outcome in plan.targets:
@@ -156,11 +194,13 @@ def _plan(model: ModelRef, analysis: ModelAnalysis, plan: Plan, *, noise: pd.Dat
                           delta=texts.fmt(outcome.prediction.point), delta_color="off")
         columns[2].metric("Predicted interval", f"{texts.fmt(outcome.after_low)} to {texts.fmt(outcome.after_high)}",
                           help=md(outcome.prediction.estimator))
-        st.caption(TARGET_CAPTION.format(low=texts.fmt(outcome.target.low), high=texts.fmt(outcome.target.high),
-                                         source=md(outcome.target.source), chosen=outcome.n_chosen,
-                                         candidates=outcome.n_candidates))
-    st.caption(LINK_CAPTION.format(proxy=LINK_PROXY, share=f"{plan.link_share:.4f}",
-                                   bound=f"{plan.config.max_link_share:g}"))
+        caption = ADD_CAPTION if plan.kind == "add" else TARGET_CAPTION
+        st.caption(caption.format(low=texts.fmt(outcome.target.low), high=texts.fmt(outcome.target.high),
+                                  source=md(outcome.target.source), chosen=outcome.n_chosen,
+                                  candidates=outcome.n_candidates))
+    if plan.kind != "add":  # an Add removes nothing: the proxy is 0
+        st.caption(LINK_CAPTION.format(proxy=LINK_PROXY, share=f"{plan.link_share:.4f}",
+                                       bound=f"{plan.config.max_link_share:g}"))
     triples = plan_triples(analysis, plan)
     st.dataframe(triples, hide_index=True, key="plan_triples_table")
     first = plan.targets[0]
@@ -176,7 +216,7 @@ def _plan(model: ModelRef, analysis: ModelAnalysis, plan: Plan, *, noise: pd.Dat
                occupation=first.name)
     too_few(small, ["name", "n_male", "n_female", "change"], ids=["occupation"],
             rule=texts.TOO_FEW_OCCUPATIONS.format(minimum=minimum))
-    if plan.removed:
+    if plan.removed or plan.added is not None:
         _verify_button(model, plan)
 
 
@@ -185,7 +225,7 @@ def _verify_button(model: ModelRef, plan: Plan) -> None:
     if jobs_ui.is_running(task):
         st.caption(texts.RUN_RETRAINING.format(name=md(plan_run_dir(model.path, plan).name)))
     elif st.button(VERIFY_BUTTON, help=VERIFY_HELP):
-        jobs_ui.submit(VERIFY_JOB.format(model=model.name, n=len(plan.removed)), task, group="plan",
+        jobs_ui.submit(VERIFY_JOB.format(model=model.name, what=plan_headline(plan)), task, group="plan",
                        estimate=model_retrain_seconds(model.path))
     jobs_ui.progress_panel(jobs_ui.session_tasks("plan"), key="plan_jobs")
 

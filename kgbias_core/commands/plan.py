@@ -1,4 +1,5 @@
-"""plan: the smallest removal that brings B_gr of target occupations into an interval, predicted (--verify retrains)."""
+"""plan: the smallest removal (or Add) that brings B_gr of target occupations into an interval, predicted (--verify
+retrains)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def step_scale(text: str) -> float | None:
 
 
 def _plan(args: argparse.Namespace) -> None:
+    from kgbias_core.errors import PLAN_ADD_ONE_TARGET, MeasureError
     from kgbias_core.tasks import saved_noise_band
     from kgbias_core.tasks.base import check_retrains
     from kgbias_core.tasks.plan import verify_plan_task
@@ -58,8 +60,11 @@ def _plan(args: argparse.Namespace) -> None:
         plan_triples,
         resolve_targets,
     )
-    from kgbias_core.whatif.step_ratio import PLANS, model_step_ratio
+    from kgbias_core.whatif.plan_addition import plan_addition
+    from kgbias_core.whatif.step_ratio import ADDITIONS, PLANS, model_step_ratio
 
+    if args.add and len(args.occupations) != 1:
+        raise MeasureError(PLAN_ADD_ONE_TARGET.format(n=len(args.occupations)))
     if args.verify:  # refused before the model is read, as every retraining command does
         check_retrains(args.model, what="plan --verify (a full retrain)", retrains=1)
     analysis = load_analysis(args.model, device=args.device)
@@ -71,24 +76,28 @@ def _plan(args: argparse.Namespace) -> None:
                               noise=noise, seed_band=seed_band, config=config)
     if args.step_scale is None:  # after the input is checked: a refused command prints its one line and nothing else
         # one target with a verified plan of its own reads its own ratio (step_ratio's module docstring)
-        ratio = model_step_ratio(args.model, use=PLANS,
-                                 occupation=targets[0].occupation if len(targets) == 1 else None)
+        single = targets[0].occupation if len(targets) == 1 else None
+        ratio = (model_step_ratio(args.model, use=ADDITIONS) if args.add else
+                 model_step_ratio(args.model, use=PLANS, occupation=single))
         config = replace(config, step_scale=ratio.value if ratio is not None else 1.0)
         print(f"step scale {config.step_scale:.3f}: {ratio.describe()}" if ratio is not None else
               "step scale 1: no retrain of this model has been compared with its prediction yet (an audit or a "
               "verified plan gives the ratio)")
-    plan = plan_removal(analysis, targets, noise=noise, seed_band=seed_band, config=config)
+    if args.add:
+        plan = plan_addition(analysis, targets[0], noise=noise, seed_band=seed_band, config=config, c_max=args.c_max)
+    else:
+        plan = plan_removal(analysis, targets, noise=noise, seed_band=seed_band, config=config)
     for line in plan_summary(plan):
         print(line)
     triples = plan_triples(analysis, plan)
     shown = triples.head(SHOWN)
     for order, row, words in zip(shown["order"], shown["row"], shown["in words"], strict=True):
-        print(f"  {order:>4}. {words}   (training row {row})")
+        print(f"  {order:>4}. {words}" + ("   (added)" if args.add else f"   (training row {row})"))
     if len(triples) > SHOWN:
         print(f"  ... {len(triples) - SHOWN} more" + (" (in --out)" if args.out else " (pass --out for all)"))
     if args.out:
         write_csv(triples, args.out)
-    if args.verify and plan.removed:
+    if args.verify and (plan.removed or plan.added is not None):
         record = verify_plan_task(base=args.model, plan=plan, device=args.device).run(PrintedProgress())
         for row in record.tail(len(plan.targets)).itertuples(index=False):
             print(f"verified {row.name}: predicted {row.predicted:+.4f} [{row.predicted_low:+.4f}, "
@@ -98,7 +107,7 @@ def _plan(args: argparse.Namespace) -> None:
         if len(plan.targets) == 1 and not bool(record.iloc[-1]["inside_actual"]):
             print(AGAIN.format(name=plan.targets[0].name))
     elif args.verify:
-        print("nothing to verify: the plan removes no triple", file=sys.stderr)
+        print("nothing to verify: the plan edits nothing", file=sys.stderr)
 
 
 def _seed_band(args: argparse.Namespace):
@@ -117,8 +126,8 @@ def _seed_band(args: argparse.Namespace):
 def register(commands: argparse._SubParsersAction) -> None:
     """Add plan to the command line."""
     plan = commands.add_parser(
-        "plan", help="plan the smallest removal whose predicted B_gr lands in a target interval, with bounded "
-                     "collateral; --verify retrains it")
+        "plan", help="plan the smallest removal (or Add, --add) whose predicted B_gr lands in a target interval, "
+                     "with bounded collateral; --verify retrains it")
     plan.add_argument("--model", required=True,
                       help="TransE model directory (only read; --verify saves a run beside it)")
     plan.add_argument("--occupations", nargs="+", required=True, help="target occupations (labels or names)")
@@ -139,6 +148,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     plan.add_argument("--step-scale", type=step_scale, default=None, metavar="auto|C",
                       help="multiply the Newton step by C; auto (default): by the median ratio of retrained to "
                            "predicted change over this model's verified plans and audit (1 before any)")
+    plan.add_argument("--add", action="store_true",
+                      help="plan Du's Add instead of a removal: the fewest dummies of the rarer gender (one target; "
+                           "each prediction replays the dummies' training, ~5 s on FB15k-237)")
+    plan.add_argument("--c-max", type=real(0, above=True, high=10), default=1.0,
+                      help="--add: at most c·| |M| − |F| | dummies (1: as many as make the groups equal)")
     plan.add_argument("--out", type=csv_out, help="CSV of the plan's triples in words")
     plan.add_argument("--verify", action="store_true",
                       help="retrain without the triples (masked, from the model's seed) and record predicted "

@@ -238,11 +238,14 @@ def newton_step(model: StoredModel, removed: LongTensor, *, damping: float, iter
     return conjugate_gradient_solve(model, rhs, damping=damping, iterations=iterations)
 
 
+def _biases(model: StoredModel, groups: OccupationGroups) -> FloatTensor:
+    return group_bias(entity_embeddings=model.entity_embeddings.to(groups.occupations.device),
+                      relation_embeddings=model.relation_embeddings.to(groups.occupations.device),
+                      groups=groups, distance=model.config.distance)
+
+
 def _bias(model: StoredModel, groups: OccupationGroups, occupation_index: int) -> float:
-    values = group_bias(entity_embeddings=model.entity_embeddings.to(groups.occupations.device),
-                        relation_embeddings=model.relation_embeddings.to(groups.occupations.device),
-                        groups=groups, distance=model.config.distance)
-    return float(values[occupation_index])
+    return float(_biases(model, groups)[occupation_index])
 
 
 def active_terms(model: StoredModel, *, negatives: LongTensor | None = None, rows: LongTensor | None = None):
@@ -568,6 +571,46 @@ def addition_gradient(model: StoredModel, *, n_base: int, added: LongTensor) -> 
     return torch.autograd.grad(loss, (E, R))
 
 
+@dataclass(frozen=True)
+class AdditionStep:
+    """B_gr of every occupation before an addition and at the rows its prediction moves them to (no scale)."""
+
+    groups_before: OccupationGroups
+    before: FloatTensor  # [O] B_gr of the base
+    groups_after: OccupationGroups  # the edited graph's groups: the dummies counted
+    after: FloatTensor  # [O] B_gr at the moved rows over groups_after (same occupations, same order)
+
+
+def addition_step(
+    model: StoredModel, addition: Addition, *, negatives: LongTensor | None = None,
+    tolerance: float = PREDICTION_TOLERANCE, active: torch.Tensor | None = None, hvp=None,
+) -> AdditionStep:
+    """Where an addition moves B_gr of every occupation (steps 1-3 of :func:`newton_addition_prediction`, which
+    reads one occupation of it; the planner reads them all, the others' as an Add's collateral)."""
+    _check_distance(model)
+    base = model if negatives is None else replace(model, negatives=negatives)
+    before_groups = occupation_groups(base)
+    n_base, n = base.n_entities, base.triples.shape[0]
+    edited = extended_model(base, addition)
+    new_rows = replay_new_rows(triples=edited.triples, negatives=edited.frozen_negatives,
+                               entities=edited.entity_embeddings, relations=edited.relation_embeddings,
+                               n_base_entities=n_base, config=base.config)
+    entities = torch.cat([base.entity_embeddings, new_rows.to(base.entity_embeddings)])
+    edited = replace(edited, weights={**edited.weights, "entity_embeddings": entities})
+    added = torch.arange(n, edited.triples.shape[0], device=edited.triples.device)
+    gradient = addition_gradient(edited, n_base=n_base, added=added)
+    if hvp is None:
+        hvp = absolute_curvature_hvp(base, active=active)
+    step = preconditioned_cg(hvp, (gradient[0][:n_base].contiguous(), gradient[1]), diagonal=hvp.diagonal,
+                             damping=_damping(base), iterations=CG_ITERATIONS, tolerance=tolerance)
+    moved = replace(edited, weights={"entity_embeddings": torch.cat([base.entity_embeddings - step[0],
+                                                                     new_rows.to(base.entity_embeddings)]),
+                                     "relation_embeddings": base.relation_embeddings - step[1]})
+    after_groups = occupation_groups(edited)
+    return AdditionStep(groups_before=before_groups, before=_biases(base, before_groups),
+                        groups_after=after_groups, after=_biases(moved, after_groups))
+
+
 def newton_addition_prediction(
     model: StoredModel, addition: Addition, *, occupation: str, spread: float | None = None,
     negatives: LongTensor | None = None, tolerance: float = PREDICTION_TOLERANCE, active: torch.Tensor | None = None,
@@ -596,30 +639,10 @@ def newton_addition_prediction(
     their initial embedding) had the wrong sign on both Add retrains (predicted -0.84 and -1.60, retrained +0.11
     and +0.23); it moved the dummies towards their own two triples far past where a retrain leaves them.
     """
-    _check_distance(model)
-    base = model if negatives is None else replace(model, negatives=negatives)
-    before_groups = occupation_groups(base)
-    index = before_groups.index(occupation)
-    before = _bias(base, before_groups, index)
-    n_base, n = base.n_entities, base.triples.shape[0]
-    edited = extended_model(base, addition)
-    new_rows = replay_new_rows(triples=edited.triples, negatives=edited.frozen_negatives,
-                               entities=edited.entity_embeddings, relations=edited.relation_embeddings,
-                               n_base_entities=n_base, config=base.config)
-    entities = torch.cat([base.entity_embeddings, new_rows.to(base.entity_embeddings)])
-    edited = replace(edited, weights={**edited.weights, "entity_embeddings": entities})
-    added = torch.arange(n, edited.triples.shape[0], device=edited.triples.device)
-    gradient = addition_gradient(edited, n_base=n_base, added=added)
-    if hvp is None:
-        hvp = absolute_curvature_hvp(base, active=active)
-    step = preconditioned_cg(hvp, (gradient[0][:n_base].contiguous(), gradient[1]), diagonal=hvp.diagonal,
-                             damping=_damping(base), iterations=CG_ITERATIONS, tolerance=tolerance)
-    moved = replace(edited, weights={"entity_embeddings": torch.cat([base.entity_embeddings - step[0],
-                                                                     new_rows.to(base.entity_embeddings)]),
-                                     "relation_embeddings": base.relation_embeddings - step[1]})
-    after_groups = occupation_groups(edited)
-    after_index = after_groups.index(occupation)
-    point = scale * (_bias(moved, after_groups, after_index) - before)
+    step = addition_step(model, addition, negatives=negatives, tolerance=tolerance, active=active, hvp=hvp)
+    index, after_index = step.groups_before.index(occupation), step.groups_after.index(occupation)
+    point = scale * float(step.after[after_index] - step.before[index])
+    after_groups = step.groups_after
     f = band_factor(int(min(after_groups.n_male[after_index], after_groups.n_female[after_index])),
                     base=ADD_BAND_BASE)
     low, high = map(float, band_ends(point, f))

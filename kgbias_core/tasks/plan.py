@@ -23,7 +23,12 @@ from kgbias_core.whatif.runs import bias_change
 
 
 def plan_edit(plan: Plan) -> Edit:
-    """The plan as a removal edit (named after its first target; every target is in the strategy)."""
+    """The plan as an edit: its removal (named after its first target; every target is in the strategy), or an Add
+    plan's dummies (its strategy is Add's, "add c=..."; the run's record rebuilds them)."""
+    if plan.kind == "add":
+        if plan.added is None:
+            raise MeasureError(PLAN_EMPTY)
+        return plan.added
     if not plan.removed:
         raise MeasureError(PLAN_EMPTY)
     labels = ", ".join(o.target.occupation for o in plan.targets)
@@ -47,9 +52,10 @@ def _mrr(model_dir: Path | str) -> float | None:
 
 def verify_plan_task(*, base: Path | str, plan: Plan, evaluate: bool = True,
                      device: torch.device | str | None = None) -> Task[pd.DataFrame]:
-    """Retrain the model at ``base`` without the plan's triples (masked, from its seed: as the lab's what-ifs,
-    :func:`~kgbias_core.tasks.whatif.whatif_task`), save the run beside it, and append each target's predicted
-    and actual B_gr to the base's record of verified plans (:func:`~kgbias_core.whatif.plan.append_verifications`).
+    """Retrain the model at ``base`` without the plan's triples, or with an Add plan's dummies (masked, from its
+    seed: as the lab's what-ifs, :func:`~kgbias_core.tasks.whatif.whatif_task`), save the run beside it, and append
+    each target's predicted and actual B_gr to the base's record of verified plans
+    (:func:`~kgbias_core.whatif.plan.append_verifications`).
     ``evaluate``: also link prediction of the run and its base (their MRR goes into the record).
     -> the whole record.
     """

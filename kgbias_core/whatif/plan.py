@@ -43,9 +43,9 @@ cannot meet its bounds says which and is returned as the closest plan found.
 
 Choices stated once: by default the plan never removes a profession or gender fact (``keep_groups``),
 so it changes the evidence about the persons, not who is counted in M_o and F_o, and its prediction
-(over fixed groups) and Du's measurement of the retrained graph (over its groups) agree. Additions are
-not planned: an Add prediction replays the dummies' training (4-6 s each on FB15k-237's eight-negative default),
-too slow for the k search, and an Add has one free number (c), which the lab's Add lets the user set.
+(over fixed groups) and Du's measurement of the retrained graph (over its groups) agree. Additions are planned
+apart (:mod:`kgbias_core.whatif.plan_addition`): an Add has one free number, the count of dummies, searched with the
+Add prediction (4-6 s each on FB15k-237's eight-negative default), and a plan is either kind (``Plan.kind``).
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ from kgbias_core.influence.prediction import (
     squared_l2_curvature_entries,
 )
 from kgbias_core.measures.group_bias import group_bias
-from kgbias_core.tables import MIN_GROUP_SIZE, occupations_frame, triples_frame, triples_in_words
+from kgbias_core.tables import MIN_GROUP_SIZE, entity_name, occupations_frame, triples_frame, triples_in_words
+from kgbias_core.whatif.edits import Edit
 from kgbias_core.whatif.step_ratio import VERIFICATIONS, saved_verifications
 
 #: What the link-prediction bound bounds, in words (a proxy: no ranking is computed when planning).
@@ -168,7 +169,7 @@ class TargetOutcome:
 
 @dataclass(frozen=True)
 class Plan:
-    """A removal set, what it is predicted to do, and whether it meets its bounds."""
+    """A removal set (or an Add's dummies), what it is predicted to do, and whether it meets its bounds."""
 
     removed: tuple[int, ...]  # training-row indices, in the order the planner took them
     targets: tuple[TargetOutcome, ...]
@@ -180,6 +181,10 @@ class Plan:
     solves: int  # Newton solves spent
     seconds: float
     config: PlanConfig
+    # "add": an Add plan (:mod:`kgbias_core.whatif.plan_addition`), ``removed`` empty and ``added`` its dummies (None
+    # where it plans none)
+    kind: str = "remove"
+    added: Edit | None = None
 
     @property
     def n_outside(self) -> int:
@@ -555,12 +560,13 @@ def greedy_order(order: np.ndarray, collateral: np.ndarray, link: np.ndarray, *,
     return np.concatenate(taken) if taken else np.empty(0, dtype=np.int64)
 
 
-def _search_k(evaluate, linear: np.ndarray, *, start: float, target: Target, aim: float,
-              max_solves: int) -> tuple[int, dict[int, float]]:
+def search_k(evaluate, linear: np.ndarray, *, start: float, target: Target, aim: float, max_solves: int,
+             known: Mapping[int, float] | None = None) -> tuple[int, dict[int, float]]:
     """The prefix length k of the greedy order (secant-guided bisection, :func:`evaluate` k -> B_gr after).
 
     ``linear`` [n + 1]: the Newton step's linear prediction of the change for each prefix (0 at k = 0), which
-    gives the first guess and is rescaled by what the exact evaluations find. -> (k, the evaluations).
+    gives the first guess and is rescaled by what the exact evaluations find. ``known``: B_gr after at some k
+    evaluated already (an Add plan's largest count): they bound the search. -> (k, the evaluations).
     """
     n = linear.shape[0] - 1
     half = aim * (target.high - target.low) / 2
@@ -578,6 +584,14 @@ def _search_k(evaluate, linear: np.ndarray, *, start: float, target: Target, aim
         return low + 1 + int(np.argmin(np.abs(predicted - target.center)))
 
     lo, hi, scale = 0, None, 1.0
+    for k in sorted(known or {}):  # what is known already brackets the search
+        value = evaluations[k] = float(known[k])
+        if linear[k] != 0 and (value - start) / linear[k] > 0:
+            scale = (value - start) / linear[k]
+        if distance(value) >= -half:
+            hi = k
+            break
+        lo = k
     for _ in range(max_solves):
         upper = n if hi is None else hi - 1
         if upper <= lo:
@@ -701,7 +715,7 @@ def _plan_targets(targets, target_index, *, newton, linear, targeted, influence,
                                          tolerance=SEARCH_TOLERANCE)
             return float(newton.before[index] + evaluated[k][0][index])
 
-        k, _ = _search_k(evaluate, prefix, start=start, target=target, aim=config.aim,
+        k, _ = search_k(evaluate, prefix, start=start, target=target, aim=config.aim,
                          max_solves=config.max_solves) if rows.size else (0, None)
         chosen += rows[:k].tolist()
         taken[rows[:k]] = True
@@ -712,20 +726,43 @@ def _plan_targets(targets, target_index, *, newton, linear, targeted, influence,
     return chosen, changes, counts
 
 
-def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands, bounded, band_source, costs,
-              newton, config, started) -> Plan:
-    groups = analysis.groups
-    before = newton.before.double().cpu().numpy()
+def collateral_frame(analysis: ModelAnalysis, *, before: np.ndarray, changes: np.ndarray, bands: np.ndarray,
+                     bounded: np.ndarray, target_index: Sequence[int],
+                     added: tuple[int, int] = (0, 0)) -> pd.DataFrame:
+    """``Plan.collateral`` (:func:`plan_removal`): one row per occupation with a defined B_gr ``before`` [O], its
+    predicted ``change`` [O], ``band`` and whether it is ``bounded``, ``outside`` its band, a ``target``.
+    ``added``: (men, women) an Add gives the (single) target; a removal keeps every group."""
     frame = occupations_frame(analysis)
     frame["n_male_after"], frame["n_female_after"] = frame["n_male"], frame["n_female"]
+    for index in target_index:
+        frame.loc[index, "n_male_after"] += added[0]
+        frame.loc[index, "n_female_after"] += added[1]
     frame["group_bias_before"] = before
     frame["change"] = changes
     frame["band"] = bands
     frame["bounded"] = bounded
     frame["outside"] = bounded & (np.abs(changes) > np.nan_to_num(bands, nan=np.inf))
     frame["target"] = False
-    frame.loc[target_index, "target"] = True
-    frame = frame[np.isfinite(before)].reset_index(drop=True)
+    frame.loc[list(target_index), "target"] = True
+    return frame[np.isfinite(before)].reset_index(drop=True)
+
+
+def collateral_problem(frame: pd.DataFrame) -> list[str]:
+    """The collateral problem line of a plan whose ``frame`` (:func:`collateral_frame`) has rows outside, else []."""
+    outside = frame[frame["outside"]]
+    if not len(outside):
+        return []
+    names = ", ".join(f"{n} ({c:+.3f}, band {b:.3f})" for n, c, b in
+                      zip(outside["name"], outside["change"], outside["band"], strict=True))
+    return [PLAN_COLLATERAL.format(n=len(outside), m=int(frame["bounded"].sum()), names=names)]
+
+
+def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands, bounded, band_source, costs,
+              newton, config, started) -> Plan:
+    groups = analysis.groups
+    before = newton.before.double().cpu().numpy()
+    frame = collateral_frame(analysis, before=before, changes=changes, bands=bands, bounded=bounded,
+                             target_index=target_index)
     outcomes, problems = [], []
     for target, index, (n_candidates, n_chosen) in zip(targets, target_index, counts, strict=True):
         point = float(changes[index])
@@ -739,11 +776,7 @@ def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands
         if not outcome.inside:
             problems.append(PLAN_TARGET_MISSED.format(name=outcome.name, after=outcome.after, low=target.low,
                                                       high=target.high, k=n_chosen, n=n_candidates))
-    outside = frame[frame["outside"]]
-    if len(outside):
-        names = ", ".join(f"{n} ({c:+.3f}, band {b:.3f})" for n, c, b in
-                          zip(outside["name"], outside["change"], outside["band"], strict=True))
-        problems.append(PLAN_COLLATERAL.format(n=len(outside), m=int(frame["bounded"].sum()), names=names))
+    problems += collateral_problem(frame)
     share = float(costs[chosen].sum()) if chosen else 0.0
     if share > config.max_link_share:
         problems.append(PLAN_LINK_BOUND.format(share=share, bound=config.max_link_share))
@@ -755,7 +788,10 @@ def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands
 # --- reading a plan -----------------------------------------------------------------------------------
 def plan_triples(analysis: ModelAnalysis, plan: Plan) -> pd.DataFrame:
     """The plan's triples in words, in the planner's order: ``order, row`` (training index), ``in words``, labels,
-    and the closed-form influence on each target (``influence:<label>``, Du Eq. 3)."""
+    and the closed-form influence on each target (``influence:<label>``, Du Eq. 3). An Add plan: the triples it
+    adds (``row`` empty: they are new), no influence."""
+    if plan.kind == "add":
+        return added_triples(analysis, plan.added)
     rows = torch.tensor(plan.removed, dtype=torch.long)
     frame = triples_in_words(triples_frame(analysis, rows.to(analysis.model.triples.device)))
     frame.insert(0, "row", list(plan.removed))
@@ -767,19 +803,53 @@ def plan_triples(analysis: ModelAnalysis, plan: Plan) -> pd.DataFrame:
     return frame[columns + [c for c in frame.columns if c.startswith("influence:")]]
 
 
+def added_triples(analysis: ModelAnalysis, edit: Edit | None) -> pd.DataFrame:
+    """An Add's triples in words (the dummies are new: named "dummy i", as the Add prediction names them)."""
+    model, base = analysis.model, analysis.model.n_entities
+    triples = edit.added_triples if edit is not None else ()
+
+    def name(entity: int) -> str:
+        return f"dummy {entity - base}" if entity >= base else entity_name(analysis, entity)
+
+    def label(entity: int) -> str:
+        return edit.added_entities[entity - base] if entity >= base else model.entity_labels[entity]
+
+    heads, relations, tails = zip(*triples, strict=True) if triples else ((), (), ())
+    frame = pd.DataFrame({"head": [label(h) for h in heads],
+                          "relation": [model.relation_labels[r] for r in relations],
+                          "tail": [label(t) for t in tails], "head_name": [name(h) for h in heads],
+                          "tail_name": [name(t) for t in tails]})
+    frame = triples_in_words(frame)
+    frame.insert(0, "row", pd.array([None] * len(frame), dtype="Int64"))
+    frame.insert(0, "order", range(1, len(frame) + 1))
+    return frame[["order", "row", "in words", "head", "relation", "tail"]]
+
+
+def plan_headline(plan: Plan) -> str:
+    """What the plan edits, in a few words: "remove 297 training triples" or "add 57 female dummies (c = 0.19)"."""
+    if plan.kind != "add":
+        return f"remove {len(plan.removed)} training triples"
+    if plan.added is None:
+        return "add no dummy (Du's Add)"
+    return f"add {len(plan.added.added_entities)} dummy persons (Du's Add, {plan.added.strategy.removeprefix('add ')})"
+
+
 def plan_summary(plan: Plan) -> list[str]:
     """The plan in a few lines: feasibility, each target's predicted B_gr with interval, collateral, the proxy."""
-    lines = [f"plan: remove {len(plan.removed)} training triples — "
+    lines = [f"plan: {plan_headline(plan)} — "
              + ("meets its bounds" if plan.feasible else "does NOT meet its bounds; the closest plan found")]
+    unit = "candidate triples" if plan.kind != "add" else "dummies at most"
     for o in plan.targets:
         lines.append(f"{o.name}: B_gr {o.before:+.4f} -> predicted {o.after:+.4f} [{o.after_low:+.4f}, "
                      f"{o.after_high:+.4f}]; target [{o.target.low:+.4f}, {o.target.high:+.4f}] ({o.target.source}); "
-                     f"{'inside' if o.inside else 'outside'}; {o.n_chosen} of {o.n_candidates} candidate triples")
+                     f"{'inside' if o.inside else 'outside'}; {o.n_chosen} of {o.n_candidates} {unit}")
     lines.append(f"collateral: {plan.n_outside} of {plan.n_bounded} other occupations predicted beyond their band "
                  f"(bands: {plan.bands})")
     lines.append(f"{LINK_PROXY}: {plan.link_share:.4f} (bound {plan.config.max_link_share:g})")
     lines += [f"problem: {p}" for p in plan.problems]
-    lines.append(f"estimator: {plan_estimator(plan.config)}; {plan.solves} Newton solves, {plan.seconds:.1f} s")
+    estimator = plan.targets[0].prediction.estimator if plan.targets else plan_estimator(plan.config)
+    spent = "Newton solves" if plan.kind != "add" else "Add predictions"
+    lines.append(f"estimator: {estimator}; {plan.solves} {spent}, {plan.seconds:.1f} s")
     return lines
 
 
@@ -789,7 +859,9 @@ def verification_rows(plan: Plan, change: pd.DataFrame, *, run: str, mrr_before:
     """One row per target of a plan verified by a masked retrain: predicted and actual B_gr after.
 
     ``change``: :func:`~kgbias_core.whatif.runs.bias_change` of the base and the retrained run; ``actual`` is
-    over the base's persons (``group_bias_after_original``), the groups the prediction holds fixed.
+    over the base's persons (``group_bias_after_original``), the groups a removal's prediction holds fixed; for an
+    Add plan over the edited groups (``group_bias_after``: the dummies counted, as its prediction counts them).
+    ``edit``: "remove" or "add" (the step ratios read them apart).
     """
     change = change.set_index("occupation")
     bands = plan.collateral.set_index("occupation")
@@ -799,10 +871,12 @@ def verification_rows(plan: Plan, change: pd.DataFrame, *, run: str, mrr_before:
     rows = []
     for o in plan.targets:
         label = o.target.occupation
-        actual = float(change.loc[label, "group_bias_after_original"])
+        actual = float(change.loc[label, "group_bias_after" if plan.kind == "add" else "group_bias_after_original"])
         rows.append({
             "verified_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "run": run, "occupation": label,
-            "name": o.name, "k": len(plan.removed), "group_bias_before": o.before,
+            "name": o.name, "edit": plan.kind,
+            "k": len(plan.added.added_entities) if plan.added is not None else len(plan.removed),
+            "group_bias_before": o.before,
             "target_low": o.target.low, "target_high": o.target.high,
             "predicted": o.after, "predicted_low": o.after_low, "predicted_high": o.after_high, "actual": actual,
             "actual_edited_groups": float(change.loc[label, "group_bias_after"]),

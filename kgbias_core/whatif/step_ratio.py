@@ -22,11 +22,12 @@ scaled by the audit and plans by verified plans; a kind with no retrain of its o
 says so (:attr:`StepRatio.borrowed`), rather than use the step as computed.
 
 Additions (:data:`ADDITIONS`) have a third record, the one-retrain Add audit (:data:`ADD_AUDIT`, written by
-:mod:`kgbias_core.tasks.prediction_audit`), and never borrow: an addition's prediction replays new rows' training and
-steps the trained rows, a different motion from a removal's, and the two ratios differ by model in different ways
-(eight-negative FB15k-237 default: removal audit 0.92, Add retrains 0.58-0.73; one-negative model: removal audit
-0.28, Add retrains 2.1-2.3). Its ratio multiplies the predicted change of B_gr (not a step: the dummies' replay is
-not one).
+:mod:`kgbias_core.tasks.prediction_audit`), with the verified Add plans (rows ``edit`` = "add" of
+:data:`VERIFICATIONS`, :mod:`kgbias_core.whatif.plan_addition`; the removal ratios leave them out), and never
+borrow: an addition's prediction replays new rows' training and steps the trained rows, a different motion from a
+removal's, and the two ratios differ by model in different ways (eight-negative FB15k-237 default: removal audit
+0.92, Add retrains 0.58-0.73; one-negative model: removal audit 0.28, Add retrains 2.1-2.3). Its ratio multiplies
+the predicted change of B_gr (not a step: the dummies' replay is not one).
 
 A plan for one occupation that has a verified plan of its own reads that occupation's ratio instead of the model's
 (``occupation=``): "verify, then plan again" is the way to a plan that lands inside a narrow target, since the
@@ -64,7 +65,7 @@ PLANS = "plans"
 ADDITIONS = "additions"
 #: Where each use reads its ratio first; for edits and plans, the other source is borrowed only where its own has no
 #: retrain.
-_SOURCES = {EDITS: "prediction audit", PLANS: "verified plans", ADDITIONS: "Add audit"}
+_SOURCES = {EDITS: "prediction audit", PLANS: "verified plans", ADDITIONS: "Add audit and verified Add plans"}
 #: The source of a single target's own ratio (:func:`observed_step_ratio` with ``occupation``).
 _OWN_SOURCE = "verified plans of this occupation"
 
@@ -107,9 +108,20 @@ def saved_verifications(model_dir: Path | str) -> pd.DataFrame | None:
     return load_result(model_dir, VERIFICATIONS, params={})
 
 
+def verified_of_kind(verifications: pd.DataFrame | None, kind: str) -> pd.DataFrame | None:
+    """The rows of a record of verified plans whose edit is of ``kind`` ("remove" or "add"; a record made before Add
+    plans has no ``edit`` column: all removals)."""
+    if verifications is None:
+        return None
+    edit = (verifications["edit"].fillna("remove") if "edit" in verifications
+            else pd.Series("remove", index=verifications.index))
+    return verifications[edit == kind]
+
+
 def plan_ratios(verifications: pd.DataFrame | None) -> list[float]:
     """Retrained / unscaled predicted change of B_gr of each verified plan (each prediction divided by the
-    ``step_scale`` it was planned with); a plan predicted to move less than :data:`RATIO_MIN_CHANGE` says nothing."""
+    ``step_scale`` it was planned with); a plan predicted to move less than :data:`RATIO_MIN_CHANGE` says nothing.
+    Pass one kind of edit (:func:`verified_of_kind`)."""
     if verifications is None or not len(verifications):
         return []
     # a record made before plans had a scale has none: those were planned with the step as computed
@@ -145,8 +157,9 @@ def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame 
     if use not in _SOURCES:
         raise ValueError(f"a step scale is read for {EDITS!r}, {PLANS!r} or {ADDITIONS!r}, not {use!r}")
     if use == ADDITIONS:
-        ratios = audit_ratios(add_audit)
+        ratios = audit_ratios(add_audit) + plan_ratios(verified_of_kind(verifications, "add"))
         return _median(ratios, source=_SOURCES[ADDITIONS], borrowed=False) if ratios else None
+    verifications = verified_of_kind(verifications, "remove")
     if use == PLANS and occupation is not None and verifications is not None and len(verifications):
         own = plan_ratios(verifications[verifications["occupation"] == occupation])
         if own:
@@ -167,6 +180,6 @@ def model_step_ratio(model_dir: Path | str, *, use: str, occupation: str | None 
     """:func:`observed_step_ratio` for ``use`` (and a plan's single target ``occupation``) of the model at
     ``model_dir``: its audits and its verified plans."""
     if use == ADDITIONS:
-        return observed_step_ratio(None, use=use, add_audit=saved_add_audit(model_dir))
+        return observed_step_ratio(saved_verifications(model_dir), use=use, add_audit=saved_add_audit(model_dir))
     return observed_step_ratio(saved_verifications(model_dir), saved_prediction_audit(model_dir), use=use,
                                occupation=occupation)
