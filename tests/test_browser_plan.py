@@ -91,3 +91,44 @@ def test_a_family_plans_against_its_seed_band_and_the_noise_band_on_request(fami
         assert "over 3 seeds" not in text(driver, main)
         driver.save_screenshot(str(tmp_path / "plan-band.png"))
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+
+def test_plan_an_add_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.embeddings.store import load_model
+    from kgbias_core.whatif.plan import plan_headline, resolve_targets
+    from kgbias_core.whatif.plan_addition import plan_addition
+
+    store = Path(shutil.copytree(tiny_store, tmp_path / "store"))
+    base = store / "tiny-transe"
+    noise = tasks.noise_band_task(base).run(Progress())  # as the lab would have computed it: the target stays put
+    analysis = ModelAnalysis(load_model(base))
+    # politicians (48 men, 11 women): female dummies bring B_gr inside its noise band (test_plan_addition.py)
+    expected = plan_addition(analysis, resolve_targets(analysis, ["politician"], noise=noise)[0], noise=noise)
+    assert expected.feasible and expected.added is not None
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    main = (By.CSS_SELECTOR, '[data-testid="stMain"]')
+    with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
+        wait = WebDriverWait(driver, 240)
+        driver.get(f"{url}/debiasing_lab?lab_occupation=politician")
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Debiasing lab"))
+        click(driver, (By.XPATH, f'//label[.//p[text()="{section.KIND_ADD}"]]'), timeout=120)
+        wait.until(ec.text_to_be_present_in_element(main, section.C_MAX_LABEL))
+        click(driver, (By.XPATH, f'//button[.//p[text()="{section.BUILD_BUTTON}"]]'), timeout=120)
+        wait.until(ec.text_to_be_present_in_element(main, section.FEASIBLE.format(what=plan_headline(expected))))
+        (outcome,) = expected.targets
+        assert f"{outcome.n_chosen} dummies, of at most {outcome.n_candidates}." in text(driver, main)
+        click(driver, (By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]'), timeout=120)
+        points = wait.until(lambda d: (d.execute_script(TRACES).get("verified plan") or [[]])[0] and
+                            d.execute_script(TRACES)["verified plan"])
+        time.sleep(1.0)  # let the chart finish drawing before the screenshot
+        driver.save_screenshot(str(tmp_path / "plan-add.png"))
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    record = saved_verifications(base)
+    assert record["edit"].tolist() == ["add"] and record["k"].tolist() == [outcome.n_chosen]
+    assert points[0] == pytest.approx([record["predicted"].iloc[0]]) and points[1] == pytest.approx(
+        [record["actual"].iloc[0]])

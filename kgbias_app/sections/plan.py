@@ -38,7 +38,8 @@ INTRO = (
     "tolerance × |B_gr|) while every other occupation's "
     "predicted change stays inside its band and the link-prediction proxy under its bound. The closed-form "
     "influence chooses and orders the triples; the Newton-step estimator sets how many. Profession and gender "
-    "facts are never removed, so the groups measured stay the same."
+    "facts are never removed, so the groups measured stay the same. Or it plans Du's Add: the fewest dummy persons "
+    "of the rarer gender, with the same target and bands."
 )
 KIND_LABEL = "Edit"
 KIND_REMOVE = "Remove training triples"

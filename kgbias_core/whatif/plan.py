@@ -56,6 +56,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -178,12 +179,12 @@ class Plan:
     feasible: bool
     problems: tuple[str, ...]  # why it is not feasible (empty when it is)
     bands: str  # where the other occupations' bands come from, in words
-    solves: int  # Newton solves spent
+    solves: int  # Newton solves spent (an Add plan: Add predictions made)
     seconds: float
     config: PlanConfig
     # "add": an Add plan (:mod:`kgbias_core.whatif.plan_addition`), ``removed`` empty and ``added`` its dummies (None
     # where it plans none)
-    kind: str = "remove"
+    kind: Literal["remove", "add"] = "remove"
     added: Edit | None = None
 
     @property
@@ -716,7 +717,7 @@ def _plan_targets(targets, target_index, *, newton, linear, targeted, influence,
             return float(newton.before[index] + evaluated[k][0][index])
 
         k, _ = search_k(evaluate, prefix, start=start, target=target, aim=config.aim,
-                         max_solves=config.max_solves) if rows.size else (0, None)
+                        max_solves=config.max_solves) if rows.size else (0, None)
         chosen += rows[:k].tolist()
         taken[rows[:k]] = True
         used = used + collateral[:, picked[:k]].sum(axis=1)
