@@ -12,7 +12,11 @@ seed range of the model's family (max - min of B_gr over its members, each train
 own negatives: :func:`kgbias_core.families.family_group_bias_band`).
 
     nice python experiments/plan_verification/collateral_check.py --model STORE/fb15k237-transe [--bands seed] \
-        --out experiments/plan_verification/results/fb15k237_k8_collateral_check.csv
+        [--add-runs] --out experiments/plan_verification/results/fb15k237_k8_collateral_check.csv
+
+``--add-runs``: also every retrained Add of the model (the lab's Add, ``kgbias debias --add``, a verified Add plan),
+its collateral predicted by the Add prediction (the dummies replayed, then one Newton step: what an Add plan checks)
+against the retrain's (rows ``edit`` = add; no step scale).
 """
 
 from __future__ import annotations
@@ -28,11 +32,53 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model, read_config
 from kgbias_core.families import family_group_bias_band
-from kgbias_core.influence.prediction import PREDICTION_TOLERANCE, absolute_newton_step
+from kgbias_core.influence.prediction import PREDICTION_TOLERANCE, absolute_newton_step, addition_step
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.tasks import saved_noise_band
+from kgbias_core.whatif.edits import addition, edit_of_record
 from kgbias_core.whatif.plan import PlanConfig, collateral_bands
 from kgbias_core.whatif.step_ratio import saved_verifications, verified_of_kind
+
+
+def add_rows(analysis: ModelAnalysis, model_dir: Path, *, bands: np.ndarray, before: np.ndarray) -> list[dict]:
+    """One row per retrained Add of the model (runs beside it whose record says ``kind`` add and names it as base):
+    every bounded other occupation's change predicted by the Add prediction (:func:`addition_step`, as
+    :func:`~kgbias_core.whatif.plan_addition.plan_addition` checks an Add plan's collateral) against the retrain's."""
+    base, groups = analysis.model, analysis.groups
+    negatives = None if analysis.negatives.exact else analysis.negatives.negatives
+    rows = []
+    for run_dir in sorted(model_dir.parent.iterdir()):
+        config = read_config(run_dir) if (run_dir / "config.json").is_file() else {}
+        record = config.get("edit") or {}
+        if record.get("kind") != "add" or config.get("base_model") != base.name:
+            continue
+        edit = edit_of_record(base, record)
+        if edit is None:
+            continue
+        step = addition_step(base, addition(base, edit), negatives=negatives, active=analysis.active_terms,
+                             hvp=analysis.absolute_hvp)
+        after = step.after.double().numpy()
+        predicted = after[[step.groups_after.index(label) for label in groups.labels]] - before
+        run = load_model(run_dir)
+        # the other occupations' groups are the base's (the dummies join the target only)
+        actual = group_bias(entity_embeddings=run.entity_embeddings[:base.n_entities],
+                            relation_embeddings=run.relation_embeddings, groups=groups).double().numpy() - before
+        bounded = np.isfinite(bands)
+        bounded[groups.index(edit.occupation)] = False
+        b = bands[bounded]
+        rows.append({
+            "plan": run_dir.name, "edit": "add", "name": groups.names[groups.index(edit.occupation)],
+            "k": len(edit.added_entities), "bounded": int(bounded.sum()),
+            "outside_predicted_unscaled": int((np.abs(predicted[bounded]) > b).sum()),
+            "outside_retrained": int((np.abs(actual[bounded]) > b).sum()),
+            "r_unscaled_retrained": float(np.corrcoef(predicted[bounded], actual[bounded])[0, 1]),
+            "median_ratio_retrained_unscaled": float(np.median(np.abs(actual[bounded])
+                                                               / np.maximum(np.abs(predicted[bounded]), 1e-12))),
+            "median_abs_retrained": float(np.median(np.abs(actual[bounded]))), "median_band": float(np.median(b)),
+        })
+        print(", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in rows[-1].items()),
+              flush=True)
+    return rows
 
 
 def main() -> None:
@@ -41,6 +87,9 @@ def main() -> None:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--bands", choices=("noise", "seed"), default="noise")
+    parser.add_argument("--add-runs", action="store_true",
+                        help="also every Add run of the model in its store (Du's Add, retrained): the Add prediction's "
+                             "collateral, as an Add plan checks it, against the retrain")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
@@ -83,12 +132,17 @@ def main() -> None:
         print(", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in rows[-1].items()),
               flush=True)
     frame = pd.DataFrame(rows)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(args.out, index=False)
     print(f"{len(frame)} plans (bands: {source}): beyond their band, predicted at the plan's scale "
           f"{frame['outside_predicted_scaled'].sum()}, at scale 1 {frame['outside_predicted_unscaled'].sum()}, "
-          f"retrained {frame['outside_retrained'].sum()} (of {frame['bounded'].sum()}); load average at the end "
-          f"{os.getloadavg()[0]:.2f}")
+          f"retrained {frame['outside_retrained'].sum()} (of {frame['bounded'].sum()})", flush=True)
+    if args.add_runs:
+        added = pd.DataFrame(add_rows(analysis, args.model, bands=bands, before=before))
+        print(f"{len(added)} Add runs: beyond their band, predicted {added['outside_predicted_unscaled'].sum()}, "
+              f"retrained {added['outside_retrained'].sum()} (of {added['bounded'].sum()})", flush=True)
+        frame = pd.concat([frame.assign(edit="remove"), added], ignore_index=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(args.out, index=False)
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
