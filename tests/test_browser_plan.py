@@ -33,6 +33,20 @@ return found;
 """
 
 
+def _verify(driver, wait, screenshot: Path) -> list:
+    """Press "Verify by retraining" and wait until the plot draws the verified point -> its (x, y)."""
+    from selenium.webdriver.common.by import By
+
+    click(driver, (By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]'), timeout=120)
+    # the job retrains, the record is written, the page reruns and draws the point
+    points = wait.until(lambda d: (d.execute_script(TRACES).get("verified plan") or [[]])[0] and
+                        d.execute_script(TRACES)["verified plan"])
+    time.sleep(1.0)  # let the chart finish drawing before the screenshot
+    driver.save_screenshot(str(screenshot))
+    assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    return points
+
+
 def test_build_a_plan_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
@@ -49,13 +63,7 @@ def test_build_a_plan_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, 
         click(driver, (By.XPATH, f'//button[.//p[text()="{section.BUILD_BUTTON}"]]'), timeout=120)
         wait.until(ec.element_to_be_clickable((By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]')))
         assert "Predicted B_gr of Nurse after" in text(driver, (By.CSS_SELECTOR, '[data-testid="stMain"]'))
-        click(driver, (By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]'), timeout=120)
-        # the job retrains, the record is written, the page reruns and draws the point
-        points = wait.until(lambda d: (d.execute_script(TRACES).get("verified plan") or [[]])[0] and
-                            d.execute_script(TRACES)["verified plan"])
-        time.sleep(1.0)  # let the chart finish drawing before the screenshot
-        driver.save_screenshot(str(tmp_path / "plan.png"))
-        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+        points = _verify(driver, wait, tmp_path / "plan.png")
     record = saved_verifications(base)
     assert len(record) == 1
     assert points[0] == pytest.approx([record["predicted"].iloc[0]]) and points[1] == pytest.approx(
@@ -122,12 +130,7 @@ def test_plan_an_add_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, t
         wait.until(ec.text_to_be_present_in_element(main, section.FEASIBLE.format(what=plan_headline(expected))))
         (outcome,) = expected.targets
         assert f"{outcome.n_chosen} dummies, of at most {outcome.n_candidates}." in text(driver, main)
-        click(driver, (By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]'), timeout=120)
-        points = wait.until(lambda d: (d.execute_script(TRACES).get("verified plan") or [[]])[0] and
-                            d.execute_script(TRACES)["verified plan"])
-        time.sleep(1.0)  # let the chart finish drawing before the screenshot
-        driver.save_screenshot(str(tmp_path / "plan-add.png"))
-        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+        points = _verify(driver, wait, tmp_path / "plan-add.png")
     record = saved_verifications(base)
     assert record["edit"].tolist() == ["add"] and record["k"].tolist() == [outcome.n_chosen]
     assert points[0] == pytest.approx([record["predicted"].iloc[0]]) and points[1] == pytest.approx(
