@@ -13,6 +13,7 @@ from kgbias_core.cli import main
 from kgbias_core.commands.plan import AGAIN
 from kgbias_core.embeddings.store import list_models, load_model
 from kgbias_core.errors import PLAN_TARGET_FORMAT, PLAN_TARGET_NOT_PLANNED, PLAN_UNDEFINED_TARGET
+from kgbias_core.evaluation.link_prediction import link_prediction
 from kgbias_core.whatif.plan import (
     PlanConfig,
     plan_removal,
@@ -57,6 +58,10 @@ def test_plan_verify_retrains_and_records_predicted_and_actual(store: Path, caps
     assert f"verified Journalist: predicted {row['predicted']:+.4f}" in printed
     assert f"actual {row['actual']:+.4f}" in printed
     assert row["run"] in list_models(store) and pd.notna(row["mrr_before"]) and pd.notna(row["mrr_after"])
+    # the MRR a model is quoted by: heads and tails pooled, from each model's own link prediction
+    for model, column in ((base, "mrr_before"), (store / row["run"], "mrr_after")):
+        table = link_prediction(load_model(model), side="both")
+        assert row[column] == pytest.approx(table["mrr"], abs=1e-9)
     assert "step scale 1: no retrain of this model" in printed and row["step_scale"] == 1.0
     # a miss says how to plan again; a hit does not
     assert (AGAIN.format(name="Journalist") in printed) == (not bool(row["inside_actual"]))

@@ -13,7 +13,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.device import resolve_device
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.errors import PLAN_EMPTY, MeasureError
-from kgbias_core.evaluation.link_prediction import load_link_prediction
+from kgbias_core.evaluation.link_prediction import headline, load_link_prediction
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks.base import Task, _key, check_retrains
 from kgbias_core.tasks.whatif import whatif_name, whatif_task
@@ -43,11 +43,10 @@ def plan_run_dir(base: Path | str, plan: Plan) -> Path:
 
 
 def _mrr(model_dir: Path | str) -> float | None:
-    table = load_link_prediction(model_dir)
-    if table is None:
-        return None
-    hit = table.loc[table["queries"] == "all", "mrr"]
-    return float(hit.iloc[0]) if len(hit) else None
+    """The filtered MRR a model is quoted by (all test queries, heads and tails pooled: :func:`headline`). Before
+    2026-11-27 evening this read the first "all" row, the head side, into the records of verified plans."""
+    line = headline(load_link_prediction(model_dir))
+    return None if line is None else line["mrr"]
 
 
 def verify_plan_task(*, base: Path | str, plan: Plan, evaluate: bool = True,
