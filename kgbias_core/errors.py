@@ -435,8 +435,9 @@ PLAN_ADD_EQUAL = (
     "is none to add"
 )
 PLAN_ADD_AWAY = (
-    "{name}: an Add moves B_gr away from the target: {count} dummies predict B_gr {after:+.4f} (now {before:+.4f}), "
-    "so no number of dummies up to c = {c_max:g} reaches [{low:+.4f}, {high:+.4f}]; a removal plan may"
+    "{name}: an Add moves B_gr away from the target: the largest Add, {count} dummies (c = {c_max:g}), predicts B_gr "
+    "{after:+.4f} (now {before:+.4f}), the wrong way for [{low:+.4f}, {high:+.4f}], so no dummy is planned; a removal "
+    "plan may reach it"
 )
 PLAN_ADD_SHORT = (
     "{name}: predicted B_gr {after:+.4f} stays outside the target [{low:+.4f}, {high:+.4f}] (closest plan: "

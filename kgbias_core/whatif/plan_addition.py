@@ -20,8 +20,10 @@ eight-negative default at one thread, so a plan costs up to ``config.max_solves`
 where a removal plan costs seconds; the lab runs it as a job.
 
 An Add can move B_gr away from 0: on FB15k-237's eight-negative default five of six Add retrains at c = 0.5 raised it
-(docs/results/whatif.md). Then no count reaches the target and the plan says so (:data:`PLAN_ADD_AWAY`), with no
-dummies: the closest plan is none.
+(docs/results/whatif.md). Where the largest Add moves B_gr away from the target, the plan says so
+(:data:`~kgbias_core.errors.PLAN_ADD_AWAY`) and plans no dummy: the prediction moves by jumps between counts (each
+count draws its dummies' negatives afresh, as the retrain does); the largest count's direction is taken as the
+Add's, and smaller counts are not searched then.
 """
 
 from __future__ import annotations
@@ -133,7 +135,8 @@ def plan_addition(analysis: ModelAnalysis, target: Target, *, noise: pd.DataFram
         problems.append(PLAN_ADD_EQUAL.format(name=name, n_male=n_male, n_female=n_female))
     else:
         furthest = after_at(largest)
-        if sigma * (furthest - start) <= 0:  # the dummies push B_gr the other way: every count is further off
+        # the largest Add pushes B_gr the other way: read as the Add's direction (smaller counts are not searched)
+        if sigma * (furthest - start) <= 0:
             count = 0
             problems.append(PLAN_ADD_AWAY.format(name=name, count=largest, after=furthest, before=start,
                                                  c_max=c_max, low=target.low, high=target.high))
