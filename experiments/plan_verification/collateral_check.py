@@ -65,20 +65,26 @@ def add_rows(analysis: ModelAnalysis, model_dir: Path, *, bands: np.ndarray, bef
                             relation_embeddings=run.relation_embeddings, groups=groups).double().numpy() - before
         bounded = np.isfinite(bands)
         bounded[groups.index(edit.occupation)] = False
-        b = bands[bounded]
-        rows.append({
-            "plan": run_dir.name, "edit": "add", "name": groups.names[groups.index(edit.occupation)],
-            "k": len(edit.added_entities), "bounded": int(bounded.sum()),
-            "outside_predicted_unscaled": int((np.abs(predicted[bounded]) > b).sum()),
-            "outside_retrained": int((np.abs(actual[bounded]) > b).sum()),
-            "r_unscaled_retrained": float(np.corrcoef(predicted[bounded], actual[bounded])[0, 1]),
-            "median_ratio_retrained_unscaled": float(np.median(np.abs(actual[bounded])
-                                                               / np.maximum(np.abs(predicted[bounded]), 1e-12))),
-            "median_abs_retrained": float(np.median(np.abs(actual[bounded]))), "median_band": float(np.median(b)),
-        })
-        print(", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in rows[-1].items()),
-              flush=True)
+        rows.append(_report({"plan": run_dir.name, "edit": "add", "name": groups.names[groups.index(edit.occupation)],
+                             "k": len(edit.added_entities), "bounded": int(bounded.sum()),
+                             **agreement(predicted[bounded], actual[bounded], bands[bounded])}))
     return rows
+
+
+def agreement(predicted: np.ndarray, actual: np.ndarray, bands: np.ndarray) -> dict:
+    """How a prediction of the bounded occupations' changes meets their retrained changes, against their bands."""
+    return {
+        "outside_predicted_unscaled": int((np.abs(predicted) > bands).sum()),
+        "outside_retrained": int((np.abs(actual) > bands).sum()),
+        "r_unscaled_retrained": float(np.corrcoef(predicted, actual)[0, 1]),
+        "median_ratio_retrained_unscaled": float(np.median(np.abs(actual) / np.maximum(np.abs(predicted), 1e-12))),
+        "median_abs_retrained": float(np.median(np.abs(actual))), "median_band": float(np.median(bands)),
+    }
+
+
+def _report(row: dict) -> dict:
+    print(", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+    return row
 
 
 def main() -> None:
@@ -118,19 +124,10 @@ def main() -> None:
         bounded = np.isfinite(bands)
         bounded[groups.index(plan["occupation"])] = False
         b = bands[bounded]
-        rows.append({
-            "plan": plan["run"], "name": plan["name"], "k": int(plan["k"]), "step_scale": float(plan["step_scale"]),
-            "bounded": int(bounded.sum()),
-            "outside_predicted_scaled": int((np.abs(scaled[bounded]) > b).sum()),
-            "outside_predicted_unscaled": int((np.abs(full[bounded]) > b).sum()),
-            "outside_retrained": int((np.abs(actual[bounded]) > b).sum()),
-            "r_unscaled_retrained": float(np.corrcoef(full[bounded], actual[bounded])[0, 1]),
-            "median_ratio_retrained_unscaled": float(np.median(np.abs(actual[bounded])
-                                                               / np.maximum(np.abs(full[bounded]), 1e-12))),
-            "median_abs_retrained": float(np.median(np.abs(actual[bounded]))), "median_band": float(np.median(b)),
-        })
-        print(", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in rows[-1].items()),
-              flush=True)
+        rows.append(_report({"plan": plan["run"], "name": plan["name"], "k": int(plan["k"]),
+                             "step_scale": float(plan["step_scale"]), "bounded": int(bounded.sum()),
+                             "outside_predicted_scaled": int((np.abs(scaled[bounded]) > b).sum()),
+                             **agreement(full[bounded], actual[bounded], b)}))
     frame = pd.DataFrame(rows)
     print(f"{len(frame)} plans (bands: {source}): beyond their band, predicted at the plan's scale "
           f"{frame['outside_predicted_scaled'].sum()}, at scale 1 {frame['outside_predicted_unscaled'].sum()}, "

@@ -104,7 +104,8 @@ def _plan(args: argparse.Namespace) -> None:
                   f"{row.predicted_high:+.4f}]  actual {row.actual:+.4f}  "
                   f"({'inside' if row.inside_actual else 'outside'} the target; collateral beyond the bands: "
                   f"{row.collateral_actual} of {row.bounded}; run {row.run})")
-        if len(plan.targets) == 1 and not bool(record.iloc[-1]["inside_actual"]):
+        # an Add plan reads every verified Add of the model, not its own occupation's (step_ratio)
+        if len(plan.targets) == 1 and plan.kind != "add" and not bool(record.iloc[-1]["inside_actual"]):
             print(AGAIN.format(name=plan.targets[0].name))
     elif args.verify:
         print("nothing to verify: the plan edits nothing", file=sys.stderr)
