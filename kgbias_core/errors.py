@@ -425,6 +425,11 @@ PLAN_TARGET_MISSED = (
     "{name}: predicted B_gr {after:+.4f} stays outside the target [{low:+.4f}, {high:+.4f}] (closest plan: {k} of "
     "the {n} candidate triples that move it towards the target within the other bounds)"
 )
+PLAN_OUT_OF_REACH = (
+    "{name}: out of reach of any removal that keeps the groups: removing every triple that moves it its way would "
+    "change B_gr by about {reach:+.4f}, to {to:+.4f} (the Newton step's first order, at the plan's scale); an Add "
+    "may reach it (plan --add; the lab's Edit: Add)"
+)
 PLAN_COLLATERAL = "{n} of {m} other occupations are predicted to change beyond their band: {names}"
 PLAN_LINK_BOUND = "the link-prediction proxy {share:.4f} is above the bound {bound:g}"
 PLAN_EMPTY = ("plan: the plan edits nothing (every target is already inside its interval, or no edit of its kind "

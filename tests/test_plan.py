@@ -28,6 +28,7 @@ from kgbias_core.whatif.plan import (
     greedy_order,
     group_facts,
     link_costs,
+    newton_units,
     plan_removal,
     plan_summary,
     plan_triples,
@@ -92,6 +93,41 @@ def test_greedy_order_keeps_every_prefix_within_the_budgets() -> None:
     assert 0 < len(expected) <= 120
     running = np.cumsum(collateral[:, taken], axis=1)
     assert (np.abs(running) <= budget[:, None] + 1e-12).all()
+
+
+def test_newton_units_is_the_median_closed_form_over_step_ratio_where_the_pass_was_bound() -> None:
+    used = np.array([0.9, -2.0, 0.1, 1.0, 0.5])  # closed-form sums of the set on five occupations
+    changes = np.array([0.1, 0.4, 0.0, -0.5, 0.0])  # the Newton step's change on them
+    budget = np.ones(5)
+    # bound (at least half the budget spent): 0.9, 2.0, 1.0 and 0.5 -> ratios 9, 5, 2 and 0.5 / 0 (huge)
+    assert newton_units(used, changes, budget) == pytest.approx(7.0)  # their median
+    assert newton_units(used, changes, budget, cap=4.0) == pytest.approx(4.0)
+    assert newton_units(used, changes, budget * 10) == 1.0  # nothing bound the pass: the units as they were
+
+
+def test_a_plan_the_closed_form_bands_stop_short_is_planned_again_in_the_steps_units(analysis: ModelAnalysis) -> None:
+    """On the tiny graph the closed form overstates the step on the other occupations 2-5 fold (as on FB13), so
+    tight bands stop the greedy pass while the step leaves them: planned again in the step's units, a plan gets
+    nearer its target and breaks no more bounds (the planner's own ranking of rounds)."""
+    def rank(plan) -> tuple[int, float]:
+        (outcome,) = plan.targets
+        t = outcome.target
+        missed = max(t.low - outcome.after, outcome.after - t.high, 0.0)
+        return int(missed > 0) + plan.n_outside, missed
+
+    improved = 0
+    for occupation in ("engineer", "film_director", "dancer", "footballer"):
+        before = float(analysis.group_bias(occupation))
+        target = [Target(occupation, -0.02 * abs(before), 0.02 * abs(before), "given")]
+        closed = plan_removal(analysis, target, config=PlanConfig(tolerance=0.1, newton_units=False))
+        if closed.targets[0].inside or closed.n_outside:
+            continue  # only a plan stopped short with every band left is planned again
+        steps = plan_removal(analysis, target, config=PlanConfig(tolerance=0.1))
+        assert rank(steps) <= rank(closed), occupation
+        improved += rank(steps) < rank(closed)
+        if steps.band_units > 1:  # the plan says it, with the units
+            assert f"each band was worth {steps.band_units:.1f} times" in "\n".join(plan_summary(steps))
+    assert improved
 
 
 def test_targets_use_the_noise_band_else_the_tolerance_and_refuse_bad_intervals(analysis: ModelAnalysis) -> None:
@@ -174,6 +210,38 @@ def test_a_plan_that_cannot_meet_its_bounds_says_so_and_returns_the_closest(anal
     for k in range(len(plan.removed)):
         fewer = predict_removal(analysis, OCCUPATION, torch.tensor(plan.removed[:k])) if k else None
         assert abs(before + (fewer.point if fewer else 0.0)) >= abs(outcome.after) - 1e-6
+
+
+def test_a_target_past_every_removal_is_said_out_of_reach_with_the_reach_checked_by_autograd(
+        analysis: ModelAnalysis) -> None:
+    """``reach``: the Newton step's first-order change of removing every non-group triple that moves the target its
+    way; against autograd's derivative of B_gr along the Newton step of that whole set (linearity of the adjoint),
+    and the out-of-reach line exactly when the target lies past it."""
+    from kgbias_core.errors import PLAN_OUT_OF_REACH
+    from kgbias_core.influence.prediction import absolute_newton_step
+    from kgbias_core.whatif.plan import _Newton
+
+    index = analysis.groups.index(OCCUPATION)
+    before = float(analysis.group_bias(OCCUPATION))
+    sigma = -np.sign(before)  # towards 0
+    linear = _Newton(analysis).linear(index)
+    movers = np.nonzero((sigma * linear > 0) & ~group_facts(analysis))[0]
+    model = analysis.model
+    step = absolute_newton_step(model, torch.tensor(movers), tolerance=1e-10)
+    c = torch.zeros((), dtype=torch.float64, requires_grad=True)
+    moved = replace(model, weights={"entity_embeddings": model.entity_embeddings.double() + c * step[0].double(),
+                                    "relation_embeddings": model.relation_embeddings.double() + c * step[1].double()})
+    (derivative,) = torch.autograd.grad(ModelAnalysis(moved).group_bias(OCCUPATION), c)
+
+    near = plan_removal(analysis, [Target(OCCUPATION, -0.001, 0.001, "given")], config=PlanConfig(max_triples=3))
+    (outcome,) = near.targets
+    assert outcome.reach == pytest.approx(float(derivative), rel=1e-3)
+    assert sigma * outcome.reach > 0
+    assert not any("out of reach" in p for p in near.problems)  # 0 lies within reach (3 triples do not get there)
+    past = before + 3 * outcome.reach
+    far = plan_removal(analysis, [Target(OCCUPATION, past - 0.001, past + 0.001, "given")])
+    head = PLAN_OUT_OF_REACH.split("{reach")[0].format(name=far.targets[0].name)
+    assert not far.feasible and any(p.startswith(head) for p in far.problems)
 
 
 def test_verifying_appends_predicted_and_actual_to_the_models_record(tiny_store: Path, tmp_path: Path, plan) -> None:

@@ -18,6 +18,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.tasks import model_retrain_seconds
 from kgbias_core.tasks.plan import plan_run_dir, verify_plan_task
 from kgbias_core.whatif.plan import (
+    BAND_UNITS,
     LINK_PROXY,
     Plan,
     PlanConfig,
@@ -202,6 +203,8 @@ def _plan(model: ModelRef, analysis: ModelAnalysis, plan: Plan, *, noise: pd.Dat
     if plan.kind != "add":  # an Add removes nothing: the proxy is 0
         st.caption(LINK_CAPTION.format(proxy=LINK_PROXY, share=f"{plan.link_share:.4f}",
                                        bound=f"{plan.config.max_link_share:g}"))
+    if plan.band_units > 1:
+        st.caption(BAND_UNITS.format(units=plan.band_units))
     triples = plan_triples(analysis, plan)
     st.dataframe(triples, hide_index=True, key="plan_triples_table")
     first = plan.targets[0]

@@ -7,7 +7,7 @@ Given target occupations and an interval for each, the planner chooses training 
   ``min_group_size`` men or women are left out of the bound, as the Overview leaves them out of its ranking,
 - the link-prediction proxy (:func:`link_costs`) stays under ``max_link_share``,
 
-with as few triples as it can. Two estimators, each where it is good:
+with as few triples as it can. Two estimators, each where it is good, and the units that join them:
 
 1. **Choice and order** (Du Eq. 3, METHODS §4): the closed-form influence delta_z B_gr of each triple on
    every occupation at once (:func:`~kgbias_core.influence.closed_form.triple_influence`). The candidates
@@ -23,6 +23,11 @@ with as few triples as it can. Two estimators, each where it is good:
    solve per target gives every prefix). One forward step predicts every occupation at once, so the
    collateral of the final plan is the Newton step's too, taken as computed (``collateral_scale``), not times the
    targets' ratio; where it still leaves a band, that band is tightened and the plan redone (``repairs`` times).
+3. **Bands in the step's units**: where the closed form overstates the step on the other occupations too, the greedy
+   pass runs out of band while the Newton step leaves every band unspent (FB13: 211 of Novelist's 403 candidates
+   taken). A plan that stops short of a target while the step leaves every band is planned once more with every
+   budget times :func:`newton_units`, the closed form's sum over the step's change on the occupations that bound
+   the pass (the repairs of 2. follow it where needed). Not a third estimator: the step still judges the plan.
 
 What counts as noise sets both the default target interval and the other occupations' bands, in this order:
 
@@ -55,7 +60,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -72,6 +77,7 @@ from kgbias_core.errors import (
     PLAN_COLLATERAL,
     PLAN_LINK_BOUND,
     PLAN_NO_TARGETS,
+    PLAN_OUT_OF_REACH,
     PLAN_TARGET_MISSED,
     PLAN_TARGET_NOT_PLANNED,
     PLAN_UNDEFINED_TARGET,
@@ -99,6 +105,12 @@ LINK_PROXY = (
     "link-prediction proxy: the mean, over the test queries, of the share of their head's and tail's training "
     "triples that the plan removes (0 = no test query loses evidence, 1 = every one loses all of it)"
 )
+#: Said of a plan whose bands were spent in the Newton step's units (:func:`newton_units`).
+BAND_UNITS = ("bands spent in the Newton step's units: the closed form stopped the first pass short while the step "
+              "left every band, so each band was worth {units:.1f} times its closed-form sum (the step still judged "
+              "the plan)")
+#: The most a band is widened by in the step's units (:func:`newton_units`): past it the closed form is no guide.
+MAX_NEWTON_UNITS = 50.0
 _RECORD_LOCK = threading.Lock()  # appends from two jobs of one process never interleave their read and write
 
 
@@ -124,6 +136,10 @@ class PlanConfig:
     # step_scale is the targets' own ratio, and the collateral of 13 verified plans on the eight-negative default
     # moved 0.6-10 times the unscaled step (median per plan; docs/results/plans.md), never the targets' 0.3-0.6.
     collateral_scale: float = 1.0
+    # A plan that stops short of a target with every band left by the Newton step is planned once more with the bands
+    # in the step's units (newton_units): FB13's closed form overstates the step several-fold, so the greedy pass ran
+    # out of band first (Actor, Singer, Novelist: docs/results/plans.md).
+    newton_units: bool = True
 
 
 @dataclass(frozen=True)
@@ -150,6 +166,9 @@ class TargetOutcome:
     prediction: WhatIfPrediction  # the predicted change of B_gr, with its interval
     n_candidates: int  # triples that move it towards the target and keep the bounds (closed form)
     n_chosen: int  # of which the plan removes this many for it
+    # a removal plan: the Newton step's first-order change (times the step scale) of removing every triple that moves
+    # the target its way, bounds or not (group facts kept): what no removal plan gets past; None for an Add
+    reach: float | None = None
 
     @property
     def after(self) -> float:
@@ -186,6 +205,8 @@ class Plan:
     # where it plans none)
     kind: Literal["remove", "add"] = "remove"
     added: Edit | None = None
+    # the greedy pass spent the bands at this many closed-form units per band (newton_units; 1: the closed form's own)
+    band_units: float = 1.0
 
     @property
     def n_outside(self) -> int:
@@ -656,25 +677,36 @@ def plan_removal(analysis: ModelAnalysis, targets: Sequence[Target], *, noise: p
     targeted = {i: analysis.influence(groups.labels[i]).double().cpu().numpy() for i in target_index}
     linear = {i: newton.linear(i) for i in target_index}
     budget = bands[others].copy()
-    rounds = []
-    for _ in range(config.repairs + 1):
-        chosen, changes, counts = _plan_targets(targets, target_index, newton=newton, linear=linear,
-                                                targeted=targeted, influence=influence, others=others, budget=budget,
-                                                costs=costs, excluded=excluded, config=config)
+    rounds, loosened, repairs, units = [], not config.newton_units, 0, 1.0
+    while True:
+        chosen, changes, counts, used = _plan_targets(targets, target_index, newton=newton, linear=linear,
+                                                      targeted=targeted, influence=influence, others=others,
+                                                      budget=budget, costs=costs, excluded=excluded, config=config)
         outside = np.abs(changes[others]) > bands[others]
         missed = [max(t.low - (newton.before[i] + changes[i]), (newton.before[i] + changes[i]) - t.high, 0.0)
                   / max(t.high - t.low, 1e-12) for t, i in zip(targets, target_index, strict=True)]
         rounds.append(((sum(m > 0 for m in missed) + int(outside.sum()), float(sum(missed)), len(chosen)),
-                       (chosen, changes, counts)))
-        if not outside.any():
-            break
-        # the Newton step found these bands left: give them less room in closed-form units, and plan again
-        budget = np.where(outside, budget * np.clip(bands[others] / np.abs(changes[others]), 0.1, 0.9), budget)
+                       (chosen, changes, counts, units)))
+        if outside.any() and repairs < config.repairs:
+            # the Newton step found these bands left: give them less room in closed-form units, and plan again
+            room = np.clip(bands[others] / np.maximum(np.abs(changes[others]), 1e-12), 0.1, 0.9)
+            budget = np.where(outside, budget * room, budget)
+            repairs += 1
+            continue
+        if not outside.any() and any(m > 0 for m in missed) and not loosened:
+            # the bands stopped a target short while the Newton step left every one of them: spend them in its units
+            loosened = True
+            factor = newton_units(used, changes[others], budget)
+            if factor > 1:
+                budget, units = budget * factor, factor
+                continue
+        break
     # the closest round: fewest bounds broken, then nearest the targets, then fewest triples
-    chosen, changes, counts = min(rounds, key=lambda r: r[0])[1]
-    return _assemble(analysis, targets, target_index, chosen=chosen, changes=changes, counts=counts, bands=bands,
+    chosen, changes, counts, units = min(rounds, key=lambda r: r[0])[1]
+    plan = _assemble(analysis, targets, target_index, chosen=chosen, changes=changes, counts=counts, bands=bands,
                      bounded=bounded, band_source=band_source, costs=costs, newton=newton, config=config,
                      started=started)
+    return replace(plan, band_units=units)
 
 
 def _plan_targets(targets, target_index, *, newton, linear, targeted, influence, others, budget, costs, excluded,
@@ -690,9 +722,11 @@ def _plan_targets(targets, target_index, *, newton, linear, targeted, influence,
         delta = targeted[index]
         sigma = 1.0 if target.center >= start else -1.0
         candidates = np.nonzero((sigma * delta > 0) & ~excluded & ~taken)[0]
+        movers = linear[index][(sigma * linear[index] > 0) & ~excluded]
+        reach = float(movers.sum())  # the first-order change of removing every triple that moves it its way
         already = target.low <= start <= target.high
         if already or not candidates.size or len(chosen) >= config.max_triples:
-            counts.append((int(candidates.size), 0))
+            counts.append((int(candidates.size), 0, reach))
             continue
         collateral = np.stack([influence[int(o)][candidates] for o in others]) if others.size else np.zeros(
             (0, candidates.size))
@@ -723,8 +757,28 @@ def _plan_targets(targets, target_index, *, newton, linear, targeted, influence,
         used = used + collateral[:, picked[:k]].sum(axis=1)
         # the plan's prediction to the full tolerance, from the search's step
         changes, step = newton.change(chosen, start=evaluated[k][1]) if k else evaluated[0]
-        counts.append((int(rows.size), k))
-    return chosen, changes, counts
+        counts.append((int(rows.size), k, reach))
+    return chosen, changes, counts, used
+
+
+def newton_units(used: np.ndarray, changes: np.ndarray, budget: np.ndarray, *, spent: float = 0.5,
+                 cap: float = MAX_NEWTON_UNITS) -> float:
+    """How many closed-form units one unit of the Newton step is worth on the other occupations' bands: the median,
+    over the occupations whose band the greedy pass spent at least ``spent`` of, of |closed-form sum| / |Newton
+    change| for the same set (``used`` and ``changes`` [O']), at most ``cap``; 1 where none was spent so far.
+
+    The greedy pass spends the bands in the closed form's units (Du Eq. 3, summed over the set), the plan is judged
+    by the Newton step's change (METHODS §4). Where the closed form overstates the step (FB13: retrains move 0.15-0.21
+    of the step and 1/40 of the closed form, issue 25), the bands run out long before the step leaves one: a
+    budget times this factor is the band in the step's units. The median, not each occupation's own ratio: a set's
+    closed-form sum and its step differ in sign and size on occupations it barely moves, and the repair pass that
+    follows tightens every band the step still leaves.
+    """
+    bound = np.abs(used) >= spent * budget
+    if not bound.any():
+        return 1.0
+    ratio = np.abs(used[bound]) / np.maximum(np.abs(changes[bound]), 1e-12)
+    return float(min(np.median(ratio), cap))
 
 
 def collateral_frame(analysis: ModelAnalysis, *, before: np.ndarray, changes: np.ndarray, bands: np.ndarray,
@@ -765,18 +819,23 @@ def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands
     frame = collateral_frame(analysis, before=before, changes=changes, bands=bands, bounded=bounded,
                              target_index=target_index)
     outcomes, problems = [], []
-    for target, index, (n_candidates, n_chosen) in zip(targets, target_index, counts, strict=True):
+    for target, index, (n_candidates, n_chosen, reach) in zip(targets, target_index, counts, strict=True):
         point = float(changes[index])
         f = removal_band_factor(int(min(groups.n_male[index], groups.n_female[index])), scale=config.step_scale)
         low, high = map(float, band_ends(point, f))
         outcome = TargetOutcome(target=target, name=groups.names[index], before=float(before[index]),
                                 prediction=WhatIfPrediction(point=point, low=low, high=high,
                                                             estimator=plan_estimator(config)),
-                                n_candidates=n_candidates, n_chosen=n_chosen)
+                                n_candidates=n_candidates, n_chosen=n_chosen, reach=reach)
         outcomes.append(outcome)
         if not outcome.inside:
             problems.append(PLAN_TARGET_MISSED.format(name=outcome.name, after=outcome.after, low=target.low,
                                                       high=target.high, k=n_chosen, n=n_candidates))
+            sigma = 1.0 if target.center >= outcome.before else -1.0
+            near = target.low if sigma > 0 else target.high
+            if sigma * (outcome.before + reach - near) < 0:  # even every mover would stop short of the near edge
+                problems.append(PLAN_OUT_OF_REACH.format(name=outcome.name, reach=reach,
+                                                         to=outcome.before + reach))
     problems += collateral_problem(frame)
     share = float(costs[chosen].sum()) if chosen else 0.0
     if share > config.max_link_share:
@@ -846,6 +905,8 @@ def plan_summary(plan: Plan) -> list[str]:
                      f"{'inside' if o.inside else 'outside'}; {o.n_chosen} of {o.n_candidates} {unit}")
     lines.append(f"collateral: {plan.n_outside} of {plan.n_bounded} other occupations predicted beyond their band "
                  f"(bands: {plan.bands})")
+    if plan.band_units > 1:
+        lines.append(BAND_UNITS.format(units=plan.band_units))
     lines.append(f"{LINK_PROXY}: {plan.link_share:.4f} (bound {plan.config.max_link_share:g})")
     lines += [f"problem: {p}" for p in plan.problems]
     estimator = plan.targets[0].prediction.estimator if plan.targets else plan_estimator(plan.config)
