@@ -37,7 +37,8 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def _few_threads() -> None:
-    torch.set_num_threads(2)
+    # under scripts/test.sh's workers (one per core) one thread each: two would oversubscribe the cores
+    torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)
 
 
 @pytest.fixture(scope="session")
