@@ -256,8 +256,21 @@ def test_verifying_appends_predicted_and_actual_to_the_models_record(tiny_store:
     analysis = ModelAnalysis(load_model(base))
     retrained = masked_retrain_bias(analysis.model, removed=torch.tensor(plan.removed), groups=analysis.groups)
     assert record["actual"].iloc[0] == pytest.approx(float(retrained[analysis.groups.index(OCCUPATION)]), abs=1e-5)
-    again = verify_plan_task(base=base, plan=plan, evaluate=False).run(Progress())
-    assert len(again) == 2 and saved_verifications(base)["run"].tolist() == [run.name, run.name]
+    # verified again: the same edit of the same base is read back, not retrained, and its row replaces the first
+    weights = run / "model.safetensors"
+    stamp = weights.stat().st_mtime_ns
+    progress, messages = Progress(), []
+    update = progress.update
+    progress.update = lambda **fields: (messages.append(fields.get("message", "")), update(**fields))[1]
+    again = verify_plan_task(base=base, plan=plan, evaluate=False).run(progress)
+    assert weights.stat().st_mtime_ns == stamp
+    assert any("retrained before" in m for m in messages)
+    assert len(again) == 1 and saved_verifications(base)["run"].tolist() == [run.name]
+    assert again["actual"].iloc[0] == record["actual"].iloc[0]
+    # another plan (one triple fewer) is another edit: retrained, and recorded beside the first
+    fewer = replace(plan, removed=plan.removed[:-1])
+    third = verify_plan_task(base=base, plan=fewer, evaluate=False).run(Progress())
+    assert len(third) == 2 and third["run"].iloc[1] == plan_run_dir(base, fewer).name != run.name
     meta = json.loads((base / RESULTS / "plan_verifications.json").read_text())
     assert meta["data_hash"] == read_config(base)["data_hash"] and meta["model_config"]
 

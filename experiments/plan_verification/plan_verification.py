@@ -38,6 +38,10 @@ audit and verified Add plans). A plan of no dummies (an Add that moves B_gr away
 bands (its seed range), as ``kgbias plan --band seed`` (:func:`kgbias_core.families.family_group_bias_band`);
 ``noise`` (default, rounds 1-4): the noise band.
 
+``--plan-only``: plan each occupation and record the plan's prediction, its ``reach`` (the Newton step's first-order
+change of removing every triple that moves the target its way: what no removal plan gets past) and ``band_units``,
+with no retrain.
+
 The model is only read; each verifying retrain is saved beside it, as the lab saves one. With ``--band noise`` a
 model without a noise band gets one first (3 retrains from seeds 1, 2, 3: ``kgbias prepare`` computes the same
 band).
@@ -87,9 +91,10 @@ def _append(out: Path, row: dict) -> None:
 
 
 def verify_occupation(model: Path, occupation: str, *, device: str, config: PlanConfig, band: str = "noise",
-                      add: bool = False) -> dict:
+                      add: bool = False, retrain: bool = True) -> dict:
     """Plan ``occupation`` on ``model`` (a removal, or with ``add`` Du's Add), verify the plan by one retrain -> its
-    row; a plan that edits nothing (already inside, or an Add that moves B_gr away) is not retrained."""
+    row; a plan that edits nothing (already inside, or an Add that moves B_gr away) is not retrained, nor any plan
+    without ``retrain`` (its row: the plan and its prediction)."""
     analysis = ModelAnalysis(load_model(model, device=device))
     noise = saved_noise_band(model)
     seed_band = family_group_bias_band(model) if band == "seed" else None
@@ -104,12 +109,17 @@ def verify_occupation(model: Path, occupation: str, *, device: str, config: Plan
            "k": len(plan.added.added_entities) if plan.added is not None else len(plan.removed),
            "plan_cpu_s": round(plan_cpu_s, 2), "predictions": plan.solves,
            "target_source": outcome.target.source, "target_low": outcome.target.low,
-           "target_high": outcome.target.high, "step_scale": config.step_scale}
+           "target_high": outcome.target.high, "step_scale": config.step_scale, "reach": outcome.reach,
+           "band_units": plan.band_units}
     index = analysis.groups.index(outcome.target.occupation)
     row["n_male"], row["n_female"] = int(analysis.groups.n_male[index]), int(analysis.groups.n_female[index])
     if not plan.removed and plan.added is None:  # nothing to retrain: B_gr stays where it is
         return row | {"group_bias_before": outcome.before, "predicted": outcome.after, "actual": outcome.before,
                       "inside_actual": outcome.inside, "retrain_s": 0.0}
+    if not retrain:
+        return row | {"group_bias_before": outcome.before, "predicted": outcome.after,
+                      "predicted_low": outcome.after_low, "predicted_high": outcome.after_high,
+                      "inside_predicted": outcome.inside}
     started = time.perf_counter()
     record = verify_plan_task(base=model, plan=plan, device=device).run(Progress())
     verified = record.iloc[-1].to_dict()
@@ -194,6 +204,8 @@ def main() -> None:
     parser.add_argument("--add", action="store_true",
                         help="plan Du's Add (the fewest dummies) instead of a removal; the step scale (auto) is the "
                              "model's Add ratio")
+    parser.add_argument("--plan-only", action="store_true",
+                        help="plan and record each plan's prediction and reach, retrain nothing (no summary)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
@@ -201,6 +213,8 @@ def main() -> None:
         parser.error("--control: run it with --band noise")
     if args.add and (args.control or args.scale_from):  # both are about removals
         parser.error("--add: without --control and --scale-from")
+    if args.plan_only and args.control:
+        parser.error("--plan-only: without --control (a control is a retrain)")
     torch.set_num_threads(args.threads)
     print(f"load average before: {os.getloadavg()[0]:.2f}; {args.threads} torch thread(s)", flush=True)
     if args.band == "noise" and saved_noise_band(args.model) is None:  # the seed band needs no retrain
@@ -230,13 +244,15 @@ def main() -> None:
                 _add_control(args, occupation, config)
             continue
         row = verify_occupation(args.model, occupation, device=args.device, config=config, band=args.band,
-                                add=args.add)
+                                add=args.add, retrain=not args.plan_only)
         if args.control and row["k"] > 0:
             row |= control_row(args.model, row["occupation"], int(row["k"]), device=args.device, config=config)
         print({k: row.get(k) for k in ("name", "n_male", "n_female", "k", "group_bias_before", "target_low",
                                        "target_high", "predicted", "actual", "inside_actual", "collateral_actual",
                                        "bounded", "mrr_drop", "plan_cpu_s", "retrain_s")}, flush=True)
         _append(args.out, row)
+    if args.plan_only:
+        return
     result = summary(_done(args.out))
     result.to_csv(args.out.with_name(args.out.stem + "_summary.csv"), index=False)
     print(result.to_string(index=False))

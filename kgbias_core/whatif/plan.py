@@ -954,9 +954,15 @@ def verification_rows(plan: Plan, change: pd.DataFrame, *, run: str, mrr_before:
 def append_verifications(model_dir, rows: pd.DataFrame) -> pd.DataFrame:
     """Append ``rows`` to the model's record of verified plans, written atomically with the model's config and
     data hash (:func:`~kgbias_core.embeddings.results.save_result`): a record made by an earlier training of
-    the model is not read back, so it starts again. -> the whole record."""
+    the model is not read back, so it starts again. A row of a run and target already recorded replaces the old
+    one (a plan verified again reads the same run: counted twice, it would weigh twice in the step ratio).
+    -> the whole record."""
     with _RECORD_LOCK:
         record = saved_verifications(model_dir)
-        record = rows if record is None else pd.concat([record, rows], ignore_index=True)
+        if record is not None:
+            again = pd.MultiIndex.from_frame(record[["run", "occupation"]]).isin(
+                pd.MultiIndex.from_frame(rows[["run", "occupation"]]))
+            record = record[~again]
+        record = rows if record is None or record.empty else pd.concat([record, rows], ignore_index=True)
         save_result(model_dir, VERIFICATIONS, record, params={})
     return record
