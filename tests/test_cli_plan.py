@@ -69,8 +69,8 @@ def test_plan_verify_retrains_and_records_predicted_and_actual(store: Path, caps
     ratio = observed_step_ratio(record, use=PLANS)
     assert main(["plan", "--model", str(base), "--occupations", "journalist", "--tolerance", "0.3"]) == 0
     printed = capsys.readouterr().out
-    assert (f"step scale {ratio.value:.3f}: the median retrained/predicted ratio of 1 retrain(s) in this model's "
-            "verified plans of this occupation") in printed  # journalist's own verified plan
+    assert (f"step scale {ratio.value:.3f}: the retrained/predicted ratio of the latest of 1 retrain(s) in this "
+            "model's verified plans of this occupation") in printed  # journalist's own verified plan
     assert f"x {ratio.value:.2f} (the retrained/predicted ratio" in printed
     assert main(["plan", "--model", str(base), "--occupations", "journalist", "--tolerance", "0.3",
                  "--step-scale", "1"]) == 0

@@ -343,11 +343,13 @@ def test_the_observed_ratio_is_the_median_of_retrained_over_unscaled_predicted_c
         observed_step_ratio(record, audit, use="everything")
     wild = pd.DataFrame({"predicted": [-0.01], "retrained": [-1.0]})
     assert observed_step_ratio(None, wild, use=PLANS).value == 2.0  # clipped: one odd retrain cannot run the planner
-    # A plan's single target with a verified plan of its own reads its own ratio; one without, the model's.
+    # A plan's single target with a verified plan of its own reads its own latest ratio; one without, the model's.
     record = record.assign(occupation=["a", "a", "b", "b"])
-    record.loc[0, "actual"] = 0.24  # a's first plan moved 0.4 of its step: a's ratios 0.4 and 0.25
+    record.loc[0, "actual"] = 0.24  # a's first plan moved 0.4 of its step: a's ratios 0.4 and then 0.25
     own = observed_step_ratio(record, audit, use=PLANS, occupation="a")
-    assert (own.value, own.n, own.source) == (pytest.approx(0.325), 2, "verified plans of this occupation")
+    assert (own.value, own.n, own.source) == (pytest.approx(0.25), 2, "verified plans of this occupation")
+    assert own.describe().startswith("the retrained/predicted ratio of the latest of 2 retrain(s)")
+    assert observed_step_ratio(record.iloc[::-1], audit, use=PLANS, occupation="a").value == pytest.approx(0.4)
     assert observed_step_ratio(record, audit, use=PLANS, occupation="c").n == 3  # no plan of its own: the model's
     assert observed_step_ratio(record, audit, use=EDITS, occupation="a").value == pytest.approx(0.6)  # edits: audit
 
