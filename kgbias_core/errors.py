@@ -430,6 +430,8 @@ PLAN_OUT_OF_REACH = (
     "change B_gr by about {reach:+.4f}, to {to:+.4f} (the Newton step's first order, at the plan's scale); an Add "
     "may reach it (plan --add; the lab's Edit: Add)"
 )
+PLAN_CAPPED = ("{name}: the plan stopped at its cap of {cap} triples (plan --max-triples; the lab's \"At most this "
+               "many triples\"): a larger cap may reach the target")
 PLAN_COLLATERAL = "{n} of {m} other occupations are predicted to change beyond their band: {names}"
 PLAN_LINK_BOUND = "the link-prediction proxy {share:.4f} is above the bound {bound:g}"
 PLAN_EMPTY = ("plan: the plan edits nothing (every target is already inside its interval, or no edit of its kind "

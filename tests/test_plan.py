@@ -16,7 +16,7 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.results import RESULTS
 from kgbias_core.embeddings.store import StoredModel, load_model, read_config
-from kgbias_core.errors import PLAN_BAD_INTERVAL, PLAN_NO_TARGETS, PLAN_TARGET_NOT_PLANNED, MeasureError
+from kgbias_core.errors import PLAN_BAD_INTERVAL, PLAN_CAPPED, PLAN_NO_TARGETS, PLAN_TARGET_NOT_PLANNED, MeasureError
 from kgbias_core.influence.prediction import predict_removal
 from kgbias_core.influence.retraining_check import masked_retrain_bias
 from kgbias_core.jobs import Progress
@@ -202,6 +202,7 @@ def test_a_plan_that_cannot_meet_its_bounds_says_so_and_returns_the_closest(anal
     plan = plan_removal(analysis, [target], config=PlanConfig(max_triples=3))
     assert not plan.feasible
     assert any(p.startswith("Journalist: predicted B_gr") and "closest plan" in p for p in plan.problems)
+    assert PLAN_CAPPED.format(name="Journalist", cap=3) in plan.problems  # what stopped it, and what to raise
     assert any("does NOT meet its bounds; the closest plan found" in line for line in plan_summary(plan))
     (outcome,) = plan.targets
     assert 0 < len(plan.removed) <= 3 and not outcome.inside

@@ -74,6 +74,7 @@ from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import (
     NEWTON_NEEDS_SQUARED_L2,
     PLAN_BAD_INTERVAL,
+    PLAN_CAPPED,
     PLAN_COLLATERAL,
     PLAN_LINK_BOUND,
     PLAN_NO_TARGETS,
@@ -836,6 +837,8 @@ def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands
             if sigma * (outcome.before + reach - near) < 0:  # even every mover would stop short of the near edge
                 problems.append(PLAN_OUT_OF_REACH.format(name=outcome.name, reach=reach,
                                                          to=outcome.before + reach))
+            elif len(chosen) >= config.max_triples:
+                problems.append(PLAN_CAPPED.format(name=outcome.name, cap=config.max_triples))
     problems += collateral_problem(frame)
     share = float(costs[chosen].sum()) if chosen else 0.0
     if share > config.max_link_share:
