@@ -83,9 +83,13 @@ def test_the_plan_section_builds_a_plan_verifies_it_and_plots_predicted_against_
     table = next(t.value for t in app.dataframe if "in words" in t.value.columns)
     assert table["row"].tolist() == list(scaled.removed)
     assert metric(app, "Predicted B_gr of Nurse after") == ui_texts.fmt(scaled.targets[0].after)
+    again = section.VERIFY_AGAIN.split(" (")[0]
+    assert again not in texts(app.caption)  # other triples: a retrain of its own
     app.checkbox(key="plan_step_scale").uncheck().run()  # the step as computed: the scaled plan is not current
     assert section.CHANGED in texts(app.caption)
     button(app, section.BUILD_BUTTON).click().run()
     assert section.CHANGED not in texts(app.caption)
     table = next(t.value for t in app.dataframe if "in words" in t.value.columns)
     assert table["row"].tolist() == list(expected.removed)
+    # the first plan again: its run is there, and verifying it will read that run back, as the page says
+    assert again in texts(app.caption)

@@ -16,7 +16,7 @@ from kgbias_app.escape import md
 from kgbias_app.widgets import download, min_group_size, readable_name, show_chart, too_few
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.tasks import model_retrain_seconds
-from kgbias_core.tasks.plan import plan_run_dir, verify_plan_task
+from kgbias_core.tasks.plan import plan_edit, plan_run_dir, retrained_before, verify_plan_task
 from kgbias_core.whatif.plan import (
     BAND_UNITS,
     LINK_PROXY,
@@ -105,6 +105,10 @@ SCALE_HELP = (
 NO_SCALE = ("The Newton step is used as computed: no retrain of this model has been compared with a prediction yet. "
             "Verify a plan (or let the prediction audit run) and later plans use the ratio it shows.")
 VERIFY_JOB = "{model}: verify the plan ({what})"
+VERIFY_AGAIN = ("This edit of this model was retrained before ({name}): verifying reads that run back (the retrain is "
+                "deterministic under the model's seed) and replaces its row in the record.")
+#: The estimate of a verification that reads its run back: a comparison and, where missing, link prediction.
+READ_BACK_SECONDS = 10.0
 #: Session state: the plan last built on this page, with the settings it was built for.
 PLAN_KEY = "lab_plan"
 
@@ -228,9 +232,14 @@ def _verify_button(model: ModelRef, plan: Plan) -> None:
     task = verify_plan_task(base=model.path, plan=plan, device=cache.device())
     if jobs_ui.is_running(task):
         st.caption(texts.RUN_RETRAINING.format(name=md(plan_run_dir(model.path, plan).name)))
-    elif st.button(VERIFY_BUTTON, help=VERIFY_HELP):
-        jobs_ui.submit(VERIFY_JOB.format(model=model.name, what=plan_headline(plan)), task, group="plan",
-                       estimate=model_retrain_seconds(model.path))
+    else:
+        # an edit of this model retrained before is read back, not retrained (verify_plan_task): seconds, not minutes
+        again = retrained_before(plan_run_dir(model.path, plan), model.path, plan_edit(plan))
+        if again:
+            st.caption(VERIFY_AGAIN.format(name=md(plan_run_dir(model.path, plan).name)))
+        if st.button(VERIFY_BUTTON, help=VERIFY_HELP):
+            jobs_ui.submit(VERIFY_JOB.format(model=model.name, what=plan_headline(plan)), task, group="plan",
+                           estimate=READ_BACK_SECONDS if again else model_retrain_seconds(model.path))
     jobs_ui.progress_panel(jobs_ui.session_tasks("plan"), key="plan_jobs")
 
 
