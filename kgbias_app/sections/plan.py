@@ -230,13 +230,14 @@ def _plan(model: ModelRef, analysis: ModelAnalysis, plan: Plan, *, noise: pd.Dat
 
 def _verify_button(model: ModelRef, plan: Plan) -> None:
     task = verify_plan_task(base=model.path, plan=plan, device=cache.device())
+    run = plan_run_dir(model.path, plan)
     if jobs_ui.is_running(task):
-        st.caption(texts.RUN_RETRAINING.format(name=md(plan_run_dir(model.path, plan).name)))
+        st.caption(texts.RUN_RETRAINING.format(name=md(run.name)))
     else:
         # an edit of this model retrained before is read back, not retrained (verify_plan_task): seconds, not minutes
-        again = retrained_before(plan_run_dir(model.path, plan), model.path, plan_edit(plan))
+        again = retrained_before(run, model.path, plan_edit(plan))
         if again:
-            st.caption(VERIFY_AGAIN.format(name=md(plan_run_dir(model.path, plan).name)))
+            st.caption(VERIFY_AGAIN.format(name=md(run.name)))
         if st.button(VERIFY_BUTTON, help=VERIFY_HELP):
             jobs_ui.submit(VERIFY_JOB.format(model=model.name, what=plan_headline(plan)), task, group="plan",
                            estimate=READ_BACK_SECONDS if again else model_retrain_seconds(model.path))
