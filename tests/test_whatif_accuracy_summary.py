@@ -147,3 +147,39 @@ def test_rescore_predicts_the_same_sets_again_with_the_models_scale_for_edits(ti
     pd.DataFrame(rows).to_csv(runs, index=False)
     with pytest.raises(SystemExit, match="not the same set"):
         _bench().main()
+
+
+def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path, monkeypatch) -> None:
+    """``--shard I/N`` splits the chosen occupations without overlap, and ``--base`` (written once by ``--base-only``,
+    read back by each shard) gives every set the change one run with its own unedited retrain gives."""
+    import argparse
+    import shutil
+
+    from kgbias_core.jobs import Progress
+    from kgbias_core.tasks import prediction_audit_task
+
+    bench = _bench()
+    model = Path(shutil.copytree(tiny_store / "tiny-transe", tmp_path / "tiny-transe"))
+    prediction_audit_task(model).run(Progress())  # before the shards, as the device script runs it
+    base = tmp_path / "base.npy"
+    common = ["--model", str(model), "--occupations", "3", "--kinds", "top", "--sets", "16", "--no-calibration",
+              "--no-exact"]
+
+    def run(*extra: str, runs: Path) -> pd.DataFrame:
+        monkeypatch.setattr("sys.argv", ["whatif_accuracy.py", *common, "--runs", str(runs), *extra])
+        bench.main()
+        return pd.read_csv(runs) if runs.exists() else pd.DataFrame()
+
+    run("--base", str(base), "--base-only", runs=tmp_path / "unused.csv")
+    assert base.is_file() and not (tmp_path / "unused.csv").exists()
+    shards = pd.concat([run("--base", str(base), "--shard", f"{i}/2", runs=tmp_path / f"shard{i}.csv")
+                        for i in (0, 1)])
+    whole = run(runs=tmp_path / "whole.csv")  # its own unedited retrain, no --base
+    assert len(whole) == 3 and sorted(shards["occupation"]) == sorted(whole["occupation"])
+    merged = shards.set_index("occupation").loc[whole["occupation"]]
+    np.testing.assert_array_equal(merged["actual"].to_numpy(), whole["actual"].to_numpy())
+    stored = np.load(base, allow_pickle=False)  # a plain array, one B_gr per occupation: never a pickle
+    assert stored.dtype == np.float32 and stored.ndim == 1 and np.isfinite(stored).any()  # NaN: one gender only
+    for bad in ("2/2", "one/2", "1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            bench.shard_arg(bad)

@@ -19,6 +19,11 @@ seconds), and the rows say whether the occupation was one the calibration was fi
 minutes, the longest part of the run; its columns stay empty and the summary leaves it out); ``--kinds`` picks the
 kinds of set (default all three).
 
+``--shard I/N`` measures only every N-th chosen occupation from the I-th (0-based), so N processes share one
+GPU (each appends to its own ``--runs``; concatenate them for the summary). ``--base FILE.npy`` keeps the unedited
+retrain's B_gr of every occupation in FILE (written once, atomically; read back when it exists, never unpickled),
+so shards and reruns skip that retrain; ``--base-only`` writes it and stops (run it beside the model's audit).
+
 ``--distance l1|l2`` trains that graph with an imported engine's distance instead of squared L2 (the Newton
 step then uses that distance's curvature, :func:`kgbias_core.influence.prediction.absolute_curvature_hvp`).
 
@@ -109,6 +114,38 @@ def summarize(runs: pd.DataFrame) -> str:
                  f"exact-H step (targeted): median retrained/predicted "
                  f"{(targeted['actual'] / targeted['exact_newton']).median():.2f}")
     return "\n".join(lines)
+
+
+def shard_arg(text: str) -> tuple[int, int]:
+    """``I/N`` -> (I, N) with 0 <= I < N."""
+    try:
+        i, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, e.g. 0/8") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be 0 to N - 1")
+    return i, n
+
+
+def unedited_bias(model, groups, path: Path | None) -> torch.Tensor:
+    """B_gr of every occupation after a retrain with nothing removed (the reference each set's change is read
+    against), read from ``path`` when it holds one of the right length, else retrained and written there."""
+    if path is not None and path.exists():
+        stored = np.load(path, allow_pickle=False)
+        if stored.shape == (len(groups.labels),):
+            print(f"base retrain read from {path}", flush=True)
+            return torch.as_tensor(stored, dtype=torch.float32, device=groups.occupations.device)
+        print(f"{path} holds {stored.shape}, not {len(groups.labels)} occupations: retraining", flush=True)
+    started = time.perf_counter()
+    base = masked_retrain_bias(model, removed=None, groups=groups)
+    print(f"base retrain {time.perf_counter() - started:.1f} s", flush=True)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + f".{os.getpid()}.tmp")
+        with open(partial, "wb") as handle:  # np.save on a path would append .npy to the temporary name
+            np.save(handle, base.detach().cpu().numpy(), allow_pickle=False)
+        os.replace(partial, path)
+    return base
 
 
 def _inside(actual: pd.Series, low: pd.Series, high: pd.Series) -> pd.Series:
@@ -256,6 +293,10 @@ def main() -> None:
     parser.add_argument("--kinds", default=",".join(KINDS), help="kinds of removal set, of " + ", ".join(KINDS))
     parser.add_argument("--distance", choices=("squared_l2", "l2", "l1"), default="squared_l2",
                         help="train the synthetic graph with this distance (an imported engine's L1 / L2)")
+    parser.add_argument("--shard", type=shard_arg, default=(0, 1), metavar="I/N",
+                        help="only every N-th chosen occupation, from the I-th (0-based)")
+    parser.add_argument("--base", type=Path, help=".npy of the unedited retrain's B_gr (written once, then read)")
+    parser.add_argument("--base-only", action="store_true", help="with --model and --base: write the base, stop")
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed,
                         help="seed of the synthetic graph (7: the tests' graph, the band's fit; others: held out)")
     args = parser.parse_args()
@@ -275,6 +316,13 @@ def main() -> None:
         _rescore(args)
         return
     retrain_threads = args.retrain_threads or args.threads
+    if args.base_only:
+        if not (args.model and args.base):
+            parser.error("--base-only needs --model and --base")
+        torch.set_num_threads(retrain_threads)
+        model = load_model(args.model)
+        unedited_bias(model, ModelAnalysis(model).groups, args.base)
+        return
     scale, noise = None, None
     if args.model:
         model = load_model(args.model)
@@ -310,14 +358,13 @@ def main() -> None:
         damping = spectral_damping(model)
         print(f"spectral damping lambda = {damping:.3f} ({time.perf_counter() - started:.2f} s)", flush=True)
     torch.set_num_threads(retrain_threads)
-    started = time.perf_counter()
-    base = masked_retrain_bias(model, removed=None, groups=groups)
-    print(f"base retrain {time.perf_counter() - started:.1f} s", flush=True)
+    base = unedited_bias(model, groups, args.base)
 
     args.runs.parent.mkdir(parents=True, exist_ok=True)
     done = pd.read_csv(args.runs) if args.runs.exists() else None
     seen = set() if done is None else set(zip(done["occupation"], done["kind"], done["share"], strict=True))
-    for index in chosen_occupations(groups, args.occupations):
+    shard, shards = args.shard
+    for index in chosen_occupations(groups, args.occupations)[shard::shards]:
         label = groups.labels[index]
         influence = analysis.influence(label)
         moving = int((influence != 0).sum())
