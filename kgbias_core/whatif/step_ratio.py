@@ -7,10 +7,11 @@ with a masked retrain of the same edit: the one-retrain audit (:data:`PREDICTION
 that a removal's step is multiplied by.
 
 Why a ratio: the step is the optimum's shift (Du Eq. 2 with |H|, METHODS §4); a retrain of finite epochs
-moves part of it, and the part is much the same across occupations and edit sizes of one model (on the
-one-negative FB15k-237 model 0.22-0.30 over five planned occupations), while it differs between models (0.82 on
-the synthetic graph of the tests). A median is robust to one odd retrain; the clip keeps one wild ratio from
-making the planner remove nothing or everything.
+moves part of it, and on FB15k-237 the part is much the same across occupations and edit sizes of one model (on the
+one-negative model 0.22-0.30 over five planned occupations), while it differs between models (0.82 on the synthetic
+graph of the tests). Not on FB13: there it ranged 0.10-0.60 over the top 2% sets of eight occupations (H200,
+2026-11-28, docs/results/whatif.md), so one audit's ratio carries badly from one occupation to another. A median
+is robust to one odd retrain; the clip keeps one wild ratio from making the planner remove nothing or everything.
 
 Why two scales (:data:`EDITS`, :data:`PLANS`): a plan picks the triples whose step moves B_gr most per triple, and a
 retrain moves such a selection by a smaller part of its step than a removal of the top or bottom share of the moving
