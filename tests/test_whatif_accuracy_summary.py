@@ -153,7 +153,9 @@ def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path
     """``--shard I/N`` splits the chosen occupations without overlap, and ``--base`` (written once by ``--base-only``,
     read back by each shard) gives every set the change one run with its own unedited retrain gives."""
     import argparse
+    import json
     import shutil
+    from dataclasses import replace
 
     from kgbias_core.jobs import Progress
     from kgbias_core.tasks import prediction_audit_task
@@ -161,7 +163,7 @@ def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path
     bench = _bench()
     model = Path(shutil.copytree(tiny_store / "tiny-transe", tmp_path / "tiny-transe"))
     prediction_audit_task(model).run(Progress())  # before the shards, as the device script runs it
-    base = tmp_path / "base.npy"
+    base = tmp_path / "base.npz"
     common = ["--model", str(model), "--occupations", "3", "--kinds", "top", "--sets", "16", "--no-calibration",
               "--no-exact"]
 
@@ -178,8 +180,12 @@ def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path
     assert len(whole) == 3 and sorted(shards["occupation"]) == sorted(whole["occupation"])
     merged = shards.set_index("occupation").loc[whole["occupation"]]
     np.testing.assert_array_equal(merged["actual"].to_numpy(), whole["actual"].to_numpy())
-    stored = np.load(base, allow_pickle=False)  # a plain array, one B_gr per occupation: never a pickle
-    assert stored.dtype == np.float32 and stored.ndim == 1 and np.isfinite(stored).any()  # NaN: one gender only
+    with np.load(base, allow_pickle=False) as stored:  # plain arrays, never a pickle
+        assert stored["bias"].ndim == 1 and np.isfinite(stored["bias"]).any()  # NaN: an occupation of one gender
+        assert json.loads(str(stored["key"]))["data_hash"] == bench.load_model(model).data_hash
+    other = bench.load_model(model)
+    other = replace(other, config=replace(other.config, seed=other.config.seed + 1))
+    assert bench.retrain_key(other) != bench.retrain_key(bench.load_model(model))  # another seed: not read back
     for bad in ("2/2", "one/2", "1"):
         with pytest.raises(argparse.ArgumentTypeError):
             bench.shard_arg(bad)

@@ -12,11 +12,6 @@ LIMIT=${1:-560}
 source experiments/gpu/steps.sh
 M13=/tmp/m/fb13-transe; M15=/tmp/m/fb15k237-transe; W=experiments/whatif_accuracy/whatif_accuracy.py
 BENCH="--occupations 8 --no-calibration --no-exact --threads 1 --retrain-threads 1"
-bg() {  # bg NAME command...: runs in the background, its output in $RES/NAME.log
-  local name=$1; shift; echo "## $name started at $(( $(date +%s) - T0 )) s (load $(cut -d' ' -f1 /proc/loadavg))"
-  ( "$@" > "$RES/$name.log" 2>&1; rc=$?; echo "## $name: rc $rc at $(( $(date +%s) - T0 )) s"; echo $rc > "$RES/$name.rc" ) &
-}
-await() { for name in "$@"; do until [ -f "$RES/$name.rc" ]; do sleep 2; done; done; }  # await NAME...: bg jobs done
 noise() { python3 -c "from kgbias_core.tasks.whatif import noise_band_task as t
 from kgbias_core.jobs import Progress; print(t('$1', device='cuda').run(Progress()).to_string())"; }
 audit() { python3 -c "from kgbias_core.tasks.prediction_audit import prediction_audit_task as t
@@ -38,18 +33,18 @@ step train15 60 $KG train --dataset fb15k237 --device cuda --out $M15
 step predict15 60 sh -c "python3 bench/bench_prediction.py --model $M15 --device cuda --add --threads 1 > $RES/prediction_fb15k237_k8_h200_replay.txt 2>&1; rc=\$?; cat $RES/prediction_fb15k237_k8_h200_replay.txt; exit \$rc"
 bg audit15 audit $M15
 bg noise15 timeout $(( $(left) - 60 )) bash -c "$(declare -f noise); noise $M15"  # 3 seeds' retrains: the floor
-bg base15 python3 $W --model $M15 --base $RES/fb15k237_base.npy --base-only --runs /dev/null --retrain-threads 1
+bg base15 python3 $W --model $M15 --base $RES/fb15k237_base.npz --base-only --runs /dev/null --retrain-threads 1
 bg pykeen timeout 150 python3 experiments/link_prediction_reference/pykeen_transe.py --dataset fb15k237 --epochs 5 \
   --device cuda --data-dir /tmp/data --out $RES/pykeen_rate_probe.csv
 await train13
 cat $RES/train13.log | grep -v "epoch"
 bg audit13 audit $M13
 bg noise13 timeout $(( $(left) - 60 )) bash -c "$(declare -f noise); noise $M13"
-bg base13 python3 $W --model $M13 --base $RES/fb13_base.npy --base-only --runs /dev/null --retrain-threads 1
+bg base13 python3 $W --model $M13 --base $RES/fb13_base.npz --base-only --runs /dev/null --retrain-threads 1
 await audit15 base15
-for i in 0 1 2 3; do bg s15_$i timeout $(( $(left) - 100 )) bash -c "$(declare -f shard); W=$W BENCH='$BENCH'; shard $M15 $RES/fb15k237_base.npy $i 4 $RES/fb15k237_k8_whatif_h200_"; done
+for i in 0 1 2 3; do bg s15_$i timeout $(( $(left) - 100 )) bash -c "$(declare -f shard); W=$W BENCH='$BENCH'; shard $M15 $RES/fb15k237_base.npz $i 4 $RES/fb15k237_k8_whatif_h200_"; done
 await audit13 base13
-for i in 0 1 2 3 4 5 6 7; do bg s13_$i timeout $(( $(left) - 100 )) bash -c "$(declare -f shard); W=$W BENCH='$BENCH'; shard $M13 $RES/fb13_base.npy $i 8 $RES/fb13_whatif_h200_"; done
+for i in 0 1 2 3 4 5 6 7; do bg s13_$i timeout $(( $(left) - 100 )) bash -c "$(declare -f shard); W=$W BENCH='$BENCH'; shard $M13 $RES/fb13_base.npz $i 8 $RES/fb13_whatif_h200_"; done
 await pykeen s15_0 s15_1 s15_2 s15_3 s13_0 s13_1 s13_2 s13_3 s13_4 s13_5 s13_6 s13_7  # (a bare wait would wait for the log's tee)
 for f in audit15 base15 noise15 pykeen audit13 base13 noise13; do echo "### $f"; grep -v "epoch\|batch\|Evaluating\|it/s" $RES/$f.log | tail -20; done
 merge $RES/fb15k237_k8_whatif_h200 $M15

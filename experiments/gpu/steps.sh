@@ -1,4 +1,5 @@
 # Sourced by the device scripts of experiments/gpu: the set-up of a bare device machine and the guarded step.
+# bg NAME cmd / await NAME..: background jobs with their log and exit status in $RES.
 # Needs LIMIT (seconds this call may use) and .whl (PyKEEN's wheels) and .devpack (data.tar.xz) carried.
 T0=$(date +%s); OUTDIR=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$RES" "$OUTDIR" /tmp/m
 exec > >(tee -a "$OUTDIR/log.txt") 2>&1
@@ -18,6 +19,11 @@ step() {  # step NAME NEED_SECONDS command...: runs only while NEED_SECONDS are 
   echo "## $name ($l s left, load $(cut -d' ' -f1 /proc/loadavg)) \$ $*"; local s; s=$(date +%s)
   timeout $(( l - 5 )) "$@"; echo "## $name: rc $? in $(( $(date +%s) - s )) s"; pack
 }
+bg() {  # bg NAME command...: in the background, its output in $RES/NAME.log and its exit status in $RES/NAME.rc
+  local name=$1; shift; echo "## $name started at $(( $(date +%s) - T0 )) s (load $(cut -d' ' -f1 /proc/loadavg))"
+  ( "$@" > "$RES/$name.log" 2>&1; rc=$?; echo "## $name: rc $rc at $(( $(date +%s) - T0 )) s"; echo $rc > "$RES/$name.rc" ) &
+}
+await() { for name in "$@"; do until [ -f "$RES/$name.rc" ]; do sleep 2; done; done; }  # (a bare wait waits for tee)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, pykeen; print('torch', torch.__version__, 'pykeen', pykeen.get_version(), torch.cuda.get_device_name())"
 nproc; uptime

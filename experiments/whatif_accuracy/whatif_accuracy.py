@@ -3,7 +3,7 @@
 For each chosen occupation and removal set (top / bottom by Du's closed-form influence at each share of
 the triples that move the occupation's B_gr, and random sets of the same sizes), one masked retrain gives
 the actual change of B_gr (groups fixed, METHODS §2); the Newton-step prediction
-(:func:`kgbias_core.influence.prediction.newton_removal_prediction`) and the old estimator (Du's sum of
+(:func:`kgbias_core.influence.prediction.predict_removal`, as the lab calls it) and the old estimator (Du's sum of
 delta_z times the calibration's scale, with the calibration's range) stand beside it. Every row is
 appended to ``--runs`` when it is done and a rerun skips the rows already there (resumable).
 
@@ -20,9 +20,10 @@ minutes, the longest part of the run; its columns stay empty and the summary lea
 kinds of set (default all three).
 
 ``--shard I/N`` measures only every N-th chosen occupation from the I-th (0-based), so N processes share one
-GPU (each appends to its own ``--runs``; concatenate them for the summary). ``--base FILE.npy`` keeps the unedited
-retrain's B_gr of every occupation in FILE (written once, atomically; read back when it exists, never unpickled),
-so shards and reruns skip that retrain; ``--base-only`` writes it and stops (run it beside the model's audit).
+GPU (each appends to its own ``--runs``; concatenate them for the summary). ``--base FILE.npz`` keeps the unedited
+retrain's B_gr of every occupation in FILE with what made it (the model's data hash and config, the retrain's kind of
+device), written once and atomically; a later run of the same model reads it back (never unpickled) and skips that
+retrain, any other retrains. ``--base-only`` writes it and stops (run it beside the model's audit).
 
 ``--distance l1|l2`` trains that graph with an imported engine's distance instead of squared L2 (the Newton
 step then uses that distance's curvature, :func:`kgbias_core.influence.prediction.absolute_curvature_hvp`).
@@ -43,10 +44,11 @@ The retrained change is the one measured; only the prediction is new. Used when 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +58,7 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import write_text
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
+from kgbias_core.device import retrain_device
 from kgbias_core.embeddings.config import TrainConfig
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
@@ -64,7 +67,7 @@ from kgbias_core.influence.prediction import (
     SCALED_BAND_SMALL,
     band_ends,
     newton_change,
-    newton_removal_prediction,
+    predict_removal,
     removal_band_factor,
     spectral_damping,
 )
@@ -127,23 +130,32 @@ def shard_arg(text: str) -> tuple[int, int]:
     return i, n
 
 
+def retrain_key(model) -> str:
+    """What an unedited retrain of ``model`` depends on: its data, its training config and the kind of device the
+    retrain runs on (the same on another machine of that kind; another kind drifts, kgbias_core.device)."""
+    return json.dumps({"data_hash": model.data_hash, "config": asdict(model.config),
+                       "device": retrain_device(model).type}, sort_keys=True, default=str)
+
+
 def unedited_bias(model, groups, path: Path | None) -> torch.Tensor:
     """B_gr of every occupation after a retrain with nothing removed (the reference each set's change is read
-    against), read from ``path`` when it holds one of the right length, else retrained and written there."""
+    against), read from ``path`` when it was made by a retrain of the same key (:func:`retrain_key`), else
+    retrained and written there."""
+    key = retrain_key(model)
     if path is not None and path.exists():
-        stored = np.load(path, allow_pickle=False)
-        if stored.shape == (len(groups.labels),):
-            print(f"base retrain read from {path}", flush=True)
-            return torch.as_tensor(stored, dtype=torch.float32, device=groups.occupations.device)
-        print(f"{path} holds {stored.shape}, not {len(groups.labels)} occupations: retraining", flush=True)
+        with np.load(path, allow_pickle=False) as stored:
+            if str(stored["key"]) == key and stored["bias"].shape == (len(groups.labels),):
+                print(f"base retrain read from {path}", flush=True)
+                return torch.as_tensor(stored["bias"], dtype=torch.float32, device=groups.occupations.device)
+        print(f"{path} is the base of another model or device: retraining", flush=True)
     started = time.perf_counter()
     base = masked_retrain_bias(model, removed=None, groups=groups)
     print(f"base retrain {time.perf_counter() - started:.1f} s", flush=True)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(path.name + f".{os.getpid()}.tmp")
-        with open(partial, "wb") as handle:  # np.save on a path would append .npy to the temporary name
-            np.save(handle, base.detach().cpu().numpy(), allow_pickle=False)
+        with open(partial, "wb") as handle:  # np.savez on a path would append .npz to the temporary name
+            np.savez(handle, bias=base.detach().cpu().numpy(), key=np.array(key))
         os.replace(partial, path)
     return base
 
@@ -230,11 +242,11 @@ def audited_occupations(model_dir) -> set[str]:
     return set() if audit is None else set(pd.Series(audit["occupation"]).tolist())
 
 
-def lab_columns(model, removed, *, groups, label: str, scale: float, noise, audited: set[str]) -> dict:
-    """The prediction as the lab shows it (predict_edit): the step times ``scale``, the noise floor; -> the run's
-    columns ``scale, scaled, scaled_low, scaled_high, floor, in_audit``."""
-    s = newton_removal_prediction(model, removed=removed, groups=groups, occupation_index=groups.index(label),
-                                  scale=scale, spread=noise_spread(noise, label))
+def lab_columns(analysis, removed, *, label: str, scale: float, noise, audited: set[str]) -> dict:
+    """The prediction as the lab shows it (predict_edit: the analysis's memo of |H|, the lab's tolerance): the step
+    times ``scale``, the noise floor; -> the run's columns ``scale, scaled, scaled_low, scaled_high, floor,
+    in_audit``."""
+    s = predict_removal(analysis, label, removed, scale=scale, spread=noise_spread(noise, label))
     return {"scale": scale, "scaled": s.point, "scaled_low": s.low, "scaled_high": s.high, "floor": s.floor,
             "in_audit": label in audited}
 
@@ -250,7 +262,6 @@ def _rescore(args: argparse.Namespace) -> None:
     audited = audited_occupations(args.model)
     print(f"step scale {ratio.value:.3f}: {ratio.describe()}", flush=True)
     analysis = ModelAnalysis(model)
-    groups = analysis.groups
     rows = []
     for row in runs.to_dict("records"):
         influence = analysis.influence(row["occupation"])
@@ -260,7 +271,7 @@ def _rescore(args: argparse.Namespace) -> None:
             raise SystemExit(f"{row['occupation']} {row['kind']} {row['share']}%: the rebuilt set's closed form "
                              f"{raw:+.6f} is not the run's {row['closed_form']:+.6f}: not the same set")
         t = time.perf_counter()
-        shown = lab_columns(model, removed, groups=groups, label=row["occupation"], scale=ratio.value, noise=noise,
+        shown = lab_columns(analysis, removed, label=row["occupation"], scale=ratio.value, noise=noise,
                             audited=audited)
         rows.append({**row, **shown})
         inside = "in " if shown["scaled_low"] <= row["actual"] <= shown["scaled_high"] else "OUT"
@@ -295,7 +306,7 @@ def main() -> None:
                         help="train the synthetic graph with this distance (an imported engine's L1 / L2)")
     parser.add_argument("--shard", type=shard_arg, default=(0, 1), metavar="I/N",
                         help="only every N-th chosen occupation, from the I-th (0-based)")
-    parser.add_argument("--base", type=Path, help=".npy of the unedited retrain's B_gr (written once, then read)")
+    parser.add_argument("--base", type=Path, help=".npz of the unedited retrain's B_gr (written once, then read)")
     parser.add_argument("--base-only", action="store_true", help="with --model and --base: write the base, stop")
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed,
                         help="seed of the synthetic graph (7: the tests' graph, the band's fit; others: held out)")
@@ -377,14 +388,14 @@ def main() -> None:
                 raw = float(influence[removed].sum())
                 torch.set_num_threads(args.threads)
                 t = time.perf_counter()
-                p = newton_removal_prediction(model, removed=removed, groups=groups, occupation_index=index)
+                p = predict_removal(analysis, label, removed)  # as computed: unscaled, no floor
                 newton_s = time.perf_counter() - t
                 exact = math.nan if damping is None else newton_change(
                     model, removed, groups=groups, occupation_index=index, damping=damping, curvature="exact")
                 old = (predict(raw, scale=model.influence_scale, calibration=model.calibration)
                        if model.calibration is not None else None)
-                shown = {} if scale is None else lab_columns(model, removed, groups=groups, label=label,
-                                                             scale=scale, noise=noise, audited=audited)
+                shown = {} if scale is None else lab_columns(analysis, removed, label=label, scale=scale,
+                                                             noise=noise, audited=audited)
                 torch.set_num_threads(retrain_threads)
                 t = time.perf_counter()
                 actual = float(masked_retrain_bias(model, removed=removed, groups=groups)[index] - base[index])

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Issue 25's what-if accuracy bench on one graph's default, trained on the GPU, resumed from the rows earlier device
+# calls made (experiments/whatif_accuracy/results/<graph>_whatif_h200.csv): one call adds as many sets as its time
+# allows. The full bench is 8 occupations x (top, bottom at 2% and 16%, random at 16%), 40 masked retrains; an FB13
+# retrain takes 39 s alone on an H200 and about 130 s beside seven others (the CPU is the limit, so at most 8 shards).
+#   usage (device run, carry .whl and .devpack): bash experiments/gpu/whatif_bench.sh fb13|fb15k237 SECONDS
+# The default is trained again with seed 0; it is the model of the earlier rows only if it rebuilds their removal sets
+# (whatif_accuracy --rescore checks each set's closed-form sum), otherwise the bench starts afresh and says so.
+# The noise band (3 retrains) runs beside the shards; the rows are then predicted again with it as their floor.
+set -u
+GRAPH=${1:?fb13 or fb15k237}; LIMIT=${2:-560}
+source experiments/gpu/steps.sh
+case $GRAPH in fb13) STEM=fb13_whatif_h200; SHARDS=8 ;; fb15k237) STEM=fb15k237_k8_whatif_h200; SHARDS=8 ;;
+  *) echo "unknown graph $GRAPH"; exit 2 ;; esac
+M=/tmp/m/$GRAPH-transe; W=experiments/whatif_accuracy/whatif_accuracy.py
+DONE=${DONE:-experiments/whatif_accuracy/results/$STEM.csv}  # the rows to resume from
+BENCH="--occupations 8 --no-calibration --no-exact --threads 1 --retrain-threads 1"
+task() {  # task MODULE FUNCTION MODEL: one of the model's stored tasks on the GPU
+  python3 -c "from kgbias_core.tasks.$1 import $2 as t
+from kgbias_core.jobs import Progress; print(t('$3', device='cuda').run(Progress()).to_string())"
+}
+
+[ -d $M ] || step train 90 $KG train --dataset $GRAPH --device cuda --out $M
+bg audit task prediction_audit prediction_audit_task $M
+bg noise timeout $(( $(left) - 60 )) bash -c "$(declare -f task); task whatif noise_band_task $M"
+bg base python3 $W --model $M --base $RES/base.npz --base-only --runs /dev/null --retrain-threads 1
+await audit base
+# The earlier rows, without the readable names the summary added, so that new rows append under the same columns.
+python3 -c "import pandas as pd; pd.read_csv('$DONE').drop(columns='name', errors='ignore').to_csv('$RES/done.csv', index=False)"
+if python3 $W --model $M --runs $RES/done.csv --rescore $RES/check.csv --threads 1 > $RES/check.log 2>&1; then
+  echo "## the model rebuilds the $(( $(wc -l < $RES/done.csv) - 1 )) earlier sets: resumed"
+else
+  tail -1 $RES/check.log; echo "## not the earlier model: the bench starts afresh"; head -1 $RES/done.csv > $RES/fresh.csv
+  mv $RES/fresh.csv $RES/done.csv
+fi
+for i in $(seq 0 $(( SHARDS - 1 ))); do
+  cp $RES/done.csv $RES/${STEM}_$i.csv  # each shard skips the sets already there
+  bg s$i timeout $(( $(left) - 90 )) bash -c "python3 $W --model $M --base $RES/base.npz --shard $i/$SHARDS $BENCH \
+    --kinds top,bottom --sets 2,16 --runs $RES/${STEM}_$i.csv && python3 $W --model $M --base $RES/base.npz \
+    --shard $i/$SHARDS $BENCH --kinds random --sets 16 --runs $RES/${STEM}_$i.csv"
+done
+await $(for i in $(seq 0 $(( SHARDS - 1 ))); do echo s$i; done)
+python3 -c "import glob, pandas as pd; runs = pd.concat([pd.read_csv(f) for f in sorted(glob.glob('$RES/${STEM}_[0-9]*.csv'))])
+runs = runs.drop_duplicates(subset=['occupation', 'kind', 'share']); print(len(runs), 'sets')
+runs.to_csv('$RES/$STEM.csv', index=False)"
+python3 $W --summarize-only --model $M --runs $RES/$STEM.csv --summary $RES/${STEM}_summary.csv; pack
+await noise  # the floor: every set predicted again with the noise band (no retrain)
+timeout $(( $(left) - 8 )) python3 $W --model $M --runs $RES/$STEM.csv --rescore $RES/${STEM}_rescored.csv \
+  --summary $RES/${STEM}_rescored_summary.csv --threads 1 | tail -8
+cp $M/config.json $RES/config_$GRAPH.json; cp $M/results/prediction_audit.csv $RES/audit_$GRAPH.csv; pack
+echo "## done at $(( $(date +%s) - T0 )) s"
