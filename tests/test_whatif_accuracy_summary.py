@@ -186,6 +186,14 @@ def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path
     other = bench.load_model(model)
     other = replace(other, config=replace(other.config, seed=other.config.seed + 1))
     assert bench.retrain_key(other) != bench.retrain_key(bench.load_model(model))  # another seed: not read back
+    stale = tmp_path / "stale.npz"
+    with stale.open("wb") as handle:  # a bare array, as an older bench wrote: retrained, then rewritten
+        np.save(handle, np.zeros(3, dtype=np.float32))
+    analysis = bench.ModelAnalysis(bench.load_model(model))
+    retrained = bench.unedited_bias(analysis.model, analysis.groups, stale)
+    assert retrained.shape == (len(analysis.groups.labels),)
+    with np.load(stale, allow_pickle=False) as rewritten:
+        np.testing.assert_array_equal(rewritten["bias"], retrained.cpu().numpy())
     for bad in ("2/2", "one/2", "1"):
         with pytest.raises(argparse.ArgumentTypeError):
             bench.shard_arg(bad)

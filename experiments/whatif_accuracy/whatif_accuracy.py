@@ -143,11 +143,13 @@ def unedited_bias(model, groups, path: Path | None) -> torch.Tensor:
     retrained and written there."""
     key = retrain_key(model)
     if path is not None and path.exists():
-        with np.load(path, allow_pickle=False) as stored:
-            if str(stored["key"]) == key and stored["bias"].shape == (len(groups.labels),):
-                print(f"base retrain read from {path}", flush=True)
-                return torch.as_tensor(stored["bias"], dtype=torch.float32, device=groups.occupations.device)
-        print(f"{path} is the base of another model or device: retraining", flush=True)
+        stored = np.load(path, allow_pickle=False)  # an .npy of an older bench is a bare array: not read back
+        if isinstance(stored, np.lib.npyio.NpzFile):
+            with stored:
+                if "key" in stored and str(stored["key"]) == key and stored["bias"].shape == (len(groups.labels),):
+                    print(f"base retrain read from {path}", flush=True)
+                    return torch.as_tensor(stored["bias"], dtype=torch.float32, device=groups.occupations.device)
+        print(f"{path} is not the base of this model and device: retraining", flush=True)
     started = time.perf_counter()
     base = masked_retrain_bias(model, removed=None, groups=groups)
     print(f"base retrain {time.perf_counter() - started:.1f} s", flush=True)
