@@ -17,7 +17,8 @@ a config and epoch count already in the file is skipped).
 ``--checkpoint-dir DIR`` lets the published 3,000 epochs span sessions: PyKEEN saves the training (model, optimiser
 and random states) there every 10 minutes, and the same command started again resumes from it. At 7-8 s per epoch
 (this 2-core CPU, or an H200 waiting on launches) the whole run is 6-7 hours. The checkpoint is PyKEEN's own
-``torch.save`` file, written by this script and read back by it only.
+``torch.save`` file, written by this script and read back by it only. A resumed run's ``seconds`` are those of its
+last part.
 """
 
 from __future__ import annotations
