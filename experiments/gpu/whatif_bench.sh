@@ -26,15 +26,15 @@ bg noise timeout $(( $(left) - 60 )) bash -c "$(declare -f task); task whatif no
 bg base python3 $W --model $M --base $RES/base.npz --base-only --runs /dev/null --retrain-threads 1
 await audit base
 # The earlier rows, without the readable names the summary added, so that new rows append under the same columns.
-python3 -c "import pandas as pd; pd.read_csv('$DONE').drop(columns='name', errors='ignore').to_csv('$RES/done.csv', index=False)"
-if python3 $W --model $M --runs $RES/done.csv --rescore $RES/check.csv --threads 1 > $RES/check.log 2>&1; then
+[ -f "$DONE" ] && python3 -c "import pandas as pd
+pd.read_csv('$DONE').drop(columns='name', errors='ignore').to_csv('$RES/done.csv', index=False)"
+if [ -f $RES/done.csv ] && python3 $W --model $M --runs $RES/done.csv --rescore $RES/check.csv --threads 1 > $RES/check.log 2>&1; then
   echo "## the model rebuilds the $(( $(wc -l < $RES/done.csv) - 1 )) earlier sets: resumed"
 else
-  tail -1 $RES/check.log; echo "## not the earlier model: the bench starts afresh"; head -1 $RES/done.csv > $RES/fresh.csv
-  mv $RES/fresh.csv $RES/done.csv
+  tail -1 $RES/check.log 2>/dev/null; echo "## no earlier rows of this model: the bench starts afresh"; rm -f $RES/done.csv
 fi
 for i in $(seq 0 $(( SHARDS - 1 ))); do
-  cp $RES/done.csv $RES/${STEM}_$i.csv  # each shard skips the sets already there
+  [ -f $RES/done.csv ] && cp $RES/done.csv $RES/${STEM}_$i.csv  # each shard skips the sets already there
   bg s$i timeout $(( $(left) - 90 )) bash -c "python3 $W --model $M --base $RES/base.npz --shard $i/$SHARDS $BENCH \
     --kinds top,bottom --sets 2,16 --runs $RES/${STEM}_$i.csv && python3 $W --model $M --base $RES/base.npz \
     --shard $i/$SHARDS $BENCH --kinds random --sets 16 --runs $RES/${STEM}_$i.csv"
