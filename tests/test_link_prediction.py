@@ -13,6 +13,7 @@ from kgbias_core.evaluation.link_prediction import (
     before_after,
     cached_link_prediction,
     filtered_ranks,
+    head_scores,
     headline,
     link_prediction,
     link_prediction_sides,
@@ -21,6 +22,7 @@ from kgbias_core.evaluation.link_prediction import (
     one_side,
     predict_top1_tails,
     rank_metrics,
+    tail_scores,
 )
 
 torch.set_num_threads(1)
@@ -77,6 +79,23 @@ def test_filtered_head_ranks_equal_brute_force(factory: TriplesFactory, cls: typ
     known_set = {tuple(row) for row in known.tolist()}
     slow = [_brute_force_head_rank(model, row, known_set, factory.num_entities) for row in test.tolist()]
     torch.testing.assert_close(fast, torch.tensor(slow, dtype=torch.float32))
+
+
+@pytest.mark.parametrize(("norm", "power"), [(1, False), (2, False), (2, True)], ids=["l1", "l2", "squared_l2"])
+def test_transe_scores_by_distance_equal_pykeens_and_rank_as_brute_force(factory: TriplesFactory, norm: int,
+                                                                         power: bool) -> None:
+    """Every TransE distance kgbias trains or imports is scored without PyKEEN's [b, E, d] broadcast (cdist for L1
+    and L2, one matmul for squared L2): the same scores as PyKEEN's own, and the same filtered ranks as a loop."""
+    model = TransE(triples_factory=factory, embedding_dim=5, scoring_fct_norm=norm, power_norm=power, random_seed=6)
+    known = factory.mapped_triples
+    torch.testing.assert_close(tail_scores(model, known[:, :2]), model.score_t(known[:, :2]), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(head_scores(model, known[:, 1:]), model.score_h(known[:, 1:]), atol=1e-5, rtol=1e-5)
+    test = known[torch.tensor([0, 3, 10, 11, 15])]
+    known_set = {tuple(row) for row in known.tolist()}
+    for side, brute in (("tail", _brute_force_rank), ("head", _brute_force_head_rank)):
+        fast = filtered_ranks(model, triples=test, known=known, batch_size=2, side=side)
+        slow = [brute(model, row, known_set, factory.num_entities) for row in test.tolist()]
+        torch.testing.assert_close(fast, torch.tensor(slow, dtype=torch.float32))
 
 
 def test_filtered_head_ranks_realistic_ties(factory: TriplesFactory) -> None:

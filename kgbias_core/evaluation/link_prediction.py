@@ -75,17 +75,37 @@ def tail_scores(model: Model, hr: LongTensor) -> FloatTensor:
     q = h + r turns the [b, E, d] broadcast of ``score_t`` into one [b, d] x [d, E] matmul — the
     difference between minutes and seconds on a CPU. Every other model uses its own ``score_t``.
     """
-    if _squared_l2_transe(model):
+    norm = _transe_norm(model)
+    if norm is not None:
         entities = model.entity_representations[0](indices=None)  # [E, d]
         q = entities[hr[:, 0]] + model.relation_representations[0](indices=hr[:, 1])  # [b, d]
-        return -(q.pow(2).sum(-1, keepdim=True) - 2 * q @ entities.T + entities.pow(2).sum(-1))
+        return -_distances(q, entities, norm)
     return model.score_t(hr)
 
 
-def _squared_l2_transe(model: Model) -> bool:
+def _transe_norm(model: Model) -> str | None:
+    """"squared_l2", "l2" or "l1" for a TransE of one entity and one relation table, else None (the model's own
+    scoring)."""
     interaction = getattr(model, "interaction", None)
-    return (isinstance(interaction, TransEInteraction) and interaction.p == 2 and bool(interaction.power_norm)
-            and len(model.entity_representations) == 1 and len(model.relation_representations) == 1)
+    if not (isinstance(interaction, TransEInteraction) and len(model.entity_representations) == 1
+            and len(model.relation_representations) == 1):
+        return None
+    if interaction.p == 2:
+        return "squared_l2" if interaction.power_norm else "l2"
+    return "l1" if interaction.p == 1 and not interaction.power_norm else None
+
+
+def _distances(q: FloatTensor, entities: FloatTensor, norm: str) -> FloatTensor:
+    """psi between each query point and every entity: q [b, d], entities [E, d] -> [b, E].
+
+    Squared L2 as ||q||^2 - 2 q.t + ||t||^2 (one matmul); L1 and L2 by ``torch.cdist``, which does not materialise
+    PyKEEN's [b, E, d] broadcast (an L1 model's link prediction took 288 s on an H200 that way, against 8 s for
+    squared L2: docs/results/default_models.md). L2 is not taken as the square root of the matmul form: near the
+    query (the answers that matter) its cancellation error reached 1e-3.
+    """
+    if norm == "squared_l2":
+        return q.pow(2).sum(-1, keepdim=True) - 2 * q @ entities.T + entities.pow(2).sum(-1)
+    return torch.cdist(q, entities, p=1.0 if norm == "l1" else 2.0, compute_mode="donot_use_mm_for_euclid_dist")
 
 
 def head_scores(model: Model, rt: LongTensor) -> FloatTensor:
@@ -94,10 +114,11 @@ def head_scores(model: Model, rt: LongTensor) -> FloatTensor:
     For TransE with squared L2, ||h + r - t||^2 = ||h - q||^2 with q = t - r: the same one matmul as
     :func:`tail_scores`. Every other model uses its own ``score_h``.
     """
-    if _squared_l2_transe(model):
+    norm = _transe_norm(model)
+    if norm is not None:
         entities = model.entity_representations[0](indices=None)  # [E, d]
         q = entities[rt[:, 1]] - model.relation_representations[0](indices=rt[:, 0])  # [b, d]
-        return -(q.pow(2).sum(-1, keepdim=True) - 2 * q @ entities.T + entities.pow(2).sum(-1))
+        return -_distances(q, entities, norm)
     return model.score_h(rt)
 
 
