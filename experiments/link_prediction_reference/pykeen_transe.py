@@ -45,6 +45,26 @@ CONFIGS = {
 }
 
 
+def _resumable_sgd() -> None:
+    """Let PyKEEN resume an optimiser that keeps no state. PyKEEN 1.11.1 refuses to continue a training whose
+    optimiser state is empty ("Cannot continue_training without being trained once"), which plain SGD's always is:
+    the published config could never resume (found 2026-11-28, at its epoch 126). Before such a resume, one
+    parameter gets an empty state entry, which SGD without momentum never reads."""
+    from pykeen.training.training_loop import TrainingLoop
+
+    if getattr(TrainingLoop._train, "resumable_sgd", False):
+        return
+    original = TrainingLoop._train
+
+    def _train(self, *args, continue_training: bool = False, **kwargs):
+        if continue_training and not self.optimizer.state:
+            self.optimizer.state[next(iter(self.model.get_grad_params()))]  # a defaultdict: adds {}
+        return original(self, *args, continue_training=continue_training, **kwargs)
+
+    _train.resumable_sgd = True
+    TrainingLoop._train = _train
+
+
 def run(dataset: str, *, config: str, epochs: int | None, device: str, data_dir: str | None, seed: int,
         checkpoint_dir: Path | None = None) -> dict:
     from pykeen.evaluation import RankBasedEvaluator
@@ -59,6 +79,7 @@ def run(dataset: str, *, config: str, epochs: int | None, device: str, data_dir:
     if epochs is not None:
         training_kwargs["num_epochs"] = epochs
     if checkpoint_dir is not None:  # resumed from when the file exists (PyKEEN's checkpoint_name semantics)
+        _resumable_sgd()
         training_kwargs.update(checkpoint_directory=checkpoint_dir, checkpoint_frequency=10,
                                checkpoint_name=f"{dataset}-{config}-{training_kwargs['num_epochs']}-seed{seed}.pt")
     started = time.perf_counter()
