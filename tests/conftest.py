@@ -4,6 +4,7 @@ stores and helpers of the dashboard's page tests (AppTest)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from dataclasses import replace
@@ -23,6 +24,14 @@ from kgbias_core.influence.closed_form import InfluenceContext
 from kgbias_core.jobs import JobState, default_registry
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def load_script(relative: str, name: str):
+    """A script of the repository that is not a package (experiments/, docs/generate.py), imported from its path."""
+    spec = importlib.util.spec_from_file_location(name, REPO / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 #: Small enough to train in about a second on one CPU core, big enough for every group to exist.
 TINY_GRAPH = SyntheticConfig(n_persons=600, seed=7, other_gender_share=0.02)
 TINY_TRAINING = TrainConfig(dim=16, epochs=25, batch_size=256, lr=1e-2, l2=10.0, seed=3)

@@ -4,7 +4,6 @@ by a provenance line naming a machine class of docs/machines.toml, and every res
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import tomllib
@@ -12,16 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_script
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DOCS = REPO / "docs" / "results"
 RESULT_FOLDERS = [REPO / "bench" / "results", *sorted((REPO / "experiments").glob("*/results"))]
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("docs_generate", REPO / "docs" / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs/generate.py", "docs_generate")
 
 
 def _machine_names() -> set[str]:

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from kgbias_core.families import seed_band
+from tests.conftest import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _drift():
-    spec = importlib.util.spec_from_file_location("drift", REPO / "experiments" / "drift" / "drift.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("experiments/drift/drift.py", "drift")
 
 
 def _measures(values: list[float], n_female: int = 9) -> pd.DataFrame:

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests.conftest import load_script
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _shift():
-    path = REPO / "experiments" / "default_models" / "objective_shift.py"
-    spec = importlib.util.spec_from_file_location("objective_shift", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("experiments/default_models/objective_shift.py", "objective_shift")
 
 
 def _family(bias: list[float], low: list[float], high: list[float]) -> pd.DataFrame:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -10,14 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kgbias_core.commands.common import shard
+from tests.conftest import load_script
+
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "whatif_accuracy" / "whatif_accuracy.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("whatif_accuracy_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("experiments/whatif_accuracy/whatif_accuracy.py", "whatif_accuracy_bench")
 
 
 def _row(kind, men, women, point, actual, *, floor=0.05, audit=False, share=2):
@@ -78,9 +77,7 @@ def test_the_summary_judges_the_scaled_point_again_with_todays_band() -> None:
 def test_the_band_fit_finds_the_narrowest_band_that_covers() -> None:
     """band_fit.py on rows whose retrained/point ratio spans 0.8-1.25 at m = 100 without a floor: the narrowest
     covering band is f = 1.25 (then 1/f = 0.8), whatever split of a + b/10 gives it, and it covers every set."""
-    spec = importlib.util.spec_from_file_location("band_fit", SCRIPT.parent / "band_fit.py")
-    band_fit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(band_fit)
+    band_fit = load_script("experiments/whatif_accuracy/band_fit.py", "band_fit")
     ratios = [0.8, 0.9, 1.0, 1.1, 1.25]
     runs = pd.DataFrame([{**_row("top", 100, 120, 0.5, 0.5 * q, floor=0.0), "occupation": f"o{i}"}
                          for i, q in enumerate(ratios)])
@@ -196,4 +193,4 @@ def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path
         np.testing.assert_array_equal(rewritten["bias"], retrained.cpu().numpy())
     for bad in ("2/2", "one/2", "1"):
         with pytest.raises(argparse.ArgumentTypeError):
-            bench.shard_arg(bad)
+            shard(bad)

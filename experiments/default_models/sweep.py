@@ -21,6 +21,10 @@ TrainConfig field by name), each config is
         [--shares 2,8,32] [--store /tmp/kgbias-sweep] [--data-dir ../shared/data] [--threads 1] [--device cpu] \
         [--no-exact] [--estimate-only] [--summarize-only]
 
+``--shard I/N`` checks only every N-th occupation from the I-th, so N processes share one GPU: each appends to its
+own ``--runs`` (and retrains the unmasked base itself); concatenate them, with the first's RUNS_models.csv, and
+``--summarize-only``. ``experiments/gpu/objective_influence.sh`` does that on a device.
+
 Files (resumable: every row is appended when it is done, and a rerun skips the rows already there):
 - ``--runs`` (RUNS.csv): one row per masked retrain: config hash, occupation, kind, share, k, predicted change
   by the closed form and by the exact solve, retrained change (kind ``base``: the unmasked retrain, its B_gr
@@ -45,6 +49,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.commands.common import shard
 from kgbias_core.data.datasets import load_dataset
 from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.data.synthetic import SyntheticConfig
@@ -252,6 +257,8 @@ def main() -> None:
                         help="FIELD=VALUE[,FIELD=VALUE...] over the data set's default TrainConfig (repeatable)")
     parser.add_argument("--runs", required=True, type=Path, help="CSV of the retrains (RUNS.csv), appended")
     parser.add_argument("--occupations", nargs="+", help="labels (default: the data set's 3 study occupations)")
+    parser.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
+                        help="check only every N-th of the occupations from the I-th (N processes on one GPU)")
     parser.add_argument("--shares", default="2,8,32", help="removal sizes in %% of the moving triples")
     parser.add_argument("--store", type=Path, default=Path("/tmp/kgbias-sweep-store"), help="where models are kept")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, auto (training, retrains, measures)")
@@ -273,7 +280,7 @@ def main() -> None:
     graph = load_dataset(args.dataset, data_dir=args.data_dir, synthetic=SYNTHETIC_GRAPHS[args.synthetic])
     base = default_train_config(graph.name)
     configs = [(text, parse_config(text, base)) for text in args.config]
-    n_occupations = len(args.occupations) if args.occupations else 3
+    n_occupations = len(range(args.shard[0], len(args.occupations) if args.occupations else 3, args.shard[1]))
     retrains = 0 if args.no_influence else 1 + n_occupations * len(REMOVAL_KINDS) * len(shares)
     print(f"graph {graph.name}: {graph.training.num_triples} training triples, {graph.training.num_entities} "
           f"entities; {retrains} retrains per config", flush=True)
@@ -310,7 +317,7 @@ def main() -> None:
                       flush=True)
         if not args.no_influence:
             analysis = ModelAnalysis(model)
-            occupations = chosen_occupations(analysis, graph.name, args.occupations)
+            occupations = chosen_occupations(analysis, graph.name, args.occupations)[args.shard[0]::args.shard[1]]
             influence_check(model, analysis, config_hash=config_hash, occupations=occupations, shares=shares,
                             runs=args.runs, exact=not args.no_exact)
     _write_summary(args.runs)

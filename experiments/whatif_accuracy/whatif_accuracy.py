@@ -56,7 +56,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.commands.common import write_text
+from kgbias_core.commands.common import shard, write_text
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.device import retrain_device
 from kgbias_core.embeddings.config import TrainConfig
@@ -117,17 +117,6 @@ def summarize(runs: pd.DataFrame) -> str:
                  f"exact-H step (targeted): median retrained/predicted "
                  f"{(targeted['actual'] / targeted['exact_newton']).median():.2f}")
     return "\n".join(lines)
-
-
-def shard_arg(text: str) -> tuple[int, int]:
-    """``I/N`` -> (I, N) with 0 <= I < N."""
-    try:
-        i, n = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, e.g. 0/8") from None
-    if not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"{text!r}: I must be 0 to N - 1")
-    return i, n
 
 
 def retrain_key(model) -> str:
@@ -306,7 +295,7 @@ def main() -> None:
     parser.add_argument("--kinds", default=",".join(KINDS), help="kinds of removal set, of " + ", ".join(KINDS))
     parser.add_argument("--distance", choices=("squared_l2", "l2", "l1"), default="squared_l2",
                         help="train the synthetic graph with this distance (an imported engine's L1 / L2)")
-    parser.add_argument("--shard", type=shard_arg, default=(0, 1), metavar="I/N",
+    parser.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
                         help="only every N-th chosen occupation, from the I-th (0-based)")
     parser.add_argument("--base", type=Path, help=".npz of the unedited retrain's B_gr (written once, then read)")
     parser.add_argument("--base-only", action="store_true", help="with --model and --base: write the base, stop")
@@ -376,8 +365,8 @@ def main() -> None:
     args.runs.parent.mkdir(parents=True, exist_ok=True)
     done = pd.read_csv(args.runs) if args.runs.exists() else None
     seen = set() if done is None else set(zip(done["occupation"], done["kind"], done["share"], strict=True))
-    shard, shards = args.shard
-    for index in chosen_occupations(groups, args.occupations)[shard::shards]:
+    first, shards = args.shard
+    for index in chosen_occupations(groups, args.occupations)[first::shards]:
         label = groups.labels[index]
         influence = analysis.influence(label)
         moving = int((influence != 0).sum())

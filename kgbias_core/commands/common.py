@@ -80,6 +80,18 @@ def real(low: float, *, above: bool, high: float | None = None) -> Callable[[str
     return parse
 
 
+def shard(text: str) -> tuple[int, int]:
+    """An argparse type: ``I/N`` -> (I, N) with 0 <= I < N, the I-th of N processes that split a list between them
+    (the benches' ``--shard``: every N-th item from the I-th)."""
+    try:
+        i, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, e.g. 0/8") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be 0 to N - 1")
+    return i, n
+
+
 def csv_out(text: str) -> str:
     """An argparse type for a CSV/HTML/JSON --out: refused at once when it names a directory, a device,
     a FIFO or a socket (:func:`_output_file`)."""

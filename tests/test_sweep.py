@@ -1,0 +1,48 @@
+"""The default-model sweep (experiments/default_models/sweep.py, issue 24): its --shard splits the influence check's
+occupations between processes without overlap, and their rows summarise as one run's."""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+import pytest
+
+from tests.conftest import load_script
+
+CONFIG = "dim=8,epochs=10,batch_size=256,lr=0.01,seed=3,l2=10,negatives=2"
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return load_script("experiments/default_models/sweep.py", "default_model_sweep")
+
+
+def _run(sweep, monkeypatch, *args: str) -> None:
+    monkeypatch.setattr(sys, "argv", ["sweep.py", "--dataset", "synthetic", "--synthetic", "tests", "--config", CONFIG,
+                                      "--shares", "2", "--no-exact", *args])
+    sweep.main()
+
+
+def test_shards_check_every_occupation_once_and_summarise_as_one_run(sweep, monkeypatch, tmp_path) -> None:
+    store = tmp_path / "store"
+    _run(sweep, monkeypatch, "--no-influence", "--store", str(store), "--runs", str(tmp_path / "all.csv"))
+    models = tmp_path / "all_models.csv"
+    trained = pd.read_csv(models)
+    assert len(trained) == 1 and trained["mrr"].between(0, 1).all()
+    parts = []
+    for i in range(2):  # as objective_influence.sh runs them: the models file copied, so no shard ranks again
+        runs = tmp_path / f"s{i}.csv"
+        runs.with_name(f"s{i}_models.csv").write_bytes(models.read_bytes())
+        _run(sweep, monkeypatch, "--shard", f"{i}/2", "--store", str(store), "--runs", str(runs))
+        parts.append(pd.read_csv(runs))
+        assert len(pd.read_csv(runs.with_name(f"s{i}_models.csv"))) == 1
+    first, second = ({*p["occupation"]} for p in parts)
+    assert len(first) == 2 and len(second) == 1 and not first & second  # 3 occupations: 0 and 2, then 1
+    for part in parts:  # per occupation: the unmasked base and top / bottom / random at 2%
+        assert sorted(part.groupby("occupation").size().unique()) == [4]
+    pd.concat(parts).to_csv(tmp_path / "all.csv", index=False)
+    _run(sweep, monkeypatch, "--runs", str(tmp_path / "all.csv"), "--summarize-only")
+    summary = pd.read_csv(tmp_path / "all_summary.csv")
+    assert summary.loc[0, "occupations"] == 3 and summary.loc[0, "sets"] == 9
+    assert -1 <= summary.loc[0, "r_closed_min"] <= 1
