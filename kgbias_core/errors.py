@@ -151,6 +151,10 @@ NO_NEGATIVES = (
 )
 UNKNOWN_MODEL = "unknown model {model!r}: choose one of {known}"
 UNKNOWN_OPTIMIZER = "unknown optimizer {optimizer!r}: choose one of {known}"
+DISTANCE_NOT_TRANSE = (
+    "distance {distance}: only TransE trains with a distance of its choice ({model} scores through PyKEEN); leave "
+    "--distance out"
+)
 NEGATIVES_NOT_TRANSE = (
     "{count} negatives per triple: only TransE trains on frozen negatives ({model} draws its own through PyKEEN); "
     "leave --negatives at 1"

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.cli import main
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.embeddings.config import TrainConfig
@@ -28,7 +29,14 @@ from kgbias_core.embeddings.objective import (
 )
 from kgbias_core.embeddings.store import config_fingerprint, load_model, save_model
 from kgbias_core.embeddings.training import frozen_negatives, initial_embeddings, train_model, train_transe
-from kgbias_core.errors import MODEL_DISAGREES, NEGATIVES_NOT_TRANSE, KGBiasError, ModelStoreError
+from kgbias_core.errors import (
+    DISTANCE_NOT_TRANSE,
+    MODEL_DISAGREES,
+    NEGATIVES_NOT_TRANSE,
+    KGBiasError,
+    ModelStoreError,
+)
+from kgbias_core.evaluation.link_prediction import link_prediction
 from kgbias_core.influence import iterative
 from kgbias_core.influence.closed_form import group_bias_gradient, influence_context, triple_influence
 from kgbias_core.influence.iterative import (
@@ -37,7 +45,13 @@ from kgbias_core.influence.iterative import (
     influence_from_solution,
 )
 from kgbias_core.influence.negatives import redrawn_negatives
-from kgbias_core.influence.prediction import absolute_curvature_hvp, absolute_newton_step, removal_gradient
+from kgbias_core.influence.prediction import (
+    DISTANCE_NOTES,
+    absolute_curvature_hvp,
+    absolute_newton_step,
+    predict_removal,
+    removal_gradient,
+)
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.whatif.edits import add_edit, remove_edit, retrain
@@ -463,3 +477,27 @@ def test_negatives_for_a_model_pykeen_trains_are_refused(tiny_graph) -> None:
         train_model(tiny_graph, replace(TINY_TRAINING, model="distmult", negatives_per_triple=2), name="d",
                     device="cpu")
     assert str(error.value) == NEGATIVES_NOT_TRANSE.format(count=2, model="distmult")
+
+
+def test_train_distance_l1_trains_an_l1_transe_whose_removals_say_so(tmp_path: Path) -> None:
+    """``kgbias train --distance l1``: the loss, the stored config, link prediction and the what-if label all use L1
+    (issue 24: the better link predictor, with approximate influence)."""
+    out = tmp_path / "l1"
+    assert main(["train", "--dataset", "synthetic", "--dim", "8", "--epochs", "2", "--negatives", "2", "--distance",
+                 "l1", "--out", str(out)]) == 0
+    assert json.loads((out / "config.json").read_text())["distance"] == "l1"
+    model = load_model(out)
+    e, r, t = model.entity_embeddings, model.relation_embeddings, model.triples
+    torch.testing.assert_close(transe_distance(entities=e, relations=r, triples=t[:5], distance="l1"),  # |h + r - t|_1
+                               (e[t[:5, 0]] + r[t[:5, 1]] - e[t[:5, 2]]).abs().sum(-1))
+    assert 0 < link_prediction(model)["mrr"] <= 1
+    analysis = ModelAnalysis(model)
+    occupation = analysis.groups.labels[int(torch.minimum(analysis.groups.n_male, analysis.groups.n_female).argmax())]
+    removed = analysis.influence(occupation).topk(3).indices
+    assert DISTANCE_NOTES["l1"] in predict_removal(analysis, occupation, removed).estimator
+
+
+def test_a_distance_for_a_model_pykeen_trains_is_refused(tiny_graph) -> None:
+    with pytest.raises(KGBiasError) as error:
+        train_model(tiny_graph, replace(TINY_TRAINING, model="distmult", distance="l1"), name="d", device="cpu")
+    assert str(error.value) == DISTANCE_NOT_TRANSE.format(distance="l1", model="distmult")

@@ -20,7 +20,7 @@ from kgbias_core.commands.common import (
     integer,
     real,
 )
-from kgbias_core.embeddings.config import MODELS
+from kgbias_core.embeddings.config import DISTANCES, MODELS
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -33,6 +33,7 @@ def _train(args: argparse.Namespace) -> None:
             "model": args.model, "dim": args.dim, "epochs": args.epochs, "seed": args.seed,
             "batch_size": args.batch_size, "lr": args.lr, "l2": args.l2, "margin": args.margin,
             "damping": args.damping, "optimizer": args.optimizer, "negatives_per_triple": args.negatives,
+            "distance": args.distance,
         }.items()
         if v is not None
     }
@@ -74,6 +75,10 @@ def register(commands: argparse._SubParsersAction) -> None:
          "graph's default, 8 on FB15k-237, else 1)"),
     ):
         train.add_argument(flag, type=kind, help=meaning)
+    train.add_argument("--distance", choices=DISTANCES,
+                       help="TransE: the distance of h + r - t in the loss (default squared_l2, the one influence and "
+                            "the what-ifs are exact for; l1 predicts links better, with influence and removal "
+                            "what-ifs approximate and Add refused: docs/results/default_models.md)")
     train.add_argument("--optimizer", choices=("adam", "sparse_adam"),
                        help="adam: dense Adam over every row per step (default); sparse_adam: row-wise updates of "
                             "the rows a batch touches, the same objective (for graphs of millions of entities)")

@@ -33,6 +33,7 @@ from kgbias_core.embeddings.objective import margin_loss, negatives_count, resid
 from kgbias_core.embeddings.store import StoredModel, library_versions
 from kgbias_core.errors import (
     CANCELLED,
+    DISTANCE_NOT_TRANSE,
     NEGATIVES_NOT_TRANSE,
     REGULARISER_MISSING,
     UNKNOWN_MODEL,
@@ -533,6 +534,8 @@ def train_model(
     elif config.model in PYKEEN_MODELS:
         if config.negatives_per_triple != 1:  # its fingerprint would name a setting the weights never saw
             raise KGBiasError(NEGATIVES_NOT_TRANSE.format(count=config.negatives_per_triple, model=config.model))
+        if config.distance != "squared_l2":  # the same: PyKEEN's model has its own score
+            raise KGBiasError(DISTANCE_NOT_TRANSE.format(distance=config.distance, model=config.model))
         weights, losses, seconds = train_pykeen(
             graph, config, device=device, on_epoch=on_epoch, should_stop=should_stop
         )
