@@ -140,6 +140,17 @@ def test_rescore_predicts_the_same_sets_again_with_the_models_scale_for_edits(ti
         assert row.scaled == pytest.approx(expected.point, rel=1e-4)
         assert (row.scaled_low, row.scaled_high) == (pytest.approx(expected.low, rel=1e-4),
                                                      pytest.approx(expected.high, rel=1e-4))
+    assert (rescored["old_point"] == 0.1).all()  # no calibration: the old estimator's columns as they were
+    from kgbias_core.cli import main
+    from kgbias_core.influence.scale import predict
+
+    assert main(["calibrate", "--model", str(base), "--occupations", "3"]) == 0  # 13 retrains of the old estimator
+    _bench().main()
+    calibrated = load_model(base)
+    for row in pd.read_csv(out).itertuples():  # now beside the new one on the same sets
+        old = predict(row.closed_form, scale=calibrated.influence_scale, calibration=calibrated.calibration)
+        assert (row.old_point, row.old_low, row.old_high) == pytest.approx((old.point, old.low, old.high))
+        assert row.in_fit == ("nurse" in calibrated.calibration.occupations)
     rows[1]["closed_form"] += 1.0  # not the set the row was made with
     pd.DataFrame(rows).to_csv(runs, index=False)
     with pytest.raises(SystemExit, match="not the same set"):

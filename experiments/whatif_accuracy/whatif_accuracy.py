@@ -37,6 +37,7 @@ the model has none) with the model's noise band as the floor (columns ``scaled``
 ``--rescore OUT`` (with ``--model``) retrains nothing: it rebuilds each row's removal set of ``--runs`` (the same
 deterministic set, checked by its closed-form sum), predicts it again as the lab does today (the model's current
 step scale for edits, its noise band) and writes the rows with those columns replaced to OUT, with its summary.
+Where the model has been calibrated since (``kgbias calibrate``), the old estimator's columns are filled too.
 The retrained change is the one measured; only the prediction is new. Used when the step scale's source changed
 (issue 25: edits read the audit, plans verified plans).
 """
@@ -242,6 +243,16 @@ def lab_columns(analysis, removed, *, label: str, scale: float, noise, audited: 
             "in_audit": label in audited}
 
 
+def old_columns(model, raw: float, label: str) -> dict:
+    """The old estimator's columns for a set of closed-form sum ``raw``, where the model has a calibration (a
+    rescore after ``kgbias calibrate``: the old estimator beside the new one on the same sets), else none."""
+    if model.calibration is None:
+        return {}
+    old = predict(raw, scale=model.influence_scale, calibration=model.calibration)
+    return {"in_fit": label in model.calibration.occupations,
+            **{f"old_{key}": getattr(old, key) for key in ("point", "low", "high")}}
+
+
 def _rescore(args: argparse.Namespace) -> None:
     """``--rescore``: each row of ``--runs`` predicted again with the model's current step scale for edits."""
     runs = pd.read_csv(args.runs)
@@ -264,7 +275,7 @@ def _rescore(args: argparse.Namespace) -> None:
         t = time.perf_counter()
         shown = lab_columns(analysis, removed, label=row["occupation"], scale=ratio.value, noise=noise,
                             audited=audited)
-        rows.append({**row, **shown})
+        rows.append({**row, **shown, **old_columns(model, raw, row["occupation"])})
         inside = "in " if shown["scaled_low"] <= row["actual"] <= shown["scaled_high"] else "OUT"
         print(f"{row.get('name', row['occupation'])} {row['kind']} {row['share']}%: scaled {shown['scaled']:+.4f} "
               f"[{shown['scaled_low']:+.4f}, {shown['scaled_high']:+.4f}] {inside} actual {row['actual']:+.4f} "
