@@ -8,12 +8,15 @@ from pathlib import Path
 
 import torch
 
+from kgbias_app.sections.influential_triples import APPROXIMATE_DISTANCE
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.embeddings.store import load_model, save_model
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.negatives import APPROXIMATE
-from kgbias_core.influence.prediction import ESTIMATOR, REDRAWN, predict_removal
+from kgbias_core.influence.prediction import DISTANCE_NOTES, ESTIMATOR, REDRAWN, predict_removal
 from kgbias_core.readings import fmt, prediction_sentence
-from tests.conftest import NO_WOMEN, button, metric, page, texts, use_store
+from tests.conftest import NO_WOMEN, TINY_GRAPH, TINY_TRAINING, button, metric, page, texts, use_store
 
 
 def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
@@ -84,3 +87,23 @@ def test_a_model_with_frozen_negatives_shows_no_approximate_badge(app_store: Pat
     app.selectbox(key="occupation").set_value("nurse").run()
     assert not app.exception
     assert APPROXIMATE not in texts(app.warning) and not any(m.label.startswith("Top-1%") for m in app.metric)
+    assert "distance" not in texts(app.warning)  # squared L2: influence exact, no distance badge
+
+
+def test_an_l1_model_says_its_influence_is_approximate(monkeypatch, tmp_path: Path) -> None:
+    """``kgbias train --distance l1`` (issue 24): frozen negatives, so no re-draw badge, but the closed form is
+    approximate for L1 and the page says so; the basket's estimator names the distance."""
+    l1 = train_model(generate_people_graph(TINY_GRAPH), replace(TINY_TRAINING, distance="l1"), name="tiny-l1",
+                     device="cpu")
+    save_model(l1, tmp_path / "l1-store")
+    use_store(tmp_path / "l1-store", monkeypatch, tmp_path)
+    app = page("influential_triples").run()
+    app.selectbox(key="occupation").set_value("nurse").run()
+    assert not app.exception
+    assert APPROXIMATE_DISTANCE.format(distance="L1") in texts(app.warning)
+    assert APPROXIMATE not in texts(app.warning)  # its own negatives, frozen
+    table = app.dataframe[0].value
+    app.session_state["removal_basket"] = {"tiny-l1": table["triple id"].head(3).tolist()}
+    app.run()
+    assert not app.exception
+    assert DISTANCE_NOTES["l1"] in texts(app.caption)  # the estimator line of the basket's prediction
