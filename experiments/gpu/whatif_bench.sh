@@ -4,6 +4,8 @@
 # allows. The full bench is 8 occupations x (top, bottom at 2% and 16%, random at 16%), 40 masked retrains; an FB13
 # retrain takes 39 s alone on an H200 and about 130 s beside seven others (the CPU is the limit, so at most 8 shards).
 #   usage (device run, carry .whl and .devpack): bash experiments/gpu/whatif_bench.sh fb13|fb15k237 SECONDS
+#   NEGATIVES=K trains the graph with K frozen negatives per triple instead of its default (rows: <stem>_k<K>_h200),
+#   e.g. FB13 with 8, where kink_share.py finds the one-negative default's optimum dominated by kinks.
 # The default is trained again with seed 0; it is the model of the earlier rows only if it rebuilds their removal sets
 # (whatif_accuracy --rescore checks each set's closed-form sum), otherwise the bench starts afresh and says so.
 # The noise band (3 retrains) runs beside the shards; the rows are then predicted again with it as their floor.
@@ -11,16 +13,20 @@ set -u
 GRAPH=${1:?fb13 or fb15k237}; LIMIT=${2:-560}
 source experiments/gpu/steps.sh
 case $GRAPH in fb13) STEM=fb13_whatif_h200; SHARDS=8 ;; fb15k237) STEM=fb15k237_k8_whatif_h200; SHARDS=8 ;;
+  synthetic) STEM=synthetic_whatif_rehearsal; SHARDS=2 ;;  # a CPU rehearsal: DEVICE=cpu
   *) echo "unknown graph $GRAPH"; exit 2 ;; esac
-M=/tmp/m/$GRAPH-transe; W=experiments/whatif_accuracy/whatif_accuracy.py
+M=/tmp/m/$GRAPH-transe; W=experiments/whatif_accuracy/whatif_accuracy.py; TRAIN=()
+if [ -n "${NEGATIVES:-}" ]; then
+  STEM=${GRAPH}_k${NEGATIVES}_whatif_h200; M=/tmp/m/$GRAPH-k$NEGATIVES-transe; TRAIN=(--negatives "$NEGATIVES")
+fi
 DONE=${DONE:-experiments/whatif_accuracy/results/$STEM.csv}  # the rows to resume from
 BENCH="--occupations 8 --no-calibration --no-exact --threads 1 --retrain-threads 1"
 task() {  # task MODULE FUNCTION MODEL: one of the model's stored tasks on the GPU
   python3 -c "from kgbias_core.tasks.$1 import $2 as t
-from kgbias_core.jobs import Progress; print(t('$3', device='cuda').run(Progress()).to_string())"
+from kgbias_core.jobs import Progress; print(t('$3', device='${DEVICE:-cuda}').run(Progress()).to_string())"
 }
 
-[ -d $M ] || step train 90 $KG train --dataset $GRAPH --device cuda --out $M
+[ -d $M ] || step train 90 $KG train --dataset $GRAPH --device ${DEVICE:-cuda} "${TRAIN[@]}" --out $M
 bg audit task prediction_audit prediction_audit_task $M
 bg noise timeout $(( $(left) - 60 )) bash -c "$(declare -f task); task whatif noise_band_task $M"
 bg base python3 $W --model $M --base $RES/base.npz --base-only --runs /dev/null --retrain-threads 1
