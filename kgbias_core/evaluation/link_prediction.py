@@ -84,8 +84,8 @@ def tail_scores(model: Model, hr: LongTensor) -> FloatTensor:
 
 
 def _transe_norm(model: Model) -> str | None:
-    """"squared_l2", "l2" or "l1" for a TransE of one entity and one relation table, else None (the model's own
-    scoring)."""
+    """The distance of a TransE of one entity and one relation table ("squared_l2", "l2" or "l1"), else None (the
+    model's own scoring)."""
     interaction = getattr(model, "interaction", None)
     if not (isinstance(interaction, TransEInteraction) and len(model.entity_representations) == 1
             and len(model.relation_representations) == 1):
