@@ -32,6 +32,8 @@ def load_script(relative: str, name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
 #: Small enough to train in about a second on one CPU core, big enough for every group to exist.
 TINY_GRAPH = SyntheticConfig(n_persons=600, seed=7, other_gender_share=0.02)
 TINY_TRAINING = TrainConfig(dim=16, epochs=25, batch_size=256, lr=1e-2, l2=10.0, seed=3)

@@ -12,7 +12,7 @@ import pytest
 
 GPU = Path(__file__).resolve().parents[1] / "experiments" / "gpu"
 SCRIPTS = sorted(GPU.glob("*.sh"))
-HELPERS = ("step", "bg", "await", "pack", "left")
+HELPERS = ("step", "bg", "await", "pack", "left", "task")
 
 
 def test_there_are_device_scripts() -> None:

@@ -12,8 +12,6 @@ import pytest
 from kgbias_core.commands.common import shard
 from tests.conftest import load_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "whatif_accuracy" / "whatif_accuracy.py"
-
 
 def _bench():
     return load_script("experiments/whatif_accuracy/whatif_accuracy.py", "whatif_accuracy_bench")

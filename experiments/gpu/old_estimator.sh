@@ -9,15 +9,12 @@
 set -u
 LIMIT=${1:-560}
 source experiments/gpu/steps.sh
-GRAPH=${GRAPH:-fb15k237}; DEVICE=${DEVICE:-cuda}; M=/tmp/m/old-$GRAPH-transe; W=experiments/whatif_accuracy/whatif_accuracy.py
+GRAPH=${GRAPH:-fb15k237}; export DEVICE=${DEVICE:-cuda}; M=/tmp/m/old-$GRAPH-transe
+W=experiments/whatif_accuracy/whatif_accuracy.py
 DONE=${DONE:-experiments/whatif_accuracy/results/fb15k237_k8_whatif_h200.csv}
-task() {  # task MODULE FUNCTION: one of the model's stored tasks
-  python3 -c "from kgbias_core.tasks.$1 import $2 as t
-from kgbias_core.jobs import Progress; print(t('$M', device='$DEVICE').run(Progress()).to_string())"
-}
 [ -d $M ] || step train 90 $KG train --dataset $GRAPH --device $DEVICE --out $M
-bg old_audit task prediction_audit prediction_audit_task
-bg old_noise bash -c "$(declare -f task); M=$M DEVICE=$DEVICE; task whatif noise_band_task"
+bg old_audit task prediction_audit prediction_audit_task $M
+bg old_noise bash -c "$(declare -f task); task whatif noise_band_task $M"
 bg old_calibrate $KG calibrate --model $M --out $RES/old_calibration_$GRAPH.csv
 await old_audit old_noise old_calibrate
 python3 -c "import pandas as pd; pd.read_csv('$DONE').drop(columns='name', errors='ignore').to_csv('$RES/old_done.csv',

@@ -23,6 +23,10 @@ bg() {  # bg NAME command...: in the background, its output in $RES/NAME.log and
   local name=$1; shift; echo "## $name started at $(( $(date +%s) - T0 )) s (load $(cut -d' ' -f1 /proc/loadavg))"
   ( "$@" > "$RES/$name.log" 2>&1; rc=$?; echo "## $name: rc $rc at $(( $(date +%s) - T0 )) s"; echo $rc > "$RES/$name.rc" ) &
 }
+task() {  # task MODULE FUNCTION MODEL: one of a model's stored tasks (kgbias_core.tasks.MODULE) on ${DEVICE:-cuda}
+  python3 -c "from kgbias_core.tasks.$1 import $2 as t
+from kgbias_core.jobs import Progress; print(t('$3', device='${DEVICE:-cuda}').run(Progress()).to_string())"
+}
 await() { for name in "$@"; do until [ -f "$RES/$name.rc" ]; do sleep 2; done; done; }  # (a bare wait waits for tee)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, pykeen; print('torch', torch.__version__, 'pykeen', pykeen.get_version(), torch.cuda.get_device_name())"

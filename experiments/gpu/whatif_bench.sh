@@ -21,10 +21,6 @@ if [ -n "${NEGATIVES:-}" ]; then
 fi
 DONE=${DONE:-experiments/whatif_accuracy/results/$STEM.csv}  # the rows to resume from
 BENCH="--occupations 8 --no-calibration --no-exact --threads 1 --retrain-threads 1"
-task() {  # task MODULE FUNCTION MODEL: one of the model's stored tasks on the GPU
-  python3 -c "from kgbias_core.tasks.$1 import $2 as t
-from kgbias_core.jobs import Progress; print(t('$3', device='${DEVICE:-cuda}').run(Progress()).to_string())"
-}
 
 [ -d $M ] || step train 90 $KG train --dataset $GRAPH --device ${DEVICE:-cuda} "${TRAIN[@]}" --out $M
 bg audit task prediction_audit prediction_audit_task $M

@@ -27,9 +27,9 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import write_text
-from kgbias_core.embeddings.objective import negatives_count, transe_distance, transe_objective
+from kgbias_core.embeddings.objective import negatives_count, transe_distance
 from kgbias_core.embeddings.store import StoredModel, load_model
-from kgbias_core.influence.prediction import removal_gradient
+from kgbias_core.influence.prediction import objective_gradient, removal_gradient
 from kgbias_core.influence.retraining_check import removal_set
 from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_occupation
 from kgbias_core.whatif.step_ratio import saved_prediction_audit
@@ -48,16 +48,6 @@ def slacks(model: StoredModel) -> torch.Tensor:
     negative = transe_distance(entities=entities, relations=relations, triples=model.frozen_negatives,
                                distance=model.config.distance).view(k, n)
     return model.config.margin + positive - negative
-
-
-def objective_gradient(model: StoredModel) -> tuple[torch.Tensor, torch.Tensor]:
-    """grad J at the model's theta, every triple at weight 1 (METHODS §2-3), by autograd."""
-    entities = model.entity_embeddings.detach().requires_grad_(True)
-    relations = model.relation_embeddings.detach().requires_grad_(True)
-    value = transe_objective(entities=entities, relations=relations, triples=model.triples,
-                             negatives=model.frozen_negatives, margin=model.config.margin, l2=model.config.l2,
-                             distance=model.config.distance)
-    return torch.autograd.grad(value, (entities, relations))
 
 
 def _norm(vector) -> float:

@@ -243,6 +243,10 @@ def lab_columns(analysis, removed, *, label: str, scale: float, noise, audited: 
             "in_audit": label in audited}
 
 
+#: The old estimator's columns of a row (Du's closed form times the calibration's scale, with its range).
+OLD_COLUMNS = ("old_point", "old_low", "old_high")
+
+
 def old_columns(model, raw: float, label: str) -> dict:
     """The old estimator's columns for a set of closed-form sum ``raw``, where the model has a calibration (a
     rescore after ``kgbias calibrate``: the old estimator beside the new one on the same sets), else none."""
@@ -250,7 +254,7 @@ def old_columns(model, raw: float, label: str) -> dict:
         return {}
     old = predict(raw, scale=model.influence_scale, calibration=model.calibration)
     return {"in_fit": label in model.calibration.occupations,
-            **{f"old_{key}": getattr(old, key) for key in ("point", "low", "high")}}
+            **{key: getattr(old, key.removeprefix("old_")) for key in OLD_COLUMNS}}
 
 
 def _rescore(args: argparse.Namespace) -> None:
@@ -361,7 +365,6 @@ def main() -> None:
         model = replace(model, calibration=calibration, influence_scale=calibration.scale)
         print(f"calibrated in {time.perf_counter() - started:.1f} s: scale {calibration.scale:.3f} "
               f"[{calibration.low:.3f}, {calibration.high:.3f}] on {', '.join(calibration.occupations)}", flush=True)
-    fitted = model.calibration.occupations if model.calibration is not None else ()
     analysis = ModelAnalysis(model)
     groups = analysis.groups
     torch.set_num_threads(args.threads)
@@ -394,17 +397,15 @@ def main() -> None:
                 newton_s = time.perf_counter() - t
                 exact = math.nan if damping is None else newton_change(
                     model, removed, groups=groups, occupation_index=index, damping=damping, curvature="exact")
-                old = (predict(raw, scale=model.influence_scale, calibration=model.calibration)
-                       if model.calibration is not None else None)
+                old = old_columns(model, raw, label)
                 shown = {} if scale is None else lab_columns(analysis, removed, label=label, scale=scale,
                                                              noise=noise, audited=audited)
                 torch.set_num_threads(retrain_threads)
                 t = time.perf_counter()
                 actual = float(masked_retrain_bias(model, removed=removed, groups=groups)[index] - base[index])
                 row = {"occupation": label, "men": int(groups.n_male[index]), "women": int(groups.n_female[index]),
-                       "in_fit": label in fitted, "kind": kind, "share": share, "k": k, "moving": moving,
-                       "closed_form": raw, **{f"old_{key}": getattr(old, key) if old is not None else math.nan
-                                              for key in ("point", "low", "high")},
+                       "in_fit": old.get("in_fit", False), "kind": kind, "share": share, "k": k, "moving": moving,
+                       "closed_form": raw, **{key: old.get(key, math.nan) for key in OLD_COLUMNS},
                        "exact_newton": exact, "newton": p.point, "low": p.low, "high": p.high, "actual": actual,
                        "newton_s": newton_s, "retrain_s": time.perf_counter() - t, **shown}
                 pd.DataFrame([row]).to_csv(args.runs, mode="a", header=not args.runs.exists(), index=False)

@@ -214,7 +214,9 @@ def removal_gradient(model: StoredModel, removed: LongTensor, *, negatives: Long
     return torch.autograd.grad(loss, (E, R))
 
 
-def _objective_gradient(model: StoredModel, weights: torch.Tensor) -> Vector:
+def objective_gradient(model: StoredModel, weights: torch.Tensor | None = None) -> Vector:
+    """grad J at the model's theta (METHODS §2-3; ``weights`` [n], None: every triple at 1), by autograd: 0 at a
+    smooth optimum, which the Newton step assumes (experiments/whatif_accuracy/kink_share.py measures how far)."""
     E = model.entity_embeddings.detach().requires_grad_(True)
     R = model.relation_embeddings.detach().requires_grad_(True)
     loss = transe_objective(entities=E, relations=R, triples=model.triples, negatives=model.frozen_negatives,
