@@ -1,0 +1,242 @@
+"""The Newton step with the touched rows re-optimised, against masked retrains (issue 25: Kelpie's post-training).
+
+For each targeted removal set (top / bottom by Du's closed form), three predictions of the change of B_gr beside
+the retrained one:
+
+- ``newton``: the Newton step with |H| as computed (what :func:`~kgbias_core.influence.prediction.predict_removal`
+  gives before the model's step scale);
+- ``refit``: the rows that the removed triples name re-optimised on J_{-S} alone, every other row at theta, read
+  against the same rows re-optimised on J (:func:`kgbias_core.influence.local_refit.paired_refit`);
+- ``newton_refit``: the Newton step, then those rows re-optimised with every other row at theta + Delta theta,
+  read against the same pair's other half (:func:`~kgbias_core.influence.prediction.newton_change` with
+  ``refit=True``).
+
+Two sources of retrains:
+
+    python experiments/whatif_accuracy/local_refit.py --model PATH --runs R1.csv [R2.csv ..] --out OUT.csv
+        (the retrained changes of ``whatif_accuracy.py`` runs on that model: no retrain here; each set is rebuilt
+        and checked by its closed-form sum, or, with ``--other-machine``, rebuilt from its kind and k only and
+        its closed-form sums recorded side by side: runs made on another machine's model of the same config)
+    python experiments/whatif_accuracy/local_refit.py --out OUT.csv [--seed 7]
+        (the synthetic graph of the tests, retrained masked here: 8 occupations x top/bottom x 2, 16, 40%)
+
+Every row is written when it is done (resumable: a rerun skips the sets in OUT). ``--summary`` writes, per
+estimator, the spread of retrained / predicted and the share of sets within 30% of their point, overall and
+for occupations with fewer than 10 persons of one gender (``--summarize-only``: that alone, from OUT).
+
+    python experiments/whatif_accuracy/local_refit.py --bands OUT1.csv OUT2.csv --runs R1.csv .. --out BANDS.csv
+
+fits, for the Newton step and for the Newton step + refit, each scaled by its own ratio on the audited occupation's
+top 16% set (as ``kgbias prepare``'s audit scales the lab's step), the narrowest band f = a + b / sqrt(m) that
+covers ``--coverage`` of the targeted sets (experiments/whatif_accuracy/band_fit.py), in-sample and with each
+occupation held out; the noise floors come from the ``--runs`` the sets were made in. Where two files hold the same
+occupation, the first one's rows are used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING, chosen_occupations  # noqa: I001  (beside this file)
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.commands.common import write_text
+from kgbias_core.data.synthetic import generate_people_graph
+from kgbias_core.embeddings.store import load_model
+from kgbias_core.embeddings.training import train_model
+from kgbias_core.influence.local_refit import MAX_DEGREE, MIN_SHARE, paired_refit, touched_rows
+from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step
+from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
+
+ESTIMATORS = ("newton", "refit", "newton_refit")
+
+
+def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int = MAX_DEGREE,
+                min_share: float = MIN_SHARE) -> dict:
+    """The three predictions of one set (module docstring), unscaled, with their seconds."""
+    model, groups = analysis.model, analysis.groups
+    index = groups.index(label)
+    e, r = model.entity_embeddings, model.relation_embeddings
+    out = {}
+    t = time.perf_counter()
+    step = absolute_newton_step(model, removed, tolerance=1e-3, active=analysis.active_terms,
+                                hvp=analysis.absolute_hvp)
+    out["newton"] = _bias(_moved(model, step), groups, index) - _bias(model, groups, index)
+    out["newton_s"] = time.perf_counter() - t
+    for name, start in (("refit", (e, r)), ("newton_refit", (e + step[0], r + step[1]))):
+        t = time.perf_counter()
+        unedited, edited = paired_refit(entities=e, relations=r, start=start, triples=model.triples,
+                                        negatives=model.frozen_negatives, removed=removed, margin=model.config.margin,
+                                        l2=model.config.l2, distance=model.config.distance, max_degree=max_degree,
+                                        min_share=min_share)
+        out[name] = (_bias(_moved(model, (edited - e, start[1] - r)), groups, index)
+                     - _bias(_moved(model, (unedited - e, torch.zeros_like(r))), groups, index))
+        out[f"{name}_s"] = time.perf_counter() - t
+    out["rows"] = int(touched_rows(model.triples, removed, max_degree=max_degree, min_share=min_share).numel())
+    return out
+
+
+def summary_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per estimator and group size: sets, median and range of retrained / predicted (over the sets whose point is
+    not 0), median |error| / |actual|, and the share of sets whose retrained change is within 30% of the point."""
+    out = []
+    rows = rows.assign(small=np.minimum(rows["men"], rows["women"]) < 10)
+    for estimator in ESTIMATORS:
+        for part, sel in (("all", rows), ("fewer than 10 of one gender", rows[rows["small"]]),
+                          ("10+ of each", rows[~rows["small"]])):
+            if sel.empty:
+                continue
+            ratio = sel["actual"] / sel[estimator].where(sel[estimator] != 0)  # a refit of no row reads 0
+            error = (sel["actual"] - sel[estimator]).abs() / sel["actual"].abs()
+            out.append({"estimator": estimator, "sets": part, "n": len(sel), "median_ratio": ratio.median(),
+                        "min_ratio": ratio.min(), "max_ratio": ratio.max(), "median_rel_error": error.median(),
+                        "within_30pct": float(((sel["actual"] - sel[estimator]).abs()
+                                               <= 0.3 * sel[estimator].abs()).mean()),
+                        "sign_right": float((np.sign(sel[estimator]) == np.sign(sel["actual"])).mean())})
+    return pd.DataFrame(out)
+
+
+def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str) -> tuple[pd.DataFrame, float]:
+    """``rows`` as band_fit.py reads a run: ``scaled`` = the estimator's point times its audit ratio (retrained /
+    predicted on the audited occupation's top 16% set, the set ``kgbias prepare``'s audit retrains), ``floor`` the
+    noise floor of the same set in ``runs`` (0 where none). -> (rows, the ratio)."""
+    audit = rows[rows["in_audit"].astype(bool) & (rows["kind"] == "top") & (rows["share"] == 16)]
+    if audit.empty:
+        raise SystemExit("no audited top-16% set in the rows: no audit ratio to scale with")
+    ratio = float(audit["actual"].iloc[0] / audit[estimator].iloc[0])
+    floor = runs.drop_duplicates(["occupation", "kind", "share"]).set_index(["occupation", "kind", "share"])
+    floor = floor["floor"] if "floor" in floor else pd.Series(dtype=float)
+    keys = list(zip(rows["occupation"], rows["kind"], rows["share"], strict=True))
+    return rows.assign(scaled=rows[estimator] * ratio,
+                       floor=[float(floor.get(key, 0.0)) for key in keys]).fillna({"floor": 0.0}), ratio
+
+
+def band_frame(rows: pd.DataFrame, runs: pd.DataFrame, coverage: float) -> pd.DataFrame:
+    """Per estimator (Newton step, Newton step + refit), each scaled by its own audit ratio: band_fit.py's narrowest
+    f = a + b / sqrt(m) that covers ``coverage`` of the targeted sets, in-sample and with each occupation held
+    out (the audited occupation left out of both)."""
+    import band_fit  # noqa: PLC0415  (the band's fit, beside this file)
+
+    out = []
+    for estimator in ("newton", "newton_refit"):
+        scaled, ratio = scaled_rows(rows, runs, estimator)
+        evaluation = band_fit.evaluate({"fb15k237": band_fit.targeted_rows(scaled)}, coverage)
+        evaluation = evaluation[evaluation["evaluation"].isin(["in-sample fb15k237", "leave-one-out fb15k237"])]
+        out.append(evaluation.assign(estimator=estimator, audit_ratio=ratio))
+    return pd.concat(out, ignore_index=True)[["estimator", "audit_ratio", "evaluation", "sets", "coverage",
+                                               "half_width", "half_width_large", "coverage_small", "a", "b"]]
+
+
+def _bands(args) -> None:
+    """``--bands``: the rows of ``--out`` files (the first file's sets win where two hold an occupation), their
+    noise floors from ``--runs``."""
+    frames = [pd.read_csv(p) for p in args.bands]
+    rows, seen = [], set()
+    for frame in frames:
+        fresh = frame[~frame["occupation"].isin(seen)]
+        seen |= set(frame["occupation"])
+        rows.append(fresh)
+    rows = pd.concat(rows, ignore_index=True)
+    runs = pd.concat([pd.read_csv(p) for p in args.runs], ignore_index=True)
+    bands = band_frame(rows, runs, args.coverage)
+    print(bands.round(3).to_string(index=False))
+    write_text(bands.to_csv(index=False, float_format="%.4f"), str(args.out))
+
+
+def _summarize(args) -> None:
+    """The summary of ``--out``'s rows, the audited occupation left out, printed and written to ``--summary``."""
+    rows = pd.read_csv(args.out)
+    summary = summary_frame(rows[~rows["in_audit"].astype(bool)])
+    print(summary.round(3).to_string(index=False))
+    if args.summary:
+        write_text(summary.to_csv(index=False, float_format="%.4f"), str(args.summary))
+
+
+def _stored_sets(args) -> tuple[ModelAnalysis, list[dict]]:
+    model = load_model(args.model)
+    runs = pd.concat([pd.read_csv(p) for p in args.runs])
+    runs = runs[runs["kind"] != "random"].drop_duplicates(["occupation", "kind", "share"])
+    return ModelAnalysis(model), runs.to_dict("records")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", help="a stored model whose --runs hold the retrained changes")
+    parser.add_argument("--runs", nargs="*", default=(), help="whatif_accuracy.py run CSVs made on --model")
+    parser.add_argument("--other-machine", action="store_true",
+                        help="the runs were made on another machine's model of the same config: rebuild each set "
+                             "from its kind and k, record both closed-form sums, do not require them equal")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--summary", type=Path)
+    parser.add_argument("--max-degree", type=int, default=MAX_DEGREE)
+    parser.add_argument("--min-share", type=float, default=MIN_SHARE)
+    parser.add_argument("--seed", type=int, default=SYNTHETIC.seed, help="synthetic graph's seed (no --model)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--bands", nargs="+", type=Path, metavar="ROWS",
+                        help="fit the band of each estimator on these files' rows (noise floors from --runs), "
+                             "write the fit to --out; nothing is predicted")
+    parser.add_argument("--coverage", type=float, default=0.9, help="with --bands: the coverage to reach")
+    parser.add_argument("--summarize-only", action="store_true", help="only write the summary of --out's rows")
+    args = parser.parse_args()
+    if args.bands:
+        _bands(args)
+        return
+    if args.summarize_only:
+        _summarize(args)
+        return
+    torch.set_num_threads(args.threads)
+    print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    done = pd.read_csv(args.out) if args.out.exists() else pd.DataFrame(columns=["occupation", "kind", "share"])
+    seen = set(zip(done["occupation"], done["kind"], done["share"], strict=True))
+    if args.model:
+        analysis, sets = _stored_sets(args)
+    else:
+        graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
+        model = train_model(graph, SYNTHETIC_TRAINING, name="synthetic-transe", device=torch.device("cpu"))
+        analysis = ModelAnalysis(model)
+        sets = []
+        for index in chosen_occupations(analysis.groups, 8):
+            label = analysis.groups.labels[index]
+            moving = int((analysis.influence(label) != 0).sum())
+            sets += [{"occupation": label, "name": label, "men": int(analysis.groups.n_male[index]),
+                      "women": int(analysis.groups.n_female[index]), "kind": kind, "share": share,
+                      "k": max(1, moving * share // 100), "closed_form": math.nan, "actual": math.nan}
+                     for kind in ("top", "bottom") for share in (2, 16, 40)]
+        base = masked_retrain_bias(model, removed=None, groups=analysis.groups)
+    for row in sets:
+        if (row["occupation"], row["kind"], row["share"]) in seen:
+            continue
+        label = row["occupation"]
+        influence = analysis.influence(label)
+        removed = removal_set(influence, kind=row["kind"], k=int(row["k"]))
+        raw = float(influence[removed].sum())
+        if args.model and not args.other_machine and not math.isclose(raw, row["closed_form"], rel_tol=1e-4):
+            raise SystemExit(f"{label} {row['kind']} {row['share']}%: closed form {raw:+.6f}, the run's "
+                             f"{row['closed_form']:+.6f}: not the same set (another machine? --other-machine)")
+        actual = row["actual"]
+        if not args.model:
+            index = analysis.groups.index(label)
+            actual = float(masked_retrain_bias(analysis.model, removed=removed, groups=analysis.groups)[index]
+                           - base[index])
+        out = {"occupation": label, "name": row.get("name", label), "men": row["men"], "women": row["women"],
+               "kind": row["kind"], "share": row["share"], "k": int(row["k"]), "closed_form": raw,
+               "closed_form_run": row["closed_form"], "in_audit": bool(row.get("in_audit", False)),
+               **predictions(analysis, label, removed, max_degree=args.max_degree,
+                                                            min_share=args.min_share), "actual": actual}
+        pd.DataFrame([out]).to_csv(args.out, mode="a", header=not args.out.exists(), index=False)
+        print(f"{out['name']} {out['kind']} {out['share']}%: newton {out['newton']:+.3f} refit {out['refit']:+.3f} "
+              f"newton+refit {out['newton_refit']:+.3f} actual {actual:+.3f} ({out['newton_refit_s']:.1f} s)",
+              flush=True)
+    _summarize(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""kgbias_core/influence/local_refit.py (issue 25): the rows a removal touches, re-optimised on J_{-S} with every
+other row frozen; checked against the full objective of embeddings/objective.py and against autograd over it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.objective import transe_objective
+from kgbias_core.influence.local_refit import paired_refit, refit_objective, refit_rows, refit_terms, touched_rows
+from kgbias_core.influence.prediction import newton_change
+from kgbias_core.influence.retraining_check import removal_set
+from tests.conftest import REPO, load_script
+
+
+def _edit(model, k: int = 12):
+    """A top-k removal set of the occupation with the most women among those with 5 of each gender (Du's closed
+    form), and that occupation's index."""
+    analysis = ModelAnalysis(model)
+    groups = analysis.groups
+    ok = ((groups.n_male >= 5) & (groups.n_female >= 5)).nonzero().squeeze(-1)
+    index = int(ok[torch.argmax(groups.n_female[ok])])
+    return removal_set(analysis.influence(groups.labels[index]), kind="top", k=k), index
+
+
+def _full_objective(model, entities, removed, relations=None):
+    weights = torch.ones(model.triples.shape[0], dtype=entities.dtype)
+    weights[removed] = 0
+    relations = model.relation_embeddings if relations is None else relations
+    return transe_objective(entities=entities, relations=relations, triples=model.triples,
+                            negatives=model.frozen_negatives, margin=model.config.margin, l2=model.config.l2,
+                            weights=weights)
+
+
+def test_touched_rows_are_the_removed_triples_entities_below_the_caps(tiny_model) -> None:
+    removed, _ = _edit(tiny_model)
+    named = set(tiny_model.triples[removed][:, [0, 2]].reshape(-1).tolist())
+    triples = tiny_model.triples.tolist()
+    degree = {e: sum((h == e) + (t == e) for h, _, t in triples) for e in named}
+    lost = {e: sum((h == e) + (t == e) for h, _, t in tiny_model.triples[removed].tolist()) for e in named}
+    assert set(touched_rows(tiny_model.triples, removed, max_degree=10**9, min_share=0.0).tolist()) == named
+    capped = set(touched_rows(tiny_model.triples, removed, max_degree=20, min_share=0.0).tolist())
+    assert capped == {e for e in named if degree[e] <= 20}
+    assert capped < named  # the tiny graph's occupation and attribute entities are hubs of more than 20 triples
+    shared = set(touched_rows(tiny_model.triples, removed, max_degree=10**9, min_share=0.25).tolist())
+    assert shared == {e for e in named if lost[e] >= 0.25 * degree[e]}
+    assert shared and shared < named
+
+
+def test_the_restricted_objective_moves_as_the_full_one(tiny_model) -> None:
+    """refit_objective is J_{-S} up to a constant: for any move of the rows, its change equals the full
+    objective's (every triple, every negative, the l2 of every row), and so does its gradient (autograd)."""
+    removed, _ = _edit(tiny_model)
+    # float64: J sums thousands of terms, and a change of 0.3 in it is at float32's rounding
+    e, r = tiny_model.entity_embeddings.double(), tiny_model.relation_embeddings.double()
+    rows = touched_rows(tiny_model.triples, removed, max_degree=10**9)
+    terms = refit_terms(entities=e, relations=r, triples=tiny_model.triples, negatives=tiny_model.frozen_negatives,
+                        removed=removed, rows=rows)
+    torch.manual_seed(0)
+    for size in (0.05, 0.5):
+        moved = (e[rows] + size * torch.randn_like(e[rows])).requires_grad_(True)
+        part = refit_objective(moved, terms, entities=e, relations=r, margin=tiny_model.config.margin,
+                               l2=tiny_model.config.l2)
+        start = refit_objective(e[rows], terms, entities=e, relations=r, margin=tiny_model.config.margin,
+                                l2=tiny_model.config.l2)
+        full_e = e.clone().index_put((rows,), moved)
+        full = _full_objective(tiny_model, full_e, removed, r)
+        change = full - _full_objective(tiny_model, e, removed, r)
+        assert float((part - start).detach()) == pytest.approx(float(change.detach()), rel=1e-9)
+        (g_part,) = torch.autograd.grad(part, moved)
+        (g_full,) = torch.autograd.grad(full, moved)
+        torch.testing.assert_close(g_part, g_full, rtol=1e-9, atol=1e-9)
+
+
+def test_the_refit_lowers_the_edited_objective_and_moves_only_its_rows(tiny_model) -> None:
+    removed, _ = _edit(tiny_model)
+    e, r = tiny_model.entity_embeddings, tiny_model.relation_embeddings
+    rows = touched_rows(tiny_model.triples, removed)
+    refitted = refit_rows(entities=e, relations=r, triples=tiny_model.triples, negatives=tiny_model.frozen_negatives,
+                          removed=removed, margin=tiny_model.config.margin, l2=tiny_model.config.l2)
+    others = torch.ones(e.shape[0], dtype=torch.bool)
+    others[rows] = False
+    assert torch.equal(refitted[others], e[others])
+    assert not torch.equal(refitted[rows], e[rows])
+    before, after = _full_objective(tiny_model, e, removed), _full_objective(tiny_model, refitted, removed)
+    assert float(after) < float(before)
+    # a local optimum over the rows: no small random move of them lowers J_{-S} further
+    torch.manual_seed(1)
+    for _ in range(5):
+        nudged = refitted.clone()
+        nudged[rows] += 1e-3 * torch.randn_like(nudged[rows])
+        assert float(_full_objective(tiny_model, nudged, removed)) >= float(after) - 1e-4
+
+
+def test_the_pair_cancels_the_refits_own_drift(tiny_model) -> None:
+    """The tiny model's rows are not at their optimum, so a refit moves them with nothing removed; the pair's
+    other half is that refit, and where nothing is removed the two halves are the same refit."""
+    removed, _ = _edit(tiny_model)
+    e, r = tiny_model.entity_embeddings, tiny_model.relation_embeddings
+    common = dict(entities=e, relations=r, start=(e, r), triples=tiny_model.triples,
+                  negatives=tiny_model.frozen_negatives, margin=tiny_model.config.margin, l2=tiny_model.config.l2)
+    unedited, edited = paired_refit(removed=removed, **common)
+    assert not torch.equal(unedited, e)
+    assert not torch.equal(unedited, edited)
+    refit = dict(triples=tiny_model.triples, negatives=tiny_model.frozen_negatives, margin=tiny_model.config.margin,
+                 l2=tiny_model.config.l2, rows=touched_rows(tiny_model.triples, removed))
+    none = removed.new_zeros(0)
+    torch.testing.assert_close(refit_rows(entities=e, relations=r, removed=none, **refit), unedited)
+
+
+def test_the_experiments_three_predictions(tiny_model, monkeypatch) -> None:
+    """experiments/whatif_accuracy/local_refit.py: its Newton column is the core's Newton step (newton_change, a
+    separate path); with no row to refit (min_share above 1) the refit reads 0 and the Newton + refit column is the
+    Newton step."""
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))  # its sibling whatif_accuracy.py
+    script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_script")
+    removed, index = _edit(tiny_model)
+    analysis = ModelAnalysis(tiny_model)
+    label = analysis.groups.labels[index]
+    plain = newton_change(tiny_model, removed, groups=analysis.groups, occupation_index=index, damping=0.0)
+    got = script.predictions(analysis, label, removed)
+    assert got["newton"] == pytest.approx(plain, rel=1e-2)
+    assert got["rows"] > 0 and got["newton_refit"] != got["newton"]
+    none = script.predictions(analysis, label, removed, min_share=1.01)
+    assert none["rows"] == 0 and none["refit"] == 0.0
+    assert none["newton_refit"] == pytest.approx(none["newton"], abs=1e-6)
