@@ -62,7 +62,10 @@ def test_build_a_plan_verify_it_and_see_the_point_on_the_plot(tiny_store: Path, 
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Debiasing lab"))
         click(driver, (By.XPATH, f'//button[.//p[text()="{section.BUILD_BUTTON}"]]'), timeout=120)
         wait.until(ec.element_to_be_clickable((By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]')))
-        assert "Predicted B_gr of Nurse after" in text(driver, (By.CSS_SELECTOR, '[data-testid="stMain"]'))
+        # Streamlit draws the page top-down: on a loaded machine the button can be there a moment before the plan's
+        # sentence below it (the failure of a clean-clone run, 2026-11-28), so wait for the sentence too
+        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, '[data-testid="stMain"]'),
+                                                    "Predicted B_gr of Nurse after"))
         points = _verify(driver, wait, tmp_path / "plan.png")
     record = saved_verifications(base)
     assert len(record) == 1
