@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kgbias_core.embeddings.objective import negatives_count, residual_distance
+from kgbias_core.embeddings.objective import margin_loss, negatives_count, residual_distance, transe_distance
 from kgbias_core.types import FloatTensor, LongTensor
 
 #: L-BFGS iterations of a refit (each one or a few evaluations of the touched terms). On FB15k-237's largest set
@@ -104,11 +104,10 @@ def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongT
     chosen = ((positive_reads | negative_reads.any(0)) & kept).nonzero().squeeze(1)  # [b]
     positives, ranked = triples[chosen], by_rank[:, chosen]  # [b, 3], [K, b, 3]
     with torch.no_grad():
-        def psi(t: LongTensor) -> FloatTensor:
-            return residual_distance(entities[t[..., 0]] + relations[t[..., 1]] - entities[t[..., 2]],
-                                     distance=distance)
-
-        positive_distance, negative_distance = psi(positives), psi(ranked)
+        positive_distance = transe_distance(entities=entities, relations=relations, triples=positives,
+                                            distance=distance)
+        negative_distance = transe_distance(entities=entities, relations=relations, triples=ranked.reshape(-1, 3),
+                                            distance=distance).view(k, -1)
     positive_slots = positive_reads[chosen].nonzero().squeeze(1)
     negative_slots = negative_reads[:, chosen].reshape(-1).nonzero().squeeze(1)
     return RefitTerms(rows=rows, positives=positives[positive_slots], positive_slots=positive_slots,
@@ -134,7 +133,7 @@ def refit_objective(moving: FloatTensor, terms: RefitTerms, *, entities: FloatTe
     k = terms.negative_distance.shape[0]
     positive = terms.positive_distance.index_put((terms.positive_slots,), psi(terms.positives))
     negative = terms.negative_distance.reshape(-1).index_put((terms.negative_slots,), psi(terms.negatives))
-    hinge = torch.relu(margin + positive - negative.view(k, -1)).mean(0)
+    hinge = margin_loss(distance=positive, negative_distance=negative.view(k, -1), margin=margin)
     return hinge.sum() + l2 / 2 * moving.pow(2).sum()
 
 
