@@ -24,13 +24,13 @@ def _edit(model, k: int = 12):
     return removal_set(analysis.influence(groups.labels[index]), kind="top", k=k), index
 
 
-def _full_objective(model, entities, removed, relations=None):
+def _full_objective(model, entities, removed, relations=None, distance="squared_l2"):
     weights = torch.ones(model.triples.shape[0], dtype=entities.dtype)
     weights[removed] = 0
     relations = model.relation_embeddings if relations is None else relations
     return transe_objective(entities=entities, relations=relations, triples=model.triples,
                             negatives=model.frozen_negatives, margin=model.config.margin, l2=model.config.l2,
-                            weights=weights)
+                            weights=weights, distance=distance)
 
 
 def test_touched_rows_are_the_removed_triples_entities_below_the_caps(tiny_model) -> None:
@@ -48,25 +48,27 @@ def test_touched_rows_are_the_removed_triples_entities_below_the_caps(tiny_model
     assert shared and shared < named
 
 
-def test_the_restricted_objective_moves_as_the_full_one(tiny_model) -> None:
+@pytest.mark.parametrize("distance", ["squared_l2", "l1"])
+def test_the_restricted_objective_moves_as_the_full_one(tiny_model, distance) -> None:
     """refit_objective is J_{-S} up to a constant: for any move of the rows, its change equals the full
-    objective's (every triple, every negative, the l2 of every row), and so does its gradient (autograd)."""
+    objective's (every triple, every negative, the l2 of every row), and so does its gradient (autograd); under
+    squared L2 its terms with one moving row take the expanded form, the others (and every L1 term) the residual."""
     removed, _ = _edit(tiny_model)
     # float64: J sums thousands of terms, and a change of 0.3 in it is at float32's rounding
     e, r = tiny_model.entity_embeddings.double(), tiny_model.relation_embeddings.double()
-    rows = touched_rows(tiny_model.triples, removed, max_degree=10**9)
+    rows = touched_rows(tiny_model.triples, removed, max_degree=10**9, min_share=0.0)  # the hubs too: pairs
     terms = refit_terms(entities=e, relations=r, triples=tiny_model.triples, negatives=tiny_model.frozen_negatives,
-                        removed=removed, rows=rows)
+                        removed=removed, rows=rows, distance=distance)
+    assert all(block.slots.numel() for block in terms.positive_blocks + terms.negative_blocks)  # both kinds read
     torch.manual_seed(0)
     for size in (0.05, 0.5):
         moved = (e[rows] + size * torch.randn_like(e[rows])).requires_grad_(True)
-        part = refit_objective(moved, terms, entities=e, relations=r, margin=tiny_model.config.margin,
-                               l2=tiny_model.config.l2)
-        start = refit_objective(e[rows], terms, entities=e, relations=r, margin=tiny_model.config.margin,
-                                l2=tiny_model.config.l2)
+        common = dict(margin=tiny_model.config.margin, l2=tiny_model.config.l2, distance=distance)
+        part = refit_objective(moved, terms, **common)
+        start = refit_objective(e[rows], terms, **common)
         full_e = e.clone().index_put((rows,), moved)
-        full = _full_objective(tiny_model, full_e, removed, r)
-        change = full - _full_objective(tiny_model, e, removed, r)
+        full = _full_objective(tiny_model, full_e, removed, r, distance=distance)
+        change = full - _full_objective(tiny_model, e, removed, r, distance=distance)
         assert float((part - start).detach()) == pytest.approx(float(change.detach()), rel=1e-9)
         (g_part,) = torch.autograd.grad(part, moved)
         (g_full,) = torch.autograd.grad(full, moved)
