@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import time
 import uuid
@@ -538,12 +539,29 @@ _default: JobRegistry | None = None
 _default_lock = threading.Lock()
 
 
+#: Torch threads of the background worker, where set (a positive integer): a dashboard beside other work on a
+#: shared machine, or each of the test suite's workers (one per core), leaves the other cores alone. Default: all.
+THREADS_ENV = "KGBIAS_THREADS"
+
+
+def job_threads() -> int:
+    """The background worker's torch threads: ``$KGBIAS_THREADS`` where it is a positive integer, else every core
+    (a value that is not one is named on stderr once, and every core used)."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    if value:
+        print(f"{THREADS_ENV}={value!r} is not a positive integer: background jobs use every core", file=sys.stderr)
+    return os.cpu_count() or 1
+
+
 def default_registry() -> JobRegistry:
-    """The process-wide registry (one worker for the one CPU/GPU, all cores for it), created on first use."""
+    """The process-wide registry (one worker for the one CPU/GPU, all cores for it unless ``$KGBIAS_THREADS`` says
+    fewer), created on first use."""
     global _default
     with _default_lock:
         if _default is None:
-            _default = JobRegistry(torch_threads=os.cpu_count() or 1)
+            _default = JobRegistry(torch_threads=job_threads())
             # A process (a server, a test run) must not end while the worker is inside torch: the
             # daemon thread would be killed mid-op and the process abort ("terminate called ...").
             atexit.register(_default.shutdown)

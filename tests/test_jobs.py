@@ -254,6 +254,23 @@ def test_the_worker_sets_its_own_torch_threads_and_leaves_the_callers_alone() ->
         registry.shutdown()
 
 
+def test_kgbias_threads_sets_the_background_workers_threads(monkeypatch, capsys) -> None:
+    """$KGBIAS_THREADS: a positive integer is the worker's thread count; anything else is named on stderr and every
+    core used; unset, every core."""
+    import os
+
+    from kgbias_core.jobs import THREADS_ENV, job_threads
+
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert job_threads() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        assert job_threads() == (os.cpu_count() or 1)
+        assert f"{THREADS_ENV}={bad!r} is not a positive integer" in capsys.readouterr().err
+    monkeypatch.delenv(THREADS_ENV)
+    assert job_threads() == (os.cpu_count() or 1) and capsys.readouterr().err == ""
+
+
 # --- priorities, the queue, estimates, who cancelled (issue 26) ---------------------------------------
 def test_a_user_job_submitted_after_queued_background_jobs_runs_before_them(registry: JobRegistry) -> None:
     from kgbias_core.jobs import Priority
