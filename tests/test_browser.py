@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kgbias_app.serve import CHROMIUM, chromium, dashboard, text, texts
+from kgbias_app.serve import CHROMIUM, chromium, click, dashboard, text, texts
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.readings import fmt
@@ -22,6 +22,7 @@ pytestmark = [
 
 
 def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path) -> None:
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
@@ -64,8 +65,13 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         driver.save_screenshot(str(tmp_path / "occupation_explorer.png"))
 
         # "Download report": one HTML file holding the occupation's B_gr and an interactive chart.
-        driver.find_element(By.XPATH, '//button[.//p[text()="Download report"]]').click()
-        report = wait.until(lambda d: next(iter(downloads.glob("*librarian*report*.html")), False))
+        # A click on a button that a rerun is replacing is lost without a trace (one full-suite run saw no file in
+        # 60 s): click afresh, and again where no file has come after 15 s.
+        def report_downloaded(d) -> Path | bool:
+            click(d, (By.XPATH, '//button[.//p[text()="Download report"]]'))
+            return WebDriverWait(d, 15).until(lambda _: next(iter(downloads.glob("*librarian*report*.html")), False))
+
+        report = WebDriverWait(driver, 120, ignored_exceptions=(TimeoutException,)).until(report_downloaded)
         page = report.read_text(encoding="utf-8")
         HTMLParser().feed(page)  # raises on HTML it cannot read
         assert page.lstrip().lower().startswith("<!doctype html>")
