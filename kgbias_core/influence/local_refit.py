@@ -81,7 +81,7 @@ class RefitTerms:
     ``positive_blocks`` place their terms in the [b] vector of positive losses, ``negative_blocks`` in the [K b]
     vector of negative ones. ``positive_distance`` [b] and ``negative_distance`` [K, b]: psi of every one of the
     b triples' terms at the frozen rows (the constant part). Precomputed once, so an evaluation of the objective
-    gathers only the moving rows (an L-BFGS refit evaluates it about a hundred times).
+    gathers only the moving rows (an L-BFGS refit evaluates it a few dozen times).
     """
 
     rows: LongTensor
@@ -160,8 +160,9 @@ def refit_objective(moving: FloatTensor, terms: RefitTerms, *, margin: float, l2
     (METHODS §2-3). -> scalar.
 
     A term with one moving row x under squared L2 is read as ||c||^2 + 2 s (x . c) + ||x||^2 (c its offset, s its
-    sign): one product with the gathered rows instead of a residual built and squared, about eight times fewer
-    passes over the [c, d] terms, which are most of a large edit's (Actor's top 16%: 135,000 of 144,000)."""
+    sign): one product with the gathered rows instead of a residual built and squared. Such terms are most of a
+    large edit's (Actor's top 16%: 135,000 of 144,000), and an evaluation with its gradient there fell from 1.10 s
+    to 0.22 s on one CPU thread (2026-11-28)."""
     padded = torch.cat([moving, moving.new_zeros(1, moving.shape[1])])  # row m: a frozen endpoint adds nothing
     square = padded.pow(2).sum(1)
 
