@@ -546,7 +546,7 @@ THREADS_ENV = "KGBIAS_THREADS"
 
 def job_threads() -> int:
     """The background worker's torch threads: ``$KGBIAS_THREADS`` where it is a positive integer, else every core
-    (a value that is not one is named on stderr once, and every core used)."""
+    (a value that is not one is named on stderr, and every core used)."""
     value = os.environ.get(THREADS_ENV, "").strip()
     if value.isdigit() and int(value) > 0:
         return int(value)

@@ -3,7 +3,6 @@ with a readiness check (on the tiny graph in the synthetic graph's place, a few 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -84,14 +83,14 @@ def test_prepare_refuses_a_graph_without_data_before_training_anything(tmp_path:
 
 
 def test_the_sidebar_shows_the_same_readiness(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                               tiny_store: Path) -> None:
+                                               writable_store: Path) -> None:
     from kgbias_app import sidebar
     from kgbias_core.jobs import default_registry
-    from tests.conftest import page, texts, use_store
+    from tests.conftest import page, texts
 
     # a copy: as the graph's default the tiny model gets its audits started, and one that ends before the cancel
     # below writes into the store (the session's read-only tiny store once left a later lab test a step scale)
-    store = use_store(Path(shutil.copytree(tiny_store, tmp_path / "store")), monkeypatch, tmp_path)
+    store = writable_store
     names = {**tasks.DEFAULT_MODEL_NAMES, "synthetic": "tiny-transe"}  # the tiny model as the graph's default
     monkeypatch.setattr(tasks.prepare, "DEFAULT_MODEL_NAMES", names)
     monkeypatch.setattr(sidebar, "DEFAULT_MODEL_NAMES", names)

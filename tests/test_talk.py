@@ -4,7 +4,6 @@ what was kept; a graph with data but no model is offered for training with its e
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 import uuid
@@ -123,11 +122,11 @@ def test_the_first_start_opens_when_the_model_is_saved_and_audits_in_the_backgro
 
 
 def test_a_graph_with_data_and_no_model_is_offered_with_its_estimate(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_store: Path, tiny_graph
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, writable_store: Path, tiny_graph
 ) -> None:
     """FB13's button, on a small slice of triples in FB13's place (never FB13 itself in the tests)."""
     # a copy: a two-epoch training that ends before the cancel below would leave a model in the read-only store
-    store = use_store(Path(shutil.copytree(tiny_store, tmp_path / "store")), monkeypatch, tmp_path)
+    store = writable_store
     data = tmp_path / "data"
     (data / "fb13").mkdir(parents=True)
     lines = [f"/m/p{i}\tgender\t/m/{'male' if i % 2 else 'female'}" for i in range(300)]

@@ -100,12 +100,12 @@ def summary_frame(rows: pd.DataFrame) -> pd.DataFrame:
                 continue
             ratio = sel["actual"] / sel[estimator].where(sel[estimator] != 0)  # a refit of no row reads 0
             miss = (sel["actual"] - sel[estimator]).abs()
+            scaled = ratio.median() * sel[estimator]
             out.append({"estimator": estimator, "sets": part, "n": len(sel), "median_ratio": ratio.median(),
                         "min_ratio": ratio.min(), "max_ratio": ratio.max(),
                         "median_rel_error": (miss / sel["actual"].abs()).median(),
                         "within_30pct": float((miss <= 0.3 * sel[estimator].abs()).mean()),
-                        "within_30pct_scaled": float(((sel["actual"] - ratio.median() * sel[estimator]).abs()
-                                                      <= 0.3 * (ratio.median() * sel[estimator]).abs()).mean()),
+                        "within_30pct_scaled": float(((sel["actual"] - scaled).abs() <= 0.3 * scaled.abs()).mean()),
                         "sign_right": float((np.sign(sel[estimator]) == np.sign(sel["actual"])).mean())})
     return pd.DataFrame(out)
 
