@@ -77,6 +77,17 @@ def findings_frame(findings: Sequence[Finding]) -> pd.DataFrame:
     return pd.DataFrame([asdict(f) for f in findings], columns=list(FINDING_COLUMNS))
 
 
+#: The text columns of a findings table (:data:`FINDING_COLUMNS`); the rest are numbers.
+TEXT_COLUMNS = ("claim", "key", "statement", "paper", "scope", "verdict", "detail")
+
+
+def typed_findings(frame: pd.DataFrame) -> pd.DataFrame:
+    """A findings table read back from CSV with the types it was made with: a CSV turns an empty text into NaN and a
+    claim "1" into the number 1, which a page or the command line would then show as "nan" or mis-join."""
+    return frame.assign(**{column: frame[column].fillna("").astype(str) for column in TEXT_COLUMNS
+                           if column in frame})
+
+
 def direction_verdict(low: float, high: float, *, expected: int) -> str:
     """REPRODUCES when the interval excludes 0 on the ``expected`` side (+1 or -1), CONTRADICTS when it
     excludes 0 on the other, INCONCLUSIVE when it holds 0, NOT_MEASURED when it is NaN."""

@@ -118,6 +118,28 @@ def test_kgbias_findings_of_a_member_prints_and_writes_the_seed_band(family_with
     assert claim1["n_seeds"] == 3 and claim1["seed_min"] <= claim1["value"] <= claim1["seed_max"]
 
 
+def test_kgbias_findings_reads_back_a_table_of_the_same_inputs_and_shows_what_measuring_shows(
+        family_with_findings: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second ``kgbias findings`` with the model and its inputs unchanged reads the table the first made (the
+    fixture's run) instead of measuring the member and its siblings again; it prints and writes what a fresh
+    measurement prints and writes."""
+    store = Path(shutil.copytree(family_with_findings, tmp_path / "store"))
+    no_census = tmp_path / "no-data"  # whatever KGBIAS_DATA_DIR says: the fixture's inputs had no census
+    no_census.mkdir()
+    command = ["findings", "--model", str(store / "fam"), "--data-dir", str(no_census), "--out"]
+    assert main([*command, str(tmp_path / "read.json")]) == 0
+    read = capsys.readouterr()
+    assert tasks.FINDINGS_CACHED in read.err and "the seed band of 3 seeds" in read.err
+    (store / "fam" / "results" / f"{tasks.FINDINGS}.csv").unlink()
+    assert main([*command, str(tmp_path / "measured.json")]) == 0
+    measured = capsys.readouterr()
+    assert tasks.FINDINGS_CACHED not in measured.err and "bootstrap interval" in measured.err
+    assert measured.out.replace("measured.json", "read.json") == read.out
+    rows = [pd.DataFrame(json.loads((tmp_path / f"{name}.json").read_text())["findings"]) for name in ("read",
+                                                                                                      "measured")]
+    pd.testing.assert_frame_equal(rows[0], rows[1])
+
+
 def test_the_findings_page_of_a_member_says_no_direction_where_the_seeds_disagree(
     family_with_findings: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -9,7 +9,7 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.objective import transe_objective
 from kgbias_core.influence.local_refit import paired_refit, refit_objective, refit_rows, refit_terms, touched_rows
-from kgbias_core.influence.prediction import newton_change
+from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step, newton_change
 from kgbias_core.influence.retraining_check import removal_set
 from tests.conftest import REPO, load_script
 
@@ -109,6 +109,9 @@ def test_the_pair_cancels_the_refits_own_drift(tiny_model) -> None:
                  l2=tiny_model.config.l2, rows=touched_rows(tiny_model.triples, removed))
     none = removed.new_zeros(0)
     torch.testing.assert_close(refit_rows(entities=e, relations=r, removed=none, **refit), unedited)
+    still = torch.ones(e.shape[0], dtype=torch.bool)
+    still[refit["rows"]] = False  # only the touched rows move, in both halves
+    assert torch.equal(unedited[still], e[still]) and torch.equal(edited[still], e[still])
 
 
 def test_the_experiments_three_predictions(tiny_model, monkeypatch) -> None:
@@ -124,6 +127,17 @@ def test_the_experiments_three_predictions(tiny_model, monkeypatch) -> None:
     got = script.predictions(analysis, label, removed)
     assert got["newton"] == pytest.approx(plain, rel=1e-2)
     assert got["rows"] > 0 and got["newton_refit"] != got["newton"]
+    step = absolute_newton_step(tiny_model, removed, tolerance=1e-3, active=analysis.active_terms,
+                                hvp=analysis.absolute_hvp)
+    e, r = tiny_model.entity_embeddings, tiny_model.relation_embeddings
+    for name, start in (("refit", (e, r)), ("newton_refit", (e + step[0], r + step[1]))):  # the core's pair
+        unedited, edited = paired_refit(entities=e, relations=r, start=start, triples=tiny_model.triples,
+                                        negatives=tiny_model.frozen_negatives, removed=removed,
+                                        margin=tiny_model.config.margin, l2=tiny_model.config.l2,
+                                        distance=tiny_model.config.distance)
+        pair = (_bias(_moved(tiny_model, (edited - e, start[1] - r)), analysis.groups, index)
+                - _bias(_moved(tiny_model, (unedited - e, torch.zeros_like(r))), analysis.groups, index))
+        assert got[name] == pytest.approx(float(pair), rel=1e-6, abs=1e-9)
     none = script.predictions(analysis, label, removed, min_share=1.01)
     assert none["rows"] == 0 and none["refit"] == 0.0
     assert none["newton_refit"] == pytest.approx(none["newton"], abs=1e-6)

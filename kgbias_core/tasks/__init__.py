@@ -41,6 +41,7 @@ from kgbias_core.tasks.evaluation import (
 )
 from kgbias_core.tasks.findings import (
     FINDINGS,
+    FINDINGS_CACHED,
     PAPER_ADD_C,
     add_c,
     add_runs,
@@ -133,6 +134,7 @@ __all__ = [
     "link_prediction_task",
     "relation_audit_task",
     "FINDINGS",
+    "FINDINGS_CACHED",
     "PAPER_ADD_C",
     "add_c",
     "add_runs",

@@ -102,6 +102,20 @@ def findings_inputs(model_dir: Path | str, *, census: Path | None = None, year: 
                    add_scale=_add_scale(model_dir))
 
 
+#: What a findings run says when it reads the table back (the same model and inputs) instead of measuring.
+FINDINGS_CACHED = "findings read back from the model's store, made from the same inputs"
+
+
+def _described(inputs: Mapping[str, Any]) -> list[str]:
+    """The inputs of a findings table in words, for the line that says it was read back."""
+    words = [f"{len(inputs['curves'])} removal curve(s)", f"{len(inputs['add_runs'])} Add run(s)",
+             "a noise band" if inputs["noise_band"] else "no noise band",
+             "the census" if inputs["census"] else "no census"]
+    if inputs.get("family"):
+        words.append(f"the seed band of {len(inputs['family'])} seeds")
+    return words
+
+
 def _redraw_seed(model_dir: Path | str, negative_seed: int | None) -> int | None:
     """The seed influence re-draws the negatives from (default 0), or None for a model that has its own."""
     if read_config(model_dir).get("negatives") != "none":  # the importer records "none"
@@ -159,7 +173,7 @@ def read_off_findings(model_dir: Path | str, *, census: Path | None = None, year
     from kgbias_core.tables import measures_table
 
     params = _inputs({}, [], None, census=census, year=year)
-    cached = load_result(model_dir, READ_OFF_FINDINGS, params=params)
+    cached = _load_findings(model_dir, READ_OFF_FINDINGS, params)
     if cached is not None:
         return cached
     model = load_model(model_dir, device=resolve_device(device))
@@ -201,19 +215,27 @@ def findings_task(
         if retrain:
             _findings_retrains(model_dir, model, retrain, k=k, progress=progress, device=device)
         seed = _redraw_seed(model_dir, negative_seed)
+        curves, runs, noise = saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir)
+        family, add_scale = family_members(model_dir), _add_scale(model_dir)
+        params = _inputs(curves, runs, noise, census=census, year=year, negative_seed=seed, family=family,
+                         add_scale=add_scale)
+        # The table is a pure function of the model and these inputs (the bootstraps are seeded): one made from the
+        # same ones is read back, not measured again (minutes on FB15k-237 with a family's siblings).
+        cached = _load_findings(model_dir, FINDINGS, params)
+        if cached is not None:
+            progress.update(stage="reading", message=f"{FINDINGS_CACHED}: {', '.join(_described(params))}")
+            return cached
         analysis = ModelAnalysis(model, negative_seed=DEFAULT_NEGATIVE_SEED if seed is None else seed)
         progress.update(stage="measuring", message="every measure with its bootstrap interval")
         measures = measures_table(analysis)
         correlations = _census_correlations(measures, model, census, year)
         progress.update(stage="measuring", message="the top-influence triples of every occupation")
-        curves, runs, noise = saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir)
         others = [f"{path.name} (c = {add_c(read_config(path))})" for path in add_runs(model_dir, c=None)
                   if path not in runs]
         frame = findings_frame(model_findings(analysis, measures, census=correlations, curves=curves, noise=noise,
                                               add_runs=[ModelAnalysis(load_model(path, device=device))
                                                         for path in runs],
-                                              add_refused=others, add_scale=(add_scale := _add_scale(model_dir))))
-        family = family_members(model_dir)
+                                              add_refused=others, add_scale=add_scale))
         if family is not None:  # every claim read off the model, measured on each sibling: its seed band
             own = Path(model_dir).name
             siblings = []
@@ -222,9 +244,7 @@ def findings_task(
                     progress.update(stage="measuring", message=f"the findings of {member.name} (seed band)")
                     siblings.append(read_off_findings(member, census=census, year=year, device=device))
             frame = family_findings(frame, [frame, *siblings])
-        save_result(model_dir, FINDINGS, frame,
-                    params=_inputs(curves, runs, noise, census=census, year=year, negative_seed=seed, family=family,
-                                   add_scale=add_scale))
+        save_result(model_dir, FINDINGS, frame, params=params)
         return frame
 
     return Task(key=_key("findings", model_dir, census=str(census), year=year, retrain=list(retrain), k=k,
@@ -270,6 +290,14 @@ def saved_findings(
     model_dir: Path | str, *, census: Path | None = None, year: int | None = None
 ) -> pd.DataFrame | None:
     """The cached findings of the model, or None when absent or made from other inputs."""
-    return load_result(model_dir, FINDINGS, params=findings_inputs(model_dir, census=census, year=year))
+    return _load_findings(model_dir, FINDINGS, findings_inputs(model_dir, census=census, year=year))
+
+
+def _load_findings(model_dir: Path | str, key: str, params: dict[str, Any]) -> pd.DataFrame | None:
+    """A findings table cached beside the model under ``key`` and ``params``, typed as it was made."""
+    from kgbias_core.findings import typed_findings
+
+    cached = load_result(model_dir, key, params=params)
+    return None if cached is None else typed_findings(cached)
 
 
