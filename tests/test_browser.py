@@ -22,7 +22,6 @@ pytestmark = [
 
 
 def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path) -> None:
-    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
@@ -65,13 +64,8 @@ def test_occupation_explorer_in_a_real_browser(tiny_store: Path, tmp_path: Path)
         driver.save_screenshot(str(tmp_path / "occupation_explorer.png"))
 
         # "Download report": one HTML file holding the occupation's B_gr and an interactive chart.
-        # A click on a button that a rerun is replacing is lost without a trace (one full-suite run saw no file in
-        # 60 s): click afresh, and again where no file has come after 15 s.
-        def report_downloaded(d) -> Path | bool:
-            click(d, (By.XPATH, '//button[.//p[text()="Download report"]]'))
-            return WebDriverWait(d, 15).until(lambda _: next(iter(downloads.glob("*librarian*report*.html")), False))
-
-        report = WebDriverWait(driver, 120, ignored_exceptions=(TimeoutException,)).until(report_downloaded)
+        report = downloaded(driver, (By.XPATH, '//button[.//p[text()="Download report"]]'), downloads,
+                            "*librarian*report*.html")
         page = report.read_text(encoding="utf-8")
         HTMLParser().feed(page)  # raises on HTML it cannot read
         assert page.lstrip().lower().startswith("<!doctype html>")
@@ -122,9 +116,8 @@ def test_search_a_person_open_their_triples_and_export_a_selection(tiny_store: P
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), name))
         wait.until(lambda d: "person=" in d.current_url)
         # Their triples: the table and its download, one row per training triple the person is in.
-        wait.until(ec.element_to_be_clickable(
-            (By.XPATH, '//button[.//p[text()="Download the person\'s triples (CSV)"]]'))).click()
-        saved = wait.until(lambda d: next(iter(downloads.glob(f"*{label}*triples*.csv")), False))
+        saved = downloaded(driver, (By.XPATH, '//button[.//p[text()="Download the person\'s triples (CSV)"]]'),
+                           downloads, f"*{label}*triples*.csv")
         triples = pd.read_csv(saved)
         assert len(triples) == degree and "in words" in triples.columns and "influence" in triples.columns
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
@@ -133,10 +126,10 @@ def test_search_a_person_open_their_triples_and_export_a_selection(tiny_store: P
         wait.until(ec.element_to_be_clickable(
             (By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a[href$="/embedding_space"]'))).click()
         wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Embedding space"))
-        selected = wait.until(lambda d: box_selection(d, '//button[.//p[contains(text(), "selected points (CSV)")]]'))
+        export_button = '//button[.//p[contains(text(), "selected points (CSV)")]]'
+        selected = wait.until(lambda d: box_selection(d, export_button))
         n = int(selected.text.split()[2].replace(",", ""))
-        selected.click()
-        export = wait.until(lambda d: next(iter(downloads.glob("*embedding-space-selection*.csv")), False))
+        export = downloaded(driver, (By.XPATH, export_button), downloads, "*embedding-space-selection*.csv")
         chosen = pd.read_csv(export)
         assert len(chosen) == n > 0 and len(chosen) < len(points)
         assert set(chosen["label"]) <= set(points["label"])
@@ -202,6 +195,27 @@ const gd = document.querySelector('.js-plotly-plot');
 return Boolean(gd && gd._fullLayout && gd.querySelector('.nsewdrag')
                && (gd.querySelector('.scatterlayer .point') || gd.querySelector('canvas.gl-canvas-context')));
 """
+
+
+def downloaded(driver, locator: tuple[str, str], downloads: Path, pattern: str, *, timeout: float = 180) -> Path:
+    """Click the download button at ``locator`` and -> the file matching ``pattern`` that it saves in ``downloads``.
+
+    A click on a button that a Streamlit rerun is replacing is lost without a trace: full-suite runs saw no file
+    within 60 s, once after the report's button and once after the embedding space's selection export. The button
+    is found afresh and clicked again wherever no file has come 15 s after a click."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def attempt(d) -> Path | bool:
+        click(d, locator)
+        return WebDriverWait(d, 15).until(lambda _: next(iter(downloads.glob(pattern)), False))
+
+    try:
+        return WebDriverWait(driver, timeout, ignored_exceptions=(TimeoutException,)).until(attempt)
+    except TimeoutException:
+        got = sorted(path.name for path in downloads.glob("*")) if downloads.is_dir() else "no folder"
+        raise AssertionError(f"no {pattern} in {timeout:.0f} s of clicks; the downloads hold {got}; the page says: "
+                             f"{driver.find_element('tag name', 'body').text[:2000]!r}") from None
 
 
 def box_selection(driver, button_xpath: str):
