@@ -153,6 +153,16 @@ def test_rescore_predicts_the_same_sets_again_with_the_models_scale_for_edits(ti
     pd.DataFrame(rows).to_csv(runs, index=False)
     with pytest.raises(SystemExit, match="not the same set"):
         _bench().main()
+    # --other-machine: sets this model cannot rebuild keep their predictions, the old estimator read off their sums
+    monkeypatch.setattr("sys.argv", ["whatif_accuracy.py", "--model", str(base), "--runs", str(runs),
+                                     "--rescore", str(out), "--other-machine"])
+    _bench().main()
+    across, made = pd.read_csv(out), pd.read_csv(runs)
+    pd.testing.assert_frame_equal(across[made.columns.drop(["old_point", "old_low", "old_high", "in_fit"])],
+                                  made.drop(columns=["old_point", "old_low", "old_high", "in_fit"]))
+    for row in across.itertuples():
+        old = predict(row.closed_form, scale=calibrated.influence_scale, calibration=calibrated.calibration)
+        assert (row.old_point, row.old_low, row.old_high) == pytest.approx((old.point, old.low, old.high))
 
 
 def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path, monkeypatch) -> None:

@@ -39,7 +39,9 @@ deterministic set, checked by its closed-form sum), predicts it again as the lab
 step scale for edits, its noise band) and writes the rows with those columns replaced to OUT, with its summary.
 Where the model has been calibrated since (``kgbias calibrate``), the old estimator's columns are filled too.
 The retrained change is the one measured; only the prediction is new. Used when the step scale's source changed
-(issue 25: edits read the audit, plans verified plans).
+(issue 25: edits read the audit, plans verified plans). ``--other-machine`` is for runs made on another machine's
+model of the same config, whose sets this model does not rebuild: their predictions are kept, and the old
+estimator's columns are filled from each row's closed-form sum and this model's calibration.
 """
 
 from __future__ import annotations
@@ -261,6 +263,9 @@ def _rescore(args: argparse.Namespace) -> None:
     """``--rescore``: each row of ``--runs`` predicted again with the model's current step scale for edits."""
     runs = pd.read_csv(args.runs)
     model = load_model(args.model)
+    if args.other_machine:
+        _old_across_machines(runs, model, args)
+        return
     ratio = model_step_ratio(args.model, use=EDITS)
     if ratio is None:
         raise SystemExit(f"{args.model}: no prediction audit or verified plan, so no step scale to rescore with")
@@ -291,6 +296,22 @@ def _rescore(args: argparse.Namespace) -> None:
         write_text(summary_frame(rescored).to_csv(index=False, float_format="%.4f"), str(args.summary))
 
 
+def _old_across_machines(runs: pd.DataFrame, model, args: argparse.Namespace) -> None:
+    """``--rescore --other-machine``: runs made on another machine's model of the same config, whose sets this
+    model cannot rebuild (its closed-form ranking drifts). Each row keeps the predictions it was made with; the old
+    estimator's columns are filled from the row's own closed-form sum and this model's calibration, the one part of
+    the old estimator that is a property of the config rather than of the trained weights."""
+    if model.calibration is None:
+        raise SystemExit(f"{args.model}: not calibrated (kgbias calibrate), so no old estimator to fill in")
+    rows = [{**row, **old_columns(model, float(row["closed_form"]), row["occupation"])}
+            for row in runs.to_dict("records")]
+    rescored = pd.DataFrame(rows)
+    write_text(rescored.to_csv(index=False), str(args.rescore))
+    print(summarize(rescored))
+    if args.summary:
+        write_text(summary_frame(rescored).to_csv(index=False, float_format="%.4f"), str(args.summary))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="a stored model (default: train the synthetic graph of the tests)")
@@ -305,6 +326,10 @@ def main() -> None:
                         help="only write the summary of --runs (and its occupations' names, from --model)")
     parser.add_argument("--rescore", type=Path, metavar="OUT",
                         help="with --model: predict --runs' sets again with today's step scale, into OUT")
+    parser.add_argument("--other-machine", action="store_true",
+                        help="with --rescore: the runs were made on another machine's model of the same config; "
+                             "keep their predictions and fill the old estimator's columns from each row's "
+                             "closed-form sum and --model's calibration")
     parser.add_argument("--no-calibration", action="store_true",
                         help="skip the old estimator and its calibration (13 masked retrains)")
     parser.add_argument("--kinds", default=",".join(KINDS), help="kinds of removal set, of " + ", ".join(KINDS))
