@@ -214,7 +214,7 @@ def findings_task(
         model = load_model(model_dir, device=device)
         if retrain:
             _findings_retrains(model_dir, model, retrain, k=k, progress=progress, device=device)
-        seed = _redraw_seed(model_dir, negative_seed)
+        seed = _redraw_seed(model_dir, negative_seed)  # the model loaded first: a broken one is its one-line error
         curves, runs, noise = saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir)
         family, add_scale = family_members(model_dir), _add_scale(model_dir)
         params = _inputs(curves, runs, noise, census=census, year=year, negative_seed=seed, family=family,
