@@ -88,6 +88,29 @@ def test_the_band_fit_finds_the_narrowest_band_that_covers() -> None:
     assert set(table["evaluation"]) >= {"in-sample all", "leave-one-out all", "g -> h", "all -> g"}
 
 
+def test_the_closed_form_band_scales_the_closed_form_by_its_own_audit_ratio(monkeypatch) -> None:
+    """closed_form_band.py: the closed form times retrained/closed form on the audited top 16% set. Where that
+    scaled closed form is the scaled step on every set, the two points' fits are the same; where the closed form
+    spreads more around the retrained changes, its fitted band is wider."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "experiments" / "whatif_accuracy"))  # band_fit
+    script = load_script("experiments/whatif_accuracy/closed_form_band.py", "closed_form_band")
+    ratios = [0.8, 0.9, 1.0, 1.1, 1.25]
+    rows = [{**_row("top", 100, 120, 0.5, 0.5 * q, floor=0.0), "occupation": f"o{i}"} for i, q in enumerate(ratios)]
+    # The audited set's scaled step is its retrained change (the scale is read off it), as in a real run.
+    audit = {**_row("top", 100, 120, 0.5, 0.5, floor=0.0, audit=True, share=16), "occupation": "audited"}
+    runs = pd.DataFrame([*rows, audit]).assign(closed_form=lambda d: d["scaled"] * 2.0)
+    assert script.audit_ratio(runs, "closed_form") == pytest.approx(0.5)
+    table = script.compared({"g": runs, "h": runs}, coverage=1.0)
+    step, closed = (table[table["point"] == point].drop(columns=["point", "ratio"]).reset_index(drop=True)
+                    for point in script.POINTS)
+    pd.testing.assert_frame_equal(step, closed)  # the closed form x 0.5 is the scaled step on every set: alike
+    spread = runs.assign(closed_form=runs["closed_form"] * np.r_[1.5, 1.0, 1.0, 1.0, 1.0, 1.0])  # 0.8 -> 0.53
+    wider = script.compared({"g": spread}, coverage=1.0).set_index(["point", "evaluation"])["half_width"]
+    assert wider[(script.POINTS[1], "in-sample g")] > wider[(script.POINTS[0], "in-sample g")]
+    with pytest.raises(SystemExit, match="no audited"):
+        script.audit_ratio(runs[~runs["in_audit"]], "closed_form")
+
+
 def test_a_run_without_calibration_has_no_old_estimator_row() -> None:
     """``--no-calibration`` leaves the old estimator's columns empty: the summary leaves it out rather than count
     every set as missed by an interval that was never computed."""
