@@ -25,6 +25,7 @@ Random sets are not fitted on: their point is about 0, and they are judged by th
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -110,20 +111,27 @@ def evaluate(graphs: dict[str, pd.DataFrame], coverage: float) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(description: str, table_of: Callable[[dict[str, pd.DataFrame], float], pd.DataFrame]) -> None:
+    """The command line of this script and of its siblings that fit bands: ``--runs NAME=CSV ..`` (whole run files
+    by name), ``--coverage``, ``--out``; ``table_of(runs, coverage)`` is the table printed and written."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--runs", nargs="+", required=True, help="NAME=CSV of whatif_accuracy.py --model runs")
     parser.add_argument("--coverage", type=float, default=0.9, help="coverage of targeted sets to reach")
     parser.add_argument("--out", type=Path, help="CSV of the evaluation rows")
     args = parser.parse_args()
-    graphs = {}
+    runs = {}
     for item in args.runs:
         name, _, path = item.partition("=")
-        graphs[name] = targeted_rows(pd.read_csv(path))
-    table = evaluate(graphs, args.coverage)
+        runs[name] = pd.read_csv(path)
+    table = table_of(runs, args.coverage)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.out:
         write_text(table.to_csv(index=False, float_format="%.4f"), str(args.out))
+
+
+def main() -> None:
+    cli(__doc__.splitlines()[0],
+        lambda runs, coverage: evaluate({name: targeted_rows(run) for name, run in runs.items()}, coverage))
 
 
 if __name__ == "__main__":

@@ -16,13 +16,8 @@ Each run file must hold its audited occupation's top 16% set (``in_audit``); no 
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import band_fit  # noqa: I001  (the band's fit, beside this file)
 import pandas as pd
-
-from kgbias_core.commands.common import write_text
 
 #: The two points compared: the lab's (the step times its audit ratio, as run) and the closed form times its own.
 POINTS = ("scaled Newton step", "closed form x audit ratio")
@@ -61,19 +56,7 @@ def _ratio_of(evaluation: str, ratios: dict[str, float]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", nargs="+", required=True, help="NAME=CSV of whatif_accuracy.py runs")
-    parser.add_argument("--coverage", type=float, default=0.9, help="coverage of targeted sets to reach")
-    parser.add_argument("--out", type=Path, help="CSV of the evaluation rows")
-    args = parser.parse_args()
-    graphs = {}
-    for item in args.runs:
-        name, _, path = item.partition("=")
-        graphs[name] = pd.read_csv(path)
-    table = compared(graphs, args.coverage)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    if args.out:
-        write_text(table.to_csv(index=False, float_format="%.4f"), str(args.out))
+    band_fit.cli(__doc__.splitlines()[0], compared)
 
 
 if __name__ == "__main__":
