@@ -94,6 +94,8 @@ def test_the_closed_form_band_scales_the_closed_form_by_its_own_audit_ratio(monk
     spreads more around the retrained changes, its fitted band is wider."""
     monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "experiments" / "whatif_accuracy"))  # band_fit
     script = load_script("experiments/whatif_accuracy/closed_form_band.py", "closed_form_band")
+    monkeypatch.setattr(script.band_fit, "BASES", np.arange(1.0, 3.001, 0.25))  # a coarse grid: the logic, quickly
+    monkeypatch.setattr(script.band_fit, "SMALLS", np.arange(0.0, 3.001, 0.5))
     ratios = [0.8, 0.9, 1.0, 1.1, 1.25]
     rows = [{**_row("top", 100, 120, 0.5, 0.5 * q, floor=0.0), "occupation": f"o{i}"} for i, q in enumerate(ratios)]
     # The audited set's scaled step is its retrained change (the scale is read off it), as in a real run.
