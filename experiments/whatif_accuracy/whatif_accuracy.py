@@ -217,6 +217,13 @@ def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _report(runs: pd.DataFrame, args: argparse.Namespace) -> None:
+    """Print the summary of ``runs`` and, with ``--summary``, write its table (:func:`summary_frame`)."""
+    print(summarize(runs))
+    if args.summary:
+        write_text(summary_frame(runs).to_csv(index=False, float_format="%.4f"), str(args.summary))
+
+
 def _summarize_only(args: argparse.Namespace) -> None:
     """The summary of a finished ``--runs``, and a ``name`` column (readable occupation names) added to it."""
     runs = pd.read_csv(args.runs)
@@ -225,9 +232,7 @@ def _summarize_only(args: argparse.Namespace) -> None:
         names = dict(zip(model.entity_labels, model.entity_names, strict=True))
         runs.insert(1, "name", runs["occupation"].map(names))
         write_text(runs.to_csv(index=False), str(args.runs))
-    print(summarize(runs))
-    if args.summary:
-        write_text(summary_frame(runs).to_csv(index=False, float_format="%.4f"), str(args.summary))
+    _report(runs, args)
 
 
 def audited_occupations(model_dir) -> set[str]:
@@ -291,9 +296,7 @@ def _rescore(args: argparse.Namespace) -> None:
               f"({time.perf_counter() - t:.1f} s)", flush=True)
     rescored = pd.DataFrame(rows)
     write_text(rescored.to_csv(index=False), str(args.rescore))
-    print(summarize(rescored))
-    if args.summary:
-        write_text(summary_frame(rescored).to_csv(index=False, float_format="%.4f"), str(args.summary))
+    _report(rescored, args)
 
 
 def _old_across_machines(runs: pd.DataFrame, model, args: argparse.Namespace) -> None:
@@ -307,9 +310,7 @@ def _old_across_machines(runs: pd.DataFrame, model, args: argparse.Namespace) ->
             for row in runs.to_dict("records")]
     rescored = pd.DataFrame(rows)
     write_text(rescored.to_csv(index=False), str(args.rescore))
-    print(summarize(rescored))
-    if args.summary:
-        write_text(summary_frame(rescored).to_csv(index=False, float_format="%.4f"), str(args.summary))
+    _report(rescored, args)
 
 
 def main() -> None:
@@ -442,9 +443,7 @@ def main() -> None:
                          if shown else ""), flush=True)
     runs = pd.read_csv(args.runs)
     if not math.isnan(runs["actual"].sum()):
-        print(summarize(runs))
-        if args.summary:
-            write_text(summary_frame(runs).to_csv(index=False, float_format="%.4f"), str(args.summary))
+        _report(runs, args)
 
 
 if __name__ == "__main__":
