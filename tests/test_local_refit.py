@@ -8,7 +8,14 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.objective import transe_objective
-from kgbias_core.influence.local_refit import paired_refit, refit_objective, refit_rows, refit_terms, touched_rows
+from kgbias_core.influence.local_refit import (
+    paired_refit,
+    read_rows,
+    refit_objective,
+    refit_rows,
+    refit_terms,
+    touched_rows,
+)
 from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step, newton_change
 from kgbias_core.influence.retraining_check import removal_set
 from tests.conftest import REPO, load_script
@@ -46,6 +53,24 @@ def test_touched_rows_are_the_removed_triples_entities_below_the_caps(tiny_model
     shared = set(touched_rows(tiny_model.triples, removed, max_degree=10**9, min_share=0.25).tolist())
     assert shared == {e for e in named if lost[e] >= 0.25 * degree[e]}
     assert shared and shared < named
+
+
+def test_read_rows_are_the_rows_b_gr_reads(tiny_model) -> None:
+    """read_rows: the occupation's persons and the occupation, found by a loop over the pairs; every other entity
+    row moved at random leaves that occupation's B_gr where it was, and moving one of its persons moves it."""
+    _, index = _edit(tiny_model)
+    groups = ModelAnalysis(tiny_model).groups
+    rows = read_rows(groups, index)
+    persons = {int(p) for p, o in zip(groups.pair_person, groups.pair_occupation, strict=True) if int(o) == index}
+    assert rows.tolist() == sorted(persons | {int(groups.occupations[index])})
+    e, r = tiny_model.entity_embeddings, tiny_model.relation_embeddings
+    before = _bias(tiny_model, groups, index)
+    shaken = torch.randn(e.shape, generator=torch.Generator().manual_seed(0))
+    shaken[rows] = 0
+    assert _bias(_moved(tiny_model, (shaken, torch.zeros_like(r))), groups, index) == pytest.approx(before, abs=1e-5)
+    one = torch.zeros_like(e)
+    one[rows[0]] = 1.0
+    assert abs(_bias(_moved(tiny_model, (one, torch.zeros_like(r))), groups, index) - before) > 1e-3
 
 
 @pytest.mark.parametrize("distance", ["squared_l2", "l1"])
@@ -138,6 +163,59 @@ def test_the_experiments_three_predictions(tiny_model, monkeypatch) -> None:
         pair = (_bias(_moved(tiny_model, (edited - e, start[1] - r)), analysis.groups, index)
                 - _bias(_moved(tiny_model, (unedited - e, torch.zeros_like(r))), analysis.groups, index))
         assert got[name] == pytest.approx(float(pair), rel=1e-6, abs=1e-9)
+    rows = torch.unique(torch.cat([touched_rows(tiny_model.triples, removed), read_rows(analysis.groups, index)]))
+    unedited, edited = paired_refit(entities=e, relations=r, start=(e + step[0], r + step[1]),
+                                    triples=tiny_model.triples, negatives=tiny_model.frozen_negatives,
+                                    removed=removed, margin=tiny_model.config.margin, l2=tiny_model.config.l2,
+                                    distance=tiny_model.config.distance, rows=rows)
+    pair = (_bias(_moved(tiny_model, (edited - e, step[1])), analysis.groups, index)
+            - _bias(_moved(tiny_model, (unedited - e, torch.zeros_like(r))), analysis.groups, index))
+    assert got["rows_read"] == rows.numel() > got["rows"]
+    assert got["newton_refit_read"] == pytest.approx(float(pair), rel=1e-6, abs=1e-9)
     none = script.predictions(analysis, label, removed, min_share=1.01)
     assert none["rows"] == 0 and none["refit"] == 0.0
     assert none["newton_refit"] == pytest.approx(none["newton"], abs=1e-6)
+
+
+def test_the_experiment_predicts_the_stored_audit_set(tiny_store, tmp_path, monkeypatch) -> None:
+    """local_refit.py --audit: the model's one-retrain audit set (a real masked retrain of the tiny model) is
+    predicted beside the runs' sets, marked in_audit, with the audit's retrained change and, for the Newton step,
+    the audit's own prediction."""
+    import shutil
+    from pathlib import Path
+
+    import pandas as pd
+
+    from kgbias_core.jobs import Progress
+    from kgbias_core.tasks import prediction_audit_task
+    from kgbias_core.whatif.step_ratio import saved_prediction_audit
+
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
+    script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_script")
+    model = Path(shutil.copytree(tiny_store / "tiny-transe", tmp_path / "tiny-transe"))
+    prediction_audit_task(model).run(Progress())
+    audit = saved_prediction_audit(model).iloc[0]
+    out = tmp_path / "rows.csv"
+    monkeypatch.setattr("sys.argv", ["local_refit.py", "--model", str(model), "--audit", "--out", str(out)])
+    script.main()
+    rows = pd.read_csv(out)
+    assert len(rows) == 1 and bool(rows["in_audit"].iloc[0]) and rows["k"].iloc[0] == audit["k"]
+    assert rows["occupation"].iloc[0] == audit["occupation"] and rows["actual"].iloc[0] == audit["retrained"]
+    assert rows["newton"].iloc[0] == pytest.approx(audit["predicted"], rel=1e-2)
+    assert rows["rows_read"].iloc[0] > rows["rows"].iloc[0]
+
+
+def test_the_experiment_refuses_retrained_changes_of_other_sets(tmp_path, monkeypatch) -> None:
+    """local_refit.py --retrained: a stored retrained change is read only for the set it was measured on (checked
+    by its closed-form sum), never for another one."""
+    import pandas as pd
+
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
+    script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_script")
+    earlier = tmp_path / "earlier.csv"
+    pd.DataFrame([{"occupation": "nurse", "kind": "top", "share": 2, "closed_form": 1e6, "actual": 0.5}]).to_csv(
+        earlier, index=False)
+    monkeypatch.setattr("sys.argv", ["local_refit.py", "--retrained", str(earlier), "--out", str(tmp_path / "o.csv")])
+    with pytest.raises(SystemExit, match="not in .*earlier.csv with closed form"):
+        script.main()
+    assert not (tmp_path / "o.csv").exists()

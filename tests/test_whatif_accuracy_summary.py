@@ -125,6 +125,27 @@ def test_a_run_without_calibration_has_no_old_estimator_row() -> None:
     assert with_old["estimator"].str.contains("calibrated").sum() == 2  # targeted and random
 
 
+def test_summarize_only_names_the_occupations_also_of_rows_appended_later(tiny_store: Path, tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    """``--summarize-only --model``: the run file gets a name column, and rows appended after it was added (a bench
+    still running) get their names the next time, instead of staying empty."""
+    from kgbias_core.commands.common import append_row
+    from kgbias_core.embeddings.store import load_model
+
+    model = load_model(tiny_store / "tiny-transe")
+    labels = [label for label in ("nurse", "engineer") if label in model.entity_labels]
+    names = dict(zip(model.entity_labels, model.entity_names, strict=True))
+    runs = tmp_path / "runs.csv"
+    append_row({**_row("top", 50, 40, 0.4, 0.45), "occupation": labels[0]}, runs)
+    argv = ["whatif_accuracy.py", "--summarize-only", "--model", str(tiny_store / "tiny-transe"), "--runs", str(runs)]
+    monkeypatch.setattr("sys.argv", argv)
+    _bench().main()
+    append_row({**_row("bottom", 20, 12, -0.3, -0.35), "occupation": labels[-1]}, runs)  # the bench's next row
+    assert pd.isna(pd.read_csv(runs)["name"].iloc[1])
+    _bench().main()
+    assert pd.read_csv(runs)["name"].tolist() == [names[labels[0]], names[labels[-1]]]
+
+
 def test_rescore_predicts_the_same_sets_again_with_the_models_scale_for_edits(tiny_store: Path, tmp_path: Path,
                                                                               monkeypatch) -> None:
     """``--rescore``: no retrain; each row's set is rebuilt (checked by its closed-form sum) and predicted as the

@@ -25,6 +25,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.commands.common import append_row
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.influence.calibration import (
     CALIBRATION_OCCUPATIONS,
@@ -75,8 +76,7 @@ def main() -> None:
             after = masked_retrain_bias(model, removed=removed, groups=groups)
             row = {"occupation": label, "name": groups.names[index], "kind": kind, "k": size,
                    "predicted": float(influence[removed].sum()), "actual": float(after[index]) - base[label]}
-            pd.DataFrame([row], columns=list(RUN_COLUMNS)).to_csv(
-                args.runs, mode="a", header=not args.runs.exists(), index=False)
+            append_row({column: row[column] for column in RUN_COLUMNS}, args.runs)
             print(f"{row['name']} {kind}-{size}: predicted {row['predicted']:+.4f} actual {row['actual']:+.4f} "
                   f"({time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.2f})", flush=True)
     runs = pd.read_csv(args.runs)

@@ -49,7 +49,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.commands.common import shard
+from kgbias_core.commands.common import append_row, shard
 from kgbias_core.data.datasets import load_dataset
 from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.data.synthetic import SyntheticConfig
@@ -148,7 +148,7 @@ def chosen_occupations(analysis: ModelAnalysis, dataset: str, given: list[str] |
 
 
 def append(path: Path, row: dict) -> None:
-    pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+    append_row(row, path)
 
 
 def read(path: Path) -> pd.DataFrame | None:

@@ -31,6 +31,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from kgbias_core.commands.common import append_row
+
 #: Published configurations, transcribed from PyKEEN's experiment files (name -> pipeline keyword arguments).
 CONFIGS = {
     "nguyen2018": {
@@ -127,7 +129,7 @@ def main() -> None:
     row = run(args.dataset, config=args.config, epochs=args.epochs, device=args.device, data_dir=args.data_dir,
               seed=args.seed, checkpoint_dir=args.checkpoint_dir)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame([row]).to_csv(args.out, mode="a", header=not args.out.exists(), index=False)
+    append_row(row, args.out)
     print(", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
 
 

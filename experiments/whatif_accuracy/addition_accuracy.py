@@ -31,6 +31,7 @@ import torch
 from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING, chosen_occupations  # noqa: I001
 
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.commands.common import append_row
 from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.embeddings.store import load_model, read_config
 from kgbias_core.embeddings.training import train_model, train_transe
@@ -65,7 +66,7 @@ def edited_retrains(model, edit):
 def record(runs: Path, row: dict, prediction, after_minus_before: float) -> None:
     """Append one edit's row to ``runs`` and print it."""
     runs.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame([row]).to_csv(runs, mode="a", header=not runs.exists(), index=False)
+    append_row(row, runs)
     p, actual = prediction, after_minus_before
     inside = "in " if p.low <= actual <= p.high else "OUT"
     print(f"{row['occupation']:14s} {row['men']:3d}/{row['women']:<3d} c={row['c']:<4} +{row['dummies']:3d}: newton "

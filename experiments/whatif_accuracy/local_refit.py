@@ -10,7 +10,9 @@ the retrained one:
   the unedited half is made once per set for this and the next);
 - ``newton_refit``: the Newton step, then those rows re-optimised with every other row at theta + Delta theta,
   read against the same pair's other half (:func:`~kgbias_core.influence.prediction.newton_change` with
-  ``refit=True``).
+  ``refit=True``);
+- ``newton_refit_read``: the same, with the rows B_gr is read from (the occupation's persons and the occupation,
+  :func:`~kgbias_core.influence.local_refit.read_rows`) refitted beside the touched ones, in a pair of its own.
 
 Two sources of retrains:
 
@@ -20,7 +22,8 @@ Two sources of retrains:
         its closed-form sums recorded side by side: runs made on another machine's model of the same config)
     python experiments/whatif_accuracy/local_refit.py --out OUT.csv [--seed 7] [--epochs 25]
         (the synthetic graph of the tests, retrained masked here: 8 occupations x top/bottom x 2, 16, 40%; --epochs
-        trains it, and every retrain, longer than the tests' 25 epochs: nearer every row's optimum)
+        trains it, and every retrain, longer than the tests' 25 epochs: nearer every row's optimum; --retrained
+        EARLIER.csv reads each set's retrained change from an earlier OUT of the same seed and epochs instead)
 
 Every row is written when it is done (resumable: a rerun skips the sets in OUT). ``--summary`` writes, per
 estimator, the spread of retrained / predicted and the share of sets within 30% of their point, overall and
@@ -51,15 +54,17 @@ import torch
 from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING, chosen_occupations  # noqa: I001  (beside this file)
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.commands.common import write_text
+from kgbias_core.commands.common import append_row, write_text
 from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
-from kgbias_core.influence.local_refit import MAX_DEGREE, MIN_SHARE, refit_rows, touched_rows
+from kgbias_core.influence.local_refit import MAX_DEGREE, MIN_SHARE, read_rows, refit_rows, touched_rows
 from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
+from kgbias_core.tasks.prediction_audit import AUDIT_SHARE
+from kgbias_core.whatif.step_ratio import saved_prediction_audit
 
-ESTIMATORS = ("newton", "refit", "newton_refit")
+ESTIMATORS = ("newton", "refit", "newton_refit", "newton_refit_read")
 
 
 def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int = MAX_DEGREE,
@@ -89,6 +94,17 @@ def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int 
         out[name] = _bias(_moved(model, (edited - e, start[1] - r)), groups, index) - unedited_bias
         out[f"{name}_s"] = unedited_s + time.perf_counter() - t
     out["rows"] = int(rows.numel())
+    # The rows B_gr reads (the occupation's persons and the occupation, hub or not) refitted with the touched ones:
+    # the prediction is read from exactly the rows that were re-optimised. Its own pair: other rows, other halves.
+    rows = torch.unique(torch.cat([rows, read_rows(groups, index).to(rows.device)]))
+    t = time.perf_counter()
+    common["rows"] = rows
+    unedited = refit_rows(entities=e, relations=r, removed=removed.new_zeros(0), **common)
+    edited = refit_rows(entities=e + step[0], relations=r + step[1], removed=removed, **common)
+    out["newton_refit_read"] = (_bias(_moved(model, (edited - e, step[1])), groups, index)
+                                - _bias(_moved(model, (unedited - e, torch.zeros_like(r))), groups, index))
+    out["newton_refit_read_s"] = time.perf_counter() - t
+    out["rows_read"] = int(rows.numel())
     return out
 
 
@@ -99,7 +115,7 @@ def summary_frame(rows: pd.DataFrame) -> pd.DataFrame:
     an in-sample scale that no audit gives, so that two estimators whose level differs compare by their spread)."""
     out = []
     rows = rows.assign(small=np.minimum(rows["men"], rows["women"]) < 10)
-    for estimator in ESTIMATORS:
+    for estimator in (name for name in ESTIMATORS if name in rows):  # files made before an estimator lack it
         for part, sel in (("all", rows), ("fewer than 10 of one gender", rows[rows["small"]]),
                           ("10+ of each", rows[~rows["small"]])):
             if sel.empty:
@@ -132,11 +148,12 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str) -> tuple
 
 
 def band_frame(rows: pd.DataFrame, runs: pd.DataFrame, coverage: float) -> pd.DataFrame:
-    """Per estimator (Newton step, Newton step + refit), each scaled by its own audit ratio: band_fit.py's narrowest
+    """Per estimator (Newton step, Newton step + refit, the same with the rows B_gr reads; those the rows hold), each
+    scaled by its own audit ratio: band_fit.py's narrowest
     f = a + b / sqrt(m) that covers ``coverage`` of the targeted sets, in-sample and with each occupation held
     out (the audited occupation left out of both)."""
     out = []
-    for estimator in ("newton", "newton_refit"):
+    for estimator in (name for name in ("newton", "newton_refit", "newton_refit_read") if name in rows):
         scaled, ratio = scaled_rows(rows, runs, estimator)
         evaluation = band_fit.evaluate({"fb15k237": band_fit.targeted_rows(scaled)}, coverage)
         evaluation = evaluation[evaluation["evaluation"].isin(["in-sample fb15k237", "leave-one-out fb15k237"])]
@@ -172,9 +189,22 @@ def _summarize(args) -> None:
 
 def _stored_sets(args) -> tuple[ModelAnalysis, list[dict]]:
     model = load_model(args.model)
-    runs = pd.concat([pd.read_csv(p) for p in args.runs])
+    analysis = ModelAnalysis(model)
+    runs = pd.concat([pd.read_csv(p) for p in args.runs]) if args.runs else pd.DataFrame(columns=["kind"])
     runs = runs[runs["kind"] != "random"].drop_duplicates(["occupation", "kind", "share"])
-    return ModelAnalysis(model), runs.to_dict("records")
+    sets = runs.to_dict("records")
+    audit = saved_prediction_audit(args.model) if args.audit else None
+    if args.audit and audit is None:
+        raise SystemExit(f"{args.model}: no prediction audit stored (kgbias prepare runs it)")
+    if audit is not None:  # the audit's own set, rebuilt from its occupation and k (no closed-form sum to check)
+        row = audit.iloc[0]
+        index = analysis.groups.index(row["occupation"])
+        share = round(100 * AUDIT_SHARE)
+        sets = [s for s in sets if (s["occupation"], s["kind"], s["share"]) != (row["occupation"], "top", share)] + [{
+            "occupation": row["occupation"], "name": row["name"], "men": int(analysis.groups.n_male[index]),
+            "women": int(analysis.groups.n_female[index]), "kind": "top", "share": share,
+            "k": int(row["k"]), "closed_form": math.nan, "actual": float(row["retrained"]), "in_audit": True}]
+    return analysis, sets
 
 
 def main() -> None:
@@ -186,11 +216,17 @@ def main() -> None:
                              "from its kind and k, record both closed-form sums, do not require them equal")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--summary", type=Path)
+    parser.add_argument("--audit", action="store_true",
+                        help="with --model: predict the model's stored one-retrain audit set too (in_audit, in place "
+                             "of the same set in --runs), whose ratio scales the band fit")
     parser.add_argument("--max-degree", type=int, default=MAX_DEGREE)
     parser.add_argument("--min-share", type=float, default=MIN_SHARE)
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed, help="synthetic graph's seed (no --model)")
     parser.add_argument("--epochs", type=int, default=SYNTHETIC_TRAINING.epochs,
                         help="synthetic graph's training epochs (no --model; the tests' model trains 25)")
+    parser.add_argument("--retrained", type=Path,
+                        help="synthetic graph (no --model): each set's retrained change read from this earlier --out "
+                             "of the same --seed and --epochs (checked by its closed-form sum) instead of retrained")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--bands", nargs="+", type=Path, metavar="ROWS",
                         help="fit the band of each estimator on these files' rows (noise floors from --runs), "
@@ -223,7 +259,9 @@ def main() -> None:
                       "women": int(analysis.groups.n_female[index]), "kind": kind, "share": share,
                       "k": max(1, moving * share // 100), "closed_form": math.nan, "actual": math.nan}
                      for kind in ("top", "bottom") for share in (2, 16, 40)]
-        base = masked_retrain_bias(model, removed=None, groups=analysis.groups)
+        earlier = [] if args.retrained is None else pd.read_csv(args.retrained).to_dict("records")
+        stored = {(row["occupation"], row["kind"], row["share"]): row for row in earlier}
+        base = None if stored else masked_retrain_bias(model, removed=None, groups=analysis.groups)
     for row in sets:
         if (row["occupation"], row["kind"], row["share"]) in seen:
             continue
@@ -231,11 +269,18 @@ def main() -> None:
         influence = analysis.influence(label)
         removed = removal_set(influence, kind=row["kind"], k=int(row["k"]))
         raw = float(influence[removed].sum())
-        if args.model and not args.other_machine and not math.isclose(raw, row["closed_form"], rel_tol=1e-4):
+        if (args.model and not args.other_machine and not math.isnan(row["closed_form"])
+                and not math.isclose(raw, row["closed_form"], rel_tol=1e-4)):
             raise SystemExit(f"{label} {row['kind']} {row['share']}%: closed form {raw:+.6f}, the run's "
                              f"{row['closed_form']:+.6f}: not the same set (another machine? --other-machine)")
         actual = row["actual"]
-        if not args.model:
+        if not args.model and stored:
+            earlier = stored.get((label, row["kind"], row["share"]))
+            if earlier is None or not math.isclose(raw, earlier["closed_form"], rel_tol=1e-4):
+                raise SystemExit(f"{label} {row['kind']} {row['share']}%: not in {args.retrained} with closed form "
+                                 f"{raw:+.6f} (another seed, training or machine?)")
+            actual = float(earlier["actual"])
+        elif not args.model:
             index = analysis.groups.index(label)
             actual = float(masked_retrain_bias(analysis.model, removed=removed, groups=analysis.groups)[index]
                            - base[index])
@@ -244,10 +289,10 @@ def main() -> None:
                "closed_form_run": row["closed_form"], "in_audit": bool(row.get("in_audit", False)),
                **predictions(analysis, label, removed, max_degree=args.max_degree,
                                                             min_share=args.min_share), "actual": actual}
-        pd.DataFrame([out]).to_csv(args.out, mode="a", header=not args.out.exists(), index=False)
+        append_row(out, args.out)
         print(f"{out['name']} {out['kind']} {out['share']}%: newton {out['newton']:+.3f} refit {out['refit']:+.3f} "
-              f"newton+refit {out['newton_refit']:+.3f} actual {actual:+.3f} ({out['newton_refit_s']:.1f} s)",
-              flush=True)
+              f"newton+refit {out['newton_refit']:+.3f} read rows too {out['newton_refit_read']:+.3f} "
+              f"actual {actual:+.3f} ({out['newton_refit_s']:.1f} s, {out['newton_refit_read_s']:.1f} s)", flush=True)
     _summarize(args)
 
 

@@ -59,7 +59,7 @@ import pandas as pd
 import torch
 
 from kgbias_core.analysis import ModelAnalysis
-from kgbias_core.commands.common import shard, write_text
+from kgbias_core.commands.common import append_row, shard, write_text
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.device import retrain_device
 from kgbias_core.embeddings.config import TrainConfig
@@ -225,12 +225,16 @@ def _report(runs: pd.DataFrame, args: argparse.Namespace) -> None:
 
 
 def _summarize_only(args: argparse.Namespace) -> None:
-    """The summary of a finished ``--runs``, and a ``name`` column (readable occupation names) added to it."""
+    """The summary of a finished ``--runs``, and a ``name`` column (readable occupation names) added to it, or
+    filled where rows appended after it was added lack one."""
     runs = pd.read_csv(args.runs)
-    if "name" not in runs and args.model:
+    if ("name" not in runs or runs["name"].isna().any()) and args.model:
         model = load_model(args.model)
-        names = dict(zip(model.entity_labels, model.entity_names, strict=True))
-        runs.insert(1, "name", runs["occupation"].map(names))
+        names = runs["occupation"].map(dict(zip(model.entity_labels, model.entity_names, strict=True)))
+        if "name" in runs:
+            runs["name"] = runs["name"].fillna(names)
+        else:
+            runs.insert(1, "name", names)
         write_text(runs.to_csv(index=False), str(args.runs))
     _report(runs, args)
 
@@ -434,7 +438,7 @@ def main() -> None:
                        "closed_form": raw, **{key: old.get(key, math.nan) for key in OLD_COLUMNS},
                        "exact_newton": exact, "newton": p.point, "low": p.low, "high": p.high, "actual": actual,
                        "newton_s": newton_s, "retrain_s": time.perf_counter() - t, **shown}
-                pd.DataFrame([row]).to_csv(args.runs, mode="a", header=not args.runs.exists(), index=False)
+                append_row(row, args.runs)
                 inside = "in " if p.low <= actual <= p.high else "OUT"
                 print(f"{label:14s} {row['men']:3d}/{row['women']:<3d} {kind:6s} {share:2d}% k={k:4d}: newton "
                       f"{p.point:+.4f} [{p.low:+.4f}, {p.high:+.4f}] {inside} old {row['old_point']:+.4f} "

@@ -222,5 +222,26 @@ def write_text(text: str, out: str) -> None:
         raise DataError(CSV_WRITE_FAILED.format(path=path, reason=exc.strerror or exc)) from None
 
 
+def append_row(row: dict, out: str | Path) -> None:
+    """Append one record to a resumable CSV of results (an experiment's runs, one row per finished measurement),
+    under the file's own header: its columns in the header's order, one the record lacks left empty. A plain
+    append writes the record's own order and shifted every later value of a run file whose header had meanwhile
+    gained a ``name`` column (``whatif_accuracy.py --summarize-only`` beside a running bench, 2026-11-29); a record
+    with a column the header lacks is refused for the same reason. A new file gets the record's header."""
+    import pandas as pd
+
+    path = Path(out)
+    frame = pd.DataFrame([row])
+    if not path.exists() or path.stat().st_size == 0:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(path, index=False)
+        return
+    header = pd.read_csv(path, nrows=0).columns.tolist()
+    extra = [column for column in frame.columns if column not in header]
+    if extra:
+        raise ValueError(f"{path}: the row has columns its header lacks ({', '.join(extra)}): start a new file")
+    frame.reindex(columns=header).to_csv(path, mode="a", header=False, index=False)
+
+
 #: A seed flag's type: an integer from 0 to 2^32 - 1.
 SEED = integer(0, MAX_SEED)

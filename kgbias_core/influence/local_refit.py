@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from kgbias_core.embeddings.objective import margin_loss, negatives_count, residual_distance, transe_distance
+from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor, LongTensor
 
 #: L-BFGS iterations of a refit (each one or a few evaluations of the touched terms). On FB15k-237's largest sets
@@ -104,6 +105,16 @@ def touched_rows(triples: LongTensor, removed: LongTensor, *, max_degree: int = 
     lost = torch.bincount(named, minlength=size)
     keep = (degree[ids] <= max_degree) & (lost[ids] >= min_share * degree[ids])
     return ids[keep]
+
+
+def read_rows(groups: OccupationGroups, occupation_index: int) -> LongTensor:
+    """The entity rows that B_gr of one occupation reads: its persons of either gender and the occupation itself
+    (B_gr(o) = mean_{s in F_o} psi(s, r_p, o) - mean_{s in M_o} psi(s, r_p, o), Du §3.1, METHODS §1; r_p is a
+    relation row, which a refit leaves where it is). A refit of these rows after the Newton step re-optimises, with
+    their margin terms' kinks, exactly the rows the prediction is read from (experiments/whatif_accuracy/local_refit.py,
+    estimator ``newton_refit_read``). -> [m], sorted, on the groups' device."""
+    persons = groups.pair_person[groups.pair_occupation == occupation_index]
+    return torch.unique(torch.cat([persons, groups.occupations[occupation_index:occupation_index + 1]]))
 
 
 def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor, negatives: LongTensor,
@@ -218,15 +229,17 @@ def refit_rows(*, entities: FloatTensor, relations: FloatTensor, triples: LongTe
 def paired_refit(*, entities: FloatTensor, relations: FloatTensor, start: tuple[FloatTensor, FloatTensor],
                  triples: LongTensor, negatives: LongTensor, removed: LongTensor, margin: float, l2: float,
                  distance: str = "squared_l2", iterations: int = REFIT_ITERATIONS, max_degree: int = MAX_DEGREE,
-                 min_share: float = MIN_SHARE) -> tuple[FloatTensor, FloatTensor]:
-    """The two halves of a refitted prediction: (the touched rows refitted on J at the trained ``entities``, the
-    same rows refitted on J_{-S} from ``start`` = (entities, relations) after the Newton step).
+                 min_share: float = MIN_SHARE, rows: LongTensor | None = None) -> tuple[FloatTensor, FloatTensor]:
+    """The two halves of a refitted prediction: (``rows`` refitted on J at the trained ``entities``, the same rows
+    refitted on J_{-S} from ``start`` = (entities, relations) after the Newton step). ``rows`` defaults to the rows
+    the removal touches (:func:`touched_rows`); with :func:`read_rows` added, the rows B_gr is read from.
 
     A trained model is not at the exact optimum of J in every row (training stops after its epochs), so a refit
     moves the rows even with nothing removed. Kelpie compares an entity post-trained with and without the facts
     for the same reason; the change of B_gr is read between the two halves, so the refit's own drift cancels.
     -> ([E, d], [E, d])."""
-    rows = touched_rows(triples, removed.to(triples.device), max_degree=max_degree, min_share=min_share)
+    if rows is None:
+        rows = touched_rows(triples, removed.to(triples.device), max_degree=max_degree, min_share=min_share)
     common = dict(triples=triples, negatives=negatives, margin=margin, l2=l2, distance=distance,
                   iterations=iterations, rows=rows)
     none = removed.new_zeros(0)
