@@ -149,9 +149,8 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str) -> tuple
 
 def band_frame(rows: pd.DataFrame, runs: pd.DataFrame, coverage: float) -> pd.DataFrame:
     """Per estimator (Newton step, Newton step + refit, the same with the rows B_gr reads; those the rows hold), each
-    scaled by its own audit ratio: band_fit.py's narrowest
-    f = a + b / sqrt(m) that covers ``coverage`` of the targeted sets, in-sample and with each occupation held
-    out (the audited occupation left out of both)."""
+    scaled by its own audit ratio: band_fit.py's narrowest f = a + b / sqrt(m) that covers ``coverage`` of the
+    targeted sets, in-sample and with each occupation held out (the audited occupation left out of both)."""
     out = []
     for estimator in (name for name in ("newton", "newton_refit", "newton_refit_read") if name in rows):
         scaled, ratio = scaled_rows(rows, runs, estimator)
@@ -244,6 +243,7 @@ def main() -> None:
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
     done = pd.read_csv(args.out) if args.out.exists() else pd.DataFrame(columns=["occupation", "kind", "share"])
     seen = set(zip(done["occupation"], done["kind"], done["share"], strict=True))
+    stored = {}  # the synthetic graph's earlier retrained changes (--retrained), by set
     if args.model:
         analysis, sets = _stored_sets(args)
     else:
