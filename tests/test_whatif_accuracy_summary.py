@@ -101,7 +101,7 @@ def test_the_closed_form_band_scales_the_closed_form_by_its_own_audit_ratio(monk
     # The audited set's scaled step is its retrained change (the scale is read off it), as in a real run.
     audit = {**_row("top", 100, 120, 0.5, 0.5, floor=0.0, audit=True, share=16), "occupation": "audited"}
     runs = pd.DataFrame([*rows, audit]).assign(closed_form=lambda d: d["scaled"] * 2.0)
-    assert script.audit_ratio(runs, "closed_form") == pytest.approx(0.5)
+    assert script.band_fit.audit_ratio(runs, "closed_form") == pytest.approx(0.5)
     table = script.compared({"g": runs, "h": runs}, coverage=1.0)
     step, closed = (table[table["point"] == point].drop(columns=["point", "ratio"]).reset_index(drop=True)
                     for point in script.POINTS)
@@ -110,7 +110,7 @@ def test_the_closed_form_band_scales_the_closed_form_by_its_own_audit_ratio(monk
     wider = script.compared({"g": spread}, coverage=1.0).set_index(["point", "evaluation"])["half_width"]
     assert wider[(script.POINTS[1], "in-sample g")] > wider[(script.POINTS[0], "in-sample g")]
     with pytest.raises(SystemExit, match="no audited"):
-        script.audit_ratio(runs[~runs["in_audit"]], "closed_form")
+        script.band_fit.audit_ratio(runs[~runs["in_audit"]], "closed_form")
 
 
 def test_a_run_without_calibration_has_no_old_estimator_row() -> None:

@@ -46,6 +46,15 @@ def targeted_rows(runs: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+def audit_ratio(runs: pd.DataFrame, column: str) -> float:
+    """Retrained / ``column`` on the audited occupation's top 16% set (the set ``kgbias prepare``'s audit retrains):
+    the ratio a point of ``column`` is scaled by, as the lab scales its step."""
+    audit = runs[runs["in_audit"].astype(bool) & (runs["kind"] == "top") & (runs["share"] == 16)]
+    if audit.empty:
+        raise SystemExit("no audited top-16% set in the runs: no audit ratio")
+    return float(audit["actual"].iloc[0] / audit[column].iloc[0])
+
+
 def intervals(rows: pd.DataFrame, base: float, small: float) -> tuple[np.ndarray, np.ndarray]:
     """The lab's interval, f = base + small / sqrt(m), widened by the floor (:func:`band_ends`)."""
     return band_ends(rows["scaled"].to_numpy(float), base + small / np.sqrt(rows["m"].to_numpy(float)),

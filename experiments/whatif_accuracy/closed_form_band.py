@@ -23,14 +23,6 @@ import pandas as pd
 POINTS = ("scaled Newton step", "closed form x audit ratio")
 
 
-def audit_ratio(runs: pd.DataFrame, column: str) -> float:
-    """Retrained / ``column`` on the audited occupation's top 16% set (the set ``kgbias prepare``'s audit retrains)."""
-    audit = runs[runs["in_audit"].astype(bool) & (runs["kind"] == "top") & (runs["share"] == 16)]
-    if audit.empty:
-        raise SystemExit("no audited top-16% set in the runs: no audit ratio")
-    return float(audit["actual"].iloc[0] / audit[column].iloc[0])
-
-
 def compared(graphs: dict[str, pd.DataFrame], coverage: float) -> pd.DataFrame:
     """:func:`band_fit.evaluate` for each point of :data:`POINTS`, with the closed form's audit ratio per graph."""
     tables = []
@@ -39,7 +31,7 @@ def compared(graphs: dict[str, pd.DataFrame], coverage: float) -> pd.DataFrame:
         for name, runs in graphs.items():
             targeted = band_fit.targeted_rows(runs)
             if point == POINTS[1]:
-                ratios[name] = audit_ratio(runs, "closed_form")
+                ratios[name] = band_fit.audit_ratio(runs, "closed_form")
                 targeted = targeted.assign(scaled=targeted["closed_form"] * ratios[name])
             rows[name] = targeted
         table = band_fit.evaluate(rows, coverage)

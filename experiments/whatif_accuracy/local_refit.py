@@ -58,7 +58,14 @@ from kgbias_core.commands.common import append_row, write_text
 from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
-from kgbias_core.influence.local_refit import MAX_DEGREE, MIN_SHARE, read_rows, refit_rows, touched_rows
+from kgbias_core.influence.local_refit import (
+    MAX_DEGREE,
+    MIN_SHARE,
+    paired_refit,
+    read_rows,
+    refit_rows,
+    touched_rows,
+)
 from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.tasks.prediction_audit import AUDIT_SHARE
@@ -69,7 +76,7 @@ ESTIMATORS = ("newton", "refit", "newton_refit", "newton_refit_read")
 
 def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int = MAX_DEGREE,
                 min_share: float = MIN_SHARE) -> dict:
-    """The three predictions of one set (module docstring), unscaled, with their seconds."""
+    """The four predictions of one set (module docstring), unscaled, with their seconds."""
     model, groups = analysis.model, analysis.groups
     index = groups.index(label)
     e, r = model.entity_embeddings, model.relation_embeddings
@@ -98,9 +105,8 @@ def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int 
     # the prediction is read from exactly the rows that were re-optimised. Its own pair: other rows, other halves.
     rows = torch.unique(torch.cat([rows, read_rows(groups, index).to(rows.device)]))
     t = time.perf_counter()
-    common["rows"] = rows
-    unedited = refit_rows(entities=e, relations=r, removed=removed.new_zeros(0), **common)
-    edited = refit_rows(entities=e + step[0], relations=r + step[1], removed=removed, **common)
+    unedited, edited = paired_refit(entities=e, relations=r, start=(e + step[0], r + step[1]), removed=removed,
+                                    **{**common, "rows": rows})
     out["newton_refit_read"] = (_bias(_moved(model, (edited - e, step[1])), groups, index)
                                 - _bias(_moved(model, (unedited - e, torch.zeros_like(r))), groups, index))
     out["newton_refit_read_s"] = time.perf_counter() - t
@@ -136,10 +142,7 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str) -> tuple
     """``rows`` as band_fit.py reads a run: ``scaled`` = the estimator's point times its audit ratio (retrained /
     predicted on the audited occupation's top 16% set, the set ``kgbias prepare``'s audit retrains), ``floor`` the
     noise floor of the same set in ``runs`` (0 where none). -> (rows, the ratio)."""
-    audit = rows[rows["in_audit"].astype(bool) & (rows["kind"] == "top") & (rows["share"] == 16)]
-    if audit.empty:
-        raise SystemExit("no audited top-16% set in the rows: no audit ratio to scale with")
-    ratio = float(audit["actual"].iloc[0] / audit[estimator].iloc[0])
+    ratio = band_fit.audit_ratio(rows, estimator)
     floor = runs.drop_duplicates(["occupation", "kind", "share"]).set_index(["occupation", "kind", "share"])
     floor = floor["floor"] if "floor" in floor else pd.Series(dtype=float)
     keys = list(zip(rows["occupation"], rows["kind"], rows["share"], strict=True))
