@@ -34,6 +34,7 @@ from kgbias_core.embeddings.store import default_store, list_models, load_model,
 from kgbias_core.errors import KGBiasError
 from kgbias_core.influence.negatives import RedrawStability
 from kgbias_core.influence.prediction import WhatIfPrediction
+from kgbias_core.influence.refit_prediction import refit_removal_prediction
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
@@ -238,6 +239,15 @@ def prediction(model: ModelRef, edit: Edit, spread: float | None, scale: float =
     ``spread`` the occupation's noise band as its floor, ``scale`` the model's step scale); a few seconds on
     FB15k-237, so cached per edit."""
     return predict_edit(analysis(model), edit, spread=spread, scale=scale)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def refined_prediction(model: ModelRef, edit: Edit, spread: float | None, scale: float) -> WhatIfPrediction:
+    """The removal ``edit``'s refined prediction (:func:`~kgbias_core.influence.refit_prediction.
+    refit_removal_prediction`: the Newton step, then the rows B_gr reads refitted) times ``scale``, the model's refit
+    audit ratio (:func:`~kgbias_core.tasks.prediction_audit.refit_scale`); seconds, so cached per edit."""
+    return refit_removal_prediction(analysis(model), edit.occupation, torch.tensor(edit.removed, dtype=torch.long),
+                                    spread=spread, scale=scale)
 
 
 def step_ratio(model: ModelRef, kind: str = "remove") -> StepRatio | None:

@@ -10,6 +10,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.objective import transe_objective
 from kgbias_core.influence.local_refit import (
     paired_refit,
+    read_refit_change,
     read_rows,
     refit_objective,
     refit_rows,
@@ -172,9 +173,48 @@ def test_the_experiments_three_predictions(tiny_model, monkeypatch) -> None:
             - _bias(_moved(tiny_model, (unedited - e, torch.zeros_like(r))), analysis.groups, index))
     assert got["rows_read"] == rows.numel() > got["rows"]
     assert got["newton_refit_read"] == pytest.approx(float(pair), rel=1e-6, abs=1e-9)
+    lab = script.predictions(analysis, label, removed, read_persons=3, read_only=True)  # as the lab's refit
+    core = read_refit_change(entities=e, relations=r, step=step, triples=tiny_model.triples,
+                             negatives=tiny_model.frozen_negatives, removed=removed, groups=analysis.groups,
+                             occupation_index=index, margin=tiny_model.config.margin, l2=tiny_model.config.l2,
+                             max_persons=3)
+    assert (lab["read_persons"], lab["persons_refit"], lab["touched"]) == (3, 6, False)
+    assert lab["newton_refit_read"] == pytest.approx(core.change, rel=1e-6) and lab["rows_read"] == core.rows
     none = script.predictions(analysis, label, removed, min_share=1.01)
     assert none["rows"] == 0 and none["refit"] == 0.0
     assert none["newton_refit"] == pytest.approx(none["newton"], abs=1e-6)
+
+
+def test_a_sampled_read_refit_is_the_full_one_on_average(tiny_model) -> None:
+    """read_refit_change with at most ``max_persons`` of each gender refitted (by default the rows B_gr reads alone,
+    the touched rows with ``touched``): a cap above both genders is the full refit, bit for bit; below them it
+    refits that many of each, the same ones for one seed; over 30 seeds its mean lies within 3 standard errors of
+    the full refit's change (the control variate is unbiased over the draw, up to the occupation row refitted with
+    the sample), and it is the step's change where no row moves."""
+    removed, index = _edit(tiny_model)
+    analysis = ModelAnalysis(tiny_model)
+    groups = analysis.groups
+    step = absolute_newton_step(tiny_model, removed, tolerance=1e-3, active=analysis.active_terms,
+                                hvp=analysis.absolute_hvp)
+    common = dict(entities=tiny_model.entity_embeddings, relations=tiny_model.relation_embeddings, step=step,
+                  triples=tiny_model.triples, negatives=tiny_model.frozen_negatives, removed=removed, groups=groups,
+                  occupation_index=index, margin=tiny_model.config.margin, l2=tiny_model.config.l2)
+    full = read_refit_change(max_persons=None, **common)
+    men, women = int(groups.n_male[index]), int(groups.n_female[index])
+    assert full.persons == full.sampled == men + women and full.rows == read_rows(groups, index).numel()
+    assert read_refit_change(max_persons=None, touched=True, min_share=0.0, **common).rows > full.rows  # + edit's
+    assert read_refit_change(max_persons=max(men, women), **common) == full
+    cap = 8
+    assert min(men, women) > cap
+    draws = [read_refit_change(max_persons=cap, seed=seed, **common) for seed in range(30)]
+    assert all(d.sampled == 2 * cap and d.rows < full.rows for d in draws)
+    assert read_refit_change(max_persons=cap, seed=3, **common) == draws[3]
+    changes = torch.tensor([d.change for d in draws], dtype=torch.float64)
+    assert len(set(changes.tolist())) > 20
+    assert abs(float(changes.mean()) - full.change) < 3 * float(changes.std()) / 30 ** 0.5
+    newton = _bias(_moved(tiny_model, step), groups, index) - _bias(tiny_model, groups, index)
+    still = read_refit_change(max_persons=cap, iterations=0, **common)  # no L-BFGS step: both halves where started
+    assert still.change == pytest.approx(newton, abs=1e-5)
 
 
 def test_the_experiment_predicts_the_stored_audit_set(tiny_store, tmp_path, monkeypatch) -> None:
@@ -219,3 +259,50 @@ def test_the_experiment_refuses_retrained_changes_of_other_sets(tmp_path, monkey
     with pytest.raises(SystemExit, match="not in .*earlier.csv with closed form"):
         script.main()
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_the_band_fit_of_two_graphs_judges_the_lab_bands_by_brute_force(monkeypatch) -> None:
+    """local_refit.py --bands with named graphs: a graph without a marked audit set takes the top 16% set of its
+    largest occupation with 5 of each gender as the audit (its ratio scales that graph's points); the lab bands'
+    rows count, set by set, what a loop over [p / f, p * f] counts; one graph alone keeps its own rows only."""
+    import numpy as np
+    import pandas as pd
+
+    from kgbias_core.influence.refit_prediction import REFIT_BAND_BASE, REFIT_BAND_SMALL
+
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
+    script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_bands")
+    rng = np.random.default_rng(0)
+
+    def graph(sizes):
+        rows = []
+        for name, (men, women) in sizes.items():
+            for kind, sign in (("top", 1), ("bottom", -1)):
+                for share in (2, 16):
+                    point = sign * rng.uniform(0.2, 2.0)
+                    rows.append({"occupation": name, "name": name, "men": men, "women": women, "kind": kind,
+                                 "share": share, "in_audit": False, "newton": point * rng.uniform(0.6, 1.6),
+                                 "newton_refit": point, "newton_refit_read": point * rng.uniform(0.8, 1.2),
+                                 "actual": point})
+        return pd.DataFrame(rows)
+
+    a = graph({"big": (40, 12), "small": (9, 1), "mid": (7, 6)})
+    b = graph({"x": (30, 30), "y": (3, 2), "z": (12, 5)})
+    marked = script.with_audit(a)
+    assert marked["in_audit"].sum() == 1 and marked.loc[marked["in_audit"], "occupation"].item() == "big"
+    runs = pd.DataFrame(columns=["occupation", "kind", "share"])
+    frame = script.band_frame({"a": marked, "b": script.with_audit(b)}, runs, 0.9, lab=True)
+    lab = frame[(frame["estimator"] == "newton_refit_read") & (frame["evaluation"] == "lab band -> a")].iloc[0]
+    audit = marked[marked["in_audit"]].iloc[0]
+    ratio = audit["actual"] / audit["newton_refit_read"]
+    judged = marked[~marked["in_audit"]]
+    covered = 0
+    for row in judged.itertuples():
+        point = ratio * row.newton_refit_read
+        f = REFIT_BAND_BASE + REFIT_BAND_SMALL / max(1, min(row.men, row.women)) ** 0.5
+        covered += min(point / f, point * f) <= row.actual <= max(point / f, point * f)
+    assert lab["sets"] == len(judged) == 11 and lab["coverage"] == pytest.approx(covered / len(judged))
+    assert f"a {ratio:.4f}" in lab["audit_ratio"]
+    assert {"in-sample all", "leave-one-out all", "a -> b", "lab band -> all"} <= set(frame["evaluation"])
+    alone = script.band_frame({"a": marked}, runs, 0.9)
+    assert not alone["evaluation"].str.contains("all|lab").any()

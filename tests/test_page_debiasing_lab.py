@@ -7,15 +7,18 @@ import threading
 from pathlib import Path
 
 import pytest
+import torch
 
 from kgbias_app import charts
 from kgbias_app import texts as ui_texts
 from kgbias_app.escape import md
 from kgbias_app.sections import debiasing_lab as section
+from kgbias_app.sections import refined_prediction as refined_section
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models, load_model
 from kgbias_core.influence.prediction import ADD_ESTIMATOR, ESTIMATOR, OLD_ESTIMATOR
+from kgbias_core.influence.refit_prediction import refit_refusal, refit_removal_prediction
 from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import Task
@@ -92,6 +95,50 @@ def test_lab_headlines_the_newton_step_without_a_calibration_and_only_offers_the
     # Opening the lab starts the noise band, never the 13-retrain calibration nor the audit.
     assert default_registry().latest(tasks.calibration_task(writable_store / "tiny-transe").key) is None
     assert default_registry().latest(tasks.prediction_audit_task(writable_store / "tiny-transe").key) is None
+
+
+def test_lab_says_why_a_removal_is_not_refined_on_the_tests_model(writable_store: Path) -> None:
+    """Issue 25: the tests' model was trained with one negative per triple: the refined prediction is not offered,
+    and its line says why, without a button."""
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    assert not app.exception
+    shown = texts(app.caption)
+    why = refit_refusal(ModelAnalysis(load_model(writable_store / "tiny-transe")), "nurse")
+    assert "tiny-transe was trained with 1 negative(s) per triple" in why
+    assert refined_section.REFINE_REFUSED.format(why=md(why)) in shown
+    assert not [b for b in app.button if b.label.startswith(refined_section.REFINE_BUTTON)]
+
+
+def test_lab_refines_a_removal_once_asked_with_its_estimator_and_interval(eight_store: Path) -> None:
+    """Issue 25: on a model of eight negatives per triple, the refined prediction waits for the model's audit, is
+    then offered as a button, and once clicked shows the core's refined prediction (scaled by the refit audit), its
+    estimator and interval, and stays shown on the next rerun."""
+    base = eight_store / "eight-transe"
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("actor").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(30).run()
+    assert not app.exception
+    assert refined_section.REFINE_NEEDS_AUDIT in texts(app.caption)
+    tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain
+    app.run()
+    assert refined_section.REFINED_CHANGE not in [m.label for m in app.metric]  # only when asked
+    button(app, refined_section.REFINE_BUTTON).click().run()
+    assert not app.exception
+    analysis = ModelAnalysis(load_model(base))
+    edit = make_edit(analysis, "actor", strategy="if", k=30)
+    scale = tasks.refit_scale(base, analysis)
+    expected = refit_removal_prediction(analysis, "actor", torch.tensor(edit.removed), scale=scale)
+    before = float(analysis.group_bias("actor"))
+    assert metric(app, refined_section.REFINED_CHANGE) == ui_texts.fmt(expected.point)
+    assert metric(app, refined_section.REFINED_AFTER) == ui_texts.fmt(before + expected.point)
+    shown = texts(app.caption)
+    assert f"Estimator: {expected.estimator}" in shown and f"x {scale:.2f}" in expected.estimator
+    assert f"{ui_texts.fmt(before + expected.low)} to {ui_texts.fmt(before + expected.high)}" in shown
+    app.run()
+    assert metric(app, refined_section.REFINED_CHANGE) == ui_texts.fmt(expected.point)
 
 
 def test_lab_predicts_add_with_its_own_estimator(writable_store: Path) -> None:

@@ -12,7 +12,11 @@ the retrained one:
   read against the same pair's other half (:func:`~kgbias_core.influence.prediction.newton_change` with
   ``refit=True``);
 - ``newton_refit_read``: the same, with the rows B_gr is read from (the occupation's persons and the occupation,
-  :func:`~kgbias_core.influence.local_refit.read_rows`) refitted beside the touched ones, in a pair of its own.
+  :func:`~kgbias_core.influence.local_refit.read_rows`) refitted beside the touched ones, in a pair of its own
+  (:func:`~kgbias_core.influence.local_refit.read_refit_change`); with ``--read-persons CAP``, at most CAP persons
+  of each gender refitted, a sample read as a control variate on the step, and with ``--read-only`` the read rows
+  alone, not the touched ones (what the core's default does; columns ``read_persons``, the cap or 0 for all,
+  ``persons_refit`` and ``touched``, written with either option).
 
 Two sources of retrains:
 
@@ -35,7 +39,11 @@ fits, for the Newton step and for the Newton step + refit, each scaled by its ow
 top 16% set (as ``kgbias prepare``'s audit scales the lab's step), the narrowest band f = a + b / sqrt(m) that
 covers ``--coverage`` of the targeted sets (experiments/whatif_accuracy/band_fit.py), in-sample and with each
 occupation held out; the noise floors come from the ``--runs`` the sets were made in. Where two files hold the same
-occupation, the first one's rows are used.
+occupation, the first one's rows are used. Files named ``NAME=OUT.csv`` are graphs of their own (unnamed ones:
+``fb15k237``): band_fit.py's rows for every graph, pooled and across graphs, are written. A graph whose rows mark
+no audited set (the synthetic mode) reads its audit ratio from the top 16% set of the occupation that
+``kgbias prepare``'s audit would choose (the largest with 5 of each gender; its k may differ from the audit's by
+rounding).
 """
 
 from __future__ import annotations
@@ -61,22 +69,24 @@ from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.local_refit import (
     MAX_DEGREE,
     MIN_SHARE,
-    paired_refit,
-    read_rows,
+    read_refit_change,
     refit_rows,
     touched_rows,
 )
-from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step
+from kgbias_core.influence.prediction import SCALED_BAND_BASE, SCALED_BAND_SMALL, _bias, _moved, absolute_newton_step
+from kgbias_core.influence.refit_prediction import REFIT_BAND_BASE, REFIT_BAND_SMALL
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
-from kgbias_core.tasks.prediction_audit import AUDIT_SHARE
+from kgbias_core.tasks.prediction_audit import AUDIT_MIN_GROUP, AUDIT_SHARE
 from kgbias_core.whatif.step_ratio import saved_prediction_audit
 
 ESTIMATORS = ("newton", "refit", "newton_refit", "newton_refit_read")
 
 
 def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int = MAX_DEGREE,
-                min_share: float = MIN_SHARE) -> dict:
-    """The four predictions of one set (module docstring), unscaled, with their seconds."""
+                min_share: float = MIN_SHARE, read_persons: int | None = None, read_only: bool = False) -> dict:
+    """The four predictions of one set (module docstring), unscaled, with their seconds; ``read_persons``: the cap
+    of persons per gender of ``newton_refit_read`` (None: all), ``read_only``: its rows without the touched ones
+    (either one adds the columns ``read_persons``, ``persons_refit`` and ``touched``)."""
     model, groups = analysis.model, analysis.groups
     index = groups.index(label)
     e, r = model.entity_embeddings, model.relation_embeddings
@@ -103,14 +113,16 @@ def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int 
     out["rows"] = int(rows.numel())
     # The rows B_gr reads (the occupation's persons and the occupation, hub or not) refitted with the touched ones:
     # the prediction is read from exactly the rows that were re-optimised. Its own pair: other rows, other halves.
-    rows = torch.unique(torch.cat([rows, read_rows(groups, index).to(rows.device)]))
     t = time.perf_counter()
-    unedited, edited = paired_refit(entities=e, relations=r, start=(e + step[0], r + step[1]), removed=removed,
-                                    **{**common, "rows": rows})
-    out["newton_refit_read"] = (_bias(_moved(model, (edited - e, step[1])), groups, index)
-                                - _bias(_moved(model, (unedited - e, torch.zeros_like(r))), groups, index))
+    read = read_refit_change(entities=e, relations=r, step=step, removed=removed, groups=groups,
+                             occupation_index=index, max_persons=read_persons, touched=not read_only,
+                             max_degree=max_degree, min_share=min_share,
+                             **{k: v for k, v in common.items() if k != "rows"})
+    out["newton_refit_read"] = read.change
     out["newton_refit_read_s"] = time.perf_counter() - t
-    out["rows_read"] = int(rows.numel())
+    out["rows_read"] = read.rows
+    if read_persons is not None or read_only:
+        out.update(read_persons=read_persons or 0, persons_refit=read.sampled, touched=not read_only)
     return out
 
 
@@ -150,32 +162,71 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str) -> tuple
                        floor=[float(floor.get(key, 0.0)) for key in keys]).fillna({"floor": 0.0}), ratio
 
 
-def band_frame(rows: pd.DataFrame, runs: pd.DataFrame, coverage: float) -> pd.DataFrame:
+#: The bands the lab shows, by estimator (``--lab``): the scaled step's and the refined prediction's constants.
+LAB_BANDS = {"newton": (SCALED_BAND_BASE, SCALED_BAND_SMALL), "newton_refit_read": (REFIT_BAND_BASE, REFIT_BAND_SMALL)}
+
+
+def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame, coverage: float, *,
+               lab: bool = False) -> pd.DataFrame:
     """Per estimator (Newton step, Newton step + refit, the same with the rows B_gr reads; those the rows hold), each
-    scaled by its own audit ratio: band_fit.py's narrowest f = a + b / sqrt(m) that covers ``coverage`` of the
-    targeted sets, in-sample and with each occupation held out (the audited occupation left out of both)."""
+    scaled by its own audit ratio on each graph: band_fit.py's narrowest f = a + b / sqrt(m) that covers ``coverage``
+    of the targeted sets, in-sample and with each occupation held out (the audited occupation left out of both);
+    with several graphs also pooled and from graph to graph. ``audit_ratio``: each graph's, ``;``-joined. ``lab``:
+    also the band the lab shows for the estimator (:data:`LAB_BANDS`), judged on each graph and on all
+    (``lab band -> ...``)."""
     out = []
-    for estimator in (name for name in ("newton", "newton_refit", "newton_refit_read") if name in rows):
-        scaled, ratio = scaled_rows(rows, runs, estimator)
-        evaluation = band_fit.evaluate({"fb15k237": band_fit.targeted_rows(scaled)}, coverage)
-        evaluation = evaluation[evaluation["evaluation"].isin(["in-sample fb15k237", "leave-one-out fb15k237"])]
-        out.append(evaluation.assign(estimator=estimator, audit_ratio=ratio))
+    names = ("newton", "newton_refit", "newton_refit_read")
+    for estimator in (name for name in names if all(name in rows for rows in graphs.values())):
+        scaled = {graph: scaled_rows(rows, runs, estimator) for graph, rows in graphs.items()}
+        evaluation = band_fit.evaluate({graph: band_fit.targeted_rows(rows) for graph, (rows, _) in scaled.items()},
+                                       coverage)
+        if len(graphs) == 1:  # one graph: its own rows only (the pooled ones repeat them)
+            evaluation = evaluation[~evaluation["evaluation"].str.contains("all")]
+        if lab and estimator in LAB_BANDS:
+            targeted = {graph: band_fit.targeted_rows(rows) for graph, (rows, _) in scaled.items()}
+            targeted["all"] = pd.concat(targeted.values(), ignore_index=True)
+            evaluation = pd.concat([evaluation, pd.DataFrame([
+                band_fit._row(f"lab band -> {graph}", rows, *band_fit.judged(rows, *LAB_BANDS[estimator]),
+                              *LAB_BANDS[estimator]) for graph, rows in targeted.items()])], ignore_index=True)
+        ratios = [ratio for _, ratio in scaled.values()]
+        out.append(evaluation.assign(estimator=estimator, audit_ratio=ratios[0] if len(ratios) == 1 else
+                                     "; ".join(f"{graph} {ratio:.4f}" for graph, (_, ratio) in scaled.items())))
     return pd.concat(out, ignore_index=True)[["estimator", "audit_ratio", "evaluation", "sets", "coverage",
                                                "half_width", "half_width_large", "coverage_small", "a", "b"]]
 
 
+def with_audit(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with an audited set: as they are where one is marked, else the top 16% set of the occupation
+    ``kgbias prepare``'s audit chooses (:func:`kgbias_core.tasks.prediction_audit.audit_occupation`'s rule: the
+    largest with at least 5 of each gender) marked ``in_audit``."""
+    if rows["in_audit"].astype(bool).any():
+        return rows
+    sizes = rows.drop_duplicates("occupation")
+    eligible = sizes[(sizes["men"] >= AUDIT_MIN_GROUP) & (sizes["women"] >= AUDIT_MIN_GROUP)]
+    chosen = (eligible if len(eligible) else sizes).assign(size=lambda f: f["men"] + f["women"])
+    occupation = chosen.sort_values("size", ascending=False)["occupation"].iloc[0]
+    mark = (rows["occupation"] == occupation) & (rows["kind"] == "top") & (rows["share"] == round(100 * AUDIT_SHARE))
+    return rows.assign(in_audit=mark)
+
+
 def _bands(args) -> None:
-    """``--bands``: the rows of ``--out`` files (the first file's sets win where two hold an occupation), their
-    noise floors from ``--runs``."""
-    frames = [pd.read_csv(p) for p in args.bands]
-    rows, seen = [], set()
-    for frame in frames:
-        fresh = frame[~frame["occupation"].isin(seen)]
-        seen |= set(frame["occupation"])
-        rows.append(fresh)
-    rows = pd.concat(rows, ignore_index=True)
-    runs = pd.concat([pd.read_csv(p) for p in args.runs], ignore_index=True)
-    bands = band_frame(rows, runs, args.coverage)
+    """``--bands``: the rows of ``--out`` files by graph (``NAME=FILE``; the first file's sets win where two of a
+    graph hold an occupation), their noise floors from ``--runs``."""
+    graphs: dict[str, list[pd.DataFrame]] = {}
+    for item in args.bands:
+        name, _, path = str(item).rpartition("=")
+        graphs.setdefault(name or "fb15k237", []).append(pd.read_csv(path))
+    rows_of = {}
+    for name, frames in graphs.items():
+        rows, seen = [], set()
+        for frame in frames:
+            fresh = frame[~frame["occupation"].isin(seen)]
+            seen |= set(frame["occupation"])
+            rows.append(fresh)
+        rows_of[name] = with_audit(pd.concat(rows, ignore_index=True))
+    runs = (pd.concat([pd.read_csv(p) for p in args.runs], ignore_index=True) if args.runs
+            else pd.DataFrame(columns=["occupation", "kind", "share"]))
+    bands = band_frame(rows_of, runs, args.coverage, lab=args.lab)
     print(bands.round(3).to_string(index=False))
     write_text(bands.to_csv(index=False, float_format="%.4f"), str(args.out))
 
@@ -226,14 +277,25 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed, help="synthetic graph's seed (no --model)")
     parser.add_argument("--epochs", type=int, default=SYNTHETIC_TRAINING.epochs,
                         help="synthetic graph's training epochs (no --model; the tests' model trains 25)")
+    parser.add_argument("--works-per-person", type=float, default=SYNTHETIC.works_per_person,
+                        help="synthetic graph (no --model): mean works per person (the tests' graph: 1.5; more "
+                             "works, more training triples per person)")
+    parser.add_argument("--negatives", type=int, default=SYNTHETIC_TRAINING.negatives_per_triple,
+                        help="synthetic graph (no --model): frozen negatives per triple of its training and retrains")
     parser.add_argument("--retrained", type=Path,
                         help="synthetic graph (no --model): each set's retrained change read from this earlier --out "
                              "of the same --seed and --epochs (checked by its closed-form sum) instead of retrained")
+    parser.add_argument("--read-persons", type=int, metavar="CAP",
+                        help="refit at most CAP persons of each gender in newton_refit_read (default: all)")
+    parser.add_argument("--read-only", action="store_true",
+                        help="newton_refit_read refits the rows B_gr reads alone, not the touched rows beside them")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--bands", nargs="+", type=Path, metavar="ROWS",
+    parser.add_argument("--bands", nargs="+", metavar="[GRAPH=]ROWS",
                         help="fit the band of each estimator on these files' rows (noise floors from --runs), "
-                             "write the fit to --out; nothing is predicted")
+                             "by graph where named, write the fit to --out; nothing is predicted")
     parser.add_argument("--coverage", type=float, default=0.9, help="with --bands: the coverage to reach")
+    parser.add_argument("--lab", action="store_true",
+                        help="with --bands: also judge the bands the lab shows (the scaled step's, the refined one's)")
     parser.add_argument("--summarize-only", action="store_true", help="only write the summary of --out's rows")
     args = parser.parse_args()
     if args.bands:
@@ -250,8 +312,8 @@ def main() -> None:
     if args.model:
         analysis, sets = _stored_sets(args)
     else:
-        graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
-        training = replace(SYNTHETIC_TRAINING, epochs=args.epochs)
+        graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed, works_per_person=args.works_per_person))
+        training = replace(SYNTHETIC_TRAINING, epochs=args.epochs, negatives_per_triple=args.negatives)
         model = train_model(graph, training, name="synthetic-transe", device=torch.device("cpu"))
         analysis = ModelAnalysis(model)
         sets = []
@@ -290,8 +352,8 @@ def main() -> None:
         out = {"occupation": label, "name": row.get("name", label), "men": row["men"], "women": row["women"],
                "kind": row["kind"], "share": row["share"], "k": int(row["k"]), "closed_form": raw,
                "closed_form_run": row["closed_form"], "in_audit": bool(row.get("in_audit", False)),
-               **predictions(analysis, label, removed, max_degree=args.max_degree,
-                                                            min_share=args.min_share), "actual": actual}
+               **predictions(analysis, label, removed, max_degree=args.max_degree, min_share=args.min_share,
+                             read_persons=args.read_persons, read_only=args.read_only), "actual": actual}
         append_row(out, args.out)
         print(f"{out['name']} {out['kind']} {out['share']}%: newton {out['newton']:+.3f} refit {out['refit']:+.3f} "
               f"newton+refit {out['newton_refit']:+.3f} read rows too {out['newton_refit_read']:+.3f} "

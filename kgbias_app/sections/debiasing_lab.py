@@ -11,6 +11,7 @@ import streamlit as st
 from kgbias_app import cache, charts, jobs_ui, links, texts
 from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md, md_format
+from kgbias_app.sections.refined_prediction import refined_prediction
 from kgbias_app.widgets import (
     basket,
     min_group_size,
@@ -173,6 +174,8 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
             st.caption(add_audit_sentence(model) or ADD_UNAUDITED)
     if edit.kind == "remove":
         st.caption(old_estimate_sentence(cache.predicted_removal(model, edit.occupation, edit.removed)))
+        if prediction is not None:
+            refined_prediction(model, edit, before=before)
 
 
 def add_audit_sentence(model: ModelRef) -> str | None:

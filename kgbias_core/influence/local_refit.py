@@ -18,8 +18,10 @@ by L-BFGS over the terms that read a moving row (positive or any of its K frozen
 of J_{-S} is constant in the moving rows, and so is the l2 term of the frozen rows. Started from theta + Delta
 theta (the Newton step, :func:`kgbias_core.influence.prediction.absolute_newton_step`), this gives the "Newton step,
 then the touched rows re-optimised" prediction that experiments/whatif_accuracy/local_refit.py measures against
-masked retrains (issue 25's candidate "a local re-optimisation of only the rows the edit touches"). It is not yet
-what the lab shows: docs/results/whatif.md has where it wins and where it does not.
+masked retrains (issue 25's candidate "a local re-optimisation of only the rows the edit touches"). With the rows
+B_gr reads refitted too (:func:`read_rows`, :func:`read_refit_change`, which refits a sample of the persons of a
+large occupation), it is the lab's refined prediction on models of eight negatives
+(:mod:`kgbias_core.influence.refit_prediction`); docs/results/whatif.md has where it wins and where it does not.
 
 Rows of hub entities (more than ``max_degree`` training triples: a country, a gender, a language), and rows that
 lose less than ``min_share`` of their triples, are left where the step put them: a handful of removed triples
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kgbias_core.embeddings.objective import margin_loss, negatives_count, residual_distance, transe_distance
+from kgbias_core.embeddings.objective import negatives_count, residual_distance, transe_distance
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor, LongTensor
 
@@ -77,12 +79,14 @@ class TermBlock:
 class RefitTerms:
     """The terms of J_{-S} that read a moving row, with every other row's part fixed.
 
-    ``rows`` [m]: the moving entity ids. Of the b kept triples whose loss a moving row reaches, the positives and
-    the negatives that read one, each in two :class:`TermBlock` (one moving row; both head and tail moving):
-    ``positive_blocks`` place their terms in the [b] vector of positive losses, ``negative_blocks`` in the [K b]
-    vector of negative ones. ``positive_distance`` [b] and ``negative_distance`` [K, b]: psi of every one of the
-    b triples' terms at the frozen rows (the constant part). Precomputed once, so an evaluation of the objective
-    gathers only the moving rows (an L-BFGS refit evaluates it a few dozen times).
+    ``rows`` [m]: the moving entity ids. Of the b kept triples whose loss a moving row reaches, the hinge terms
+    (triple i, negative j) whose positive or negative reads a moving row: t of them, term ``pair_positive`` [t]
+    naming its triple. A term with neither is constant in the moving rows and left out. ``positive_blocks`` place
+    the moving positives in the [b] vector of positive distances, ``negative_blocks`` the moving negatives in the
+    [t] vector of negative ones, each in two :class:`TermBlock` (one moving row; both head and tail moving).
+    ``positive_distance`` [b] and ``negative_distance`` [t]: psi at the frozen rows (the constant part; a frozen
+    negative of a moving positive keeps it). ``k``: negatives per triple. Precomputed once, so an evaluation of
+    the objective gathers only the moving rows (an L-BFGS refit evaluates it a few dozen times).
     """
 
     rows: LongTensor
@@ -90,6 +94,8 @@ class RefitTerms:
     negative_blocks: tuple[TermBlock, TermBlock]
     positive_distance: FloatTensor
     negative_distance: FloatTensor
+    pair_positive: LongTensor
+    k: int
 
 
 def touched_rows(triples: LongTensor, removed: LongTensor, *, max_degree: int = MAX_DEGREE,
@@ -107,14 +113,21 @@ def touched_rows(triples: LongTensor, removed: LongTensor, *, max_degree: int = 
     return ids[keep]
 
 
+def read_persons(groups: OccupationGroups, occupation_index: int) -> tuple[LongTensor, LongTensor]:
+    """The persons B_gr of one occupation reads, (men, women): entity ids [|M_o|], [|F_o|] on the groups' device."""
+    mine = groups.pair_occupation == occupation_index
+    persons, female = groups.pair_person[mine], groups.pair_female[mine]
+    return persons[~female], persons[female]
+
+
 def read_rows(groups: OccupationGroups, occupation_index: int) -> LongTensor:
     """The entity rows that B_gr of one occupation reads: its persons of either gender and the occupation itself
     (B_gr(o) = mean_{s in F_o} psi(s, r_p, o) - mean_{s in M_o} psi(s, r_p, o), Du §3.1, METHODS §1; r_p is a
     relation row, which a refit leaves where it is). A refit of these rows after the Newton step re-optimises, with
-    their margin terms' kinks, exactly the rows the prediction is read from (experiments/whatif_accuracy/local_refit.py,
-    estimator ``newton_refit_read``). -> [m], sorted, on the groups' device."""
-    persons = groups.pair_person[groups.pair_occupation == occupation_index]
-    return torch.unique(torch.cat([persons, groups.occupations[occupation_index:occupation_index + 1]]))
+    their margin terms' kinks, exactly the rows the prediction is read from (:func:`read_refit_change`).
+    -> [m], sorted, on the groups' device."""
+    return torch.unique(torch.cat([*read_persons(groups, occupation_index),
+                                   groups.occupations[occupation_index:occupation_index + 1]]))
 
 
 def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor, negatives: LongTensor,
@@ -134,14 +147,26 @@ def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongT
 
     positive_reads, negative_reads = reads(triples), reads(by_rank)  # [n], [K, n]
     chosen = ((positive_reads | negative_reads.any(0)) & kept).nonzero().squeeze(1)  # [b]
-    positives, ranked = triples[chosen], by_rank[:, chosen]  # [b, 3], [K, b, 3]
-    with torch.no_grad():
-        positive_distance = transe_distance(entities=entities, relations=relations, triples=positives,
+    positive_moves, negative_moves = positive_reads[chosen], negative_reads[:, chosen]  # [b], [K, b]
+    # the hinge terms (j, i), flat j b + i, that a moving row reaches: a frozen triple's other negatives are
+    # constant (Actor's top 16%: 1.6 million of a chosen triple's terms, 0.6 million read a moving row)
+    pair = (positive_moves.unsqueeze(0) | negative_moves).reshape(-1).nonzero().squeeze(1)  # [t]
+    pair_positive = pair % chosen.shape[0]
+    pair_negative_moves = negative_moves.reshape(-1)[pair]
+    positives, ranked = triples[chosen], by_rank[:, chosen].reshape(-1, 3)[pair]  # [b, 3], [t, 3]
+
+    def frozen_distance(t: LongTensor, fixed: torch.Tensor) -> FloatTensor:
+        """psi of the triples ``t`` whose rows are all frozen (``fixed``); 0 where a moving row overwrites it."""
+        values = entities.new_zeros(t.shape[0])
+        with torch.no_grad():
+            values[fixed] = transe_distance(entities=entities, relations=relations, triples=t[fixed],
                                             distance=distance)
-        negative_distance = transe_distance(entities=entities, relations=relations, triples=ranked.reshape(-1, 3),
-                                            distance=distance).view(k, -1)
-    positive_slots = positive_reads[chosen].nonzero().squeeze(1)
-    negative_slots = negative_reads[:, chosen].reshape(-1).nonzero().squeeze(1)
+        return values
+
+    positive_distance = frozen_distance(positives, ~positive_moves)
+    negative_distance = frozen_distance(ranked, ~pair_negative_moves)
+    positive_slots = positive_moves.nonzero().squeeze(1)
+    negative_slots = pair_negative_moves.nonzero().squeeze(1)
     slot = torch.full((entities.shape[0],), rows.shape[0], dtype=torch.long, device=device)
     slot[rows] = torch.arange(rows.shape[0], device=device)
 
@@ -160,15 +185,16 @@ def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongT
                      for part, single in ((~both, True), (both, False)))
 
     return RefitTerms(rows=rows, positive_blocks=blocks(positives[positive_slots], positive_slots),
-                      negative_blocks=blocks(ranked.reshape(-1, 3)[negative_slots], negative_slots),
-                      positive_distance=positive_distance, negative_distance=negative_distance)
+                      negative_blocks=blocks(ranked[negative_slots], negative_slots),
+                      positive_distance=positive_distance, negative_distance=negative_distance,
+                      pair_positive=pair_positive, k=k)
 
 
 def refit_objective(moving: FloatTensor, terms: RefitTerms, *, margin: float, l2: float,
                     distance: str = "squared_l2") -> FloatTensor:
     """J_{-S} as a function of the moving rows ``moving`` [m, d] (``terms.rows``' new values), up to a constant:
     sum over the terms that read a moving row of (1/K) [gamma + psi(z) - psi(z'_j)]_+ + (l2 / 2) ||moving||^2
-    (METHODS §2-3). -> scalar.
+    (METHODS §2-3), the hinge terms that read no moving row left out (constant). -> scalar.
 
     A term with one moving row x under squared L2 is read as ||c||^2 + 2 s (x . c) + ||x||^2 (c its offset, s its
     sign): one product with the gathered rows instead of a residual built and squared. Such terms are most of a
@@ -188,11 +214,10 @@ def refit_objective(moving: FloatTensor, terms: RefitTerms, *, margin: float, l2
     def place(constant: FloatTensor, blocks: tuple[TermBlock, TermBlock]) -> FloatTensor:
         return constant.index_put((torch.cat([b.slots for b in blocks]),), torch.cat([psi(b) for b in blocks]))
 
-    k = terms.negative_distance.shape[0]
     positive = place(terms.positive_distance, terms.positive_blocks)
-    negative = place(terms.negative_distance.reshape(-1), terms.negative_blocks)
-    hinge = margin_loss(distance=positive, negative_distance=negative.view(k, -1), margin=margin)
-    return hinge.sum() + l2 / 2 * moving.pow(2).sum()
+    negative = place(terms.negative_distance, terms.negative_blocks)
+    hinge = torch.relu(margin + positive.index_select(0, terms.pair_positive) - negative)  # margin_loss, term-wise
+    return hinge.sum() / terms.k + l2 / 2 * moving.pow(2).sum()
 
 
 def refit_rows(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor, negatives: LongTensor,
@@ -246,3 +271,77 @@ def paired_refit(*, entities: FloatTensor, relations: FloatTensor, start: tuple[
     unedited = refit_rows(entities=entities, relations=relations, removed=none, **common)
     edited = refit_rows(entities=start[0], relations=start[1], removed=removed, **common)
     return unedited, edited
+
+
+#: Persons of each gender a read-rows refit (:func:`read_refit_change`) re-optimises at most. Actor (1,874 persons),
+#: the largest of FB15k-237's 8 occupations above 300, cost 34-51 s on one CPU thread with every person refitted;
+#: with 256 a gender its pair took 5.5-10 s, and the four largest landed within 0.96-1.045 of the full refit's change
+#: on 24 draws (experiments/whatif_accuracy/read_sampling.py, 2026-11-29).
+READ_PERSONS = 256
+
+
+@dataclass(frozen=True)
+class ReadRefit:
+    """The read-rows refit's prediction of Delta B_gr (:func:`read_refit_change`): ``change``; ``rows`` refitted;
+    ``persons``: persons of the occupation, ``sampled``: of them refitted (fewer where a gender has more than
+    :data:`READ_PERSONS`)."""
+
+    change: float
+    rows: int
+    persons: int
+    sampled: int
+
+
+def _sampled(ids: LongTensor, cap: int | None, generator: torch.Generator) -> LongTensor:
+    """Positions 0..len(ids)-1 of at most ``cap`` of ``ids``, drawn without replacement (all of them, in order,
+    where they are no more)."""
+    if cap is None or ids.numel() <= cap:
+        return torch.arange(ids.numel(), device=ids.device)
+    return torch.randperm(ids.numel(), generator=generator)[:cap].sort().values.to(ids.device)
+
+
+def read_refit_change(*, entities: FloatTensor, relations: FloatTensor, step: tuple[FloatTensor, FloatTensor],
+                      triples: LongTensor, negatives: LongTensor, removed: LongTensor, groups: OccupationGroups,
+                      occupation_index: int, margin: float, l2: float, distance: str = "squared_l2",
+                      max_persons: int | None = READ_PERSONS, seed: int = 0, touched: bool = False,
+                      iterations: int = REFIT_ITERATIONS, max_degree: int = MAX_DEGREE,
+                      min_share: float = MIN_SHARE) -> ReadRefit:
+    """Delta B_gr of one occupation after the Newton step ``step`` (Delta theta of the removal ``removed``), with
+    the rows B_gr reads (:func:`read_rows`), and with ``touched`` the rows the removal touches
+    (:func:`touched_rows`), refitted in a pair (:func:`paired_refit`). Without the touched rows the prediction moved
+    by at most 0.5% on FB15k-237's sets (Actor's top 16%: 1.877 against 1.880) at half the cost there.
+
+    B_gr(o) = mean_{F_o} psi(s, r_p, o) - mean_{M_o} psi(s, r_p, o) (Du §3.1, METHODS §1), so its change is
+    mean_{F_o} d(s) - mean_{M_o} d(s), d(s) the change of psi(s, r_p, o). Where a gender has more than
+    ``max_persons`` persons, only a sample of them (``seed``) is refitted, and its mean is read as a control
+    variate on the Newton step's d_step, known for every person:
+
+        mean_{g} d  ~  mean_{s in g} d_step(s) + mean_{s in sample} (d_refit(s) - d_step(s))
+
+    unbiased over the draw for the refit of the sample (the occupation row is refitted with it), and equal to the
+    full refit's mean where the sample is the whole gender. d_refit is read between the pair's halves, d_step
+    between theta + Delta theta and theta. -> :class:`ReadRefit`."""
+    removed = removed.to(triples.device)
+    generator = torch.Generator().manual_seed(seed)
+    genders = [(ids, _sampled(ids, max_persons, generator)) for ids in read_persons(groups, occupation_index)]
+    sample = torch.cat([ids[chosen] for ids, chosen in genders])
+    occupation = groups.occupations[occupation_index:occupation_index + 1]
+    edited_rows = (touched_rows(triples, removed, max_degree=max_degree, min_share=min_share) if touched
+                   else removed.new_zeros(0))
+    rows = torch.unique(torch.cat([edited_rows, sample.to(triples.device), occupation.to(triples.device)]))
+    unedited, edited = paired_refit(entities=entities, relations=relations, start=(entities + step[0],
+                                    relations + step[1]), triples=triples, negatives=negatives, removed=removed,
+                                    margin=margin, l2=l2, distance=distance, iterations=iterations, rows=rows)
+    r_p = groups.occupation_relation
+
+    def psi(e: FloatTensor, r: FloatTensor, ids: LongTensor) -> FloatTensor:
+        return residual_distance(e[ids] + r[r_p] - e[occupation], distance=distance)
+
+    moved = (entities + step[0], relations + step[1])
+    means = []
+    for ids, chosen in genders:
+        d_step = psi(*moved, ids) - psi(entities, relations, ids)
+        d_refit = psi(edited, moved[1], ids[chosen]) - psi(unedited, relations, ids[chosen])
+        means.append(float(d_step.double().mean() + (d_refit - d_step[chosen]).double().mean()))
+    return ReadRefit(change=means[1] - means[0], rows=int(rows.numel()),
+                     persons=sum(int(ids.numel()) for ids, _ in genders), sampled=int(sample.numel()))

@@ -54,6 +54,7 @@ from kgbias_core.tasks.prediction_audit import (
     add_audit_task,
     prediction_audit_seconds,
     prediction_audit_task,
+    refit_scale,
 )
 from kgbias_core.tasks.prepare import (
     READY_ITEMS,
@@ -159,6 +160,7 @@ __all__ = [
     "saved_add_audit",
     "prediction_audit_seconds",
     "prediction_audit_task",
+    "refit_scale",
     "saved_prediction_audit",
     "model_step_ratio",
 ]

@@ -15,6 +15,8 @@ default, 2.1-2.3 on the one-negative model).
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,7 +25,7 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.device import resolve_device
-from kgbias_core.embeddings.results import save_result
+from kgbias_core.embeddings.results import load_result, save_result
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.errors import (
     ADD_AUDIT_KEPT,
@@ -32,14 +34,16 @@ from kgbias_core.errors import (
     PREDICTION_AUDIT_NO_OCCUPATION,
     MeasureError,
 )
+from kgbias_core.influence.local_refit import READ_PERSONS, REFIT_ITERATIONS
 from kgbias_core.influence.prediction import WhatIfPrediction, predict_removal
+from kgbias_core.influence.refit_prediction import refit_change, refit_refusal
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.jobs import Progress
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.tasks.base import Task, _key, check_retrains, model_retrain_seconds
 from kgbias_core.whatif.edits import add_edit, predict_edit, retrain
-from kgbias_core.whatif.step_ratio import ADD_AUDIT, PREDICTION_AUDIT
+from kgbias_core.whatif.step_ratio import ADD_AUDIT, PREDICTION_AUDIT, RATIO_MIN_CHANGE, REFIT_AUDIT, STEP_SCALE_RANGE
 
 #: The audited edit: the top ``AUDIT_SHARE`` of the occupation's triples that move B_gr (the bench's middle size).
 AUDIT_SHARE = 0.16
@@ -151,6 +155,59 @@ def add_audit_task(model_dir: Path | str, *, device: torch.device | str | None =
     return _audit_task(model_dir, add_audit, key=ADD_AUDIT, what="the Add audit",
                        message="one retrain with Add's dummies against the prediction", kept=ADD_AUDIT_KEPT,
                        device=device)
+
+
+#: The columns of the refined prediction's audit.
+REFIT_AUDIT_COLUMNS = ("occupation", "name", "k", "refined", "retrained", "ratio", "seconds")
+
+
+def _refit_audit_params(audit: pd.DataFrame) -> dict:
+    """What a stored refit audit was made from: the removal audit's set and retrain, and the refit's settings (a
+    new audit, or another cap, makes it stale)."""
+    row = audit.iloc[0]
+    return {"occupation": str(row["occupation"]), "k": int(row["k"]), "retrained": float(row["retrained"]),
+            "persons": READ_PERSONS, "iterations": REFIT_ITERATIONS}
+
+
+def saved_refit_audit(model_dir: Path | str, audit: pd.DataFrame) -> pd.DataFrame | None:
+    """The refit audit of the removal ``audit`` stored beside the model, or None (not made, or made from another)."""
+    return load_result(model_dir, REFIT_AUDIT, params=_refit_audit_params(audit))
+
+
+def refit_audit(analysis: ModelAnalysis, audit: pd.DataFrame) -> pd.DataFrame:
+    """One row (:data:`REFIT_AUDIT_COLUMNS`): the refined prediction (:func:`~kgbias_core.influence.refit_prediction.
+    refit_change`, unscaled) of the removal audit's own set, the audit's stored retrained change, and their ratio
+    retrained / refined, the refined prediction's scale. No retrain: the audit's is read. NaN ratio where the
+    refined change is below :data:`~kgbias_core.whatif.step_ratio.RATIO_MIN_CHANGE`; a MeasureError where the
+    refit is not offered on this model (its reason)."""
+    row = audit.iloc[0]
+    occupation = str(row["occupation"])
+    reason = refit_refusal(analysis, occupation)
+    if reason is not None:
+        raise MeasureError(f"no refined prediction for this model: {reason}")
+    removed = removal_set(analysis.influence(occupation), kind="top", k=int(row["k"]))
+    start = time.perf_counter()
+    refined = refit_change(analysis, occupation, removed)
+    retrained = float(row["retrained"])
+    ratio = retrained / refined if abs(refined) >= RATIO_MIN_CHANGE else float("nan")
+    return pd.DataFrame([{"occupation": occupation, "name": str(row["name"]), "k": int(row["k"]),
+                          "refined": refined, "retrained": retrained, "ratio": ratio,
+                          "seconds": time.perf_counter() - start}], columns=list(REFIT_AUDIT_COLUMNS))
+
+
+def refit_scale(model_dir: Path | str, analysis: ModelAnalysis) -> float | None:
+    """The refined prediction's scale for the model at ``model_dir``: the ratio of its refit audit, made once (one
+    refit of the audit's set, seconds) and stored, clipped to the step scale's range; None before the removal audit
+    ran, or where its ratio is NaN."""
+    audit = load_result(model_dir, PREDICTION_AUDIT, params={})
+    if audit is None:
+        return None
+    stored = saved_refit_audit(model_dir, audit)
+    if stored is None:
+        stored = refit_audit(analysis, audit)
+        save_result(model_dir, REFIT_AUDIT, stored, params=_refit_audit_params(audit))
+    ratio = float(stored.iloc[0]["ratio"])
+    return min(max(ratio, STEP_SCALE_RANGE[0]), STEP_SCALE_RANGE[1]) if math.isfinite(ratio) else None
 
 
 def prediction_audit_seconds(model_dir: Path | str) -> float | None:

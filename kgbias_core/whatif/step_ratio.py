@@ -51,6 +51,9 @@ from kgbias_core.embeddings.results import load_result
 PREDICTION_AUDIT = "prediction_audit"
 #: The result key of the one-retrain audit of an addition (Du's Add) in the model's results.
 ADD_AUDIT = "add_audit"
+#: The result key of the refined prediction's ratio on the removal audit's set and stored retrain
+#: (:func:`kgbias_core.tasks.prediction_audit.refit_audit`; no retrain of its own).
+REFIT_AUDIT = "refit_audit"
 #: Key of the per-model record of verified plans in the model's results folder.
 VERIFICATIONS = "plan_verifications"
 #: The observed ratio is clipped to this range: one odd retrain must not make the planner remove nothing or all.

@@ -1,0 +1,57 @@
+"""The refined what-if prediction in a real browser (issue 25): asked for with a click, shown with its estimator."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgbias_app import texts as ui_texts
+from kgbias_app.sections import refined_prediction as section
+from kgbias_app.serve import CHROMIUM, chromium, click, dashboard
+from kgbias_core import tasks
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.store import load_model, save_model
+from kgbias_core.influence.refit_prediction import REFIT_ESTIMATOR, refit_removal_prediction
+from kgbias_core.jobs import Progress
+from kgbias_core.whatif.edits import make_edit
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
+]
+
+
+def test_refine_a_removal_and_read_its_estimator(eight_model, tmp_path: Path) -> None:
+    """The lab of a model of eight negatives, its audit stored: the refine button, once clicked, shows the refined
+    change a person reads (the core's figure), its estimator and its interval, and no exception."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    store = tmp_path / "store"
+    base = save_model(eight_model, store)
+    tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain: the refit's scale reads it
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
+        wait = WebDriverWait(driver, 240)
+        driver.get(f"{url}/debiasing_lab?lab_occupation=actor")
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Debiasing lab"))
+        click(driver, (By.XPATH, f'//button[.//p[text()="{section.REFINE_BUTTON}"]]'), timeout=120)
+        main = (By.CSS_SELECTOR, '[data-testid="stMain"]')
+        wait.until(ec.text_to_be_present_in_element(main, section.REFINED_CHANGE))
+        wait.until(ec.text_to_be_present_in_element(main, f"Estimator: {REFIT_ESTIMATOR}"))
+        time.sleep(1.0)
+        driver.save_screenshot(str(tmp_path / "refined.png"))
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+        metrics = {m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text:
+                   m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]').text
+                   for m in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]')}
+    analysis = ModelAnalysis(load_model(base))
+    edit = make_edit(analysis, "actor", strategy="if", k=20)
+    expected = refit_removal_prediction(analysis, "actor", torch.tensor(edit.removed),
+                                        scale=tasks.refit_scale(base, analysis))
+    assert metrics[section.REFINED_CHANGE] == ui_texts.fmt(expected.point)
