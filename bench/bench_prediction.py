@@ -7,7 +7,10 @@ Du's Add (c = 0.5), each predicted by :func:`kgbias_core.whatif.edits.predict_ed
 Times separately what a first prediction of a model pays once (the groups and the influence context, which
 choose the set) and each prediction itself, with the CG iterations it used. Prints the load average before
 and after, since the machine is shared. ``--device`` loads the model there, so every measure and solve runs there
-(issue 25's GPU target: <= 1 s); each time is taken after the device has finished its queued work.
+(issue 25's GPU target: <= 1 s); each time is taken after the device has finished its queued work. ``--refined``
+also times the lab's refined prediction of each removal (:func:`kgbias_core.influence.refit_prediction.
+refit_removal_prediction`: its own Newton step, then the rows B_gr reads refitted; unscaled, as the step here),
+then of a second removal of the same occupation (2k triples), which shares the first one's unedited half.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.device import resolve_device
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.influence import prediction
+from kgbias_core.influence.refit_prediction import refit_removal_prediction
 from kgbias_core.whatif.edits import make_edit, predict_edit
 
 
@@ -33,6 +37,7 @@ def main() -> None:
     parser.add_argument("--occupations", type=int, default=3)
     parser.add_argument("--add", action="store_true", help="also time Du's Add (c = 0.5)")
     parser.add_argument("--device", default="cpu", help="cpu | cuda | auto (where the model's tensors go)")
+    parser.add_argument("--refined", action="store_true", help="also time the refined prediction of each removal")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
@@ -73,6 +78,15 @@ def main() -> None:
         print(f"{name} ({int(groups.n_male[index])}/{int(groups.n_female[index])}): IF-REMOVE k={len(edit.removed)} "
               f"chosen in {t1 - t0:.1f} s (influence context on first use); prediction {t2 - t1:.2f} s, "
               f"{counted[0]} |H| products: {got.summary()}")
+        if args.refined:
+            t3 = clock()
+            got = refit_removal_prediction(analysis, label, torch.tensor(edit.removed, dtype=torch.long))
+            print(f"    refined: {clock() - t3:.2f} s (step and refit): {got.summary()}")
+            other = make_edit(analysis, label, strategy="if", k=2 * args.k)  # the occupation's next what-if
+            t3 = clock()
+            got = refit_removal_prediction(analysis, label, torch.tensor(other.removed, dtype=torch.long))
+            print(f"    refined, k={len(other.removed)} next: {clock() - t3:.2f} s (the unedited half shared): "
+                  f"{got.summary()}")
         if args.add:
             edit = make_edit(analysis, label, strategy="add", c=0.5)
             counted[0] = 0

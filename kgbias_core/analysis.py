@@ -24,6 +24,7 @@ from kgbias_core.influence.closed_form import (
     predicted_change,
     triple_influence,
 )
+from kgbias_core.influence.local_refit import unedited_read_refit
 from kgbias_core.influence.negatives import (
     DEFAULT_NEGATIVE_SEED,
     InfluenceNegatives,
@@ -147,6 +148,22 @@ class ModelAnalysis:
         negatives = self.negatives
         return self._memo.get("absolute_hvp", lambda: absolute_curvature_hvp(
             self.model, negatives=None if negatives.exact else negatives.negatives, active=self.active_terms))
+
+    def unedited_read_refit(self, occupation: str) -> tuple[LongTensor, FloatTensor]:
+        """The rows B_gr of ``occupation`` reads (a sample of 256 a gender) refitted on J at the trained rows, the
+        unedited half every refined prediction of the occupation shares
+        (:func:`~kgbias_core.influence.local_refit.unedited_read_refit`); seconds, once per occupation."""
+        index = self.groups.index(occupation)
+        negatives = self.negatives
+
+        def compute() -> FloatTensor:
+            model = self.model
+            return unedited_read_refit(entities=model.entity_embeddings, relations=model.relation_embeddings,
+                                       triples=model.triples, negatives=negatives.negatives, groups=self.groups,
+                                       occupation_index=index, margin=model.config.margin, l2=model.config.l2,
+                                       distance=model.config.distance)
+
+        return self._memo.get(("unedited_read_refit", index), compute)
 
     def group_bias(self, occupation: str | None = None) -> FloatTensor:
         """B_gr (METHODS §1) of every occupation, [O], or of the one labelled ``occupation``, [].

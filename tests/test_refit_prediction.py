@@ -70,6 +70,19 @@ def test_the_refined_prediction_is_the_scaled_refit_with_its_band_and_floor(eigh
     assert (got.low, got.high) == pytest.approx((float(low) - 0.05, float(high) + 0.05))
     assert got.floor == 0.05 and got.estimator.startswith(REFIT_ESTIMATOR) and "x 1.30" in got.estimator
     assert refit_change(analysis, "actor", removed) == pytest.approx(read.change, rel=1e-6)
+    # the unedited half is the analysis's memo, shared by the occupation's predictions: the same half, bit for bit
+    shared = analysis.unedited_read_refit("actor")
+    assert analysis.unedited_read_refit("actor") is shared
+    again = read_refit_change(entities=eight_model.entity_embeddings, relations=eight_model.relation_embeddings,
+                              step=step, triples=eight_model.triples, negatives=eight_model.frozen_negatives,
+                              removed=removed, groups=groups, occupation_index=index,
+                              margin=eight_model.config.margin, l2=eight_model.config.l2, unedited=shared)
+    assert again.change == read.change
+    with pytest.raises(ValueError, match="depends on the edit"):
+        read_refit_change(entities=eight_model.entity_embeddings, relations=eight_model.relation_embeddings,
+                          step=step, triples=eight_model.triples, negatives=eight_model.frozen_negatives,
+                          removed=removed, groups=groups, occupation_index=index, margin=eight_model.config.margin,
+                          l2=eight_model.config.l2, unedited=shared, touched=True)
 
 
 def test_the_refit_audit_reads_the_audits_retrain_once(eight_model, tmp_path: Path, monkeypatch) -> None:

@@ -300,12 +300,38 @@ def _sampled(ids: LongTensor, cap: int | None, generator: torch.Generator) -> Lo
     return torch.randperm(ids.numel(), generator=generator)[:cap].sort().values.to(ids.device)
 
 
+def _read_sample(groups: OccupationGroups, occupation_index: int, max_persons: int | None,
+                 seed: int) -> tuple[list[tuple[LongTensor, LongTensor]], LongTensor, LongTensor]:
+    """(men, women) as (ids, positions of the sample), the sampled persons, the occupation's row [1]."""
+    generator = torch.Generator().manual_seed(seed)
+    genders = [(ids, _sampled(ids, max_persons, generator)) for ids in read_persons(groups, occupation_index)]
+    sample = torch.cat([ids[chosen] for ids, chosen in genders])
+    return genders, sample, groups.occupations[occupation_index:occupation_index + 1]
+
+
+def unedited_read_refit(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor,
+                        negatives: LongTensor, groups: OccupationGroups, occupation_index: int, margin: float,
+                        l2: float, distance: str = "squared_l2", max_persons: int | None = READ_PERSONS,
+                        seed: int = 0, iterations: int = REFIT_ITERATIONS) -> tuple[LongTensor, FloatTensor]:
+    """The unedited half of :func:`read_refit_change` without the touched rows: the read rows (the sample of
+    ``max_persons`` a gender, ``seed``) refitted on J at the trained rows. It does not depend on the edit, so the
+    predictions of one occupation share it (:class:`~kgbias_core.analysis.ModelAnalysis` memoises it): only the
+    refitted rows are kept, not a copy of every row. -> (rows [m], their refitted values [m, d])."""
+    _, sample, occupation = _read_sample(groups, occupation_index, max_persons, seed)
+    rows = torch.unique(torch.cat([sample.to(triples.device), occupation.to(triples.device)]))
+    refitted = refit_rows(entities=entities, relations=relations, triples=triples, negatives=negatives,
+                          removed=triples.new_zeros(0), margin=margin, l2=l2, distance=distance,
+                          iterations=iterations, rows=rows)
+    return rows, refitted[rows]
+
+
 def read_refit_change(*, entities: FloatTensor, relations: FloatTensor, step: tuple[FloatTensor, FloatTensor],
                       triples: LongTensor, negatives: LongTensor, removed: LongTensor, groups: OccupationGroups,
                       occupation_index: int, margin: float, l2: float, distance: str = "squared_l2",
                       max_persons: int | None = READ_PERSONS, seed: int = 0, touched: bool = False,
                       iterations: int = REFIT_ITERATIONS, max_degree: int = MAX_DEGREE,
-                      min_share: float = MIN_SHARE) -> ReadRefit:
+                      min_share: float = MIN_SHARE,
+                      unedited: tuple[LongTensor, FloatTensor] | None = None) -> ReadRefit:
     """Delta B_gr of one occupation after the Newton step ``step`` (Delta theta of the removal ``removed``), with
     the rows B_gr reads (:func:`read_rows`), and with ``touched`` the rows the removal touches
     (:func:`touched_rows`), refitted in a pair (:func:`paired_refit`). Without the touched rows the prediction moved
@@ -320,18 +346,27 @@ def read_refit_change(*, entities: FloatTensor, relations: FloatTensor, step: tu
 
     unbiased over the draw for the refit of the sample (the occupation row is refitted with it), and equal to the
     full refit's mean where the sample is the whole gender. d_refit is read between the pair's halves, d_step
-    between theta + Delta theta and theta. -> :class:`ReadRefit`."""
+    between theta + Delta theta and theta. ``unedited``: the pair's unedited half where the caller holds it
+    (:func:`unedited_read_refit` of the same occupation, cap and seed; not with ``touched``, whose rows depend on
+    the edit). -> :class:`ReadRefit`."""
+    if touched and unedited is not None:
+        raise ValueError("the unedited half of a refit with the touched rows depends on the edit: not shared")
     removed = removed.to(triples.device)
-    generator = torch.Generator().manual_seed(seed)
-    genders = [(ids, _sampled(ids, max_persons, generator)) for ids in read_persons(groups, occupation_index)]
-    sample = torch.cat([ids[chosen] for ids, chosen in genders])
-    occupation = groups.occupations[occupation_index:occupation_index + 1]
+    genders, sample, occupation = _read_sample(groups, occupation_index, max_persons, seed)
     edited_rows = (touched_rows(triples, removed, max_degree=max_degree, min_share=min_share) if touched
                    else removed.new_zeros(0))
     rows = torch.unique(torch.cat([edited_rows, sample.to(triples.device), occupation.to(triples.device)]))
-    unedited, edited = paired_refit(entities=entities, relations=relations, start=(entities + step[0],
-                                    relations + step[1]), triples=triples, negatives=negatives, removed=removed,
-                                    margin=margin, l2=l2, distance=distance, iterations=iterations, rows=rows)
+    start = (entities + step[0], relations + step[1])
+    common = dict(triples=triples, negatives=negatives, margin=margin, l2=l2, distance=distance,
+                  iterations=iterations, rows=rows)
+    if unedited is None:
+        unedited, edited = paired_refit(entities=entities, relations=relations, start=start, removed=removed,
+                                        **common)
+    else:
+        if not torch.equal(unedited[0], rows):
+            raise ValueError("the unedited half holds other rows than this refit's (another cap or seed?)")
+        edited = refit_rows(entities=start[0], relations=start[1], removed=removed, **common)
+        unedited = entities.detach().index_put((rows,), unedited[1])
     r_p = groups.occupation_relation
 
     def psi(e: FloatTensor, r: FloatTensor, ids: LongTensor) -> FloatTensor:

@@ -85,19 +85,22 @@ def refit_change(analysis: AnalysedModel, occupation: str, removed: LongTensor, 
                  max_persons: int | None = READ_PERSONS) -> float:
     """Delta B_gr of ``occupation`` without the training rows ``removed``: the Newton step, then the read rows
     refitted (:func:`~kgbias_core.influence.local_refit.read_refit_change`), unscaled. The analysis's negatives
-    (re-drawn for an imported model) and its memos of the active terms and of |H|."""
+    (re-drawn for an imported model) and its memos of the active terms, of |H| and of the unedited half of the
+    occupation's refit."""
     model, groups = analysis.model, analysis.groups
     removed = removed.to(model.triples.device)
     negatives = _negatives_of(analysis)
     step = absolute_newton_step(model, removed, negatives=negatives, tolerance=PREDICTION_TOLERANCE,
                                 active=getattr(analysis, "active_terms", None),
                                 hvp=getattr(analysis, "absolute_hvp", None))
+    # the unedited half depends on the occupation alone: an analysis's memo shares it between predictions
+    shared = getattr(analysis, "unedited_read_refit", None) if max_persons == READ_PERSONS else None
     read = read_refit_change(entities=model.entity_embeddings, relations=model.relation_embeddings, step=step,
                              triples=model.triples,
                              negatives=model.frozen_negatives if negatives is None else negatives,
                              removed=removed, groups=groups, occupation_index=groups.index(occupation),
                              margin=model.config.margin, l2=model.config.l2, distance=model.config.distance,
-                             max_persons=max_persons)
+                             max_persons=max_persons, unedited=None if shared is None else shared(occupation))
     return read.change
 
 
