@@ -217,3 +217,35 @@ def test_add_on_an_occupation_without_women_is_refused_not_nan(base: Path, tmp_p
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "0 women" in err[0] and "undefined" in err[0]
     assert not (tmp_path / "x").exists()
+
+
+def test_debias_refined_prints_the_refined_prediction_or_why_not(base: Path, eight_model, tmp_path: Path,
+                                                                  capsys) -> None:
+    """Issue 25: ``debias --refined`` judges the retrain against the refined prediction too (a model of eight
+    negatives, after its audit: the core's figure, named), and says why not on a one-negative model or before the
+    audit."""
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.influence.refit_prediction import REFIT_ESTIMATOR, refit_removal_prediction
+    from kgbias_core.jobs import Progress
+    from kgbias_core.tasks import prediction_audit_task, refit_scale
+    from kgbias_core.whatif.edits import make_edit
+
+    assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "5", "--refined",
+                 "--out", str(tmp_path / "one")]) == 0
+    assert "refined prediction: none (base was trained with 1 negative(s) per triple" in capsys.readouterr().out
+    eight = save_model(eight_model, tmp_path / "store")
+    args = ["debias", "--model", str(eight), "--occupation", "actor", "--remove-k", "20", "--refined", "--force"]
+    assert main([*args, "--out", str(tmp_path / "before")]) == 0
+    assert "refined prediction: none (it takes its scale from the model's prediction audit" in capsys.readouterr().out
+    prediction_audit_task(eight).run(Progress())
+    assert main([*args, "--out", str(tmp_path / "after")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    refined = next(x for x in lines if x.startswith("refined change "))
+    analysis = ModelAnalysis(load_model(eight))
+    scale = refit_scale(eight, analysis)
+    expected = refit_removal_prediction(analysis, "actor", torch.tensor(make_edit(analysis, "actor", strategy="if",
+                                                                                  k=20).removed), scale=scale)
+    assert float(re.match(r"refined change (\S+) ", refined).group(1)) == pytest.approx(expected.point, abs=1e-4)
+    assert f"(estimator: {REFIT_ESTIMATOR} x {scale:.2f}" in refined
+    assert any(re.match(r"retrained change \S+: (inside|outside) the refined interval", x) for x in lines)
+    assert any(re.match(r"retrained change \S+: (inside|outside) the predicted interval", x) for x in lines)

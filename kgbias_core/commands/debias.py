@@ -64,6 +64,8 @@ def _debias(args: argparse.Namespace) -> None:
     old = None
     if edit.kind == "remove":
         old = analysis.predicted_removal(occupation, torch.tensor(edit.removed, dtype=torch.long))
+    refined, unrefined = (_refined(analysis, args.model, edit, spread) if args.refined and edit.kind == "remove"
+                          else (None, None))
     task = whatif_task(base=Path(args.model), edit=edit, out=Path(args.out), overwrite=args.force,
                        device=args.device)
     path = task.run(PrintedProgress())
@@ -79,13 +81,40 @@ def _debias(args: argparse.Namespace) -> None:
     if prediction is None:
         print(f"predicted change: none ({unpredicted})")
     else:
-        print(f"predicted change {prediction.point:+.4f} [{prediction.low:+.4f}, {prediction.high:+.4f}] "
-              f"(estimator: {prediction.estimator}"
-              + (f"; noise floor ±{prediction.floor:.4f})" if prediction.floor else "; no noise band yet)"))
-        inside = prediction.low <= change["change"] <= prediction.high
-        print(f"retrained change {change['change']:+.4f}: {'inside' if inside else 'outside'} the predicted interval")
+        _judged("predicted", prediction, float(change["change"]))
+    if refined is not None:
+        _judged("refined", refined, float(change["change"]))
+    elif unrefined is not None:
+        print(f"refined prediction: none ({unrefined})")
     if old is not None:
         print(old_estimate_sentence(old, digits=4))
+
+
+def _judged(what: str, prediction, retrained: float) -> None:
+    """A prediction's line (point, interval, estimator, noise floor) and the retrained change judged against it."""
+    print(f"{what} change {prediction.point:+.4f} [{prediction.low:+.4f}, {prediction.high:+.4f}] "
+          f"(estimator: {prediction.estimator}"
+          + (f"; noise floor ±{prediction.floor:.4f})" if prediction.floor else "; no noise band yet)"))
+    inside = prediction.low <= retrained <= prediction.high
+    print(f"retrained change {retrained:+.4f}: {'inside' if inside else 'outside'} the {what} interval")
+
+
+def _refined(analysis, model: str, edit, spread: float | None):
+    """(the refined prediction of the removal ``edit``, None) or (None, why there is none): not offered on this
+    model, or no prediction audit yet to scale it (kgbias_core.influence.refit_prediction)."""
+    import torch
+
+    from kgbias_core.influence.refit_prediction import refit_refusal, refit_removal_prediction
+    from kgbias_core.tasks import refit_scale
+
+    why = refit_refusal(analysis, edit.occupation)
+    if why is not None:
+        return None, why
+    scale = refit_scale(model, analysis)  # the stored refit audit; one refit of the audit's set the first time
+    if scale is None:
+        return None, "it takes its scale from the model's prediction audit, which has not run (kgbias prepare runs it)"
+    return refit_removal_prediction(analysis, edit.occupation, torch.tensor(edit.removed, dtype=torch.long),
+                                    spread=spread, scale=scale), None
 
 
 def _debias_embedding(args: argparse.Namespace) -> None:
@@ -121,6 +150,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     debias.add_argument("--strategy", choices=("if", "random"), default="if",
                         help="remove-k: IF-REMOVE (towards 0 by influence) or Random-REMOVE")
     debias.add_argument("--seed", type=SEED, default=0, help="Random-REMOVE: seed of the random set")
+    debias.add_argument("--refined", action="store_true",
+                        help="removals: also the refined prediction (the rows B_gr reads refitted after the step; "
+                             "models of eight negatives, after their prediction audit), judged against the retrain")
     debias.add_argument("--out", required=True, help="model directory of the what-if (never the --model)")
     debias.add_argument("--force", action="store_true", help="replace a what-if already at --out")
     debias.set_defaults(handler=_debias)
