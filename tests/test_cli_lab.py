@@ -67,8 +67,12 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
     analysis = Analysis(load_model(base))
     expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=5))
     assert point == pytest.approx(expected.point, abs=1e-4)
-    retrained = float(re.search(r"retrained change (\S+): (inside|outside)", printed).group(1))
+    retrained = float(re.search(r"retrained change over the original persons (\S+): (inside|outside)",
+                                printed).group(1))
     assert ("inside" if low <= retrained <= high else "outside") in printed
+    # judged against the change over the original persons, the groups a prediction holds fixed
+    original = re.search(r"B_gr after over the original persons \S+  change (\S+)", printed).group(1)
+    assert retrained == pytest.approx(float(original), abs=1e-4)
     assert "ranks the triples" in printed  # the uncalibrated closed form: the ranking, never its size
     what_if = load_model(out)
     assert what_if.edit["kind"] == "remove" and what_if.edit["n_removed"] == 5 and what_if.edit["mode"] == "scratch"
@@ -247,5 +251,6 @@ def test_debias_refined_prints_the_refined_prediction_or_why_not(base: Path, eig
                                                                                   k=20).removed), scale=scale)
     assert float(re.match(r"refined change (\S+) ", refined).group(1)) == pytest.approx(expected.point, abs=1e-4)
     assert f"(estimator: {REFIT_ESTIMATOR} x {scale:.2f}" in refined
-    assert any(re.match(r"retrained change \S+: (inside|outside) the refined interval", x) for x in lines)
-    assert any(re.match(r"retrained change \S+: (inside|outside) the predicted interval", x) for x in lines)
+    judged = r"retrained change over the original persons \S+: (inside|outside) the {} interval"
+    assert any(re.match(judged.format("refined"), x) for x in lines)
+    assert any(re.match(judged.format("predicted"), x) for x in lines)

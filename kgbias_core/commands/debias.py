@@ -78,12 +78,16 @@ def _debias(args: argparse.Namespace) -> None:
           f"change {change['change_original']:+.4f}")
     print(membership_sentence(membership_of_record(analysis, edit.describe()), name=str(change["name"])))
     print(AFTER_GROUPS_CHOICE)
+    # A prediction holds the base's groups fixed (the persons of M_o and F_o before the edit), so it is judged
+    # against the change over the original persons: where the edit removes a profession or gender fact, the change
+    # over the edited groups measures other persons (and is NaN once a group is empty).
+    retrained = float(change["change_original"])
     if prediction is None:
         print(f"predicted change: none ({unpredicted})")
     else:
-        _judged("predicted", prediction, float(change["change"]))
+        _judged("predicted", prediction, retrained)
     if refined is not None:
-        _judged("refined", refined, float(change["change"]))
+        _judged("refined", refined, retrained)
     elif unrefined is not None:
         print(f"refined prediction: none ({unrefined})")
     if old is not None:
@@ -91,12 +95,14 @@ def _debias(args: argparse.Namespace) -> None:
 
 
 def _judged(what: str, prediction, retrained: float) -> None:
-    """A prediction's line (point, interval, estimator, noise floor) and the retrained change judged against it."""
+    """A prediction's line (point, interval, estimator, noise floor) and the retrained change over the original
+    persons judged against it."""
     print(f"{what} change {prediction.point:+.4f} [{prediction.low:+.4f}, {prediction.high:+.4f}] "
           f"(estimator: {prediction.estimator}"
           + (f"; noise floor ±{prediction.floor:.4f})" if prediction.floor else "; no noise band yet)"))
     inside = prediction.low <= retrained <= prediction.high
-    print(f"retrained change {retrained:+.4f}: {'inside' if inside else 'outside'} the {what} interval")
+    print(f"retrained change over the original persons {retrained:+.4f}: {'inside' if inside else 'outside'} the "
+          f"{what} interval (a prediction holds the groups fixed)")
 
 
 def _refined(analysis, model: str, edit, spread: float | None):
