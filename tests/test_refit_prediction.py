@@ -86,13 +86,14 @@ def test_the_refined_prediction_is_the_scaled_refit_with_its_band_and_floor(eigh
 
 
 def test_the_refit_audit_reads_the_audits_retrain_once(eight_model, tmp_path: Path, monkeypatch) -> None:
-    """refit_scale: none before the removal audit; after it (one real masked retrain), retrained / refined on the
-    audit's own set, stored and read back without a refit; a new audit makes the stored one stale."""
+    """refit_scale: none before the removal audit; the audit's task (one real masked retrain) then stores the refit
+    audit, retrained / refined on the audit's own set, read back without a refit; a new audit makes it stale."""
     base = save_model(eight_model, tmp_path / "store")
     analysis = ModelAnalysis(load_model(base))
     assert tasks.refit_scale(base, analysis) is None
     tasks.prediction_audit_task(base).run(Progress())
     audit = tasks.saved_prediction_audit(base)
+    assert prediction_audit.saved_refit_audit(base, audit) is not None  # made by the audit's task, after it
     row = audit.iloc[0]
     refined = refit_change(analysis, row["occupation"], removal_set(analysis.influence(row["occupation"]),
                                                                     kind="top", k=int(row["k"])))
@@ -114,10 +115,12 @@ def test_the_refit_audit_reads_the_audits_retrain_once(eight_model, tmp_path: Pa
 
 
 def test_no_refit_audit_on_a_refused_model(tiny_store, tmp_path: Path) -> None:
-    """The tests' model (one negative a triple) is refused, so its refit audit says why (a MeasureError)."""
+    """The tests' model (one negative a triple) is refused: its audit's task stores no refit audit, and asking for
+    one says why (a MeasureError)."""
     base = Path(shutil.copytree(tiny_store, tmp_path / "store")) / "tiny-transe"
     analysis = ModelAnalysis(load_model(base))
     tasks.prediction_audit_task(base).run(Progress())
+    assert prediction_audit.saved_refit_audit(base, tasks.saved_prediction_audit(base)) is None
     with pytest.raises(MeasureError, match="no refined prediction for this model: .*negative"):
         tasks.refit_scale(base, analysis)
 

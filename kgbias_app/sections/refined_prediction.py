@@ -24,7 +24,8 @@ REFINE_HELP = (
     "covered 96% of 83 retrained sets of two graphs at a median half-width of 0.32 of the prediction (the step's "
     "band: 98% at 0.48; on FB15k-237 alone 100% at 0.36 against 94% at 0.57); with one negative per triple it lost "
     "to the step. Seconds on one CPU thread: an occupation's first on FB15k-237 took 2.7-12 s (Actor the longest), "
-    "its next ones about half; the model's first also refits the audit's set once, for the scale."
+    "its next ones about half. The scale's refit of the audit's set runs with the audit (an older audit: with the "
+    "model's first refined prediction)."
 )
 REFINE_REFUSED = "No refined prediction here: {why}."
 REFINE_NEEDS_AUDIT = ("The refined prediction takes its scale from this model's prediction audit (below, one "

@@ -96,9 +96,9 @@ def _audit_row(prediction: WhatIfPrediction, retrained: float, columns: Sequence
 
 
 def _audit_task(model_dir: Path | str, audit, *, key: str, what: str, message: str, kept: str,
-                device: torch.device | str | None) -> Task[pd.DataFrame]:
+                device: torch.device | str | None, then=None) -> Task[pd.DataFrame]:
     """The task of one audit (``audit``: analysis -> its row, one retrain) of the model at ``model_dir``: the row
-    stored in the model's results under ``key``."""
+    stored in the model's results under ``key``; ``then(analysis)`` runs after it is stored."""
     device = resolve_device(device)
 
     def run(progress: Progress) -> pd.DataFrame:
@@ -107,16 +107,25 @@ def _audit_task(model_dir: Path | str, audit, *, key: str, what: str, message: s
         progress.update(stage="retraining", message=message)
         frame = audit(analysis, should_stop=progress.should_stop)
         save_result(model_dir, key, frame, params={})
+        if then is not None:
+            then(analysis)
         return frame
 
     return Task(key=_key(key, model_dir), run=run, kept=kept.format(name=Path(model_dir).name))
 
 
 def prediction_audit_task(model_dir: Path | str, *, device: torch.device | str | None = None) -> Task[pd.DataFrame]:
-    """Audit the model at ``model_dir`` (:func:`prediction_audit`, one masked retrain) and store the row."""
+    """Audit the model at ``model_dir`` (:func:`prediction_audit`, one masked retrain) and store the row; on a model
+    the refined prediction is offered on, its refit audit too (:func:`refit_scale`: one refit of the audit's set,
+    seconds), so the lab's first refined prediction does not wait for it."""
+
+    def refit_too(analysis: ModelAnalysis) -> None:
+        if refit_refusal(analysis) is None:
+            refit_scale(model_dir, analysis)
+
     return _audit_task(model_dir, prediction_audit, key=PREDICTION_AUDIT, what="the prediction audit",
                        message="one masked retrain against the Newton-step prediction", kept=PREDICTION_AUDIT_KEPT,
-                       device=device)
+                       device=device, then=refit_too)
 
 
 def add_audit_occupation(analysis: ModelAnalysis) -> str:
