@@ -59,6 +59,23 @@ def _few_threads() -> None:
     torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)
 
 
+@pytest.fixture(autouse=True)
+def _no_job_outlives_its_test():
+    """Cancel, and wait for, every job a test leaves queued or running in the process's registry.
+
+    A page opened in a test starts its background work (the lab's noise band: 3 retrains) and the test may end
+    before it does. Left running, it shared the next test's process: run after the lab's last test, the plan
+    test's page ran past its timeout and showed no plan (1 failure in 2 of 4 full runs, 2026-11-29, and every
+    time with those two files in one process, on the code before that session's change as on it)."""
+    yield
+    registry = default_registry()
+    left = registry.queue()
+    for status in left:
+        registry.cancel(status.job_id)
+    for status in left:
+        registry.wait(status.job_id, timeout=PAGE_TIMEOUT)
+
+
 @pytest.fixture(scope="session")
 def tiny_graph() -> KnowledgeGraph:
     return generate_people_graph(TINY_GRAPH)
