@@ -156,7 +156,7 @@ class ModelAnalysis:
         index = self.groups.index(occupation)
         negatives = self.negatives
 
-        def compute() -> FloatTensor:
+        def compute() -> tuple[LongTensor, FloatTensor]:
             model = self.model
             return unedited_read_refit(entities=model.entity_embeddings, relations=model.relation_embeddings,
                                        triples=model.triples, negatives=negatives.negatives, groups=self.groups,

@@ -107,20 +107,20 @@ def _judged(what: str, prediction, retrained: float) -> None:
 
 def _refined(analysis, model: str, edit, spread: float | None):
     """(the refined prediction of the removal ``edit``, None) or (None, why there is none): not offered on this
-    model, or no prediction audit yet to scale it (kgbias_core.influence.refit_prediction)."""
+    model, or no prediction audit yet to scale it (kgbias_core.influence.refit_prediction); as the lab decides."""
     import torch
 
     from kgbias_core.influence.refit_prediction import refit_refusal, refit_removal_prediction
-    from kgbias_core.tasks import refit_scale
+    from kgbias_core.tasks import refit_scale, saved_prediction_audit
 
     why = refit_refusal(analysis, edit.occupation)
     if why is not None:
         return None, why
-    scale = refit_scale(model, analysis)  # the stored refit audit; one refit of the audit's set the first time
-    if scale is None:
+    if saved_prediction_audit(model) is None:
         return None, "it takes its scale from the model's prediction audit, which has not run (kgbias prepare runs it)"
+    scale = refit_scale(model, analysis)  # the stored refit audit; None only where its ratio is NaN: unscaled
     return refit_removal_prediction(analysis, edit.occupation, torch.tensor(edit.removed, dtype=torch.long),
-                                    spread=spread, scale=scale), None
+                                    spread=spread, scale=1.0 if scale is None else scale), None
 
 
 def _debias_embedding(args: argparse.Namespace) -> None:

@@ -372,11 +372,10 @@ def read_refit_change(*, entities: FloatTensor, relations: FloatTensor, step: tu
     def psi(e: FloatTensor, r: FloatTensor, ids: LongTensor) -> FloatTensor:
         return residual_distance(e[ids] + r[r_p] - e[occupation], distance=distance)
 
-    moved = (entities + step[0], relations + step[1])
     means = []
     for ids, chosen in genders:
-        d_step = psi(*moved, ids) - psi(entities, relations, ids)
-        d_refit = psi(edited, moved[1], ids[chosen]) - psi(unedited, relations, ids[chosen])
+        d_step = psi(*start, ids) - psi(entities, relations, ids)
+        d_refit = psi(edited, start[1], ids[chosen]) - psi(unedited, relations, ids[chosen])
         means.append(float(d_step.double().mean() + (d_refit - d_step[chosen]).double().mean()))
     return ReadRefit(change=means[1] - means[0], rows=int(rows.numel()),
                      persons=sum(int(ids.numel()) for ids, _ in genders), sampled=int(sample.numel()))

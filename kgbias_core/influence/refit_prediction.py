@@ -30,8 +30,6 @@ re-optimises: with one negative a triple, they are few and kinked.
 
 from __future__ import annotations
 
-import math
-
 from kgbias_core.embeddings.objective import negatives_count
 from kgbias_core.influence.local_refit import READ_PERSONS, read_refit_change
 from kgbias_core.influence.prediction import (
@@ -41,6 +39,7 @@ from kgbias_core.influence.prediction import (
     _negatives_of,
     absolute_newton_step,
     band_ends,
+    band_factor,
     scaled_estimator,
     with_noise_floor,
 )
@@ -77,8 +76,9 @@ def refit_refusal(analysis: AnalysedModel, occupation: str | None = None) -> str
 
 
 def refit_band_factor(smaller_group: int) -> float:
-    """f of the refined prediction's band [p / f, p * f] (module docstring)."""
-    return REFIT_BAND_BASE + REFIT_BAND_SMALL / max(1, smaller_group) ** 0.5
+    """f of the refined prediction's band [p / f, p * f]: :func:`~kgbias_core.influence.prediction.band_factor`
+    with the refined constants (module docstring)."""
+    return band_factor(smaller_group, base=REFIT_BAND_BASE, small=REFIT_BAND_SMALL)
 
 
 def refit_change(analysis: AnalysedModel, occupation: str, removed: LongTensor, *,
@@ -117,7 +117,5 @@ def refit_removal_prediction(analysis: AnalysedModel, occupation: str, removed: 
     point = scale * refit_change(analysis, occupation, removed)
     low, high = map(float, band_ends(point, refit_band_factor(int(min(groups.n_male[index],
                                                                       groups.n_female[index])))))
-    if not math.isfinite(point):
-        low = high = math.nan
     return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high,
                                              estimator=scaled_estimator(REFIT_ESTIMATOR, scale)), spread)
