@@ -77,6 +77,7 @@ with widgets.errors_shown():
         section.run_figures(target, spread=noise_spread(noise, edited["occupation"]),
                             baseline=random_baseline(tasks.saved_curve(model.path, edited["occupation"]),
                                                      k=edited["n_removed"]))
+        section.run_prediction(cache.whatif_run(model, run))
         widgets.report_download(model, edited["occupation"], run=run)
         if edited["occupation"] == occupation and edited["kind"] == "remove":
             run_point = (edited["n_removed"], float(target["group_bias_after"]))

@@ -280,6 +280,25 @@ def prediction_sentence(prediction: WhatIfPrediction, *, before: float | None = 
                                       high=fmt(shift + prediction.high, digits), floor=floor)
 
 
+VERDICT = "Retrained change {over} {retrained}: {verdict} the {what} interval ({low} to {high}); {why}."
+NO_VERDICT = "Retrained change {over} {retrained}: the {what} change has no interval to judge it by."
+
+
+def verdict_sentence(prediction: WhatIfPrediction, retrained: float, *, kind: str, what: str = "predicted",
+                     digits: int = 3) -> str:
+    """Whether the retrained change of an edit of ``kind`` lies inside ``prediction``'s interval, judged over the
+    persons the prediction holds (:func:`~kgbias_core.whatif.runs.judged_change`): the lab, ``debias`` and the
+    report say the same."""
+    from kgbias_core.whatif.runs import JUDGED_OVER, JUDGED_WHY
+
+    if not prediction.has_interval or not math.isfinite(retrained):
+        return NO_VERDICT.format(over=JUDGED_OVER[kind], retrained=fmt(retrained, digits), what=what)
+    inside = prediction.low <= retrained <= prediction.high
+    return VERDICT.format(over=JUDGED_OVER[kind], retrained=fmt(retrained, digits),
+                          verdict="inside" if inside else "outside", what=what, low=fmt(prediction.low, digits),
+                          high=fmt(prediction.high, digits), why=JUDGED_WHY[kind])
+
+
 def old_estimate_sentence(change: PredictedChange, *, digits: int = 3) -> str:
     """The old estimator's figure, labelled, where it is still shown beside the Newton step."""
     from kgbias_core.influence.prediction import OLD_ESTIMATOR

@@ -31,7 +31,15 @@ from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.palette import EFFECT, FEMALE, MALE
 from kgbias_core.tables import influence_table, measures_table, persons_table, triples_in_words
 from kgbias_core.whatif.edits import edit_of_record, predict_edit
-from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, EditMembership, bias_change, membership_of_record, noise_spread
+from kgbias_core.whatif.runs import (
+    AFTER_GROUPS_CHOICE,
+    JUDGED_OVER,
+    EditMembership,
+    bias_change,
+    judged_change,
+    membership_of_record,
+    noise_spread,
+)
 
 #: Training triples charted by |delta_z B_gr|: enough to see who moves the occupation, few enough to read.
 TOP_TRIPLES = 15
@@ -60,8 +68,9 @@ REDRAWN_CAPTION = (
 NO_INFLUENCE = "No influential triples: {reason}."
 CHANGE_CAPTION = (
     "Change of B_gr of {name}: predicted before retraining (one Newton step, its estimator and interval in the "
-    "table above) and measured after retraining; the band is the retraining noise (± the spread of B_gr "
-    "across retrains of the unedited graph)."
+    "table above) and measured after retraining, over the persons the prediction holds (a removal's: the original "
+    "persons; an Add's: the edited graph's groups, its dummies counted); the band is the retraining noise (± the "
+    "spread of B_gr across retrains of the unedited graph)."
 )
 NOT_PREDICTED = "none: {why}"
 NO_REMOVED_RECORD = "none: the run's record does not list the removed triples"
@@ -88,6 +97,15 @@ class WhatIfRun:
     membership: EditMembership | None = None  # who the edit removes or re-labels in the target's groups
     old: PredictedChange | None = None  # the old closed form (x its calibrated scale), beside it for removals
     unpredicted: str = ""  # why there is no prediction, when there is none
+
+    @property
+    def kind(self) -> str:
+        return str(self.edit.get("kind", "remove"))
+
+    @property
+    def judged(self) -> float:
+        """The retrained change the prediction is judged against (:func:`~kgbias_core.whatif.runs.judged_change`)."""
+        return judged_change(self.change, self.kind)
 
 
 def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None,
@@ -145,8 +163,10 @@ def change_figure(run: WhatIfRun) -> go.Figure:
     """The predicted (with its interval) and the retrained change of B_gr, against the noise band."""
     predicted = run.predicted
     shown = predicted is not None
-    bars = ["predicted", "retrained"] if shown else ["retrained"]
-    values = [predicted.point, run.change["change"]] if shown else [run.change["change"]]
+    # The retrained bar is the change the prediction is judged against: a removal's over the original persons.
+    retrained = f"retrained, {JUDGED_OVER[run.kind]}"
+    bars = ["predicted", retrained] if shown else [retrained]
+    values = [predicted.point, run.judged] if shown else [run.judged]
     error = None
     if shown and predicted.has_interval:
         error = {"type": "data", "symmetric": False, "array": [predicted.high - predicted.point, 0],
@@ -260,6 +280,8 @@ def _whatif(run: WhatIfRun, *, name: str) -> str:
             ("B_gr after retraining, original persons", readings.fmt(change.get("group_bias_after_original"))),
             ("predicted change", predicted_text),
             ("estimator", "none" if predicted is None else readings.prediction_sentence(predicted)),
+            *([("prediction against the retrain", readings.verdict_sentence(predicted, run.judged, kind=run.kind))]
+              if predicted is not None else []),
             *([("beside it, the old estimator", readings.old_estimate_sentence(run.old))] if run.old else []),
             ("noise band (spread of B_gr)", "none saved" if run.spread is None else f"{run.spread:.3f}")]
     noise = NO_BAND if run.spread is None else readings.noise_sentence(change["change"], run.spread)

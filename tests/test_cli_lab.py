@@ -67,7 +67,7 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
     analysis = Analysis(load_model(base))
     expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=5))
     assert point == pytest.approx(expected.point, abs=1e-4)
-    retrained = float(re.search(r"retrained change over the original persons (\S+): (inside|outside)",
+    retrained = float(re.search(r"Retrained change over the original persons (\S+): (inside|outside)",
                                 printed).group(1))
     assert ("inside" if low <= retrained <= high else "outside") in printed
     # judged against the change over the original persons, the groups a prediction holds fixed
@@ -92,6 +92,13 @@ def test_debias_add_and_random_and_indices(base: Path, tmp_path: Path, capsys) -
     printed = capsys.readouterr().out
     assert "predicted change " in printed and f"(estimator: {ADD_ESTIMATOR}" in printed
     assert "ranks the triples" not in printed  # Add has no closed form
+    # An Add prediction counts its dummies: judged against the change over the edited graph's groups, not over
+    # the original persons (those leave the dummies out)
+    change = float(re.search(r"B_gr before \S+  after \S+  change (\S+)", printed).group(1))
+    judged = re.search(r"Retrained change over the edited graph's groups (\S+): (inside|outside) the predicted",
+                       printed)
+    assert float(judged.group(1)) == pytest.approx(change, abs=1e-4)
+    assert "Retrained change over the original persons" not in printed
     added = load_model(tmp_path / "add")
     assert added.edit["n_added_entities"] == round(0.5 * (28 - 5))  # nurse: 5 men, 28 women
     assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "7", "--strategy", "random",
@@ -251,6 +258,6 @@ def test_debias_refined_prints_the_refined_prediction_or_why_not(base: Path, eig
                                                                                   k=20).removed), scale=scale)
     assert float(re.match(r"refined change (\S+) ", refined).group(1)) == pytest.approx(expected.point, abs=1e-4)
     assert f"(estimator: {REFIT_ESTIMATOR} x {scale:.2f}" in refined
-    judged = r"retrained change over the original persons \S+: (inside|outside) the {} interval"
+    judged = r"Retrained change over the original persons \S+: (inside|outside) the {} interval"
     assert any(re.match(judged.format("refined"), x) for x in lines)
     assert any(re.match(judged.format("predicted"), x) for x in lines)

@@ -330,6 +330,18 @@ def test_a_run_that_removes_profession_facts_says_who_left_and_the_collateral_ch
     assert said in texts(app.warning)
     assert "4 person(s) leave the group" in said
     assert metric(app, "after, original persons") not in (None, "")
+    # The run's prediction is judged over the original persons (the groups the step holds), not over the edited
+    # groups that 4 nurses left: the verdict under the run's figures names that change.
+    from kgbias_core.readings import verdict_sentence
+    from kgbias_core.whatif.runs import bias_change
+
+    run = ModelAnalysis(load_model(writable_store / "tiny-transe--nurse-facts"))
+    change = bias_change(analysis, run).set_index("occupation").loc["nurse"]
+    assert abs(change["change_original"] - change["change"]) > 1e-6
+    spread = noise_spread(tasks.saved_noise_band(base), "nurse")
+    expected = predict_edit(analysis, edit, spread=spread, scale=1.0)
+    verdict = verdict_sentence(expected, float(change["change_original"]), kind="remove")
+    assert "over the original persons" in verdict and md(verdict) in texts(app.caption)
     chart = json.loads(app.get("plotly_chart")[0].proto.spec)
     drawn = set(chart["data"][0]["y"])
     measures = ModelAnalysis(load_model(base)).groups

@@ -24,6 +24,7 @@ from kgbias_core.cli import main
 from kgbias_core.embeddings.store import StoredModel, load_model
 from kgbias_core.influence.prediction import ADD_ESTIMATOR, predict_removal
 from kgbias_core.jobs import Progress
+from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.readings import old_estimate_sentence, prediction_sentence
 from kgbias_core.report import NO_BAND, occupation_report, whatif_run
 from kgbias_core.tables import measures_table
@@ -160,6 +161,15 @@ def test_a_whatif_report_shows_the_edit_and_the_retrained_and_predicted_change(t
     assert "Newton step, |H|" in cells["estimator"][0] and "noise band (±0.010) included" in cells["estimator"][0]
     assert cells["beside it, the old estimator"] == [old_estimate_sentence(base.predicted_removal("nurse", removed))]
     assert cells["noise band (spread of B_gr)"] == ["0.010"]
+    # judged over the original persons, the groups the step holds fixed (not the edited groups' change above)
+    original = group_bias(entity_embeddings=run.model.entity_embeddings,
+                          relation_embeddings=run.model.relation_embeddings, groups=base.groups,
+                          distance=run.model.config.distance)[base.groups.index("nurse")].item() - before
+    inside = expected.low <= original <= expected.high
+    assert cells["prediction against the retrain"] == [
+        f"Retrained change over the original persons {original:+.3f}: {'inside' if inside else 'outside'} the "
+        f"predicted interval ({expected.low:+.3f} to {expected.high:+.3f}); a removal's prediction holds the base's "
+        "persons fixed."]
     assert "spread B_gr over 0.010" in report
     assert report.count("Plotly.newPlot") == 3  # and the predicted against the retrained change
     without = occupation_report(base, "nurse", run=whatif_run(base, run))

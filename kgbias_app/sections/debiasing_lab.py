@@ -25,7 +25,8 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.errors import MeasureError
 from kgbias_core.evaluation.link_prediction import before_after, load_link_prediction
 from kgbias_core.jobs import Priority
-from kgbias_core.readings import old_estimate_sentence, prediction_sentence
+from kgbias_core.readings import old_estimate_sentence, prediction_sentence, verdict_sentence
+from kgbias_core.report import WhatIfRun
 from kgbias_core.whatif.edits import MAX_DUMMIES, Edit, make_edit
 from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, collateral
 from kgbias_core.whatif.step_ratio import ADDITIONS, observed_step_ratio
@@ -38,6 +39,9 @@ STRATEGIES = {
     "add": "Add dummies of the under-represented gender (Add)",
 }
 NOT_PREDICTED = "No prediction for this model: {why}. Retrain to see the change."
+#: The run view: what the edit's prediction was before the retrain, and the retrain read against it.
+RUN_PREDICTED = "Predicted before retraining: change {point}. {sentence} {verdict}"
+RUN_UNPREDICTED = "No prediction for this run: {why}"
 ADD_EDIT = "Edit: {strategy}, {n} new triples."
 IF_REMOVE_FEWER = "Only {n} training triples move B_gr of {name} towards 0: IF-REMOVE removes those {n}, not {k}."
 RANDOM_CAPPED = "k = {k} exceeds the {n} training triples: Random-REMOVE removes all {n}."
@@ -251,6 +255,17 @@ def run_figures(target: pd.Series, *, spread: float | None, baseline: tuple[int,
     st.caption(texts.noise_sentence(target["change"], spread))
     if baseline is not None:
         st.caption(texts.random_baseline_sentence(*baseline))
+
+
+def run_prediction(run: WhatIfRun) -> None:
+    """What was predicted for the run's edit before it was retrained (its estimator and interval, as the report
+    says), and whether the retrained change fell inside, over the persons the prediction holds."""
+    predicted = run.predicted
+    if predicted is None:
+        st.caption(RUN_UNPREDICTED.format(why=md(run.unpredicted)))
+        return
+    st.caption(md_format(RUN_PREDICTED, point=texts.fmt(predicted.point), sentence=prediction_sentence(predicted),
+                         verdict=verdict_sentence(predicted, run.judged, kind=run.kind)))
 
 
 def link_prediction_before_after(base: ModelRef, run: ModelRef) -> None:

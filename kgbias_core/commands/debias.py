@@ -41,7 +41,13 @@ def _debias(args: argparse.Namespace) -> None:
     from kgbias_core.readings import membership_sentence, old_estimate_sentence
     from kgbias_core.tasks import check_retrains, saved_noise_band, whatif_task
     from kgbias_core.whatif.edits import make_edit, predict_edit
-    from kgbias_core.whatif.runs import AFTER_GROUPS_CHOICE, bias_change, membership_of_record, noise_spread
+    from kgbias_core.whatif.runs import (
+        AFTER_GROUPS_CHOICE,
+        bias_change,
+        judged_change,
+        membership_of_record,
+        noise_spread,
+    )
     from kgbias_core.whatif.step_ratio import model_step_ratio, use_for
 
     check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
@@ -78,31 +84,27 @@ def _debias(args: argparse.Namespace) -> None:
           f"change {change['change_original']:+.4f}")
     print(membership_sentence(membership_of_record(analysis, edit.describe()), name=str(change["name"])))
     print(AFTER_GROUPS_CHOICE)
-    # A prediction holds the base's groups fixed (the persons of M_o and F_o before the edit), so it is judged
-    # against the change over the original persons: where the edit removes a profession or gender fact, the change
-    # over the edited groups measures other persons (and is NaN once a group is empty).
-    retrained = float(change["change_original"])
+    retrained = judged_change(change, edit.kind)  # over the persons the prediction holds (judged_change)
     if prediction is None:
         print(f"predicted change: none ({unpredicted})")
     else:
-        _judged("predicted", prediction, retrained)
+        _judged("predicted", prediction, retrained, kind=edit.kind)
     if refined is not None:
-        _judged("refined", refined, retrained)
+        _judged("refined", refined, retrained, kind=edit.kind)
     elif unrefined is not None:
         print(f"refined prediction: none ({unrefined})")
     if old is not None:
         print(old_estimate_sentence(old, digits=4))
 
 
-def _judged(what: str, prediction, retrained: float) -> None:
-    """A prediction's line (point, interval, estimator, noise floor) and the retrained change over the original
-    persons judged against it."""
+def _judged(what: str, prediction, retrained: float, *, kind: str) -> None:
+    """A prediction's line (point, interval, estimator, noise floor) and the retrained change judged against it."""
+    from kgbias_core.readings import verdict_sentence
+
     print(f"{what} change {prediction.point:+.4f} [{prediction.low:+.4f}, {prediction.high:+.4f}] "
           f"(estimator: {prediction.estimator}"
           + (f"; noise floor ±{prediction.floor:.4f})" if prediction.floor else "; no noise band yet)"))
-    inside = prediction.low <= retrained <= prediction.high
-    print(f"retrained change over the original persons {retrained:+.4f}: {'inside' if inside else 'outside'} the "
-          f"{what} interval (a prediction holds the groups fixed)")
+    print(verdict_sentence(prediction, retrained, kind=kind, what=what, digits=4))
 
 
 def _refined(analysis, model: str, edit, spread: float | None):

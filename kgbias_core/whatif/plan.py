@@ -99,6 +99,7 @@ from kgbias_core.influence.prediction import (
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.tables import MIN_GROUP_SIZE, entity_name, occupations_frame, triples_frame, triples_in_words
 from kgbias_core.whatif.edits import Edit
+from kgbias_core.whatif.runs import judged_columns
 from kgbias_core.whatif.step_ratio import VERIFICATIONS, saved_verifications
 
 #: What the link-prediction bound bounds, in words (a proxy: no ranking is computed when planning).
@@ -936,7 +937,7 @@ def verification_rows(plan: Plan, change: pd.DataFrame, *, run: str, mrr_before:
     rows = []
     for o in plan.targets:
         label = o.target.occupation
-        actual = float(change.loc[label, "group_bias_after" if plan.kind == "add" else "group_bias_after_original"])
+        actual = float(change.loc[label, judged_columns(plan.kind)[0]])
         rows.append({
             "verified_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "run": run, "occupation": label,
             "name": o.name, "edit": plan.kind,

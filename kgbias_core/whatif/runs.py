@@ -63,6 +63,27 @@ def bias_change(base: ModelAnalysis, what_if: ModelAnalysis) -> pd.DataFrame:
     return frame.reset_index()
 
 
+#: Over whom a prediction of each kind of edit holds the groups, and so which retrained change judges it.
+JUDGED_OVER = {"remove": "over the original persons", "add": "over the edited graph's groups"}
+JUDGED_WHY = {"remove": "a removal's prediction holds the base's persons fixed",
+              "add": "an Add prediction counts its dummies, as the edited graph does"}
+
+
+def judged_columns(kind: str) -> tuple[str, str]:
+    """(B_gr after, change): the columns of :func:`bias_change` a prediction of an edit of ``kind`` is judged by
+    (:func:`judged_change` says why)."""
+    return ("group_bias_after", "change") if kind == "add" else ("group_bias_after_original", "change_original")
+
+
+def judged_change(change: Mapping[str, Any], kind: str) -> float:
+    """The retrained change (a row of :func:`bias_change`) that a prediction of an edit of ``kind`` is judged
+    against: a removal's prediction (the Newton step, the refit) holds the base's M_o and F_o fixed, so
+    ``change_original``: where the edit removes a profession or gender fact the edited groups hold other persons
+    (and are empty once the last woman's fact goes, B_gr NaN). An Add prediction counts its dummies in the
+    groups, as Du measure the edited graph, so ``change``. :data:`JUDGED_OVER` says which in words."""
+    return float(change[judged_columns(kind)[1]])
+
+
 @dataclass(frozen=True)
 class EditMembership:
     """How an edit changes who is in its target occupation's groups M_o and F_o (issue 28)."""
