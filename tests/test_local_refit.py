@@ -86,6 +86,9 @@ def test_the_restricted_objective_moves_as_the_full_one(tiny_model, distance) ->
     terms = refit_terms(entities=e, relations=r, triples=tiny_model.triples, negatives=tiny_model.frozen_negatives,
                         removed=removed, rows=rows, distance=distance)
     assert all(block.slots.numel() for block in terms.positive_blocks + terms.negative_blocks)  # both kinds read
+    # on the CPU a squared-L2 single block is sorted by row and read a row at a time (_RowDots), the path checked here
+    single = [terms.positive_blocks[0], terms.negative_blocks[0]]
+    assert all(bool(b.segments) == (distance == "squared_l2") for b in single)
     torch.manual_seed(0)
     for size in (0.05, 0.5):
         moved = (e[rows] + size * torch.randn_like(e[rows])).requires_grad_(True)
