@@ -268,17 +268,21 @@ def occupation_spread(model: ModelRef, occupation: str) -> float | None:
     return noise_spread(tasks.saved_noise_band(model.path), occupation)
 
 
-def whatif_run(model: ModelRef, run: ModelRef) -> reports.WhatIfRun:
+def whatif_run(model: ModelRef, run: ModelRef, *, refined: bool = False) -> reports.WhatIfRun:
     """``run``, a what-if of ``model``, as the report and the lab's run view show it: its edit, its retrained change
     and its prediction (:func:`kgbias_core.report.whatif_run`), with the model's noise band and ratio as they are
-    now (an audit or a band that lands later is a new entry)."""
-    kind = analysis(run).model.edit.get("kind", "remove")
-    return _whatif_run(model, run, tasks.saved_noise_band(model.path), step_scale(model, kind))
+    now (an audit or a band that lands later is a new entry); ``refined``: a removal's refined prediction too, or
+    why there is none (seconds: the report asks, on its click)."""
+    edit = analysis(run).model.edit
+    kind = edit.get("kind", "remove")
+    refit = tasks.refit_offer(model.path, analysis(model), edit["occupation"]) if refined and kind == "remove" else None
+    return _whatif_run(model, run, tasks.saved_noise_band(model.path), step_scale(model, kind), refit)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _whatif_run(model: ModelRef, run: ModelRef, noise: pd.DataFrame | None, scale: float) -> reports.WhatIfRun:
-    return reports.whatif_run(analysis(model), analysis(run), noise=noise, scale=scale)
+def _whatif_run(model: ModelRef, run: ModelRef, noise: pd.DataFrame | None, scale: float,
+                refit: tuple[float | None, str | None] | None) -> reports.WhatIfRun:
+    return reports.whatif_run(analysis(model), analysis(run), noise=noise, scale=scale, refit=refit)
 
 
 def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str:
@@ -289,7 +293,7 @@ def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str
     a noise band or a calibration that finishes later belongs in the next one.
     """
     base = analysis(model)
-    whatif = None if run is None else whatif_run(model, run)
+    whatif = None if run is None else whatif_run(model, run, refined=True)
     from kgbias_core.evaluation.link_prediction import load_link_prediction
 
     return reports.occupation_report(base, occupation, measures=measures(model), run=whatif,

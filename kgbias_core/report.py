@@ -27,6 +27,7 @@ from kgbias_core.embeddings.store import library_versions
 from kgbias_core.errors import REPORT_NOT_A_RUN, MeasureError
 from kgbias_core.evaluation.link_prediction import headline as link_prediction_headline
 from kgbias_core.influence.prediction import WhatIfPrediction
+from kgbias_core.influence.refit_prediction import refit_removal_prediction
 from kgbias_core.influence.scale import PredictedChange
 from kgbias_core.palette import EFFECT, FEMALE, MALE
 from kgbias_core.tables import influence_table, measures_table, persons_table, triples_in_words
@@ -97,6 +98,8 @@ class WhatIfRun:
     membership: EditMembership | None = None  # who the edit removes or re-labels in the target's groups
     old: PredictedChange | None = None  # the old closed form (x its calibrated scale), beside it for removals
     unpredicted: str = ""  # why there is no prediction, when there is none
+    refined: WhatIfPrediction | None = None  # the refined prediction of a removal, where asked for and offered
+    unrefined: str = ""  # why a removal has no refined prediction, where asked for and not offered
 
     @property
     def kind(self) -> str:
@@ -109,10 +112,11 @@ class WhatIfRun:
 
 
 def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None,
-               scale: float = 1.0) -> WhatIfRun:
+               scale: float = 1.0, refit: tuple[float | None, str | None] | None = None) -> WhatIfRun:
     """The report's view of ``run``, a what-if retrained from ``base``; ``noise``: the base's noise band;
     ``scale``: the base's ratio for the run's kind (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio` with
-    ``use_for(kind)``: the removal audit's, or the Add audit's for an Add run)."""
+    ``use_for(kind)``: the removal audit's, or the Add audit's for an Add run). ``refit``: for a removal, the refined
+    prediction's (scale, why not) (:func:`kgbias_core.tasks.refit_offer`; seconds); None: not asked for."""
     edit = run.model.edit
     if not edit:
         raise MeasureError(REPORT_NOT_A_RUN.format(path=run.model.name))
@@ -128,10 +132,17 @@ def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame |
             predicted = predict_edit(base, recorded, spread=spread, scale=scale)
     except MeasureError as exc:  # a distance the Newton step does not differentiate
         why = NOT_PREDICTED.format(why=exc)
+    refined, unrefined = None, ""
     if edit.get("kind") == "remove" and edit.get("removed"):
-        old = base.predicted_removal(occupation, torch.tensor(edit["removed"], dtype=torch.long))
+        removed = torch.tensor(edit["removed"], dtype=torch.long)
+        old = base.predicted_removal(occupation, removed)
+        if refit is not None:
+            refit_scale, unrefined = refit[0], refit[1] or ""
+            if refit_scale is not None:
+                refined = refit_removal_prediction(base, occupation, removed, spread=spread, scale=refit_scale)
     return WhatIfRun(name=run.model.name, edit=edit, change=change, predicted=predicted, spread=spread,
-                     membership=membership_of_record(base, edit), old=old, unpredicted=why)
+                     membership=membership_of_record(base, edit), old=old, unpredicted=why, refined=refined,
+                     unrefined=unrefined)
 
 
 # --- figures ------------------------------------------------------------------------------------
@@ -282,12 +293,26 @@ def _whatif(run: WhatIfRun, *, name: str) -> str:
             ("estimator", "none" if predicted is None else readings.prediction_sentence(predicted)),
             *([("prediction against the retrain", readings.verdict_sentence(predicted, run.judged, kind=run.kind))]
               if predicted is not None else []),
+            *_refined_rows(run),
             *([("beside it, the old estimator", readings.old_estimate_sentence(run.old))] if run.old else []),
             ("noise band (spread of B_gr)", "none saved" if run.spread is None else f"{run.spread:.3f}")]
     noise = NO_BAND if run.spread is None else readings.noise_sentence(change["change"], run.spread)
     membership = "" if run.membership is None else readings.membership_sentence(run.membership, name=name)
     return (f"{_table(rows, header=('', ''))}<p>{_text(noise)}</p><p>{_text(membership)}</p>"
             f'<p class="caption">{_text(AFTER_GROUPS_CHOICE)}</p>')
+
+
+def _refined_rows(run: WhatIfRun) -> list[tuple[str, str]]:
+    """The refined prediction's rows (point and interval, estimator, verdict), or the one that says why there is
+    none; nothing where the report was not asked for it."""
+    refined = run.refined
+    if refined is None:
+        return [("refined prediction", NOT_PREDICTED.format(why=run.unrefined))] if run.unrefined else []
+    return [("refined prediction", f"{readings.fmt(refined.point)} [{readings.fmt(refined.low)}, "
+                                   f"{readings.fmt(refined.high)}]"),
+            ("refined estimator", readings.prediction_sentence(refined)),
+            ("refined against the retrain", readings.verdict_sentence(refined, run.judged, kind=run.kind,
+                                                                      what="refined"))]
 
 
 def _occupation_charts(analysis: ModelAnalysis, label: str) -> tuple[list[tuple[str, go.Figure, str]], str]:

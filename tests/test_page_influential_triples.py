@@ -43,6 +43,9 @@ def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
     assert float(metric(app, "Predicted change of B_gr")) > 0  # removing triples that each raise B_gr raises it
     assert prediction_sentence(expected) in texts(app.caption)
     assert f"Estimator: {ESTIMATOR}." in texts(app.caption) and "ranks the triples" in texts(app.caption)
+    # the tests' model (one negative a triple): the refined prediction says why it is not offered, no button
+    assert "No refined prediction here:" in texts(app.caption)
+    assert not [b for b in app.button if b.key == "basket_refine"]
     app.multiselect(key="genders").set_value(["female"]).run()
     assert set(app.dataframe[0].value["person's gender"]) <= {"female"}
     button(app, "Empty the basket").click().run()
@@ -107,3 +110,29 @@ def test_an_l1_model_says_its_influence_is_approximate(monkeypatch, tmp_path: Pa
     app.run()
     assert not app.exception
     assert DISTANCE_NOTES["l1"] in texts(app.caption)  # the estimator line of the basket's prediction
+
+
+def test_the_basket_refines_its_removal_once_asked(eight_store: Path) -> None:
+    """Issue 25: on a model of eight negatives with its audit, the basket offers the refined prediction as the lab
+    does; once clicked it shows the core's refined prediction of the basket's triples, scaled by the refit audit."""
+    from kgbias_app.sections import refined_prediction as refined_section
+    from kgbias_core import tasks
+    from kgbias_core.influence.refit_prediction import refit_removal_prediction
+    from kgbias_core.jobs import Progress
+
+    base = eight_store / "eight-transe"
+    tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain: the refined prediction's scale
+    app = page("influential_triples").run()
+    app.selectbox(key="occupation").set_value("actor").run()
+    chosen = app.dataframe[0].value["triple id"].head(6).tolist()
+    app.session_state["removal_basket"] = {"eight-transe": chosen}
+    app.run()
+    assert not app.exception
+    assert refined_section.REFINED_CHANGE not in [m.label for m in app.metric]  # only when asked
+    next(b for b in app.button if b.key == "basket_refine").click().run()
+    assert not app.exception
+    analysis = ModelAnalysis(load_model(base))
+    scale = tasks.refit_scale(base, analysis)
+    expected = refit_removal_prediction(analysis, "actor", torch.tensor(chosen), scale=scale)
+    assert metric(app, refined_section.REFINED_CHANGE) == fmt(expected.point)
+    assert f"Estimator: {expected.estimator}" in texts(app.caption)

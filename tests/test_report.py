@@ -189,7 +189,41 @@ def test_cli_report_of_a_whatif_run(tiny_store: Path, removal_run: Path, tmp_pat
     assert main(["report", "--model", str(tiny_store / "tiny-transe"), "--run", str(removal_run), "--out",
                  str(out)]) == 0
     strategy = load_model(removal_run).edit["strategy"]
-    assert Page(out.read_text(encoding="utf-8")).rows["edit"] == [f"{strategy} on Nurse (nurse)"]
+    rows = Page(out.read_text(encoding="utf-8")).rows
+    assert rows["edit"] == [f"{strategy} on Nurse (nurse)"]
+    # one negative a triple: the refined prediction is not offered, and the report says why
+    assert rows["refined prediction"][0].startswith("none: tiny-transe was trained with 1 negative(s) per triple")
+
+
+def test_a_removal_runs_report_gives_the_refined_prediction_judged_over_the_original_persons(eight_model,
+                                                                                             tmp_path: Path) -> None:
+    """Issue 25: on a model of eight negatives, a removal run's report gives the refined prediction beside the
+    step's, with its estimator, interval and verdict against the retrained change over the original persons; before
+    the model's audit it says the scale is missing."""
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.influence.refit_prediction import refit_removal_prediction
+    from kgbias_core.readings import verdict_sentence
+    from kgbias_core.whatif.runs import bias_change
+
+    base = save_model(eight_model, tmp_path / "store")
+    edit = make_edit(ModelAnalysis(load_model(base)), "actor", strategy="if", k=20)
+    run = Path(tasks.whatif_task(base=base, edit=edit, out=tmp_path / "store" / "run").run(Progress()))
+    out = tmp_path / "run.html"
+    args = ["report", "--model", str(base), "--run", str(run), "--out", str(out)]
+    assert main(args) == 0
+    assert Page(out.read_text(encoding="utf-8")).rows["refined prediction"] == [
+        f"none: {tasks.prediction_audit.NO_REFIT_AUDIT}"]
+    tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain: the refined prediction's scale
+    assert main(args) == 0
+    rows = Page(out.read_text(encoding="utf-8")).rows
+    analysis = ModelAnalysis(load_model(base))
+    expected = refit_removal_prediction(analysis, "actor", torch.tensor(edit.removed),
+                                        scale=tasks.refit_scale(base, analysis))
+    assert rows["refined prediction"] == [f"{expected.point:+.3f} [{expected.low:+.3f}, {expected.high:+.3f}]"]
+    assert rows["refined estimator"] == [prediction_sentence(expected)]
+    change = bias_change(analysis, ModelAnalysis(load_model(run))).set_index("occupation").loc["actor"]
+    assert rows["refined against the retrain"] == [
+        verdict_sentence(expected, float(change["change_original"]), kind="remove", what="refined")]
 
 
 def test_cli_report_errors_are_one_line(tiny_store: Path, tmp_path: Path, capsys) -> None:

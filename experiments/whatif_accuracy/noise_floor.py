@@ -26,8 +26,8 @@ import pandas as pd
 import torch
 from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING  # noqa: I001  (the bench beside this file)
 
-from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.commands.common import write_text
+from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.whatif.runs import noise_band
 

@@ -10,6 +10,7 @@ import torch
 from kgbias_app import cache, links, texts
 from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md
+from kgbias_app.sections.refined_prediction import refined_prediction
 from kgbias_app.widgets import (
     BASKET_KEY,
     PERSON_LINK,
@@ -154,6 +155,8 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
                                         change=texts.fmt(prediction.point), sign=texts.SIGN))
         st.caption(prediction_sentence(prediction))  # our words and numbers: no escape
     st.caption(old_estimate_sentence(cache.predicted_removal(model, occupation, chosen)))
+    if prediction is not None:
+        refined_prediction(model, edit, before=float(row["group_bias"]), key="basket_refine")
     negatives = cache.analysis(model).negatives
     if not negatives.exact:
         st.caption(APPROXIMATE_CHANGE.format(label=negatives.label))

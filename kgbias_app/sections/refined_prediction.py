@@ -1,5 +1,6 @@
-"""The Debiasing lab's refined prediction of a removal (issue 25): offered under the Newton step's, computed only
-when asked (seconds), shown with its estimator and interval, or the one line that says why it is not offered."""
+"""A removal's refined prediction (issue 25), in the Debiasing lab and under the removal basket: offered under the
+Newton step's, computed only when asked (seconds), shown with its estimator and interval, or the one line that says
+why it is not offered."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from kgbias_app import cache, texts
 from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md
 from kgbias_core import tasks
-from kgbias_core.influence.refit_prediction import refit_refusal
 from kgbias_core.readings import prediction_sentence
+from kgbias_core.tasks.prediction_audit import NO_REFIT_AUDIT
 from kgbias_core.whatif.edits import Edit
 
 REFINE_BUTTON = "Refine the prediction: refit the rows B_gr reads"
@@ -23,8 +24,8 @@ REFINE_HELP = (
     "Offered on models trained with eight negatives per triple: there, with each occupation held out, its interval "
     "covered 96% of 83 retrained sets of two graphs at a median half-width of 0.32 of the prediction (the step's "
     "band: 98% at 0.48; on FB15k-237 alone 100% at 0.36 against 94% at 0.57); with one negative per triple it lost "
-    "to the step. Seconds on one CPU thread: an occupation's first on FB15k-237 took 2.7-12 s (Actor the longest), "
-    "its next ones about half. The scale's refit of the audit's set runs with the audit (an older audit: with the "
+    "to the step. Seconds on one CPU thread: an occupation's first on FB15k-237 took 2.0-5.5 s (Actor the longest), "
+    "its next ones 1.5-2.6 s. The scale's refit of the audit's set runs with the audit (an older audit: with the "
     "model's first refined prediction)."
 )
 REFINE_REFUSED = "No refined prediction here: {why}."
@@ -41,26 +42,23 @@ def _key(model: ModelRef, edit: Edit) -> tuple:
     return model.name, edit.occupation, edit.removed
 
 
-def refined_prediction(model: ModelRef, edit: Edit, *, before: float) -> None:
-    """The refined prediction of the removal ``edit``, once asked for (a button), or why it is not offered."""
+def refined_prediction(model: ModelRef, edit: Edit, *, before: float, key: str = "lab_refine") -> None:
+    """The refined prediction of the removal ``edit``, once asked for (the button ``key``), or why it is not
+    offered."""
     analysis = cache.analysis(model)
-    why = refit_refusal(analysis, edit.occupation)
+    why = tasks.refit_not_offered(model.path, analysis, edit.occupation)
     if why is not None:
-        st.caption(REFINE_REFUSED.format(why=md(why)))
-        return
-    if tasks.saved_prediction_audit(model.path) is None:
-        st.caption(REFINE_NEEDS_AUDIT)
+        st.caption(REFINE_NEEDS_AUDIT if why == NO_REFIT_AUDIT else REFINE_REFUSED.format(why=md(why)))
         return
     asked = st.session_state.setdefault(_ASKED, set())
     if _key(model, edit) not in asked:
-        if not st.button(REFINE_BUTTON, help=REFINE_HELP, key="lab_refine"):
+        if not st.button(REFINE_BUTTON, help=REFINE_HELP, key=key):
             return
         asked.add(_key(model, edit))
     with st.spinner("Refitting the rows B_gr reads…"):
         start = time.perf_counter()
         scale = tasks.refit_scale(model.path, analysis)  # the stored refit audit; made once, the first time
-        prediction = cache.refined_prediction(model, edit, cache.occupation_spread(model, edit.occupation),
-                                              1.0 if scale is None else scale)
+        prediction = cache.refined_prediction(model, edit, cache.occupation_spread(model, edit.occupation), scale)
         seconds = time.perf_counter() - start
     columns = st.columns(3)
     columns[1].metric(REFINED_CHANGE, texts.fmt(prediction.point), help=REFINE_HELP)

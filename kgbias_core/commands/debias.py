@@ -108,21 +108,18 @@ def _judged(what: str, prediction, retrained: float, *, kind: str) -> None:
 
 
 def _refined(analysis, model: str, edit, spread: float | None):
-    """(the refined prediction of the removal ``edit``, None) or (None, why there is none): not offered on this
-    model, or no prediction audit yet to scale it (kgbias_core.influence.refit_prediction); as the lab decides."""
+    """(the refined prediction of the removal ``edit``, None) or (None, why there is none): as the lab decides
+    (kgbias_core.tasks.refit_not_offered)."""
     import torch
 
-    from kgbias_core.influence.refit_prediction import refit_refusal, refit_removal_prediction
-    from kgbias_core.tasks import refit_scale, saved_prediction_audit
+    from kgbias_core.influence.refit_prediction import refit_removal_prediction
+    from kgbias_core.tasks import refit_offer
 
-    why = refit_refusal(analysis, edit.occupation)
+    scale, why = refit_offer(model, analysis, edit.occupation)
     if why is not None:
         return None, why
-    if saved_prediction_audit(model) is None:
-        return None, "it takes its scale from the model's prediction audit, which has not run (kgbias prepare runs it)"
-    scale = refit_scale(model, analysis)  # the stored refit audit; None only where its ratio is NaN: unscaled
     return refit_removal_prediction(analysis, edit.occupation, torch.tensor(edit.removed, dtype=torch.long),
-                                    spread=spread, scale=1.0 if scale is None else scale), None
+                                    spread=spread, scale=scale), None
 
 
 def _debias_embedding(args: argparse.Namespace) -> None:

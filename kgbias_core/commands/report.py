@@ -19,7 +19,7 @@ def _report(args: argparse.Namespace) -> None:
     from kgbias_core.errors import REPORT_NOT_A_RUN, REPORT_RUN_NOT_OF_MODEL, ModelStoreError
     from kgbias_core.evaluation.link_prediction import load_link_prediction
     from kgbias_core.report import occupation_report, whatif_run
-    from kgbias_core.tasks import model_step_ratio, saved_noise_band
+    from kgbias_core.tasks import model_step_ratio, refit_offer, saved_noise_band
     from kgbias_core.whatif.runs import made_from
     from kgbias_core.whatif.step_ratio import use_for
 
@@ -42,8 +42,10 @@ def _report(args: argparse.Namespace) -> None:
         if not made_from(run_config, read_config(args.model)):
             raise ModelStoreError(REPORT_RUN_NOT_OF_MODEL.format(run=args.run, model=args.model))
         ratio = model_step_ratio(args.model, use=use_for(run_config["edit"].get("kind", "remove")))
+        refit = (refit_offer(args.model, analysis, run_config["edit"]["occupation"])
+                 if run_config["edit"].get("kind", "remove") == "remove" else None)
         run = whatif_run(analysis, load_analysis(args.run, device=args.device), noise=saved_noise_band(args.model),
-                         scale=1.0 if ratio is None else ratio.value)
+                         scale=1.0 if ratio is None else ratio.value, refit=refit)
         occupation = run.edit["occupation"]
     comparison = None
     if args.compare:  # the original first, then the other models, all of one graph

@@ -54,6 +54,8 @@ from kgbias_core.tasks.prediction_audit import (
     add_audit_task,
     prediction_audit_seconds,
     prediction_audit_task,
+    refit_not_offered,
+    refit_offer,
     refit_scale,
 )
 from kgbias_core.tasks.prepare import (
@@ -160,6 +162,8 @@ __all__ = [
     "saved_add_audit",
     "prediction_audit_seconds",
     "prediction_audit_task",
+    "refit_not_offered",
+    "refit_offer",
     "refit_scale",
     "saved_prediction_audit",
     "model_step_ratio",

@@ -204,10 +204,32 @@ def refit_audit(analysis: ModelAnalysis, audit: pd.DataFrame) -> pd.DataFrame:
                           "seconds": time.perf_counter() - start}], columns=list(REFIT_AUDIT_COLUMNS))
 
 
+#: Why there is no refined prediction on a model the refit is offered on, before its removal audit.
+NO_REFIT_AUDIT = "it takes its scale from the model's prediction audit, which has not run (kgbias prepare runs it)"
+
+
+def refit_not_offered(model_dir: Path | str, analysis: ModelAnalysis, occupation: str) -> str | None:
+    """Why the refined prediction of ``occupation`` is not offered on the model at ``model_dir``, in words, or None
+    where it is: the model's reason (:func:`~kgbias_core.influence.refit_prediction.refit_refusal`), or
+    :data:`NO_REFIT_AUDIT` before its removal audit, which gives the scale. The lab, the basket, ``debias`` and the
+    report decide the same way."""
+    why = refit_refusal(analysis, occupation)
+    if why is None and load_result(model_dir, PREDICTION_AUDIT, params={}) is None:
+        return NO_REFIT_AUDIT
+    return why
+
+
+def refit_offer(model_dir: Path | str, analysis: ModelAnalysis, occupation: str) -> tuple[float | None, str | None]:
+    """(the refined prediction's scale, None) where it is offered on ``occupation`` (:func:`refit_scale`: its refit
+    audit made first where missing, seconds), else (None, why not) (:func:`refit_not_offered`)."""
+    why = refit_not_offered(model_dir, analysis, occupation)
+    return (None, why) if why is not None else (refit_scale(model_dir, analysis), None)
+
+
 def refit_scale(model_dir: Path | str, analysis: ModelAnalysis) -> float | None:
     """The refined prediction's scale for the model at ``model_dir``: the ratio of its refit audit, made once (one
-    refit of the audit's set, seconds) and stored, clipped to the step scale's range; None before the removal audit
-    ran, or where its ratio is NaN."""
+    refit of the audit's set, seconds) and stored, clipped to the step scale's range; 1 (the refit as computed)
+    where its ratio is NaN; None before the removal audit ran."""
     audit = load_result(model_dir, PREDICTION_AUDIT, params={})
     if audit is None:
         return None
@@ -216,7 +238,7 @@ def refit_scale(model_dir: Path | str, analysis: ModelAnalysis) -> float | None:
         stored = refit_audit(analysis, audit)
         save_result(model_dir, REFIT_AUDIT, stored, params=_refit_audit_params(audit))
     ratio = float(stored.iloc[0]["ratio"])
-    return min(max(ratio, STEP_SCALE_RANGE[0]), STEP_SCALE_RANGE[1]) if math.isfinite(ratio) else None
+    return min(max(ratio, STEP_SCALE_RANGE[0]), STEP_SCALE_RANGE[1]) if math.isfinite(ratio) else 1.0
 
 
 def prediction_audit_seconds(model_dir: Path | str) -> float | None:
