@@ -47,7 +47,7 @@ def test_the_refit_is_offered_on_models_of_eight_negatives_and_squared_l2(tiny_m
     assert "squared-L2" in refit_refusal(l1, "actor")
     with pytest.raises(MeasureError):
         refit_refusal(eight, "no such occupation")
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(MeasureError, match="no refined prediction for this model: .*negative"):
         refit_removal_prediction(tiny, tiny.groups.labels[0], torch.tensor([0]))
 
 

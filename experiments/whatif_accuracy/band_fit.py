@@ -82,7 +82,7 @@ def fit(rows: pd.DataFrame, coverage: float) -> tuple[float, float]:
     return best
 
 
-def _row(evaluation: str, rows: pd.DataFrame, covered: np.ndarray, width: np.ndarray, base: float | str,
+def evaluation_row(evaluation: str, rows: pd.DataFrame, covered: np.ndarray, width: np.ndarray, base: float | str,
          small: float | str) -> dict:
     large = (rows["m"] >= 10).to_numpy()
     return {"evaluation": evaluation, "sets": len(rows), "coverage": covered.mean(),
@@ -98,10 +98,10 @@ def evaluate(graphs: dict[str, pd.DataFrame], coverage: float) -> pd.DataFrame:
     out = []
     for name, rows in [*graphs.items(), ("all", pooled)]:
         a, b = fit(rows, coverage)
-        out.append(_row(f"in-sample {name}", rows, *judged(rows, a, b), a, b))
+        out.append(evaluation_row(f"in-sample {name}", rows, *judged(rows, a, b), a, b))
     a, b = fit(pooled, coverage)  # the pooled pair (the constants of prediction.py) on each graph
     for name, rows in graphs.items():
-        out.append(_row(f"all -> {name}", rows, *judged(rows, a, b), a, b))
+        out.append(evaluation_row(f"all -> {name}", rows, *judged(rows, a, b), a, b))
     held = []
     for (graph, occupation), rows in pooled.groupby(["graph", "occupation"], sort=False):
         rest = pooled[~((pooled["graph"] == graph) & (pooled["occupation"] == occupation))]
@@ -110,13 +110,13 @@ def evaluate(graphs: dict[str, pd.DataFrame], coverage: float) -> pd.DataFrame:
     held = pd.concat(held, ignore_index=True)
     for name in [*graphs, "all"]:
         part = held if name == "all" else held[held["graph"] == name]
-        out.append(_row(f"leave-one-out {name}", part, part["covered"].to_numpy(), part["width"].to_numpy(),
+        out.append(evaluation_row(f"leave-one-out {name}", part, part["covered"].to_numpy(), part["width"].to_numpy(),
                         "per fold", "per fold"))
     for source, train in graphs.items():
         for target, test in graphs.items():
             if source != target:
                 a, b = fit(train, coverage)
-                out.append(_row(f"{source} -> {target}", test, *judged(test, a, b), a, b))
+                out.append(evaluation_row(f"{source} -> {target}", test, *judged(test, a, b), a, b))
     return pd.DataFrame(out)
 
 

@@ -186,7 +186,7 @@ def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame, coverage: fl
             targeted = {graph: band_fit.targeted_rows(rows) for graph, (rows, _) in scaled.items()}
             targeted["all"] = pd.concat(targeted.values(), ignore_index=True)
             evaluation = pd.concat([evaluation, pd.DataFrame([
-                band_fit._row(f"lab band -> {graph}", rows, *band_fit.judged(rows, *LAB_BANDS[estimator]),
+                band_fit.evaluation_row(f"lab band -> {graph}", rows, *band_fit.judged(rows, *LAB_BANDS[estimator]),
                               *LAB_BANDS[estimator]) for graph, rows in targeted.items()])], ignore_index=True)
         ratios = [ratio for _, ratio in scaled.values()]
         out.append(evaluation.assign(estimator=estimator, audit_ratio=ratios[0] if len(ratios) == 1 else

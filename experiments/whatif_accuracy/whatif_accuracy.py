@@ -342,6 +342,9 @@ def main() -> None:
                         help="train the synthetic graph with this distance (an imported engine's L1 / L2)")
     parser.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
                         help="only every N-th chosen occupation, from the I-th (0-based)")
+    parser.add_argument("--skip", type=Path, nargs="+", default=[], metavar="RUNS",
+                        help="earlier --runs files (another machine's too): their sets (occupation, kind, share) are "
+                             "not run again")
     parser.add_argument("--base", type=Path, help=".npz of the unedited retrain's B_gr (written once, then read)")
     parser.add_argument("--base-only", action="store_true", help="with --model and --base: write the base, stop")
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed,
@@ -409,6 +412,9 @@ def main() -> None:
     args.runs.parent.mkdir(parents=True, exist_ok=True)
     done = pd.read_csv(args.runs) if args.runs.exists() else None
     seen = set() if done is None else set(zip(done["occupation"], done["kind"], done["share"], strict=True))
+    for path in args.skip:  # sets another file holds already
+        earlier = pd.read_csv(path)
+        seen |= set(zip(earlier["occupation"], earlier["kind"], earlier["share"], strict=True))
     first, shards = args.shard
     for index in chosen_occupations(groups, args.occupations)[first::shards]:
         label = groups.labels[index]

@@ -31,6 +31,7 @@ re-optimises: with one negative a triple, they are few and kinked.
 from __future__ import annotations
 
 from kgbias_core.embeddings.objective import negatives_count
+from kgbias_core.errors import MeasureError
 from kgbias_core.influence.local_refit import READ_PERSONS, read_refit_change
 from kgbias_core.influence.prediction import (
     PREDICTION_TOLERANCE,
@@ -52,6 +53,8 @@ REFIT_MIN_NEGATIVES = 8
 #: f = base + small / sqrt(m) of the refined prediction's band (module docstring).
 REFIT_BAND_BASE = 1.2
 REFIT_BAND_SMALL = 0.35
+#: The error where a refined prediction is asked of a model it is not offered on.
+NO_REFINED = "no refined prediction for this model: {reason}"
 #: Why a refit is not offered.
 REFIT_NEEDS_SQUARED_L2 = "the refit is measured on squared-L2 models only, and this one uses {distance}"
 REFIT_NEEDS_OWN_NEGATIVES = "the refit is measured on models trained here, with their own frozen negatives"
@@ -108,10 +111,10 @@ def refit_removal_prediction(analysis: AnalysedModel, occupation: str, removed: 
                              spread: float | None = None, scale: float = 1.0) -> WhatIfPrediction:
     """The refined prediction of removing ``removed``: :func:`refit_change` times ``scale`` (the model's ratio on
     its audit set), the band of :func:`refit_band_factor`, widened by the noise floor ``spread``. Raises
-    ValueError where :func:`refit_refusal` gives a reason (callers ask it first)."""
+    MeasureError where :func:`refit_refusal` gives a reason (callers ask it first: one clear line, not a trace)."""
     reason = refit_refusal(analysis, occupation)
     if reason is not None:
-        raise ValueError(reason)
+        raise MeasureError(NO_REFINED.format(reason=reason))
     groups = analysis.groups
     index = groups.index(occupation)
     point = scale * refit_change(analysis, occupation, removed)

@@ -36,7 +36,7 @@ from kgbias_core.errors import (
 )
 from kgbias_core.influence.local_refit import READ_PERSONS, REFIT_ITERATIONS
 from kgbias_core.influence.prediction import WhatIfPrediction, predict_removal
-from kgbias_core.influence.refit_prediction import refit_change, refit_refusal
+from kgbias_core.influence.refit_prediction import NO_REFINED, refit_change, refit_refusal
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.jobs import Progress
 from kgbias_core.measures.group_bias import group_bias
@@ -193,7 +193,7 @@ def refit_audit(analysis: ModelAnalysis, audit: pd.DataFrame) -> pd.DataFrame:
     occupation = str(row["occupation"])
     reason = refit_refusal(analysis, occupation)
     if reason is not None:
-        raise MeasureError(f"no refined prediction for this model: {reason}")
+        raise MeasureError(NO_REFINED.format(reason=reason))
     removed = removal_set(analysis.influence(occupation), kind="top", k=int(row["k"]))
     start = time.perf_counter()
     refined = refit_change(analysis, occupation, removed)
