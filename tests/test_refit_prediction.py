@@ -51,6 +51,35 @@ def test_the_refit_is_offered_on_models_of_eight_negatives_and_squared_l2(tiny_m
         refit_removal_prediction(tiny, tiny.groups.labels[0], torch.tensor([0]))
 
 
+def test_a_model_whose_rows_are_not_at_their_optimum_is_refused_after_its_unedited_refit(tiny_graph, eight_model,
+                                                                                       tmp_path: Path) -> None:
+    """The same eight-negative graph trained 25 epochs: refitted with nothing removed, the rows B_gr reads move by
+    most of their length (the refit was measured on models where they move by about 1%), so the refined
+    prediction, refit_offer and the audit's refit say why, while the model trained 100 epochs passes; the drift is
+    the mean row move over the mean row length, checked against the refit the analysis keeps."""
+    from kgbias_core.embeddings.training import train_model
+    from kgbias_core.influence.refit_prediction import REFIT_MAX_DRIFT, read_drift
+    from tests.conftest import EIGHT_EPOCHS, TINY_TRAINING
+
+    young = train_model(tiny_graph, replace(TINY_TRAINING, negatives_per_triple=8), name="young",
+                        device=torch.device("cpu"))
+    assert TINY_TRAINING.epochs < EIGHT_EPOCHS
+    short, long = ModelAnalysis(young), ModelAnalysis(eight_model)
+    rows, refitted = short.unedited_read_refit("actor")
+    trained = young.entity_embeddings[rows]
+    expected = float((refitted - trained).norm(dim=1).mean() / trained.norm(dim=1).mean())
+    assert read_drift(short, "actor") == pytest.approx(expected) and expected > REFIT_MAX_DRIFT
+    assert read_drift(long, "actor") < REFIT_MAX_DRIFT
+    assert refit_refusal(short, "actor") is None  # the model-level guard passes: only the refit shows it
+    with pytest.raises(MeasureError, match="not at their optimum"):
+        refit_removal_prediction(short, "actor", _edit(short))
+    base = save_model(young, tmp_path / "store")
+    tasks.prediction_audit_task(base).run(Progress())  # the audit stands; its refit audit is refused, not stored
+    assert prediction_audit.saved_refit_audit(base, tasks.saved_prediction_audit(base)) is None
+    scale, why = tasks.refit_offer(base, ModelAnalysis(load_model(base)), "actor")
+    assert scale is None and "not at their optimum" in why
+
+
 def test_the_refined_prediction_is_the_scaled_refit_with_its_band_and_floor(eight_model) -> None:
     """The point is scale x the read-rows refit after the step (the core's read_refit_change on the same step), the
     interval [p / f, p * f] of the rarer gender's f, widened by the noise floor, and the estimator says both."""

@@ -36,7 +36,7 @@ from kgbias_core.errors import (
 )
 from kgbias_core.influence.local_refit import READ_PERSONS, REFIT_ITERATIONS
 from kgbias_core.influence.prediction import WhatIfPrediction, predict_removal
-from kgbias_core.influence.refit_prediction import NO_REFINED, refit_change, refit_refusal
+from kgbias_core.influence.refit_prediction import NO_REFINED, drift_refusal, refit_change, refit_refusal
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.jobs import Progress
 from kgbias_core.measures.group_bias import group_bias
@@ -121,7 +121,10 @@ def prediction_audit_task(model_dir: Path | str, *, device: torch.device | str |
 
     def refit_too(analysis: ModelAnalysis) -> None:
         if refit_refusal(analysis) is None:
-            refit_scale(model_dir, analysis)
+            try:
+                refit_scale(model_dir, analysis)
+            except MeasureError:  # rows not at their optimum: no refined prediction, the audit itself stands
+                pass
 
     return _audit_task(model_dir, prediction_audit, key=PREDICTION_AUDIT, what="the prediction audit",
                        message="one masked retrain against the Newton-step prediction", kept=PREDICTION_AUDIT_KEPT,
@@ -191,7 +194,7 @@ def refit_audit(analysis: ModelAnalysis, audit: pd.DataFrame) -> pd.DataFrame:
     refit is not offered on this model (its reason)."""
     row = audit.iloc[0]
     occupation = str(row["occupation"])
-    reason = refit_refusal(analysis, occupation)
+    reason = refit_refusal(analysis, occupation) or drift_refusal(analysis, occupation)
     if reason is not None:
         raise MeasureError(NO_REFINED.format(reason=reason))
     removed = removal_set(analysis.influence(occupation), kind="top", k=int(row["k"]))
@@ -220,10 +223,19 @@ def refit_not_offered(model_dir: Path | str, analysis: ModelAnalysis, occupation
 
 
 def refit_offer(model_dir: Path | str, analysis: ModelAnalysis, occupation: str) -> tuple[float | None, str | None]:
-    """(the refined prediction's scale, None) where it is offered on ``occupation`` (:func:`refit_scale`: its refit
-    audit made first where missing, seconds), else (None, why not) (:func:`refit_not_offered`)."""
+    """(the refined prediction's scale, None) where it is given on ``occupation`` (:func:`refit_scale`: its refit
+    audit made first where missing, seconds), else (None, why not): :func:`refit_not_offered`, or the rows B_gr
+    reads not at their optimum (:func:`~kgbias_core.influence.refit_prediction.drift_refusal`: the occupation's
+    unedited refit, seconds, which its prediction then shares)."""
     why = refit_not_offered(model_dir, analysis, occupation)
-    return (None, why) if why is not None else (refit_scale(model_dir, analysis), None)
+    if why is not None:
+        return None, why
+    try:
+        scale = refit_scale(model_dir, analysis)
+    except MeasureError as exc:  # the audit occupation's rows are not at their optimum (drift_refusal)
+        return None, str(exc)
+    why = drift_refusal(analysis, occupation)  # the occupation's unedited refit, which its prediction reads anyway
+    return (None, why) if why is not None else (scale, None)
 
 
 def refit_scale(model_dir: Path | str, analysis: ModelAnalysis) -> float | None:
