@@ -146,6 +146,32 @@ def test_lab_refines_a_removal_once_asked_with_its_estimator_and_interval(eight_
     assert metric(app, refined_section.REFINED_CHANGE) == ui_texts.fmt(expected.point)
 
 
+def test_lab_refuses_to_refine_where_the_models_rows_are_not_at_their_optimum(tiny_graph, monkeypatch,
+                                                                                tmp_path: Path) -> None:
+    """Issue 25: the tests' graph with eight negatives but only 25 epochs passes the model's guard (the button is
+    offered once audited), but a refit of its read rows with nothing removed moves them by most of their length:
+    after the click the lab says why, and shows no refined figure."""
+    from dataclasses import replace
+
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.embeddings.training import train_model
+    from tests.conftest import TINY_TRAINING, use_store
+
+    young = train_model(tiny_graph, replace(TINY_TRAINING, negatives_per_triple=8), name="young-transe",
+                        device=torch.device("cpu"))
+    save_model(young, tmp_path / "young")
+    base = use_store(tmp_path / "young", monkeypatch, tmp_path) / "young-transe"
+    tasks.prediction_audit_task(base).run(Progress())
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("actor").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    button(app, refined_section.REFINE_BUTTON).click().run()
+    assert not app.exception
+    refused = [c.value for c in app.caption if c.value.startswith("No refined prediction here:")]
+    assert refused and "not at their optimum" in refused[0] and "for this model" not in refused[0]
+    assert refined_section.REFINED_CHANGE not in [m.label for m in app.metric]
+
+
 def test_lab_predicts_add_with_its_own_estimator(writable_store: Path) -> None:
     app = page("debiasing_lab").run()
     app.selectbox(key="lab_occupation").set_value("nurse").run()

@@ -230,12 +230,13 @@ def refit_offer(model_dir: Path | str, analysis: ModelAnalysis, occupation: str)
     why = refit_not_offered(model_dir, analysis, occupation)
     if why is not None:
         return None, why
-    try:
-        scale = refit_scale(model_dir, analysis)
-    except MeasureError as exc:  # the audit occupation's rows are not at their optimum (drift_refusal)
-        return None, str(exc)
     why = drift_refusal(analysis, occupation)  # the occupation's unedited refit, which its prediction reads anyway
-    return (None, why) if why is not None else (scale, None)
+    if why is not None:
+        return None, why
+    try:
+        return refit_scale(model_dir, analysis), None
+    except MeasureError as exc:  # the audit occupation's rows are not at their optimum, though this one's are
+        return None, str(exc)
 
 
 def refit_scale(model_dir: Path | str, analysis: ModelAnalysis) -> float | None:
