@@ -21,9 +21,10 @@ FB15k-237 sets at 0.56 (experiments/whatif_accuracy/local_refit.py --bands; docs
 
 Where it is given: on a model it is offered on (below), only where the rows B_gr reads are at their optimum
 (:func:`drift_refusal`): refitted with nothing removed they move by at most :data:`REFIT_MAX_DRIFT` of their length.
-They move by about 1% on both graphs above and by 80% on the synthetic graph trained the tests' 25 epochs, where the
-refined prediction's retrained / predicted spread over 0.58-1.53 (1.04-1.42 at 100 epochs, 1.10-1.26 on FB15k-237's
-16 newest sets); the wider band fitted with that graph (1.2 + 0.35 / sqrt(m)) is what the lab showed before.
+They move by 1-2% on both graphs above and by 17-22% on the synthetic graph trained 50 epochs, where the band covers
+98% of its 47 sets; by 76-88% at the tests' 25 epochs, where the refined prediction's retrained / predicted spread
+over 0.58-1.53 (1.01-1.28 at 50 epochs, 1.04-1.42 at 100, 1.10-1.26 on FB15k-237's 16 newest sets). The limit sits in
+that gap. The wider band fitted with the 25-epoch graph (1.2 + 0.35 / sqrt(m)) is what the lab showed before.
 
 Where it is offered (:func:`refit_refusal`): models trained here (their own frozen negatives) with at least
 :data:`REFIT_MIN_NEGATIVES` negatives per triple, squared L2. With one negative per triple it lost to the step on the
@@ -60,7 +61,7 @@ REFIT_BAND_BASE = 1.15
 REFIT_BAND_SMALL = 0.1
 #: The most the read rows may move, relative to their length, when refitted with nothing removed (the unedited
 #: half): a model whose rows are not at their optimum (module docstring).
-REFIT_MAX_DRIFT = 0.1
+REFIT_MAX_DRIFT = 0.4
 REFIT_NOT_AT_OPTIMUM = ("refitted with nothing removed, the rows B_gr of {name} reads move by {drift:.0%} of their "
                         "length (at most {limit:.0%}): this model's rows are not at their optimum, where the refit "
                         "was measured (train it longer)")
@@ -92,8 +93,8 @@ def refit_refusal(analysis: AnalysedModel, occupation: str | None = None) -> str
 def read_drift(analysis: AnalysedModel, occupation: str) -> float:
     """How far the rows B_gr of ``occupation`` reads move when refitted with nothing removed (the unedited half of
     its refined predictions, memoised by the analysis): mean ||refitted - trained|| / mean ||trained|| over them.
-    About 1% on FB15k-237's eight-negative default and on the synthetic graph trained 100 epochs, 80% on the same
-    graph trained 25 (module docstring)."""
+    About 1% on FB15k-237's eight-negative default and on the synthetic graph trained 100 epochs, 17-22% at 50
+    epochs, 80% at 25 (module docstring)."""
     rows, refitted = analysis.unedited_read_refit(occupation)
     trained = analysis.model.entity_embeddings[rows]
     return float((refitted - trained).norm(dim=1).mean() / trained.norm(dim=1).mean().clamp_min(1e-12))
