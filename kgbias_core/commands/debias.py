@@ -109,7 +109,7 @@ def _judged(what: str, prediction, retrained: float, *, kind: str) -> None:
 
 def _refined(analysis, model: str, edit, spread: float | None):
     """(the refined prediction of the removal ``edit``, None) or (None, why there is none): as the lab decides
-    (kgbias_core.tasks.refit_not_offered)."""
+    (kgbias_core.tasks.refit_offer)."""
     import torch
 
     from kgbias_core.influence.refit_prediction import refit_removal_prediction

@@ -43,7 +43,14 @@ from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.tasks.base import Task, _key, check_retrains, model_retrain_seconds
 from kgbias_core.whatif.edits import add_edit, predict_edit, retrain
-from kgbias_core.whatif.step_ratio import ADD_AUDIT, PREDICTION_AUDIT, RATIO_MIN_CHANGE, REFIT_AUDIT, STEP_SCALE_RANGE
+from kgbias_core.whatif.step_ratio import (
+    ADD_AUDIT,
+    PREDICTION_AUDIT,
+    RATIO_MIN_CHANGE,
+    REFIT_AUDIT,
+    STEP_SCALE_RANGE,
+    saved_prediction_audit,
+)
 
 #: The audited edit: the top ``AUDIT_SHARE`` of the occupation's triples that move B_gr (the bench's middle size).
 AUDIT_SHARE = 0.16
@@ -217,7 +224,7 @@ def refit_not_offered(model_dir: Path | str, analysis: ModelAnalysis, occupation
     :data:`NO_REFIT_AUDIT` before its removal audit, which gives the scale. The lab, the basket, ``debias`` and the
     report decide the same way."""
     why = refit_refusal(analysis, occupation)
-    if why is None and load_result(model_dir, PREDICTION_AUDIT, params={}) is None:
+    if why is None and saved_prediction_audit(model_dir) is None:
         return NO_REFIT_AUDIT
     return why
 
@@ -243,7 +250,7 @@ def refit_scale(model_dir: Path | str, analysis: ModelAnalysis) -> float | None:
     """The refined prediction's scale for the model at ``model_dir``: the ratio of its refit audit, made once (one
     refit of the audit's set, seconds) and stored, clipped to the step scale's range; 1 (the refit as computed)
     where its ratio is NaN; None before the removal audit ran."""
-    audit = load_result(model_dir, PREDICTION_AUDIT, params={})
+    audit = saved_prediction_audit(model_dir)
     if audit is None:
         return None
     stored = saved_refit_audit(model_dir, audit)
