@@ -7,6 +7,7 @@ from kgbias_app.escape import md, md_format
 from kgbias_app.sections import debias_compare, debias_embedding
 from kgbias_app.sections import debiasing_lab as section
 from kgbias_app.sections import plan as plan_section
+from kgbias_app.sections import refined_prediction as refined_section
 from kgbias_core import tasks
 from kgbias_core.jobs import Priority
 from kgbias_core.whatif.runs import noise_spread, random_baseline
@@ -77,7 +78,9 @@ with widgets.errors_shown():
         section.run_figures(target, spread=noise_spread(noise, edited["occupation"]),
                             baseline=random_baseline(tasks.saved_curve(model.path, edited["occupation"]),
                                                      k=edited["n_removed"]))
-        section.run_prediction(cache.whatif_run(model, run))
+        whatif = cache.whatif_run(model, run)
+        section.run_prediction(whatif)
+        refined_section.run_refined(model, run, whatif)
         widgets.report_download(model, edited["occupation"], run=run)
         if edited["occupation"] == occupation and edited["kind"] == "remove":
             run_point = (edited["n_removed"], float(target["group_bias_after"]))

@@ -1,4 +1,5 @@
-"""The refined what-if prediction in a real browser (issue 25): asked for with a click, shown with its estimator."""
+"""The refined what-if prediction in a real browser (issue 25): asked for with a click, shown with its estimator, and
+judged against the retrain in the run view."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ pytestmark = [
 
 def test_refine_a_removal_and_read_its_estimator(eight_model, tmp_path: Path) -> None:
     """The lab of a model of eight negatives, its audit stored: the refine button, once clicked, shows the refined
-    change a person reads (the core's figure), its estimator and its interval, and no exception."""
+    change a person reads (the core's figure), its estimator and its interval, and no exception; the run view below,
+    the same edit retrained, then judges that prediction against the retrain."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -35,6 +37,8 @@ def test_refine_a_removal_and_read_its_estimator(eight_model, tmp_path: Path) ->
     store = tmp_path / "store"
     base = save_model(eight_model, store)
     tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain: the refit's scale reads it
+    edit = make_edit(ModelAnalysis(load_model(base)), "actor", strategy="if", k=20)  # the lab's default edit
+    tasks.whatif_task(base=base, edit=edit, out=store / "eight-transe--if").run(Progress())  # its retrain
     env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
     with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
         wait = WebDriverWait(driver, 240)
@@ -44,14 +48,19 @@ def test_refine_a_removal_and_read_its_estimator(eight_model, tmp_path: Path) ->
         main = (By.CSS_SELECTOR, '[data-testid="stMain"]')
         wait.until(ec.text_to_be_present_in_element(main, section.REFINED_CHANGE))
         wait.until(ec.text_to_be_present_in_element(main, f"Estimator: {REFIT_ESTIMATOR}"))
+        wait.until(ec.text_to_be_present_in_element(main, "Refined before retraining: change"))
         time.sleep(1.0)
         driver.save_screenshot(str(tmp_path / "refined.png"))
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         metrics = {m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text:
                    m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]').text
                    for m in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]')}
+        judged = driver.find_element(By.XPATH, '//*[starts-with(text(), "Refined before retraining: change")]').text
     analysis = ModelAnalysis(load_model(base))
-    edit = make_edit(analysis, "actor", strategy="if", k=20)
     expected = refit_removal_prediction(analysis, "actor", torch.tensor(edit.removed),
                                         scale=tasks.refit_scale(base, analysis))
     assert metrics[section.REFINED_CHANGE] == ui_texts.fmt(expected.point)
+    # the run view: the same figure, judged over the original persons (inside or outside: whichever it is)
+    assert judged.startswith(f"Refined before retraining: change {ui_texts.fmt(expected.point)}.")
+    assert "over the original persons" in judged and (" inside the refined interval" in judged
+                                                       or " outside the refined interval" in judged)

@@ -21,6 +21,8 @@ from kgbias_core.influence.prediction import ADD_ESTIMATOR, ESTIMATOR, OLD_ESTIM
 from kgbias_core.influence.refit_prediction import refit_refusal, refit_removal_prediction
 from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
+from kgbias_core.measures.group_bias import group_bias
+from kgbias_core.readings import prediction_sentence, verdict_sentence
 from kgbias_core.tasks import Task
 from kgbias_core.whatif.edits import make_edit, predict_edit
 from kgbias_core.whatif.runs import noise_spread
@@ -144,6 +146,23 @@ def test_lab_refines_a_removal_once_asked_with_its_estimator_and_interval(eight_
     assert f"{ui_texts.fmt(before + expected.low)} to {ui_texts.fmt(before + expected.high)}" in shown
     app.run()
     assert metric(app, refined_section.REFINED_CHANGE) == ui_texts.fmt(expected.point)
+    # retrained: the run view judges the refined prediction made before it, over the original persons, at once
+    # (this session refined the same edit), and a fresh session on its button
+    run = ModelAnalysis(load_model(tasks.whatif_task(base=base, edit=edit, out=eight_store / "eight-transe--run")
+                                   .run(Progress())))
+    original = group_bias(entity_embeddings=run.model.entity_embeddings,
+                          relation_embeddings=run.model.relation_embeddings, groups=analysis.groups,
+                          distance=run.model.config.distance)[analysis.groups.index("actor")].item() - before
+    judged = refined_section.RUN_REFINED.format(
+        point=ui_texts.fmt(expected.point), sentence=prediction_sentence(expected),
+        verdict=verdict_sentence(expected, original, kind="remove", what="refined"))
+    app.run()
+    assert not app.exception
+    assert judged in texts(app.caption) and "over the original persons" in judged
+    fresh = page("debiasing_lab").run()
+    assert judged not in texts(fresh.caption)
+    button(fresh, refined_section.RUN_REFINE_BUTTON).click().run()
+    assert not fresh.exception and judged in texts(fresh.caption)
 
 
 def test_lab_refuses_to_refine_where_the_models_rows_are_not_at_their_optimum(tiny_graph, monkeypatch,
@@ -311,6 +330,10 @@ def test_a_run_of_a_base_retrained_on_other_data_is_shown_as_stale(writable_stor
     runs = next(box for box in app.selectbox if box.label == "Run")
     # current: compared (the one warning left is the default edit's: IF-REMOVE takes Actor's own facts)
     assert runs.options == ["tiny-transe--old-run"] and "retrained since" not in texts(app.warning)
+    # one negative a triple: the run view says why its removal has no refined prediction, and offers no button
+    why = refit_refusal(ModelAnalysis(base), "nurse")
+    assert refined_section.RUN_UNREFINED.format(why=md(why)) in texts(app.caption)
+    assert not [b for b in app.button if b.label == refined_section.RUN_REFINE_BUTTON]
     save_model(replace(base, data_hash="retrained-on-other-data"), writable_store, overwrite=True)
     app = page("debiasing_lab").run()
     assert not app.exception

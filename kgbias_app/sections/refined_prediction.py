@@ -1,6 +1,6 @@
 """A removal's refined prediction (issue 25), in the Debiasing lab and under the removal basket: offered under the
 Newton step's, computed only when asked (seconds), shown with its estimator and interval, or the one line that says
-why it is not offered."""
+why it is not offered; and in the lab's run view, judged against the run's retrain as the report judges it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from kgbias_app import cache, texts
 from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md
 from kgbias_core import tasks
-from kgbias_core.readings import prediction_sentence
+from kgbias_core.readings import prediction_sentence, verdict_sentence
+from kgbias_core.report import WhatIfRun
 from kgbias_core.tasks.prediction_audit import NO_REFIT_AUDIT
 from kgbias_core.whatif.edits import Edit
 
@@ -36,12 +37,21 @@ REFINE_NEEDS_AUDIT = ("The refined prediction takes its scale from this model's 
 REFINED_CHANGE = "Refined change of B_gr"
 REFINED_AFTER = "Refined B_gr after"
 REFINED_SECONDS = " Refined in {seconds:.1f} s."
+#: The run view: the refined prediction of the run's edit, made from the base as the lab makes it, against the retrain.
+RUN_REFINE_BUTTON = "Refine this run's prediction and judge it against the retrain"
+RUN_REFINED = "Refined before retraining: change {point}. {sentence} {verdict}"
+RUN_UNREFINED = "No refined prediction for this run: {why}."
 #: The edits refined in this session, so a rerun keeps showing what was asked for.
 _ASKED = "lab_refined"
 
 
 def _key(model: ModelRef, edit: Edit) -> tuple:
-    return model.name, edit.occupation, edit.removed
+    return _edit_key(model, edit.occupation, edit.removed)
+
+
+def _edit_key(model: ModelRef, occupation: str, removed: tuple[int, ...]) -> tuple:
+    """One removal of one model, however it is reached: the lab's edit or a run's record of it."""
+    return model.name, occupation, tuple(removed)
 
 
 def refined_prediction(model: ModelRef, edit: Edit, *, before: float, key: str = "lab_refine") -> None:
@@ -73,3 +83,33 @@ def refined_prediction(model: ModelRef, edit: Edit, *, before: float, key: str =
     # our words and numbers: no escape; the seconds of this rerun (0 once cached)
     st.caption(prediction_sentence(prediction, before=before)
                + (REFINED_SECONDS.format(seconds=seconds) if seconds >= 0.05 else ""))
+
+
+def run_refined(model: ModelRef, run: ModelRef, whatif: WhatIfRun) -> None:
+    """Under the run view's step verdict, for a removal run of ``model``: its refined prediction (made from the base,
+    as the lab makes it before the retrain) and whether the retrained change fell inside, over the persons the
+    prediction holds (the report's words), once asked; at once where this session refined the same edit above; or
+    why there is none."""
+    removed = tuple(whatif.edit.get("removed") or ())
+    if whatif.kind != "remove" or not removed:
+        return
+    occupation = str(whatif.edit["occupation"])
+    why = tasks.refit_not_offered(model.path, cache.analysis(model), occupation)
+    if why is not None:
+        st.caption(RUN_UNREFINED.format(why=md(why)))
+        return
+    asked = st.session_state.setdefault(_ASKED, set())
+    key = _edit_key(model, occupation, removed)
+    if key not in asked:
+        if not st.button(RUN_REFINE_BUTTON, help=REFINE_HELP, key="lab_run_refine"):
+            return
+        asked.add(key)
+    with st.spinner("Refitting the rows B_gr reads…"):
+        judged = cache.whatif_run(model, run, refined=True)
+    refined = judged.refined
+    if refined is None:
+        st.caption(RUN_UNREFINED.format(why=md(judged.unrefined)))
+        return
+    # our words and numbers: no escape
+    st.caption(RUN_REFINED.format(point=texts.fmt(refined.point), sentence=prediction_sentence(refined),
+                                  verdict=verdict_sentence(refined, judged.judged, kind=judged.kind, what="refined")))
