@@ -293,6 +293,12 @@ def test_the_band_fit_of_two_graphs_judges_the_lab_bands_by_brute_force(monkeypa
     b = graph({"x": (30, 30), "y": (3, 2), "z": (12, 5)})
     marked = script.with_audit(a)
     assert marked["in_audit"].sum() == 1 and marked.loc[marked["in_audit"], "occupation"].item() == "big"
+    # a stored audit's marks stay, or by today's rule move to every row of the occupation with the largest rarer
+    # gender: "wide" (100 men, 6 women) is the largest, "x" (30/30) the audited one
+    stored = graph({"wide": (100, 6), "x": (30, 30)}).pipe(lambda f: f.assign(in_audit=f["occupation"] == "wide"))
+    assert script.with_audit(stored).equals(stored)
+    moved = script.with_audit(stored, by_rule=True)
+    assert set(moved.loc[moved["in_audit"], "occupation"]) == {"x"} and moved["in_audit"].sum() == 4
     runs = pd.DataFrame(columns=["occupation", "kind", "share"])
     frame = script.band_frame({"a": marked, "b": script.with_audit(b)}, runs, 0.9, lab=True)
     lab = frame[(frame["estimator"] == "newton_refit_read") & (frame["evaluation"] == "lab band -> a")].iloc[0]
@@ -309,3 +315,63 @@ def test_the_band_fit_of_two_graphs_judges_the_lab_bands_by_brute_force(monkeypa
     assert {"in-sample all", "leave-one-out all", "a -> b", "lab band -> all"} <= set(frame["evaluation"])
     alone = script.band_frame({"a": marked}, runs, 0.9)
     assert not alone["evaluation"].str.contains("all|lab").any()
+
+
+def test_the_pooled_audit_retrains_the_union_once_and_judges_each_scale(eight_model, tmp_path, monkeypatch) -> None:
+    """experiments/whatif_accuracy/pooled_audit.py: the audit occupation first, then others with 5 of each gender
+    outside the excluded ones; one masked retrain without the union of their top-16% sets, checked against a masked
+    retrain of that union here; each row's refined prediction is the refit of the union; --judge's coverage is a
+    loop over [p / f, p * f] of the held-out sets with each scale."""
+    import numpy as np
+    import pandas as pd
+
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.influence.refit_prediction import REFIT_BAND_BASE, REFIT_BAND_SMALL, refit_change
+    from kgbias_core.influence.retraining_check import masked_retrain_bias
+    from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_occupation
+
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
+    script = load_script("experiments/whatif_accuracy/pooled_audit.py", "pooled_audit_script")
+    base = save_model(eight_model, tmp_path / "store")
+    analysis = ModelAnalysis(eight_model)
+    groups = analysis.groups
+    first = audit_occupation(analysis)
+    chosen = script.pooled_occupations(analysis, 3, exclude={"nurse"})
+    assert chosen[0] == first and len(chosen) == 3 and "nurse" not in chosen
+    assert all(min(int(groups.n_male[groups.index(o)]), int(groups.n_female[groups.index(o)])) >= 5 for o in chosen)
+    monkeypatch.setattr("sys.argv", ["pooled_audit.py", "--model", str(base), "--occupations", "3", "--bench", "0",
+                                     "--out", str(tmp_path / "pooled.csv")])
+    script.main()
+    pooled = pd.read_csv(tmp_path / "pooled.csv")
+    assert pooled["occupation"].tolist() == script.pooled_occupations(analysis, 3, set())
+    sets = [removal_set(analysis.influence(o), kind="top",
+                        k=max(1, round(AUDIT_SHARE * int((analysis.influence(o) != 0).sum()))))
+            for o in pooled["occupation"]]
+    union = torch.unique(torch.cat(sets))
+    assert (pooled["union_k"] == union.numel()).all() and pooled["k"].tolist() == [s.numel() for s in sets]
+    after = masked_retrain_bias(eight_model, removed=union, groups=groups)
+    for _, row in pooled.iterrows():
+        index = groups.index(row["occupation"])
+        assert row["retrained"] == pytest.approx(float(after[index]) - float(analysis.group_bias(row["occupation"])),
+                                                 abs=1e-3)
+        assert row["refined"] == pytest.approx(refit_change(analysis, row["occupation"], union), abs=1e-3)
+    # --judge on made-up held-out rows: coverage counted by a loop
+    rng = np.random.default_rng(1)
+    rows = pd.DataFrame([{"occupation": name, "name": name, "men": men, "women": women, "kind": kind, "share": 16,
+                          "in_audit": name == "audited" and kind == "top", "newton": sign * rng.uniform(0.5, 2),
+                          "newton_refit_read": sign * rng.uniform(0.5, 2), "actual": sign * rng.uniform(0.5, 2.5)}
+                         for name, men, women in (("audited", 50, 40), ("a", 9, 2), ("b", 30, 12))
+                         for kind, sign in (("top", 1), ("bottom", -1))])
+    judged = script.judge(pooled, rows, pd.DataFrame(columns=["occupation", "kind", "share"]))
+    held = rows[~rows["in_audit"]]
+    for _, line in judged[judged["estimator"] == "refined"].iterrows():
+        inside = []
+        for _, r in held.iterrows():
+            point = r["newton_refit_read"] * line["ratio"]
+            f = REFIT_BAND_BASE + REFIT_BAND_SMALL / min(r["men"], r["women"]) ** 0.5
+            low, high = sorted((point / f, point * f))
+            inside.append(low <= r["actual"] <= high)
+        assert line["sets"] == len(held) and line["coverage"] == pytest.approx(np.mean(inside))
+    medians = judged[judged["scale"] == "pooled median"].set_index("estimator")["ratio"]
+    assert medians["refined"] == pytest.approx(pooled["refined_ratio"].median(), abs=1e-3)
+    assert medians["step"] == pytest.approx(pooled["step_ratio"].median(), abs=1e-3)

@@ -232,7 +232,9 @@ def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store:
     analysis = ModelAnalysis(load_model(base))
     groups = analysis.groups
     index = groups.index(row["occupation"])
-    assert min(int(groups.n_male[index]), int(groups.n_female[index])) >= 5
+    # the occupation with the largest rarer gender, ties to the larger one: by brute force over the groups
+    counts = [(min(m, f), m + f) for m, f in zip(groups.n_male.tolist(), groups.n_female.tolist(), strict=True)]
+    assert counts[index] == max(counts) and min(counts[index]) >= 5
     influence = analysis.influence(row["occupation"])
     assert row["moving"] == int((influence != 0).sum()) and row["k"] == round(AUDIT_SHARE * row["moving"])
     removed = removal_set(influence, kind="top", k=int(row["k"]))
@@ -261,6 +263,19 @@ def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store:
     from kgbias_core.whatif.step_ratio import ADDITIONS
 
     assert tasks.model_step_ratio(base, use=ADDITIONS) is None
+
+
+def test_the_audit_takes_the_occupation_with_the_largest_rarer_gender() -> None:
+    """FB13's case: a large occupation with few women (Politician, 4,235 men and 136 women) loses to a smaller one
+    with more (Writer, 2,974 and 673); ties go to the larger occupation; no occupation with both genders: -1."""
+    import torch
+
+    from kgbias_core.tasks.prediction_audit import audit_index
+
+    men, women = torch.tensor([4235, 2974, 40, 3000]), torch.tensor([136, 673, 2, 673])
+    assert audit_index(men[:3], women[:3]) == 1
+    assert audit_index(men, women) == 3  # 673 women each: the larger occupation
+    assert audit_index(torch.tensor([5, 0]), torch.tensor([0, 3])) == -1
 
 
 def test_the_add_audit_is_one_retrain_whose_ratio_scales_the_additions(store: Path) -> None:

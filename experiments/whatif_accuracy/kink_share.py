@@ -65,12 +65,14 @@ def kink_row(model_dir: Path) -> dict:
     for eps in EPSILONS:
         row[f"active_within_{eps}"] = float(((slack > 0) & (slack < eps * gamma)).float().mean())
         row[f"inactive_within_{eps}"] = float(((slack <= 0) & (slack > -eps * gamma)).float().mean())
-    occupation = audit_occupation(analysis)
+    audit = saved_prediction_audit(model_dir)
+    # the stored audit's own edit, whose ratio is read below (an audit made before today's rule keeps its occupation)
+    occupation = str(audit["occupation"].iloc[0]) if audit is not None and not audit.empty else audit_occupation(
+        analysis)
     influence = analysis.influence(occupation)
     k = max(1, round(AUDIT_SHARE * int((influence != 0).sum())))
     residual = _norm(objective_gradient(model))
     edit = _norm(removal_gradient(model, removal_set(influence, kind="top", k=k)))
-    audit = saved_prediction_audit(model_dir)
     ratio = (float(audit["retrained"].iloc[0] / audit["predicted"].iloc[0])
              if audit is not None and not audit.empty else float("nan"))
     return {**row, "audit_occupation": occupation, "audit_k": k, "grad_at_optimum": residual, "grad_of_edit": edit,

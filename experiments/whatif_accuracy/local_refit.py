@@ -42,8 +42,9 @@ occupation held out; the noise floors come from the ``--runs`` the sets were mad
 occupation, the first one's rows are used. Files named ``NAME=OUT.csv`` are graphs of their own (unnamed ones:
 ``fb15k237``): band_fit.py's rows for every graph, pooled and across graphs, are written. A graph whose rows mark
 no audited set (the synthetic mode) reads its audit ratio from the top 16% set of the occupation that
-``kgbias prepare``'s audit would choose (the largest with 5 of each gender; its k may differ from the audit's by
-rounding).
+``kgbias prepare``'s audit would choose (the one with the largest rarer gender; its k may differ from the audit's by
+rounding). ``--audit-rule`` moves a stored audit's marks to the occupation that rule chooses today (for a model
+audited before the rule of 2026-11-29: FB13's stored audit is Politician's set, the rule's Writer's).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ from kgbias_core.influence.local_refit import (
 from kgbias_core.influence.prediction import SCALED_BAND_BASE, SCALED_BAND_SMALL, _bias, _moved, absolute_newton_step
 from kgbias_core.influence.refit_prediction import REFIT_BAND_BASE, REFIT_BAND_SMALL
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
-from kgbias_core.tasks.prediction_audit import AUDIT_MIN_GROUP, AUDIT_SHARE
+from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_index
 from kgbias_core.whatif.step_ratio import saved_prediction_audit
 
 ESTIMATORS = ("newton", "refit", "newton_refit", "newton_refit_read")
@@ -195,17 +196,19 @@ def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame, coverage: fl
                                                "half_width", "half_width_large", "coverage_small", "a", "b"]]
 
 
-def with_audit(rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` with an audited set: as they are where one is marked, else the top 16% set of the occupation
-    ``kgbias prepare``'s audit chooses (:func:`kgbias_core.tasks.prediction_audit.audit_occupation`'s rule: the
-    largest with at least 5 of each gender) marked ``in_audit``."""
-    if rows["in_audit"].astype(bool).any():
+def with_audit(rows: pd.DataFrame, *, by_rule: bool = False) -> pd.DataFrame:
+    """``rows`` with an audited set. Rows that mark one (a stored audit's: every row of its occupation) stay as they
+    are, or with ``by_rule`` have their marks moved to every row of the occupation ``kgbias prepare``'s audit chooses
+    today (:func:`kgbias_core.tasks.prediction_audit.audit_index`). Rows that mark none get that occupation's top 16%
+    set marked ``in_audit``."""
+    stored = bool(rows["in_audit"].astype(bool).any())
+    if stored and not by_rule:
         return rows
     sizes = rows.drop_duplicates("occupation")
-    eligible = sizes[(sizes["men"] >= AUDIT_MIN_GROUP) & (sizes["women"] >= AUDIT_MIN_GROUP)]
-    chosen = (eligible if len(eligible) else sizes).assign(size=lambda f: f["men"] + f["women"])
-    occupation = chosen.sort_values("size", ascending=False)["occupation"].iloc[0]
-    mark = (rows["occupation"] == occupation) & (rows["kind"] == "top") & (rows["share"] == round(100 * AUDIT_SHARE))
+    index = audit_index(torch.tensor(sizes["men"].to_numpy()), torch.tensor(sizes["women"].to_numpy()))
+    mark = rows["occupation"] == sizes["occupation"].iloc[index]
+    if not stored:
+        mark &= (rows["kind"] == "top") & (rows["share"] == round(100 * AUDIT_SHARE))
     return rows.assign(in_audit=mark)
 
 
@@ -223,7 +226,7 @@ def _bands(args) -> None:
             fresh = frame[~frame["occupation"].isin(seen)]
             seen |= set(frame["occupation"])
             rows.append(fresh)
-        rows_of[name] = with_audit(pd.concat(rows, ignore_index=True))
+        rows_of[name] = with_audit(pd.concat(rows, ignore_index=True), by_rule=args.audit_rule)
     runs = (pd.concat([pd.read_csv(p) for p in args.runs], ignore_index=True) if args.runs
             else pd.DataFrame(columns=["occupation", "kind", "share"]))
     bands = band_frame(rows_of, runs, args.coverage, lab=args.lab)
@@ -294,6 +297,8 @@ def main() -> None:
                         help="fit the band of each estimator on these files' rows (noise floors from --runs), "
                              "by graph where named, write the fit to --out; nothing is predicted")
     parser.add_argument("--coverage", type=float, default=0.9, help="with --bands: the coverage to reach")
+    parser.add_argument("--audit-rule", action="store_true",
+                        help="with --bands: mark each graph's audit set by today's rule (audit_index), not as stored")
     parser.add_argument("--lab", action="store_true",
                         help="with --bands: also judge the bands the lab shows (the scaled step's, the refined one's)")
     parser.add_argument("--summarize-only", action="store_true", help="only write the summary of --out's rows")

@@ -73,8 +73,8 @@ AUDIT_SENTENCE = (
 NO_RATIO = "the step as computed: no retrain has been compared with a prediction yet"
 AUDIT_BUTTON = "Audit the prediction against one masked retrain"
 AUDIT_HELP = (
-    "Predicts one edit (the top 16% of the triples that move the largest balanced occupation) and retrains it "
-    "masked: the model's own check of the estimator, stored with its results."
+    "Predicts one edit (the top 16% of the triples that move the occupation with the most persons of its rarer "
+    "gender) and retrains it masked: the model's own check of the estimator, stored with its results."
 )
 #: Shown under an Add prediction, and in the audit section, once the model has its Add audit.
 ADD_AUDIT_SENTENCE = (
