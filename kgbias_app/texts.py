@@ -26,6 +26,7 @@ from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.
     agreement,
     fmt,
     is_defined,
+    link_baseline_sentence,
     membership_sentence,
     noise_sentence,
     number,
@@ -58,7 +59,9 @@ COLUMNS: dict[str, str] = {
     "profession": "id", "label": "id", "bias": "b_p",
     # link prediction, the relation audit and the prediction fairness (model comparison)
     "model": "model", "queries": "queries", "side": "side", "n": "queries (n)", "mrr": "MRR", "hits@1": "Hits@1",
-    "hits@3": "Hits@3", "hits@10": "Hits@10", "mr": "mean rank", "relation_words": "relation",
+    "hits@3": "Hits@3", "hits@10": "Hits@10", "mr": "mean rank",
+    "baseline_mrr": "popularity MRR", "baseline_hits@1": "popularity Hits@1", "baseline_hits@10": "popularity Hits@10",
+    "same_top1": "same top-1 share", "relation_words": "relation",
     "value": "id", "value_name": "value", "n_persons": "persons with the value", "n_rest": "persons without it",
     "classifier": "classifier", "k": "k", "accuracy": "accuracy", "balanced_accuracy": "balanced accuracy",
     "n_classified": "persons classified", "class": "id", "class_name": "occupation class", "group": "gender",
@@ -326,7 +329,9 @@ LINK_PREDICTION = (
     "(?, r, t), tails (h, r, ?) and both pooled (the figure papers report), over all test triples and over the "
     "occupation queries (person, occupation, ?) only. Higher = the model predicts facts better; compare the "
     "fairness below only between models that predict comparably well. Computed once per model and cached "
-    "beside it."
+    "beside it. The table's popularity columns are the floor: each relation's answers ranked by how often they "
+    "answer it in training, the query's entity ignored; the same top-1 share is how many queries get the top-1 "
+    "answer their relation's queries get most often (100%: the model does not read the query's entity)."
 )
 AUDIT_CAPTION = (
     "Keidar et al. (METHODS §7): a {classifier} predicts each person's occupation (the {k} most common + "

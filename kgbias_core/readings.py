@@ -306,3 +306,25 @@ def old_estimate_sentence(change: PredictedChange, *, digits: int = 3) -> str:
     if change.calibrated:
         return OLD_ESTIMATE.format(estimator=OLD_ESTIMATOR, summary=change.summary(digits))
     return OLD_RAW.format(raw=fmt(change.raw, digits))
+
+
+# --- link prediction against its floor (kgbias_core.evaluation.baseline) --------------------------------------
+LINK_BASELINE = (
+    "A popularity count, which ranks each relation's answers by how often they answer it in training and ignores "
+    "the query's entity, reaches MRR {baseline}{below}. {same} of the queries get the top-1 answer their relation's "
+    "queries get most often{ignores}."
+)
+LINK_BASELINE_BELOW = ": more than this model"
+LINK_BASELINE_IGNORES = " (100%: the model does not read the query's entity, as the count does not)"
+
+
+def link_baseline_sentence(line: Mapping[str, float] | None) -> str:
+    """The floor of a model's link prediction in one sentence, from a
+    :func:`~kgbias_core.evaluation.link_prediction.headline` line ("" where the line has no baseline: a table
+    cached before it): the Overview, the report and ``kgbias link-prediction`` say the same."""
+    if not line or "baseline_mrr" not in line:
+        return ""
+    same = line["same_top1"]
+    return LINK_BASELINE.format(baseline=f"{line['baseline_mrr']:.3f}",
+                                below=LINK_BASELINE_BELOW if line["baseline_mrr"] > line["mrr"] else "",
+                                same=f"{same:.0%}", ignores=LINK_BASELINE_IGNORES if same >= 0.995 else "")

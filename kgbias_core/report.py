@@ -248,7 +248,8 @@ def _link_prediction_row(link_prediction: pd.DataFrame | None) -> tuple[str, str
     """The model's link prediction in one row: MRR and Hits@k of all test queries, heads and tails pooled."""
     line = link_prediction_headline(link_prediction)
     value = (LINK_PREDICTION_NOT_COMPUTED if line is None else
-             "MRR {mrr:.3f}, Hits@1 {hits@1:.3f}, Hits@3 {hits@3:.3f}, Hits@10 {hits@10:.3f}".format(**line))
+             " ".join(filter(None, ("MRR {mrr:.3f}, Hits@1 {hits@1:.3f}, Hits@3 {hits@3:.3f}, Hits@10 {hits@10:.3f}."
+                                    .format(**line), readings.link_baseline_sentence(line)))))
     return "link prediction (test split, filtered, realistic ranks, heads and tails pooled)", value
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,22 @@ def test_measures_has_the_documented_columns(trained: Path, tmp_path: Path) -> N
     # The README's promise: persons of a non-binary (or several) gender value are counted per occupation.
     groups = ModelAnalysis(load_model(trained)).groups
     assert frame["n_other_gender"].tolist() == groups.n_other.tolist() and frame["n_other_gender"].sum() > 0
+
+
+def test_measures_quotes_the_link_prediction_once_cached(trained: Path, tmp_path: Path, capsys) -> None:
+    """Issue 24: ``measures`` says how well the model predicts links, with the popularity floor, once that is
+    cached; before, that it is not computed (it never waits for it)."""
+    from kgbias_core.commands.link_prediction import NOT_CACHED
+    from kgbias_core.evaluation.link_prediction import cached_link_prediction, headline
+
+    model = tmp_path / "copy"
+    shutil.copytree(trained, model)  # the module's model stays without a cached table
+    assert main(["measures", "--model", str(model), "--out", str(tmp_path / "m.csv")]) == 0
+    assert NOT_CACHED.format(model=model) in capsys.readouterr().out
+    line = headline(cached_link_prediction(model))
+    assert main(["measures", "--model", str(model), "--out", str(tmp_path / "m.csv")]) == 0
+    printed = capsys.readouterr().out
+    assert f"MRR {line['mrr']:.3f}" in printed and f"reaches MRR {line['baseline_mrr']:.3f}" in printed
 
 
 def test_individuals_and_influence(trained: Path, tmp_path: Path) -> None:

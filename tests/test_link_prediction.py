@@ -156,11 +156,45 @@ def test_both_sides_pool_the_head_and_tail_ranks_of_a_stored_model(tiny_model) -
     scorer, test, known = pykeen_model(tiny_model), tiny_model.test_triples, known_triples(tiny_model)
     heads = filtered_ranks(scorer, triples=test, known=known, side="head")
     tails = filtered_ranks(scorer, triples=test, known=known, side="tail")
-    assert sides["head"] == rank_metrics(heads) and sides["tail"] == rank_metrics(tails)
+    def ranks_only(metrics: dict) -> dict:  # without the popularity baseline's columns (tested below)
+        return {k: v for k, v in metrics.items() if not k.startswith("baseline_") and k != "same_top1"}
+
+    assert ranks_only(sides["head"]) == rank_metrics(heads) and ranks_only(sides["tail"]) == rank_metrics(tails)
     assert sides["both"]["n"] == 2 * len(test)
     assert sides["both"]["mrr"] == pytest.approx((sides["head"]["mrr"] + sides["tail"]["mrr"]) / 2)
-    assert link_prediction(tiny_model) == sides["tail"]  # the default side is unchanged: tails
+    assert link_prediction(tiny_model) == ranks_only(sides["tail"])  # the default side is unchanged: tails
     assert link_prediction(tiny_model, side="both") == sides["both"]
+
+
+def test_each_side_carries_the_popularity_baseline_and_the_same_top1_share(tiny_model) -> None:
+    """The floor of issue 24's link prediction (kgbias_core.evaluation.baseline): the count scorer's filtered,
+    realistic MRR against a loop over every entity, and the share of queries whose top-1 answer is their
+    relation's most frequent one against a Counter over the unfiltered argmax of every query."""
+    from collections import Counter
+
+    from kgbias_core.embeddings.pykeen_bridge import pykeen_model
+    from kgbias_core.evaluation.link_prediction import known_triples
+
+    model, test = tiny_model, tiny_model.test_triples.tolist()
+    sides = link_prediction_sides(model)
+    known = {tuple(k) for k in known_triples(model).tolist()}
+    count = Counter((r, t) for _, r, t in model.triples.tolist())
+    reciprocal = []
+    for h, r, t in test:
+        others = [count[(r, e)] for e in range(model.n_entities) if e != t and (h, r, e) not in known]
+        mine = count[(r, t)]
+        reciprocal.append(1 / (1 + sum(c > mine for c in others) + 0.5 * sum(c == mine for c in others)))
+    assert sides["tail"]["baseline_mrr"] == pytest.approx(sum(reciprocal) / len(reciprocal), abs=1e-6)
+    assert 0 <= sides["head"]["baseline_mrr"] <= 1 and "baseline_hits@10" in sides["both"]
+    scorer = pykeen_model(model)
+    with torch.no_grad():
+        best = [int(scorer.score_t(torch.tensor([[h, r]])).argmax()) for h, r, _ in test]
+    by_relation = Counter((r, b) for (_, r, _), b in zip(test, best, strict=True))
+    modal = sum(max(n for (rel, _), n in by_relation.items() if rel == r) for r in {r for _, r, _ in test})
+    assert sides["tail"]["same_top1"] == pytest.approx(modal / len(test))
+    assert sides["both"]["same_top1"] == pytest.approx((sides["head"]["same_top1"] + sides["tail"]["same_top1"]) / 2)
+    _, top1 = filtered_ranks(scorer, triples=torch.tensor(test), known=known_triples(model), with_top1=True)
+    assert top1.tolist() == best
 
 
 def test_ranks_agree_with_pykeens_rank_based_evaluator(tiny_model) -> None:
@@ -188,9 +222,13 @@ def test_link_prediction_is_cached_beside_the_model(tiny_model, tmp_path) -> Non
     first = cached_link_prediction(path)
     assert list(first.queries) == ["all"] * 3 + ["occupation"] * 3 and first.mrr.between(0, 1).all()
     assert list(first.side) == ["head", "tail", "both"] * 2
-    assert one_side(first, "tail").equals(pd.DataFrame([{"queries": q, **link_prediction(
-        tiny_model, occupation_only=q == "occupation")} for q in ("all", "occupation")]))
-    assert headline(first)["mrr"] == pytest.approx(link_prediction(tiny_model, side="both")["mrr"])
+    ranks = pd.DataFrame([{"queries": q, **link_prediction(tiny_model, occupation_only=q == "occupation")}
+                          for q in ("all", "occupation")])
+    assert one_side(first, "tail")[list(ranks.columns)].equals(ranks)
+    both = link_prediction(tiny_model, side="both")
+    line = headline(first)
+    assert line["mrr"] == pytest.approx(both["mrr"]) and line["baseline_mrr"] == pytest.approx(both["baseline_mrr"])
+    assert line["same_top1"] == pytest.approx(both["same_top1"])
     assert (path / "results" / "link_prediction.csv").is_file()
     (path / "results" / "link_prediction.csv").write_text(first.assign(mrr=0.5).to_csv(index=False))
     assert (cached_link_prediction(path).mrr == 0.5).all()  # read from the cache, not recomputed
@@ -233,3 +271,20 @@ def test_cli_link_prediction_writes_the_cached_table(tiny_model, tmp_path, capsy
     pd.testing.assert_frame_equal(written, load_link_prediction(path))  # the cache beside the model, as written
     assert f"MRR {headline(written)['mrr']:.3f}" in capsys.readouterr().out
     assert main(["link-prediction", "--model", str(tmp_path / "absent"), "--out", str(out)]) == 2
+
+
+def test_the_command_writes_every_side_with_its_baseline_and_says_it(tiny_model, tmp_path, capsys) -> None:
+    """``kgbias link-prediction``: the cached table as CSV (the baseline's columns on every row) and the headline,
+    with the popularity baseline's sentence under it."""
+    from kgbias_core.cli import main
+    from kgbias_core.readings import link_baseline_sentence
+
+    path = save_model(tiny_model, tmp_path / "store")
+    out = tmp_path / "links.csv"
+    assert main(["link-prediction", "--model", str(path), "--out", str(out)]) == 0
+    written = pd.read_csv(out)
+    assert {"baseline_mrr", "baseline_hits@1", "baseline_hits@10", "same_top1"} <= set(written.columns)
+    assert written["baseline_mrr"].between(0, 1).all() and written["same_top1"].between(0, 1).all()
+    printed = capsys.readouterr().out
+    line = headline(written)
+    assert link_baseline_sentence(line) in printed and f"reaches MRR {line['baseline_mrr']:.3f}" in printed

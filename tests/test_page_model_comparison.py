@@ -174,6 +174,9 @@ def test_link_prediction_table_shows_head_tail_and_both_sides(store_with_a_run_f
     shown = next(d.value for d in app.dataframe if "side" in d.value.columns and "MRR" in d.value.columns)
     assert list(shown["side"]) == list(cached["side"]) == ["head", "tail", "both"] * 2
     assert list(shown["MRR"]) == pytest.approx(list(cached["mrr"]))
+    # the floor beside every row: the popularity count and the same-top-1 share (kgbias_core.evaluation.baseline)
+    assert list(shown["popularity MRR"]) == pytest.approx(list(cached["baseline_mrr"]))
+    assert list(shown["same top-1 share"]) == pytest.approx(list(cached["same_top1"]))
 
 
 def test_the_disparity_axis_switches_to_schwertmanns_equal_opportunity_gap(store_with_a_run_first: Path) -> None:

@@ -111,3 +111,7 @@ def test_overview_quotes_the_models_link_prediction_once_computed(writable_store
     line = headline(cached_link_prediction(writable_store / "tiny-transe"))
     app = page("overview").run()
     assert f"MRR {line['mrr']:.3f}" in texts(app.caption) and f"Hits@10 {line['hits@10']:.3f}" in texts(app.caption)
+    # its floor beside it: the popularity count's MRR and the share of queries answered as their relation's usual
+    assert f"reaches MRR {line['baseline_mrr']:.3f}" in texts(app.caption)
+    assert f"{line['same_top1']:.0%} of the queries get the top-1 answer" in texts(app.caption)
+    assert (": more than this model" in texts(app.caption)) == (line["baseline_mrr"] > line["mrr"])

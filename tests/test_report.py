@@ -281,6 +281,7 @@ def test_the_report_quotes_the_models_link_prediction_where_computed(tiny_model,
     assert main(["report", "--model", str(path), "--occupations", "nurse", "engineer", "--out", str(after)]) == 0
     text = after.read_text()
     assert f"MRR {line['mrr']:.3f}, Hits@1 {line['hits@1']:.3f}" in text and LINK_PREDICTION_NOT_COMPUTED not in text
+    assert f"reaches MRR {line['baseline_mrr']:.3f}" in text  # the popularity baseline beside it
 
 
 def test_a_report_of_an_add_run_shows_the_addition_prediction(tiny_store: Path, tmp_path: Path) -> None:

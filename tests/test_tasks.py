@@ -219,9 +219,11 @@ def test_estimates_grow_with_the_work_and_training_no_longer_calibrates_by_defau
 def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store: Path) -> None:
     """Issue 25: the model's own check of the Newton step, one retrain, stored in its results; estimated as one
     retrain (so it starts unasked only where that is a few minutes)."""
+    import torch
+
     from kgbias_core.influence.prediction import ESTIMATOR, predict_removal
     from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
-    from kgbias_core.tasks.prediction_audit import AUDIT_COLUMNS, AUDIT_SHARE
+    from kgbias_core.tasks.prediction_audit import AUDIT_COLUMNS, AUDIT_SHARE, audit_set
 
     base = store / "tiny-transe"
     assert tasks.saved_prediction_audit(base) is None
@@ -238,6 +240,11 @@ def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store:
     influence = analysis.influence(row["occupation"])
     assert row["moving"] == int((influence != 0).sum()) and row["k"] == round(AUDIT_SHARE * row["moving"])
     removed = removal_set(influence, kind="top", k=int(row["k"]))
+    # audit_set, the set's one home (the studies call it too): the k largest influences, by a sort here
+    moving, k, audit_removed = audit_set(analysis, row["occupation"])
+    assert (moving, k) == (row["moving"], row["k"])
+    assert set(audit_removed.tolist()) == set(torch.argsort(influence, descending=True)[:k].tolist())
+    assert torch.equal(audit_removed, removed)
     expected = predict_removal(analysis, row["occupation"], removed)
     assert row["predicted"] == pytest.approx(expected.point) and row["estimator"] == ESTIMATOR
     after = masked_retrain_bias(analysis.model, removed=removed, groups=groups)

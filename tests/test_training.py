@@ -80,6 +80,26 @@ def test_an_unedited_masked_retrain_reproduces_the_model_bit_for_bit(small_graph
     assert not torch.equal(retrain(masked), model.entity_embeddings)
 
 
+def test_the_loop_steps_as_the_per_tensor_adam_every_stored_model_was_trained_with(small_graph, monkeypatch) -> None:
+    """The loop's Adam runs PyTorch's foreach path (fewer passes over the table); models stored before it were
+    trained by the per-tensor path, the CPU's default then. A retrain must reproduce them bit for bit, so the two
+    paths must give the same weights: the reference here is the real per-tensor Adam, forced with foreach=False."""
+    config = replace(SMALL, negatives_per_triple=4, epochs=4)
+    model = train_model(small_graph, config, name="a", device=torch.device("cpu"))
+    adam, used = torch.optim.Adam, []
+
+    def per_tensor(params, **options):
+        used.append(options.pop("foreach", None))
+        return adam(params, foreach=False, **options)
+
+    monkeypatch.setattr(torch.optim, "Adam", per_tensor)
+    reference = train_transe(triples=model.triples, negatives=model.negatives, n_entities=model.n_entities,
+                             n_relations=model.n_relations, config=config, device=torch.device("cpu"))
+    assert used == [True]  # the loop asked for foreach, and the reference overrode it
+    assert torch.equal(reference.entity_embeddings, model.entity_embeddings)
+    assert torch.equal(reference.relation_embeddings, model.relation_embeddings)
+
+
 def test_training_can_be_cancelled_between_epochs(small_graph) -> None:
     epochs = []
     with pytest.raises(CancelledError, match="after epoch 2"):

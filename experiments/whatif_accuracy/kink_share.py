@@ -30,8 +30,7 @@ from kgbias_core.commands.common import write_text
 from kgbias_core.embeddings.objective import negatives_count, transe_distance
 from kgbias_core.embeddings.store import StoredModel, load_model
 from kgbias_core.influence.prediction import objective_gradient, removal_gradient
-from kgbias_core.influence.retraining_check import removal_set
-from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_occupation
+from kgbias_core.tasks.prediction_audit import audit_occupation, audit_set
 from kgbias_core.whatif.step_ratio import saved_prediction_audit
 
 #: Distances from the kink, as fractions of the margin gamma.
@@ -69,10 +68,9 @@ def kink_row(model_dir: Path) -> dict:
     # the stored audit's own edit, whose ratio is read below (an audit made before today's rule keeps its occupation)
     occupation = str(audit["occupation"].iloc[0]) if audit is not None and not audit.empty else audit_occupation(
         analysis)
-    influence = analysis.influence(occupation)
-    k = max(1, round(AUDIT_SHARE * int((influence != 0).sum())))
+    _, k, removed = audit_set(analysis, occupation)
     residual = _norm(objective_gradient(model))
-    edit = _norm(removal_gradient(model, removal_set(influence, kind="top", k=k)))
+    edit = _norm(removal_gradient(model, removed))
     ratio = (float(audit["retrained"].iloc[0] / audit["predicted"].iloc[0])
              if audit is not None and not audit.empty else float("nan"))
     return {**row, "audit_occupation": occupation, "audit_k": k, "grad_at_optimum": residual, "grad_of_edit": edit,

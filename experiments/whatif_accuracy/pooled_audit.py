@@ -38,8 +38,8 @@ from kgbias_core.commands.common import write_text
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.influence.prediction import predict_removal
 from kgbias_core.influence.refit_prediction import refit_change
-from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
-from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_occupation
+from kgbias_core.influence.retraining_check import masked_retrain_bias
+from kgbias_core.tasks.prediction_audit import audit_occupation, audit_set
 
 #: The other audited occupations have at least this many persons of each gender.
 MIN_GROUP = 5
@@ -69,9 +69,7 @@ def pooled_audit(analysis: ModelAnalysis, occupations: list[str]) -> pd.DataFram
     """One retrain without the union of ``occupations``' top :data:`AUDIT_SHARE` sets; per occupation its own set's
     size, the step and the refined prediction of the union edit (unscaled) and the retrained change."""
     groups = analysis.groups
-    own = {label: removal_set(analysis.influence(label), kind="top",
-                              k=max(1, round(AUDIT_SHARE * int((analysis.influence(label) != 0).sum()))))
-           for label in occupations}
+    own = {label: audit_set(analysis, label)[2] for label in occupations}
     union = torch.unique(torch.cat(list(own.values())))
     predicted = {}
     for label in occupations:

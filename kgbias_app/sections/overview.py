@@ -55,7 +55,7 @@ def link_prediction_line(model: ModelRef) -> None:
     as a job (a large graph takes minutes: never on page load)."""
     line = headline(load_link_prediction(model.path))
     if line is not None:
-        st.caption(LINK_PREDICTION_LINE.format(**line))
+        st.caption(" ".join(filter(None, (LINK_PREDICTION_LINE.format(**line), texts.link_baseline_sentence(line)))))
         return
     job = tasks.link_prediction_task([model.path])
     st.caption(LINK_PREDICTION_NOT_YET)

@@ -25,6 +25,15 @@ def _measures(args: argparse.Namespace) -> None:
     band = family_seed_band(args.model, measures_of=lambda path: frame if Path(path) == Path(args.model) else
                             measures_table(load_analysis(str(path), device=args.device)))
     write_csv(frame if band is None else frame.merge(band, on="occupation", how="left"), args.out)
+    # How well the model predicts links, beside its measures (issue 24), where it is cached: read, never computed.
+    from kgbias_core.commands.link_prediction import NOT_CACHED, print_link_line
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
+
+    links = load_link_prediction(args.model)
+    if links is None:
+        print(NOT_CACHED.format(model=args.model))
+    else:
+        print_link_line(links)
 
 
 def _individuals(args: argparse.Namespace) -> None:

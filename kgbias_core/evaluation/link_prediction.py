@@ -27,9 +27,11 @@ from kgbias_core.embeddings.store import (
     load_model,
 )
 from kgbias_core.errors import RANKS_EMPTY, TRIPLES_BAD_SHAPE, MeasureError
+from kgbias_core.evaluation.baseline import PopularityScorer, modal_share
 from kgbias_core.types import FloatTensor, LongTensor
 
 __all__ = [
+    "BASELINE_KEYS",
     "LINK_PREDICTION_PARAMS",
     "LINK_PREDICTION_RESULT",
     "SIDES",
@@ -55,7 +57,10 @@ LINK_PREDICTION_RESULT = "link_prediction"
 SIDES = ("head", "tail", "both")
 #: What :func:`cached_link_prediction` evaluates: filtered, realistic ranks on the test split, both sides
 #: (a table cached before heads were ranked has other params and is recomputed).
-LINK_PREDICTION_PARAMS = {"split": "test", "sides": list(SIDES), "filtered": True, "ties": "realistic"}
+LINK_PREDICTION_PARAMS = {"split": "test", "sides": list(SIDES), "filtered": True, "ties": "realistic",
+                          "baseline": "popularity"}
+#: The popularity baseline's metrics each row carries as ``baseline_<key>`` (a table cached before it is recomputed).
+BASELINE_KEYS = ("mrr", "hits@1", "hits@10")
 
 
 def _check_triples(triples: LongTensor, what: str) -> None:
@@ -141,7 +146,7 @@ def predict_top1_tails(model: Model, *, heads: LongTensor, relation: int, batch_
 
 
 def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batch_size: int = 64,
-                   side: str = "tail") -> FloatTensor:
+                   side: str = "tail", with_top1: bool = False) -> FloatTensor | tuple[FloatTensor, LongTensor]:
     """Filtered rank of each true tail (``side="tail"``) or head (``"head"``) among all entities
     (Bordes et al. 2013; Schwertmann §4.3).
 
@@ -150,6 +155,8 @@ def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batc
     other h' with (h', r, t) in ``known`` is removed. Realistic rank for ties, as PyKEEN's default (the mean
     of the optimistic and the pessimistic rank): rank = 1 + #{score > s_true} + #{score == s_true, other
     entity} / 2. Shapes: triples [n, 3], known [m, 3] -> [n] float ranks >= 1 (1 = best).
+    ``with_top1``: also each query's unfiltered top-1 answer [n] (the highest score over all entities, ties to the
+    smaller id), read off the same scores (:func:`~kgbias_core.evaluation.baseline.modal_share` reads it).
     """
     if side not in ("head", "tail"):
         raise ValueError(f"side must be 'head' or 'tail', not {side!r}")
@@ -171,10 +178,13 @@ def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batc
     order = torch.argsort(known_keys)
     sorted_keys, sorted_tails = known_keys[order], known[order, 2]
     ranks = torch.empty(triples.shape[0], dtype=torch.float64, device=model.device)
+    top1 = torch.empty(triples.shape[0], dtype=torch.long, device=model.device) if with_top1 else None
     with torch.no_grad():
         for start in range(0, triples.shape[0], batch_size):
             batch = triples[start : start + batch_size]  # [b, 3]
             scores = scores_of(batch).to(torch.float64)  # [b, E]
+            if top1 is not None:
+                top1[start : start + batch.shape[0]] = scores.argmax(dim=1)
             rows = torch.arange(batch.shape[0], device=model.device)
             true_scores = scores[rows, batch[:, 2]].unsqueeze(1)  # [b, 1]
             keys = batch[:, 0] * n_relations + batch[:, 1]
@@ -189,7 +199,7 @@ def filtered_ranks(model: Model, *, triples: LongTensor, known: LongTensor, batc
             better = (scores > true_scores).sum(dim=1)
             tied = (scores == true_scores).sum(dim=1) - 1  # minus the true answer itself
             ranks[start : start + batch.shape[0]] = 1.0 + better + 0.5 * tied
-    return ranks.to(torch.float32)
+    return (ranks.to(torch.float32), top1) if top1 is not None else ranks.to(torch.float32)
 
 
 def rank_metrics(ranks: FloatTensor | np.ndarray | Sequence[float]) -> dict[str, float]:
@@ -217,16 +227,32 @@ def link_prediction_sides(model: StoredModel, *, occupation_only: bool = False,
     """Filtered MRR, Hits@1/3/10 of the test split on each side: {"head": ..., "tail": ..., "both": ...}.
 
     ``both`` is :func:`rank_metrics` of the head and tail ranks pooled (each test triple counted twice, as
-    PyKEEN's ``both``); {} when the model has no test split (or no occupation query, if asked).
+    PyKEEN's ``both``); {} when the model has no test split (or no occupation query, if asked). Each side also has
+    the floor it is read against (:mod:`kgbias_core.evaluation.baseline`): ``baseline_mrr``, ``baseline_hits@1`` and
+    ``baseline_hits@10`` of the popularity count on the same queries, and ``same_top1``, the share of queries whose
+    top-1 answer is their relation's most frequent top-1 (1: the model does not read the query's entity).
     """
     test = _test_queries(model, occupation_only)
     if test is None or not len(test):
         return {}
     scorer, known = pykeen_model(model), known_triples(model)
-    ranks = {side: filtered_ranks(scorer, triples=test, known=known, batch_size=batch_size, side=side)
-             for side in ("head", "tail")}
-    return {"head": rank_metrics(ranks["head"]), "tail": rank_metrics(ranks["tail"]),
-            "both": rank_metrics(torch.cat([ranks["head"].cpu(), ranks["tail"].cpu()]))}
+    count = PopularityScorer(model.triples, n_entities=model.n_entities, n_relations=model.n_relations,
+                             device=model.triples.device)
+    ranks, floor, same = {}, {}, {}
+    for side in ("head", "tail"):
+        ranks[side], top1 = filtered_ranks(scorer, triples=test, known=known, batch_size=batch_size, side=side,
+                                           with_top1=True)
+        floor[side] = filtered_ranks(count, triples=test, known=known, batch_size=batch_size, side=side).cpu()
+        same[side] = modal_share(top1, test[:, 1])
+        ranks[side] = ranks[side].cpu()
+    floor["both"], ranks["both"] = torch.cat([floor["head"], floor["tail"]]), torch.cat([ranks["head"], ranks["tail"]])
+    same["both"] = (same["head"] + same["tail"]) / 2  # the two sides hold the same number of queries
+    sides = {}
+    for side in SIDES:
+        baseline = rank_metrics(floor[side])
+        sides[side] = {**rank_metrics(ranks[side]), **{f"baseline_{key}": baseline[key] for key in BASELINE_KEYS},
+                       "same_top1": same[side]}
+    return sides
 
 
 def link_prediction(model: StoredModel, *, occupation_only: bool = False, batch_size: int = 256,
@@ -286,7 +312,8 @@ def link_prediction_table(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     query set where the tables have one)."""
     frame = pd.concat([f.assign(model=name) for name, f in frames.items()], ignore_index=True)
     keys = ["model", "queries", *(["side"] if "side" in frame.columns else [])]
-    return frame[[*keys, "n", "mrr", "hits@1", "hits@3", "hits@10", "mr"]]
+    extra = [c for c in (*(f"baseline_{key}" for key in BASELINE_KEYS), "same_top1") if c in frame.columns]
+    return frame[[*keys, "n", "mrr", "hits@1", "hits@3", "hits@10", "mr", *extra]]
 
 
 def before_after(base: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
@@ -306,4 +333,8 @@ def headline(frame: pd.DataFrame | None) -> dict[str, float] | None:
     if rows.empty or pd.isna(rows.iloc[0].get("mrr")):
         return None
     row = rows.iloc[0]
-    return {k: float(row[k]) for k in ("n", "mrr", "hits@1", "hits@3", "hits@10")}
+    line = {k: float(row[k]) for k in ("n", "mrr", "hits@1", "hits@3", "hits@10")}
+    extra = [f"baseline_{key}" for key in BASELINE_KEYS] + ["same_top1"]
+    if all(k in row.index and pd.notna(row[k]) for k in extra):  # absent from a table cached before the baseline
+        line.update({k: float(row[k]) for k in extra})
+    return line

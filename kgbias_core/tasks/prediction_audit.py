@@ -90,15 +90,23 @@ def audit_occupation(analysis: ModelAnalysis) -> str:
     return groups.labels[index]
 
 
-def prediction_audit(analysis: ModelAnalysis, *, should_stop=None) -> pd.DataFrame:
-    """One row (:data:`AUDIT_COLUMNS`): the Newton prediction of removing the top :data:`AUDIT_SHARE` of the
-    moving triples of :func:`audit_occupation`, and the change one masked retrain gives."""
-    occupation = audit_occupation(analysis)
-    index = analysis.groups.index(occupation)
+def audit_set(analysis: ModelAnalysis, occupation: str) -> tuple[int, int, torch.Tensor]:
+    """The audited edit of ``occupation``: (moving, k, removed). ``moving`` counts its training triples that move
+    B_gr (closed-form influence != 0), ``k`` = max(1, round(:data:`AUDIT_SHARE` moving)), and ``removed`` [k] holds
+    the indices of the k that push B_gr up most (:func:`~kgbias_core.influence.retraining_check.removal_set`, top).
+    The one home of the audit's set: the audit, and the studies and tests that rebuild it, all call this."""
     influence = analysis.influence(occupation)
     moving = int((influence != 0).sum())
     k = max(1, round(AUDIT_SHARE * moving))
-    removed = removal_set(influence, kind="top", k=k)
+    return moving, k, removal_set(influence, kind="top", k=k)
+
+
+def prediction_audit(analysis: ModelAnalysis, *, should_stop=None) -> pd.DataFrame:
+    """One row (:data:`AUDIT_COLUMNS`): the Newton prediction of removing :func:`audit_set` of
+    :func:`audit_occupation`, and the change one masked retrain gives."""
+    occupation = audit_occupation(analysis)
+    index = analysis.groups.index(occupation)
+    moving, k, removed = audit_set(analysis, occupation)
     prediction = predict_removal(analysis, occupation, removed)
     after = masked_retrain_bias(analysis.model, removed=removed, groups=analysis.groups, should_stop=should_stop)
     retrained = float(after[index]) - float(analysis.group_bias(occupation))
