@@ -17,7 +17,8 @@ answers of (h, r, ?); heads: of (?, r, t)), over the test triples:
     nice python experiments/default_models/head_dependence.py --models M1 M2 ... \
         --out experiments/default_models/results/head_dependence.csv [--per-relation] [--threads 1]
 
-Rows of OUT.csv: one per model (and one ``popularity`` row per graph) and side, ``both`` pooling the sides' ranks;
+Rows of OUT.csv: one per model (with its negatives, l2 and distance) and one ``popularity`` row per graph, per side,
+``both`` pooling the sides' ranks;
 ``--per-relation`` also writes OUT_relations.csv: the tail side per test relation.
 """
 
@@ -51,6 +52,10 @@ def side_rows(name: str, scorer, model: StoredModel, *, per_relation: bool) -> t
     """Per side (and both pooled) the readings of the module docstring; with ``per_relation``, the tail side's per
     test relation too."""
     test, known = model.test_triples.cpu(), known_triples(model)
+    # the training a row's figures come from (empty for the baseline, which is no model)
+    config = model.config
+    settings = ({"negatives": "", "l2": "", "distance": ""} if isinstance(scorer, PopularityScorer) else
+                {"negatives": config.negatives_per_triple, "l2": config.l2, "distance": config.distance})
     rows, by_relation, pooled = [], [], []
     for side in SIDES:
         started = time.perf_counter()
@@ -58,7 +63,7 @@ def side_rows(name: str, scorer, model: StoredModel, *, per_relation: bool) -> t
         ranks, best = ranks.cpu(), best.cpu()
         truth = test[:, 2] if side == "tail" else test[:, 0]
         pooled.append(ranks)
-        rows.append({"model": name, "dataset": model.dataset, "side": side, "queries": len(test),
+        rows.append({"model": name, "dataset": model.dataset, **settings, "side": side, "queries": len(test),
                      "distinct_top1": int(best.unique().numel()),
                      "modal_top1_share": modal_share(best, test[:, 1]),
                      "modal_true_share": modal_share(truth, test[:, 1]),
@@ -69,7 +74,8 @@ def side_rows(name: str, scorer, model: StoredModel, *, per_relation: bool) -> t
                 mine = test[:, 1] == r
                 labels = [model.entity_labels[e] for e in torch.bincount(best[mine]).argmax().reshape(1).tolist()]
                 true_top = torch.bincount(truth[mine]).argmax().item()
-                by_relation.append({"model": name, "relation": model.relation_labels[r], "queries": int(mine.sum()),
+                by_relation.append({"model": name, **settings, "relation": model.relation_labels[r],
+                                    "queries": int(mine.sum()),
                                     "distinct_top1": int(best[mine].unique().numel()),
                                     "modal_top1": labels[0], "modal_top1_share": modal_share(best[mine], test[mine, 1]),
                                     "modal_true": model.entity_labels[true_top],
@@ -77,7 +83,7 @@ def side_rows(name: str, scorer, model: StoredModel, *, per_relation: bool) -> t
                                     **{f"tail_{k}": v for k, v in rank_metrics(ranks[mine]).items()
                                        if k in ("mrr", "hits@1")}})
     both = rank_metrics(torch.cat(pooled))
-    rows.append({"model": name, "dataset": model.dataset, "side": "both", "queries": 2 * len(test),
+    rows.append({"model": name, "dataset": model.dataset, **settings, "side": "both", "queries": 2 * len(test),
                  **{key: both[key] for key in ("mrr", "hits@1", "hits@10")}})
     return rows, by_relation
 
