@@ -16,6 +16,8 @@ from kgbias_core.commands.common import (
 
 
 def _measures(args: argparse.Namespace) -> None:
+    from kgbias_core.commands.link_prediction import NOT_CACHED, print_link_line
+    from kgbias_core.evaluation.link_prediction import load_link_prediction
     from kgbias_core.families import family_seed_band
     from kgbias_core.tables import MEASURE_COLUMNS, measures_table
 
@@ -26,9 +28,6 @@ def _measures(args: argparse.Namespace) -> None:
                             measures_table(load_analysis(str(path), device=args.device)))
     write_csv(frame if band is None else frame.merge(band, on="occupation", how="left"), args.out)
     # How well the model predicts links, beside its measures (issue 24), where it is cached: read, never computed.
-    from kgbias_core.commands.link_prediction import NOT_CACHED, print_link_line
-    from kgbias_core.evaluation.link_prediction import load_link_prediction
-
     links = load_link_prediction(args.model)
     if links is None:
         print(NOT_CACHED.format(model=args.model))

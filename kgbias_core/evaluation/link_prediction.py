@@ -32,6 +32,7 @@ from kgbias_core.types import FloatTensor, LongTensor
 
 __all__ = [
     "BASELINE_KEYS",
+    "FLOOR_COLUMNS",
     "LINK_PREDICTION_PARAMS",
     "LINK_PREDICTION_RESULT",
     "SIDES",
@@ -61,6 +62,8 @@ LINK_PREDICTION_PARAMS = {"split": "test", "sides": list(SIDES), "filtered": Tru
                           "baseline": "popularity"}
 #: The popularity baseline's metrics each row carries as ``baseline_<key>`` (a table cached before it is recomputed).
 BASELINE_KEYS = ("mrr", "hits@1", "hits@10")
+#: The columns of the floor each row carries beside the model's ranks (:mod:`kgbias_core.evaluation.baseline`).
+FLOOR_COLUMNS = (*(f"baseline_{key}" for key in BASELINE_KEYS), "same_top1")
 
 
 def _check_triples(triples: LongTensor, what: str) -> None:
@@ -312,7 +315,7 @@ def link_prediction_table(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     query set where the tables have one)."""
     frame = pd.concat([f.assign(model=name) for name, f in frames.items()], ignore_index=True)
     keys = ["model", "queries", *(["side"] if "side" in frame.columns else [])]
-    extra = [c for c in (*(f"baseline_{key}" for key in BASELINE_KEYS), "same_top1") if c in frame.columns]
+    extra = [c for c in FLOOR_COLUMNS if c in frame.columns]
     return frame[[*keys, "n", "mrr", "hits@1", "hits@3", "hits@10", "mr", *extra]]
 
 
@@ -334,7 +337,6 @@ def headline(frame: pd.DataFrame | None) -> dict[str, float] | None:
         return None
     row = rows.iloc[0]
     line = {k: float(row[k]) for k in ("n", "mrr", "hits@1", "hits@3", "hits@10")}
-    extra = [f"baseline_{key}" for key in BASELINE_KEYS] + ["same_top1"]
-    if all(k in row.index and pd.notna(row[k]) for k in extra):  # absent from a table cached before the baseline
-        line.update({k: float(row[k]) for k in extra})
+    if all(k in row.index and pd.notna(row[k]) for k in FLOOR_COLUMNS):  # absent from a table cached before it
+        line.update({k: float(row[k]) for k in FLOOR_COLUMNS})
     return line
