@@ -39,8 +39,11 @@ def _verify(driver, wait, screenshot: Path) -> list:
 
     click(driver, (By.XPATH, f'//button[.//p[text()="{section.VERIFY_BUTTON}"]]'), timeout=120)
     # the job retrains, the record is written, the page reruns and draws the point
-    points = wait.until(lambda d: (d.execute_script(TRACES).get("verified plan") or [[]])[0] and
-                        d.execute_script(TRACES)["verified plan"])
+    def drawn(d):  # one read of the traces: a rerun between two reads redraws the chart (a KeyError, 2026-12-01)
+        trace = d.execute_script(TRACES).get("verified plan")
+        return trace if trace and trace[0] else False
+
+    points = wait.until(drawn)
     time.sleep(1.0)  # let the chart finish drawing before the screenshot
     driver.save_screenshot(str(screenshot))
     assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
