@@ -54,7 +54,8 @@ def diverging_bars(
 
 # --- overview -----------------------------------------------------------------------------------
 #: ψ in words, per TransE distance (``config.distance``): an imported model keeps its engine's.
-DISTANCE_WORDS = {"squared_l2": "squared TransE distance", "l2": "TransE L2 distance", "l1": "TransE L1 distance"}
+DISTANCE_WORDS = {"squared_l2": "squared TransE distance", "l2": "TransE L2 distance", "l1": "TransE L1 distance",
+                  "pseudo_huber": "TransE pseudo-Huber distance"}
 
 
 def group_bias_bars(measures: pd.DataFrame, *, distance: str = "squared_l2") -> go.Figure:

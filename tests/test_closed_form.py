@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from kgbias_core.embeddings.config import PSEUDO_HUBER_DELTA
 from kgbias_core.embeddings.objective import transe_objective
 from kgbias_core.embeddings.training import train_transe
 from kgbias_core.errors import EMPTY_GROUP, MeasureError
@@ -57,13 +58,15 @@ def test_triple_influence_equals_autograd_formula(tiny_model) -> None:
 
 
 #: psi of a residual v, written out independently of kgbias's objective module.
-PSI = {"l1": lambda v: v.abs().sum(-1), "l2": lambda v: (v**2).sum(-1).sqrt(), "squared_l2": lambda v: (v**2).sum(-1)}
+PSI = {"l1": lambda v: v.abs().sum(-1), "l2": lambda v: (v**2).sum(-1).sqrt(), "squared_l2": lambda v: (v**2).sum(-1),
+       "pseudo_huber": lambda v: ((v**2 + PSEUDO_HUBER_DELTA**2).sqrt() - PSEUDO_HUBER_DELTA).sum(-1)}
 
 
-@pytest.mark.parametrize("distance", ["l1", "l2"])
+@pytest.mark.parametrize("distance", ["l1", "l2", "pseudo_huber"])
 def test_triple_influence_with_an_l1_or_l2_distance_equals_autograd(tiny_model, distance: str) -> None:
-    """An imported model's own distance: grad B_gr and grad L(z) of [gamma + psi(z) - psi(z')]_+ by autograd,
-    with psi = ||.||_1 or ||.||_2, against the closed form (same alpha, Du Eq. 3)."""
+    """An imported model's own distance, or kgbias's pseudo-Huber: grad B_gr and grad L(z) of
+    [gamma + psi(z) - psi(z')]_+ by autograd, with psi = ||.||_1, ||.||_2 or sum_i sqrt(v_i^2 + delta^2) - delta,
+    against the closed form (same alpha, Du Eq. 3)."""
     model = replace(tiny_model, config=replace(tiny_model.config, distance=distance, margin=1.0))
     context = influence_context(model)
     index = occupation_with_both(context)

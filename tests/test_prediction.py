@@ -12,7 +12,7 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
-from kgbias_core.embeddings.config import TrainConfig
+from kgbias_core.embeddings.config import PSEUDO_HUBER_DELTA, TrainConfig
 from kgbias_core.embeddings.objective import negatives_count, transe_objective
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.errors import MeasureError
@@ -270,7 +270,7 @@ def test_additions_refuse_a_distance_they_do_not_differentiate(tiny_model) -> No
 
 
 # --- issue 25: imported models' distances (L1, L2) --------------------------------------------------------------
-@pytest.fixture(scope="module", params=["l2", "l1"])
+@pytest.fixture(scope="module", params=["l2", "l1", "pseudo_huber"])
 def distance_model(request):
     """The small graph trained with an imported model's distance (kgbias trains L1 / L2 for these checks)."""
     graph = generate_people_graph(SyntheticConfig(n_persons=40, seed=5))
@@ -282,7 +282,8 @@ def distance_model(request):
 
 
 def test_the_absolute_curvature_of_l1_and_l2_is_autograds_hessian_of_every_active_term(distance_model) -> None:
-    """|H| for psi = ||x||_2 and for L1 smoothed at its median residual (sqrt(x_i^2 + eps^2) summed), against
+    """|H| for psi = ||x||_2, for L1 smoothed at its median residual (sqrt(x_i^2 + eps^2) summed) and for the
+    pseudo-Huber distance (the same sum at its delta, exactly), against
     autograd's dense Hessian of l2/2 ||theta||^2 + sum over the active terms of psi(z) + psi(z'), both counted
     positive; the preconditioner is its diagonal, and the step its dense solve."""
     model = distance_model
@@ -291,7 +292,8 @@ def test_the_absolute_curvature_of_l1_and_l2_is_autograds_hessian_of_every_activ
     active = active_terms(model)
     terms = torch.cat([model.triples[active], model.frozen_negatives[active]])
     residuals = E[terms[:, 0]] + R[terms[:, 1]] - E[terms[:, 2]]
-    eps = float(residuals.abs().median())
+    # L1: smoothed at its median residual; pseudo_huber: its own delta, exactly
+    eps = PSEUDO_HUBER_DELTA if model.config.distance == "pseudo_huber" else float(residuals.abs().median())
 
     def positive_part(theta: torch.Tensor) -> torch.Tensor:
         e, r = theta[:split].reshape(E.shape), theta[split:].reshape(R.shape)

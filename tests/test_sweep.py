@@ -46,3 +46,37 @@ def test_shards_check_every_occupation_once_and_summarise_as_one_run(sweep, monk
     summary = pd.read_csv(tmp_path / "all_summary.csv")
     assert summary.loc[0, "occupations"] == 3 and summary.loc[0, "sets"] == 9
     assert -1 <= summary.loc[0, "r_closed_min"] <= 1
+
+
+def test_the_curvature_diagonal_is_autograds_hessian_diagonal_of_the_active_margins(sweep, tiny_graph) -> None:
+    """``--alpha curvature``: per coordinate, max(half the diagonal of the Hessian of (1/K) sum over the active pairs
+    of psi(z) - psi(z'), 0) + lambda, with psi the pseudo_huber distance, against autograd's dense Hessian."""
+    from dataclasses import replace
+
+    import torch
+
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.embeddings.objective import residual_distance
+    from kgbias_core.embeddings.training import train_model
+    from tests.conftest import TINY_TRAINING
+
+    model = train_model(tiny_graph, replace(TINY_TRAINING, distance="pseudo_huber", negatives_per_triple=2,
+                                            dim=4), name="ph", device=torch.device("cpu"))
+    analysis = ModelAnalysis(model)
+    context = analysis.context
+    alpha = sweep.curvature_diagonal(context, analysis.damping)
+    slots, relation = context.slots, context.relation
+    R = context.relation_embeddings
+
+    def margin_part(flat: torch.Tensor) -> torch.Tensor:
+        e = flat.reshape(context.entity_embeddings.shape)
+        pos = residual_distance(e[slots[:, 0]] + R[relation] - e[slots[:, 1]], distance="pseudo_huber")
+        neg = residual_distance(e[slots[:, 2]] + R[relation] - e[slots[:, 3]], distance="pseudo_huber")
+        return (pos - neg).sum() / context.n_negatives
+
+    entities = context.entity_embeddings.double()
+    hessian = torch.autograd.functional.hessian(margin_part, entities.reshape(-1).float())
+    expected = (torch.diagonal(hessian).reshape(entities.shape) / 2).clamp_min(0) + analysis.damping
+    assert int(context.active.shape[0]) > 0
+    torch.testing.assert_close(alpha, expected.to(alpha.dtype), rtol=1e-4, atol=1e-4)
+    assert float((alpha - analysis.damping).max()) > 0  # some coordinates are stiffer than Du's lambda alone

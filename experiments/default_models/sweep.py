@@ -55,10 +55,12 @@ from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.data.synthetic import SyntheticConfig
 from kgbias_core.device import resolve_device
 from kgbias_core.embeddings.config import TrainConfig, default_train_config
+from kgbias_core.embeddings.objective import pseudo_huber_curvature
 from kgbias_core.embeddings.store import config_fingerprint, is_model_dir, load_model, save_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.embeddings.training_cost import estimated_seconds
 from kgbias_core.evaluation.link_prediction import link_prediction
+from kgbias_core.influence.closed_form import InfluenceContext, triple_influence
 from kgbias_core.influence.iterative import conjugate_gradient_solve, group_bias_rhs, influence_from_solution
 from kgbias_core.influence.prediction import spectral_damping
 from kgbias_core.influence.retraining_check import REMOVAL_KINDS, masked_retrain_bias, removal_set
@@ -169,9 +171,44 @@ def trained_model(graph: KnowledgeGraph, config: TrainConfig, *, store: Path, na
     return model, seconds
 
 
+def curvature_diagonal(context: InfluenceContext, damping: float) -> torch.Tensor:
+    """``--alpha curvature``: Du's diagonal with the pseudo_huber distance's own curvature, per coordinate. [E, d].
+
+    Du's alpha_e = max(N_e - 2|G|/|E|, 0) + lambda is the expected diagonal of the squared-L2 Hessian (d^2 psi = 2 I
+    a slot, halved with the rest of Eq. 3). pseudo_huber's d^2 psi is diag(delta^2 / (u_i^2 + delta^2)^1.5): stiff
+    (1 / delta) on the coordinates a triple fits to within delta, soft on the others. Here alpha is the margin
+    part's own Hessian diagonal, with the same halving:
+    alpha_{e,i} = max((1 / 2K) [sum_{active (z, j), e in z} psi''_i(u_z) - sum_{active (z, j), e in z'_j}
+    psi''_i(u_{z'_j})], 0) + lambda.
+    """
+    n_active = context.active.shape[0]
+    everything = torch.arange(n_active, device=context.device)
+    positive = pseudo_huber_curvature(context.residuals_of(everything, torch.zeros(n_active, dtype=torch.bool)))
+    negative = pseudo_huber_curvature(context.residuals_of(everything, torch.ones(n_active, dtype=torch.bool)))
+    half = 0.5 / context.n_negatives
+    total = torch.zeros_like(context.entity_embeddings)
+    slots = context.slots
+    ends = ((slots[:, 0] != slots[:, 1]).unsqueeze(-1), (slots[:, 2] != slots[:, 3]).unsqueeze(-1))  # h = t: u lacks e
+    for column, curvature, sign in ((0, positive, 1.0), (1, positive, 1.0), (2, negative, -1.0), (3, negative, -1.0)):
+        total.index_add_(0, slots[:, column], sign * half * curvature * ends[column // 2])
+    return total.clamp_min(0.0) + damping
+
+
+def closed_form_of(analysis: ModelAnalysis, alpha: str):
+    """occupation -> its triples' closed-form changes [|G|]: Du's (``du``, the product's) or ``curvature``'s."""
+    if alpha == "du":
+        return analysis.influence
+    if analysis.model.config.distance != "pseudo_huber":
+        raise SystemExit(f"error: --alpha curvature is for pseudo_huber models, not {analysis.model.config.distance}")
+    context = replace(analysis.context, alpha=curvature_diagonal(analysis.context, analysis.damping))
+    return lambda occupation: triple_influence(context, analysis.groups.index(occupation))
+
+
 def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupations: list[str], shares: list[int],
-                    runs: Path, exact: bool) -> None:
-    """Append the missing rows of RUNS.csv for one model (module docstring, step 3)."""
+                    runs: Path, exact: bool, alpha: str = "du") -> None:
+    """Append the missing rows of RUNS.csv for one model (module docstring, step 3), the sets chosen and predicted
+    by the closed form of ``alpha`` (:func:`closed_form_of`)."""
+    closed_form = closed_form_of(analysis, alpha)
     done = read(runs)
     seen = set() if done is None else set(zip(done["config_hash"], done["occupation"], done["kind"], done["share"],
                                               strict=True))
@@ -198,7 +235,7 @@ def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupat
         mine = [(kind, s) for o, kind, s in needed if o == occupation]
         if not mine:
             continue
-        closed = analysis.influence(occupation)
+        closed = closed_form(occupation)
         solved = None
         if exact:
             solution = conjugate_gradient_solve(model, group_bias_rhs(analysis.context, index), damping=damping,
@@ -265,6 +302,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-exact", action="store_true", help="skip the exact (CG) influence")
     parser.add_argument("--no-influence", action="store_true", help="link prediction only (no retrains)")
+    parser.add_argument("--alpha", choices=("du", "curvature"), default="du",
+                        help="the closed form's diagonal: Du's (the product's) or, for pseudo_huber, its own "
+                             "curvature's (curvature_diagonal; write its rows to their own --runs)")
     parser.add_argument("--estimate-only", action="store_true", help="print the time estimates and stop")
     parser.add_argument("--summarize-only", action="store_true",
                         help="only write RUNS_summary.csv from RUNS.csv and RUNS_models.csv (no data read)")
@@ -319,7 +359,7 @@ def main() -> None:
             analysis = ModelAnalysis(model)
             occupations = chosen_occupations(analysis, graph.name, args.occupations)[args.shard[0]::args.shard[1]]
             influence_check(model, analysis, config_hash=config_hash, occupations=occupations, shares=shares,
-                            runs=args.runs, exact=not args.no_exact)
+                            runs=args.runs, exact=not args.no_exact, alpha=args.alpha)
     _write_summary(args.runs)
 
 

@@ -54,7 +54,7 @@ APPROXIMATE_DISTANCE = (
     "curvature. On the graph of the tests, the closed form followed masked retrains with r 0.978-0.986 under L1, "
     "against 0.996 under squared L2 (docs/results/default_models.md)."
 )
-DISTANCE_NAMES = {"l1": "L1", "l2": "L2 (unsquared)"}
+DISTANCE_NAMES = {"l1": "L1", "l2": "L2 (unsquared)", "pseudo_huber": "pseudo-Huber"}
 DIRECTIONS = {
     "raises": "Removing these raises B_gr (towards male-leaning)",
     "lowers": "Removing these lowers B_gr (towards female-leaning)",

@@ -12,7 +12,7 @@ from kgbias_core.commands.common import (
     graph_flags,
     integer,
 )
-from kgbias_core.embeddings.config import DISTANCES, IMPORT_FORMATS, RANDOM_FORMAT
+from kgbias_core.embeddings.config import IMPORT_DISTANCES, IMPORT_FORMATS, RANDOM_FORMAT
 from kgbias_core.errors import IMPORT_NEEDS_PATH, DataError
 
 
@@ -60,7 +60,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     imports.add_argument("--dim", type=integer(1, MAX_DIM), default=64, help="random: embedding dimension")
     imports.add_argument("--seed", type=SEED, default=0, help="random: seed of the vectors")
     graph_flags(imports, "--graph", "the triples the embeddings were trained on")
-    imports.add_argument("--distance", choices=DISTANCES,
+    imports.add_argument("--distance", choices=IMPORT_DISTANCES,
                          help="TransE's distance where the files do not record it (npy without config.json, "
                               "a PyKEEN state dict; PyKEEN's default TransE is l1)")
     imports.add_argument("--trust-pickle", action="store_true",

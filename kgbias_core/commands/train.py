@@ -20,7 +20,7 @@ from kgbias_core.commands.common import (
     integer,
     real,
 )
-from kgbias_core.embeddings.config import DISTANCES, MODELS
+from kgbias_core.embeddings.config import DISTANCES, MODELS, PSEUDO_HUBER_DELTA
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -78,7 +78,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--distance", choices=DISTANCES,
                        help="TransE: the distance of h + r - t in the loss (default squared_l2, the one influence and "
                             "the what-ifs are exact for; l1 predicts links better, with influence and removal "
-                            "what-ifs approximate and Add refused: docs/results/default_models.md)")
+                            "what-ifs approximate and Add refused; pseudo_huber is L1 smoothed within "
+                            f"{PSEUDO_HUBER_DELTA} of 0, with a curvature of its own: docs/results/default_models.md)")
     train.add_argument("--optimizer", choices=("adam", "sparse_adam"),
                        help="adam: dense Adam over every row per step (default); sparse_adam: row-wise updates of "
                             "the rows a batch touches, the same objective (for graphs of millions of entities)")

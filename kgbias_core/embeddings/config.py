@@ -15,7 +15,13 @@ MODELS = ("transe", *PYKEEN_MODELS)
 IMPORTED_MODELS = ("pbg",)
 #: TransE distances psi(h, r, t) = d(h + r - t): kgbias trains with squared L2 (the objective influence
 #: differentiates, METHODS §2); embeddings imported from other engines keep their own (L1, L2).
-DISTANCES = ("squared_l2", "l2", "l1")
+DISTANCES = ("squared_l2", "l2", "l1", "pseudo_huber")
+#: The distances an import may name: those of other engines (pseudo_huber is kgbias's own, trained here only).
+IMPORT_DISTANCES = ("squared_l2", "l2", "l1")
+#: delta of the pseudo_huber distance sum_i (sqrt(v_i^2 + delta^2) - delta) (kgbias_core.embeddings.objective):
+#: the residual coordinate below which it is quadratic, above which it is L1. Fixed, not a setting, so that every
+#: model named pseudo_huber has one psi; chosen on FB15k-237 (docs/results/default_models.md).
+PSEUDO_HUBER_DELTA = 0.05
 #: Formats of embeddings trained elsewhere that :mod:`kgbias_core.embeddings.importers` reads.
 IMPORT_FORMATS = ("npy", "pykeen", "dglke", "pbg")
 #: ``import --format random``: no files read, random untrained vectors (graphs too large to train here).

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from kgbias_core.embeddings.config import DISTANCES, IMPORT_FORMATS
+from kgbias_core.embeddings.config import DISTANCES, IMPORT_DISTANCES, IMPORT_FORMATS
 from kgbias_core.embeddings.pbg_score import PBG_COMPARATORS, PBG_OPERATORS, operator_width
 from kgbias_core.embeddings.training import PYKEEN_NORMS
 from kgbias_core.errors import (
@@ -196,8 +196,8 @@ def _distance(recorded: str | None, given: str | None, *, path: Path, fmt: str) 
     distance = recorded or given
     if distance is None:
         raise DataError(IMPORT_NO_DISTANCE.format(format=fmt, path=path))
-    if distance not in DISTANCES:
-        raise _bad(path, fmt, f"unknown distance {distance!r}: choose one of {', '.join(DISTANCES)}")
+    if distance not in IMPORT_DISTANCES:
+        raise _bad(path, fmt, f"unknown distance {distance!r}: choose one of {', '.join(IMPORT_DISTANCES)}")
     return distance
 
 

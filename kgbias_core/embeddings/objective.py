@@ -23,15 +23,20 @@ from __future__ import annotations
 import torch
 from torch.nn import functional
 
+from kgbias_core.embeddings.config import PSEUDO_HUBER_DELTA
 from kgbias_core.types import FloatTensor, LongTensor
 
 
 def residual_distance(residuals: FloatTensor, *, distance: str = "squared_l2") -> FloatTensor:
-    """psi as a function of the residual v = h + r - t: ||v||_2^2, ||v||_2 or ||v||_1. [n, d] -> [n].
+    """psi as a function of the residual v = h + r - t: ||v||_2^2, ||v||_2, ||v||_1 or the pseudo-Huber
+    sum_i (sqrt(v_i^2 + delta^2) - delta). [n, d] -> [n].
 
     ``distance`` is a :data:`~kgbias_core.embeddings.config.DISTANCES` name. kgbias trains with
     squared L2; L1 and L2 are the distances of embeddings imported from PyKEEN, DGL-KE or PBG, whose
-    measures must rank triples as their own engine does.
+    measures must rank triples as their own engine does. pseudo_huber (delta =
+    :data:`~kgbias_core.embeddings.config.PSEUDO_HUBER_DELTA`) is L1 far from 0 and (1 / 2 delta) v_i^2 near it:
+    L1's link prediction with a curvature of its own, so the Hessian that influence inverts is not L1's 0
+    (issue 24; docs/results/default_models.md).
     """
     if distance == "squared_l2":
         return residuals.pow(2).sum(-1)
@@ -39,11 +44,15 @@ def residual_distance(residuals: FloatTensor, *, distance: str = "squared_l2") -
         return torch.linalg.vector_norm(residuals, ord=2, dim=-1)
     if distance == "l1":
         return residuals.abs().sum(-1)
+    if distance == "pseudo_huber":
+        delta = PSEUDO_HUBER_DELTA
+        return (torch.sqrt(residuals * residuals + delta * delta) - delta).sum(-1)
     raise ValueError(f"unknown distance {distance!r}")
 
 
 def distance_gradient(residuals: FloatTensor, *, distance: str = "squared_l2") -> FloatTensor:
-    """d psi / d v at each residual v: 2v (squared L2), v / ||v||_2 (L2), sign(v) (L1). [n, d] -> [n, d].
+    """d psi / d v at each residual v: 2v (squared L2), v / ||v||_2 (L2), sign(v) (L1),
+    v / sqrt(v^2 + delta^2) (pseudo-Huber). [n, d] -> [n, d].
 
     The individual measures (B_in, B'_in) move a person along this gradient; for squared L2 it is
     Du's 2v. At v = 0 the L2 and L1 gradients are taken as 0 (a subgradient).
@@ -55,7 +64,19 @@ def distance_gradient(residuals: FloatTensor, *, distance: str = "squared_l2") -
         return residuals / norm.clamp_min(torch.finfo(residuals.dtype).tiny)
     if distance == "l1":
         return residuals.sign()
+    if distance == "pseudo_huber":
+        return residuals * torch.rsqrt(residuals * residuals + PSEUDO_HUBER_DELTA * PSEUDO_HUBER_DELTA)
     raise ValueError(f"unknown distance {distance!r}")
+
+
+def pseudo_huber_curvature(residuals: FloatTensor, *, delta: float = PSEUDO_HUBER_DELTA) -> FloatTensor:
+    """d^2 psi / dv_i^2 of the pseudo-Huber sum_i (sqrt(v_i^2 + delta^2) - delta): delta^2 / (v_i^2 + delta^2)^1.5,
+    diagonal in v (1 / delta at v_i = 0, about delta^2 / |v_i|^3 far from it). [n, d] -> [n, d].
+
+    Exact for pseudo_huber models; for L1 models the influence solvers take it at a delta of the model's own
+    residual scale as L1's smoothed curvature (:func:`kgbias_core.influence.prediction.absolute_curvature_hvp`)."""
+    squared = residuals * residuals + delta * delta
+    return delta * delta / (squared * squared.sqrt())
 
 
 def transe_distance(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor,

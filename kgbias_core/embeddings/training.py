@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import torch
-from pykeen.models import TransE
+from pykeen.models import ERModel, Model, TransE
 from torch.nn import functional
 
 from kgbias_core.data.graph import KnowledgeGraph
@@ -30,6 +30,7 @@ from kgbias_core.data.graph import KnowledgeGraph
 from kgbias_core.device import default_device, retrain_device  # noqa: F401
 from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
 from kgbias_core.embeddings.objective import margin_loss, negatives_count, residual_distance, transe_distance
+from kgbias_core.embeddings.pseudo_huber import PseudoHuberTransEInteraction
 from kgbias_core.embeddings.store import StoredModel, library_versions
 from kgbias_core.errors import (
     CANCELLED,
@@ -135,10 +136,10 @@ PYKEEN_NORMS = {"squared_l2": (2, True), "l2": (2, False), "l1": (1, False)}
 
 def transe_module(
     *, entities: FloatTensor, relations: FloatTensor, device: torch.device, distance: str = "squared_l2"
-) -> TransE:
+) -> Model:
     """A PyKEEN TransE scoring -psi(h, r, t) (-||h + r - t||_2^2 by default; no entity constraint)
-    holding these weights; ``distance`` as :data:`~kgbias_core.embeddings.config.DISTANCES`."""
-    norm, power_norm = PYKEEN_NORMS[distance]
+    holding these weights; ``distance`` as :data:`~kgbias_core.embeddings.config.DISTANCES`. pseudo_huber, which
+    PyKEEN's TransE does not score, is an ERModel of :mod:`kgbias_core.embeddings.pseudo_huber`'s interaction."""
     from pykeen.triples import CoreTriplesFactory
 
     factory = CoreTriplesFactory.create(
@@ -146,6 +147,15 @@ def transe_module(
         num_entities=entities.shape[0],
         num_relations=relations.shape[0],
     )
+    if distance == "pseudo_huber":
+        model = ERModel(triples_factory=factory, interaction=PseudoHuberTransEInteraction(),
+                        entity_representations_kwargs={"shape": entities.shape[1]},
+                        relation_representations_kwargs={"shape": relations.shape[1]}, random_seed=0).to(device)
+        with torch.no_grad():
+            model.entity_representations[0]._embeddings.weight.copy_(entities)
+            model.relation_representations[0]._embeddings.weight.copy_(relations)
+        return model
+    norm, power_norm = PYKEEN_NORMS[distance]
     model = TransE(
         triples_factory=factory,
         embedding_dim=entities.shape[1],

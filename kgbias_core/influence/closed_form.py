@@ -56,7 +56,7 @@ class InfluenceContext:
     groups: OccupationGroups
     entity_embeddings: FloatTensor  # [E, d]
     relation_embeddings: FloatTensor  # [R, d]
-    alpha: FloatTensor  # [E] diagonal Hessian (METHODS §3)
+    alpha: FloatTensor  # [E] diagonal Hessian (METHODS §3); [E, d] is taken per coordinate
     # Pairs p = j |G| + i (triple i, its j-th negative: the row of the negatives table); for K = 1 a pair is a
     # triple, p = i.
     active: LongTensor  # [A] indices of the pairs whose margin is active
@@ -280,7 +280,8 @@ def triple_influence(context: InfluenceContext, occupation_index: int) -> FloatT
     cost grows with the occupation's triples, not with |G|.
     """
     entities, rows = _gradient_rows(context, occupation_index)
-    scaled = rows / context.alpha[entities, None]  # [k, d] grad_e B_gr / alpha_e
+    alpha = context.alpha[entities]  # [k], or [k, d] for a per-coordinate diagonal (curvature_alpha.py's study)
+    scaled = rows / (alpha if alpha.ndim == 2 else alpha[:, None])  # [k, d] grad_e B_gr / alpha_e
     starts = context.slot_offsets[entities]
     lengths = context.slot_offsets[entities + 1] - starts  # [k]
     total = int(lengths.sum())

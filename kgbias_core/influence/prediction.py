@@ -69,6 +69,7 @@ from kgbias_core.embeddings.objective import (
     join_negatives,
     negatives_count,
     negatives_of,
+    pseudo_huber_curvature,
     transe_objective,
 )
 from kgbias_core.embeddings.store import StoredModel
@@ -103,7 +104,8 @@ REDRAWN = "negatives re-drawn"
 #: (:mod:`kgbias_core.whatif.step_ratio`).
 SCALED = "x {scale:.2f} (the retrained/predicted ratio of this model's own retrains)"
 #: What a removal's estimator adds to its name for an imported model's distance (:func:`absolute_curvature_hvp`).
-DISTANCE_NOTES = {"l2": "L2 distance", "l1": "L1 distance smoothed at its median residual"}
+DISTANCE_NOTES = {"l2": "L2 distance", "l1": "L1 distance smoothed at its median residual",
+                  "pseudo_huber": "pseudo-Huber distance"}
 #: CG's relative residual for a shown prediction: B_gr to about 5 digits, far inside the band (+-50% and more).
 #: On FB15k-237's Actor (k = 200) the point moved by 4e-6 of itself against a 1e-6 solve, with 13 |H| products
 #: instead of 31 (2.1 s instead of 5 s on one thread at load ~6; at load ~7, 31 products took 11-17 s).
@@ -312,7 +314,8 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
     at the scale of the model's own residuals: psi_eps = sum_i sqrt(x_i^2 + eps^2), eps the median |x_i| over
     the active terms (not fitted on retrains), whose d^2 is eps^2 / (x_i^2 + eps^2)^1.5 per coordinate: near
     1 / eps on a pinned coordinate, near 0 on a free one. Measured on two synthetic graphs (18 targeted
-    sets each): sign right on all, retrained/predicted 0.26-1.09 (L2: 1.16-1.84).
+    sets each): sign right on all, retrained/predicted 0.26-1.09 (L2: 1.16-1.84). A pseudo_huber model has that
+    curvature at its own delta (:func:`~kgbias_core.embeddings.objective.pseudo_huber_curvature`), exactly.
     """
     triples = model.triples
     negatives = model.frozen_negatives if negatives is None else negatives
@@ -335,7 +338,9 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
         u, inverse = x / norm, 1.0 / (k * norm)  # [m, d], [m, 1]
     elif distance == "l1":  # psi_eps = sum_i sqrt(x_i^2 + eps^2): d^2 = eps^2 / (x_i^2 + eps^2)^1.5, diagonal in x
         eps = float(x.abs().median()) or 1.0  # the scale of the model's own residuals (module docstring)
-        coordinate = eps * eps / (x * x + eps * eps) ** 1.5 / k  # [m, d]
+        coordinate = pseudo_huber_curvature(x, delta=eps) / k  # [m, d]
+    elif distance == "pseudo_huber":  # the same curvature at the model's own delta: exact, not a smoothing
+        coordinate = pseudo_huber_curvature(x) / k  # [m, d]
 
     if distance == "squared_l2":
         # |H| as one sparse (E + R) x (E + R) matrix M, |H| = M (x) I_d: the K pairs of a triple share their
@@ -376,7 +381,7 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
     differs = heads != tails
     if distance == "l2":
         term = inverse * (1 - u * u)  # [m, d]
-    elif distance == "l1":
+    elif distance in ("l1", "pseudo_huber"):
         term = coordinate  # [m, d]
     else:
         term = (weight * torch.ones_like(heads, dtype=E0.dtype)).unsqueeze(-1)  # [m, 1]
