@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import torch
 
 from kgbias_app.sections.influential_triples import APPROXIMATE_DISTANCE
@@ -93,23 +94,24 @@ def test_a_model_with_frozen_negatives_shows_no_approximate_badge(app_store: Pat
     assert "distance" not in texts(app.warning)  # squared L2: influence exact, no distance badge
 
 
-def test_an_l1_model_says_its_influence_is_approximate(monkeypatch, tmp_path: Path) -> None:
-    """``kgbias train --distance l1`` (issue 24): frozen negatives, so no re-draw badge, but the closed form is
-    approximate for L1 and the page says so; the basket's estimator names the distance."""
-    l1 = train_model(generate_people_graph(TINY_GRAPH), replace(TINY_TRAINING, distance="l1"), name="tiny-l1",
-                     device="cpu")
-    save_model(l1, tmp_path / "l1-store")
-    use_store(tmp_path / "l1-store", monkeypatch, tmp_path)
+@pytest.mark.parametrize(("distance", "name"), [("l1", "L1"), ("pseudo_huber", "pseudo-Huber")])
+def test_an_l1_model_says_its_influence_is_approximate(monkeypatch, tmp_path: Path, distance: str, name: str) -> None:
+    """``kgbias train --distance l1`` or ``pseudo_huber`` (issue 24): frozen negatives, so no re-draw badge, but the
+    closed form is approximate for the distance and the page says so; the basket's estimator names the distance."""
+    model = train_model(generate_people_graph(TINY_GRAPH), replace(TINY_TRAINING, distance=distance),
+                        name=f"tiny-{distance}", device="cpu")
+    save_model(model, tmp_path / "store")
+    use_store(tmp_path / "store", monkeypatch, tmp_path)
     app = page("influential_triples").run()
     app.selectbox(key="occupation").set_value("nurse").run()
     assert not app.exception
-    assert APPROXIMATE_DISTANCE.format(distance="L1") in texts(app.warning)
+    assert APPROXIMATE_DISTANCE.format(distance=name) in texts(app.warning)
     assert APPROXIMATE not in texts(app.warning)  # its own negatives, frozen
     table = app.dataframe[0].value
-    app.session_state["removal_basket"] = {"tiny-l1": table["triple id"].head(3).tolist()}
+    app.session_state["removal_basket"] = {f"tiny-{distance}": table["triple id"].head(3).tolist()}
     app.run()
     assert not app.exception
-    assert DISTANCE_NOTES["l1"] in texts(app.caption)  # the estimator line of the basket's prediction
+    assert DISTANCE_NOTES[distance] in texts(app.caption)  # the estimator line of the basket's prediction
 
 
 def test_the_basket_refines_its_removal_once_asked(eight_store: Path) -> None:

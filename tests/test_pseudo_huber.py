@@ -27,6 +27,7 @@ from kgbias_core.embeddings.pykeen_bridge import pykeen_model
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.evaluation import link_prediction as lp
 from kgbias_core.evaluation.link_prediction import filtered_ranks, head_scores, link_prediction, tail_scores
+from kgbias_core.influence.closed_form import APPROXIMATE_FOR_DISTANCE
 from kgbias_core.influence.prediction import DISTANCE_NOTES, predict_removal
 
 torch.set_num_threads(1)
@@ -102,9 +103,10 @@ def test_the_ranker_scores_as_pykeens_broadcast_in_blocks_and_ranks_as_brute_for
         torch.testing.assert_close(fast, torch.tensor(slow, dtype=torch.float32))
 
 
-def test_train_distance_pseudo_huber_end_to_end(tmp_path: Path) -> None:
+def test_train_distance_pseudo_huber_end_to_end(tmp_path: Path, capsys) -> None:
     """``kgbias train --distance pseudo_huber``: stored and loaded with its distance, scored by PyKEEN's path as
-    the loss scores it, link prediction in range, and the what-if's estimator names the distance."""
+    the loss scores it, link prediction in range, and the what-if's estimator and ``kgbias influence`` name the
+    distance."""
     out = tmp_path / "ph"
     assert main(["train", "--dataset", "synthetic", "--dim", "8", "--epochs", "2", "--negatives", "2", "--distance",
                  "pseudo_huber", "--out", str(out)]) == 0
@@ -119,6 +121,10 @@ def test_train_distance_pseudo_huber_end_to_end(tmp_path: Path) -> None:
     occupation = groups.labels[int(torch.minimum(groups.n_male, groups.n_female).argmax())]
     removed = analysis.influence(occupation).topk(3).indices
     assert DISTANCE_NOTES["pseudo_huber"] in predict_removal(analysis, occupation, removed).estimator
+    capsys.readouterr()
+    assert main(["influence", "--model", str(out), "--occupation", occupation, "--out", str(tmp_path / "i.csv")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert APPROXIMATE_FOR_DISTANCE.format(distance="pseudo_huber") in printed  # as the page's badge says
 
 
 def test_an_import_may_not_name_the_pseudo_huber_distance(tmp_path: Path, capsys) -> None:

@@ -194,6 +194,10 @@ def print_negatives(analysis, occupation: str | None, *, negative_seed: int | No
     negatives = analysis.negatives
     if exact_too or not negatives.exact:
         print(f"influence: {negatives.label}")
+    if analysis.model.config.distance != "squared_l2":
+        from kgbias_core.influence.closed_form import APPROXIMATE_FOR_DISTANCE
+
+        print(APPROXIMATE_FOR_DISTANCE.format(distance=analysis.model.config.distance))
     if negatives.exact:
         if negative_seed is not None:
             print("--negative-seed not used: the model has the frozen negatives it was trained with")

@@ -39,6 +39,11 @@ from kgbias_core.errors import EMPTY_GROUP, MeasureError
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
 from kgbias_core.types import BoolTensor, FloatTensor, LongTensor
 
+#: What the command line says of influence on a model whose distance is not squared L2 (the page's badge says the
+#: same with its figures: kgbias_app/sections/influential_triples.py).
+APPROXIMATE_FOR_DISTANCE = ("influence: approximate for the model's {distance} distance (Du's closed form takes its "
+                            "gradient with the squared-L2 diagonal; it is exact for squared L2)")
+
 
 def hessian_diagonal(*, degree: LongTensor, n_triples: int, damping: float) -> FloatTensor:
     """alpha_e = max(N_e - 2|G|/|E|, 0) + lambda (Du Lemma 1 / Remark 3 in METHODS §3's monotone form).
