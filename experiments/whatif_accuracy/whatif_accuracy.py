@@ -25,8 +25,8 @@ retrain's B_gr of every occupation in FILE with what made it (the model's data h
 device), written once and atomically; a later run of the same model reads it back (never unpickled) and skips that
 retrain, any other retrains. ``--base-only`` writes it and stops (run it beside the model's audit).
 
-``--distance l1|l2`` trains that graph with an imported engine's distance instead of squared L2 (the Newton
-step then uses that distance's curvature, :func:`kgbias_core.influence.prediction.absolute_curvature_hvp`).
+``--distance l1|l2|pseudo_huber`` trains that graph with an imported engine's distance or kgbias's pseudo-Huber
+(the Newton step then uses that distance's curvature, :func:`kgbias_core.influence.prediction.absolute_curvature_hvp`).
 
 With ``--model``, the estimator as the lab shows it is measured too: the Newton step times the model's step
 scale (:func:`kgbias_core.whatif.step_ratio.model_step_ratio`, from its one-retrain audit, run first where
@@ -62,7 +62,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import append_row, shard, write_text
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
 from kgbias_core.device import retrain_device
-from kgbias_core.embeddings.config import TrainConfig
+from kgbias_core.embeddings.config import DISTANCES, TrainConfig
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.prediction import (
@@ -338,8 +338,8 @@ def main() -> None:
     parser.add_argument("--no-calibration", action="store_true",
                         help="skip the old estimator and its calibration (13 masked retrains)")
     parser.add_argument("--kinds", default=",".join(KINDS), help="kinds of removal set, of " + ", ".join(KINDS))
-    parser.add_argument("--distance", choices=("squared_l2", "l2", "l1"), default="squared_l2",
-                        help="train the synthetic graph with this distance (an imported engine's L1 / L2)")
+    parser.add_argument("--distance", choices=DISTANCES, default="squared_l2",
+                        help="train the synthetic graph with this distance (an engine's L1 / L2, or pseudo_huber)")
     parser.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
                         help="only every N-th chosen occupation, from the I-th (0-based)")
     parser.add_argument("--skip", type=Path, nargs="+", default=[], metavar="RUNS",
