@@ -48,6 +48,27 @@ def test_shards_check_every_occupation_once_and_summarise_as_one_run(sweep, monk
     assert -1 <= summary.loc[0, "r_closed_min"] <= 1
 
 
+def test_a_resumed_run_reads_the_unmasked_retrain_back_and_retrains_only_the_missing_set(sweep, monkeypatch,
+                                                                                         tmp_path) -> None:
+    """A rerun with one set's row gone retrains that set only (the real masked retrain, counted), takes the base B_gr
+    from the base rows, and writes the row the first run wrote."""
+    store, runs = tmp_path / "store", tmp_path / "r.csv"
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--occupations", "actor")
+    first = pd.read_csv(runs)
+    assert len(first) == 4 and first["kind"].tolist()[0] == "base"
+    first.drop(index=2).to_csv(runs, index=False)  # a set's row lost: the run stopped before it
+    calls = []
+    real = sweep.masked_retrain_bias
+    monkeypatch.setattr(sweep, "masked_retrain_bias", lambda *a, **k: calls.append(k["removed"]) or real(*a, **k))
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--occupations", "actor")
+    assert len(calls) == 1 and calls[0] is not None  # one masked retrain, no unmasked one
+    again = pd.read_csv(runs)
+    assert len(again) == 4
+    redone = again.iloc[-1]
+    assert (redone["kind"], redone["share"]) == (first.loc[2, "kind"], first.loc[2, "share"])
+    assert redone["actual"] == pytest.approx(first.loc[2, "actual"], abs=1e-6)
+
+
 def test_the_curvature_diagonal_is_autograds_hessian_diagonal_of_the_active_margins(sweep, tiny_graph) -> None:
     """``--alpha curvature``: per coordinate, max(half the diagonal of the Hessian of (1/K) sum over the active pairs
     of psi(z) - psi(z'), 0) + lambda, with psi the pseudo_huber distance, against autograd's dense Hessian."""
