@@ -151,19 +151,16 @@ def transe_module(
         model = ERModel(triples_factory=factory, interaction=PseudoHuberTransEInteraction(),
                         entity_representations_kwargs={"shape": entities.shape[1]},
                         relation_representations_kwargs={"shape": relations.shape[1]}, random_seed=0).to(device)
-        with torch.no_grad():
-            model.entity_representations[0]._embeddings.weight.copy_(entities)
-            model.relation_representations[0]._embeddings.weight.copy_(relations)
-        return model
-    norm, power_norm = PYKEEN_NORMS[distance]
-    model = TransE(
-        triples_factory=factory,
-        embedding_dim=entities.shape[1],
-        scoring_fct_norm=norm,
-        power_norm=power_norm,
-        entity_constrainer=None,
-        random_seed=0,
-    ).to(device)
+    else:
+        norm, power_norm = PYKEEN_NORMS[distance]
+        model = TransE(
+            triples_factory=factory,
+            embedding_dim=entities.shape[1],
+            scoring_fct_norm=norm,
+            power_norm=power_norm,
+            entity_constrainer=None,
+            random_seed=0,
+        ).to(device)
     with torch.no_grad():
         model.entity_representations[0]._embeddings.weight.copy_(entities)
         model.relation_representations[0]._embeddings.weight.copy_(relations)
