@@ -6,9 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 import torch
 
-from kgbias_core.embeddings.objective import transe_objective
+from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
+from kgbias_core.embeddings.config import TrainConfig
+from kgbias_core.embeddings.objective import negatives_of, transe_objective
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.closed_form import influence_context
 from kgbias_core.influence.iterative import (
     conjugate_gradient_solve,
@@ -72,3 +76,58 @@ def test_cg_solves_the_damped_system_lissa_approximates_it_and_both_predict_retr
         removed = removal_set(influence, kind=kind, k=10)
         actual = float(masked_retrain_bias(tiny_model, removed=removed, groups=context.groups)[index]) - base
         assert np.sign(actual) == np.sign(float(influence[removed].sum())), (kind, actual)
+
+
+# --- every distance: the exact solve's Hessian and its gradients are the model's own psi's ------------------------
+@pytest.fixture(scope="module", params=["squared_l2", "l2", "l1", "pseudo_huber"])
+def distance_model(request):
+    """The small graph trained with each distance, in double precision (finite differences below)."""
+    graph = generate_people_graph(SyntheticConfig(n_persons=40, seed=5))
+    model = train_model(graph, TrainConfig(dim=4, epochs=10, batch_size=64, lr=1e-2, l2=1.0, seed=3,
+                                           negatives_per_triple=2, distance=request.param),
+                        name="small", device=torch.device("cpu"))
+    return replace(model, weights={"entity_embeddings": model.entity_embeddings.double(),
+                                   "relation_embeddings": model.relation_embeddings.double()})
+
+
+def test_the_hessian_vector_product_is_that_of_the_models_own_distance(distance_model) -> None:
+    """H v against finite differences of grad J with the model's psi: before 2026-12-02 it was squared L2's H at
+    any model's rows, so the exact solve of a pseudo-Huber or L1 model inverted another objective's Hessian."""
+    model = distance_model
+    E, R = model.entity_embeddings, model.relation_embeddings
+    generator = torch.Generator().manual_seed(0)
+    v = (torch.randn(E.shape, generator=generator, dtype=E.dtype), torch.randn(R.shape, generator=generator,
+                                                                                dtype=R.dtype))
+
+    def gradient(shift: float):
+        e = (E + shift * v[0]).requires_grad_(True)
+        r = (R + shift * v[1]).requires_grad_(True)
+        loss = transe_objective(entities=e, relations=r, triples=model.triples, negatives=model.frozen_negatives,
+                                margin=model.config.margin, l2=model.config.l2, distance=model.config.distance)
+        return torch.autograd.grad(loss, (e, r))
+
+    eps = 1e-7
+    plus, minus = gradient(eps), gradient(-eps)
+    for exact, p, m in zip(objective_hvp(model)(v), plus, minus, strict=True):
+        assert torch.allclose(exact, (p - m) / (2 * eps), rtol=1e-4, atol=1e-4)
+
+
+def test_influence_from_a_solution_is_s_dot_the_gradient_of_each_triples_loss(distance_model) -> None:
+    """delta_z = s . grad L(z) against autograd's gradient of each training triple's own loss (its K negatives, the
+    model's psi), for an arbitrary s: the gradient is psi'(u), not squared L2's 2u, for every distance."""
+    model = distance_model
+    context = influence_context(model)
+    E, R = model.entity_embeddings, model.relation_embeddings
+    generator = torch.Generator().manual_seed(1)
+    s = (torch.randn(E.shape, generator=generator, dtype=E.dtype), torch.randn(R.shape, generator=generator,
+                                                                                dtype=R.dtype))
+    influence = influence_from_solution(context, model, s)
+    n = model.triples.shape[0]
+    for i in range(0, n, max(1, n // 40)):  # 40 triples spread over the table
+        e, r = E.detach().requires_grad_(True), R.detach().requires_grad_(True)
+        loss = transe_objective(entities=e, relations=r, triples=model.triples[i:i + 1],
+                                negatives=negatives_of(model.frozen_negatives, torch.tensor([i]), n),
+                                margin=model.config.margin, l2=0.0, distance=model.config.distance)
+        g = torch.autograd.grad(loss, (e, r))
+        expected = float((g[0] * s[0]).sum() + (g[1] * s[1]).sum())
+        assert float(influence[i]) == pytest.approx(expected, rel=1e-6, abs=1e-9), i

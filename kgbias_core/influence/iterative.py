@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from kgbias_core.embeddings.objective import negatives_of, transe_objective
+from kgbias_core.embeddings.objective import distance_gradient, negatives_of, transe_objective
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.influence.closed_form import MARGIN_BLOCK, InfluenceContext, group_bias_gradient
 from kgbias_core.types import FloatTensor, LongTensor
@@ -39,7 +39,8 @@ def objective_hvp(model: StoredModel, *, batch: LongTensor | None = None) -> Cal
         E = model.entity_embeddings.detach().requires_grad_(True)
         R = model.relation_embeddings.detach().requires_grad_(True)
         loss = transe_objective(entities=E, relations=R, triples=triples[rows], negatives=batch_negatives,
-                                margin=model.config.margin, l2=model.config.l2, weights=weights.to(E.dtype))
+                                margin=model.config.margin, l2=model.config.l2, weights=weights.to(E.dtype),
+                                distance=model.config.distance)
         grads = torch.autograd.grad(loss, (E, R), create_graph=True)
         dot = (grads[0] * vector[0]).sum() + (grads[1] * vector[1]).sum()
         return torch.autograd.grad(dot, (E, R))
@@ -149,7 +150,8 @@ def lissa_solve(
 def influence_from_solution(context: InfluenceContext, model: StoredModel, solution: Vector) -> FloatTensor:
     """delta_z = s . grad L(z) for every training triple, s = (H + lambda I)^{-1} grad B_gr. -> [|G|].
 
-    grad L(z) = 2u at h, -2u at t, 2u at r, minus the same for the negative (u' at h', t', r); with K
+    grad L(z) = 2u at h, -2u at t, 2u at r, minus the same for the negative (u' at h', t', r), psi'(u) for another
+    distance (``context.distance``) in place of 2u; with K
     negatives, the mean over z's pairs with an active margin (:mod:`kgbias_core.influence.closed_form`).
     A triple's positive term s . grad psi(z) is the same for each of its active pairs, so it is taken once, on the
     pair that stands for them (``context.positive_weight``), times their number: with eight negatives the positive
@@ -179,6 +181,8 @@ def _solution_dots(context: InfluenceContext, solution: Vector, pairs: LongTenso
     heads, tails = context.slots[pairs, kind], context.slots[pairs, kind + 1]
     relation = context.relation[pairs]
     u = context.residuals_of(pairs, torch.full_like(pairs, negative, dtype=torch.bool))
+    if context.distance != "squared_l2":  # psi'(u) / 2 in place of u: the caller doubles it back
+        u = distance_gradient(u, distance=context.distance) / 2
     return ((s_e[heads] - s_e[tails] + s_r[relation]) * u).sum(-1)
 
 
