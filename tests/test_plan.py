@@ -393,3 +393,80 @@ def test_the_collateral_is_checked_with_the_step_as_computed_and_the_targets_wit
     assert others["change"].to_numpy() == pytest.approx(expected, rel=1e-3, abs=1e-6)
     assert float(frame.loc[analysis.groups.labels[analysis.groups.index(OCCUPATION)], "change"]) == pytest.approx(
         float(half[analysis.groups.index(OCCUPATION)]), rel=1e-3, abs=1e-6)
+
+
+# --- a pseudo-Huber model (issue 24): |H| per coordinate, solved term by term -------------------------------------
+#: The pseudo-Huber tiny model's target: lawyers (23 men, 14 women), B_gr -0.37 there (journalists': +0.01, inside
+#: their own tolerance before any edit).
+HUBER_OCCUPATION = "lawyer"
+
+@pytest.fixture(scope="module")
+def huber_analysis(tiny_graph) -> ModelAnalysis:
+    from kgbias_core.embeddings.training import train_model
+
+    from .conftest import TINY_TRAINING
+
+    model = train_model(tiny_graph, replace(TINY_TRAINING, distance="pseudo_huber"), name="huber-transe",
+                        device=torch.device("cpu"))
+    return ModelAnalysis(model)
+
+
+def test_a_pseudo_huber_plans_curvature_inverts_the_predictions_operator(huber_analysis: ModelAnalysis) -> None:
+    from kgbias_core.whatif.plan import TermCurvature, sparse_curvature
+
+    curvature = sparse_curvature(huber_analysis)
+    assert isinstance(curvature, TermCurvature)
+    # the operator is the what-if predictions' own |H|: the pseudo-Huber curvature of every active term
+    from kgbias_core.influence.prediction import absolute_curvature_hvp
+
+    probe = (torch.ones_like(huber_analysis.model.entity_embeddings),
+             torch.ones_like(huber_analysis.model.relation_embeddings))
+    for ours, theirs in zip(curvature.hvp(probe), absolute_curvature_hvp(huber_analysis.model)(probe), strict=True):
+        assert torch.allclose(ours, theirs)
+    model = huber_analysis.model
+    E, R = model.entity_embeddings, model.relation_embeddings
+    generator = torch.Generator().manual_seed(0)
+    v = (torch.randn(E.shape, generator=generator), torch.randn(R.shape, generator=generator))
+    product = torch.cat(curvature.hvp(v)).double().numpy()
+    solution = curvature.solve(product)
+    np.testing.assert_allclose(solution, torch.cat(v).double().numpy(), rtol=1e-3, atol=1e-3)
+
+
+def test_a_pseudo_huber_plan_predicts_as_the_lab_and_lands_after_a_masked_retrain(
+        huber_analysis: ModelAnalysis) -> None:
+    """As the lab plans: the step times the model's one-retrain audit ratio (prediction_audit; the unscaled step
+    overshoots this 25-epoch model's retrain, predicted +0.36 against +0.24 at the same set)."""
+    from kgbias_core.tasks.prediction_audit import prediction_audit
+
+    analysis = huber_analysis
+    audit = prediction_audit(analysis).iloc[0]
+    config = PlanConfig(tolerance=TOLERANCE, step_scale=float(audit["retrained"] / audit["predicted"]))
+    plan = plan_removal(analysis, resolve_targets(analysis, [HUBER_OCCUPATION], config=config), config=config)
+    (outcome,) = plan.targets
+    assert plan.removed and not group_facts(analysis)[list(plan.removed)].any()
+    newton = predict_removal(analysis, HUBER_OCCUPATION, torch.tensor(plan.removed), scale=config.step_scale)
+    assert outcome.prediction.point == pytest.approx(newton.point, rel=1e-3, abs=1e-5)
+    assert outcome.prediction.estimator == newton.estimator and "pseudo-Huber" in newton.estimator
+    after = masked_retrain_bias(analysis.model, removed=torch.tensor(plan.removed), groups=analysis.groups)
+    actual = float(after[analysis.groups.index(HUBER_OCCUPATION)])
+    print(f"\n{HUBER_OCCUPATION} (pseudo-Huber): before {outcome.before:+.4f} predicted {outcome.after:+.4f} "
+          f"actual {actual:+.4f} target [{outcome.target.low:+.4f}, {outcome.target.high:+.4f}] k = "
+          f"{len(plan.removed)}")
+    assert outcome.inside
+    # the retrain lands near the target's edge here (-0.109 against -0.112 on the 2-core CPU): checked with margin,
+    # as a change within the step's band that takes B_gr most of the way, so that another CPU's model passes too
+    assert outcome.after_low - 0.02 <= actual <= outcome.after_high + 0.02
+    assert abs(actual) < abs(outcome.before) / 2
+
+
+def test_a_plan_of_an_l1_model_is_refused_in_one_line(tiny_graph) -> None:
+    from kgbias_core.embeddings.training import train_model
+
+    from .conftest import TINY_TRAINING
+
+    model = train_model(tiny_graph, replace(TINY_TRAINING, distance="l1", epochs=3), name="l1-transe",
+                        device=torch.device("cpu"))
+    analysis = ModelAnalysis(model)
+    config = PlanConfig(tolerance=TOLERANCE)
+    with pytest.raises(MeasureError, match="l1"):
+        plan_removal(analysis, resolve_targets(analysis, [OCCUPATION], config=config), config=config)

@@ -89,8 +89,11 @@ from kgbias_core.influence.prediction import (
     CONDITION_EPS,
     ESTIMATOR,
     WhatIfPrediction,
+    absolute_curvature_hvp,
     active_terms,
     band_ends,
+    distance_estimator,
+    preconditioned_cg,
     removal_band_factor,
     removal_gradient,
     scaled_estimator,
@@ -479,14 +482,47 @@ class SparseCurvature:
         return tensor[: self.n_entities], tensor[self.n_entities:]
 
 
+class TermCurvature:
+    """|H| of :func:`~kgbias_core.influence.prediction.absolute_curvature_hvp` for a distance other than squared L2,
+    and its solves, with :class:`SparseCurvature`'s interface (``solve``, ``split``).
+
+    For pseudo-Huber each active term's curvature is per coordinate, d^2 psi = diag(delta^2 / (x_i^2 +
+    delta^2)^1.5) in its residual x, so |H| is no M (x) I_d: one matrix per coordinate would cost d times
+    SparseCurvature's memory (FB15k-237: 1.9M entries x 100 coordinates). The solve applies the predictions' own
+    operator instead, term by term (gathers and scatters), by the same Jacobi-preconditioned CG as
+    :func:`~kgbias_core.influence.prediction.absolute_newton_step`, so a plan's prediction of its set is the
+    lab's prediction of that set. ``start`` is not used: that CG starts from 0."""
+
+    def __init__(self, model: StoredModel, hvp) -> None:
+        self.n_entities = model.n_entities
+        self.hvp = hvp
+        self.like = model.entity_embeddings
+        self.damping = CONDITION_EPS if model.config.l2 <= 0 else 0.0  # newton_removal_prediction's
+
+    def solve(self, rhs: np.ndarray, *, start: np.ndarray | None = None,
+              tolerance: float = SOLVE_TOLERANCE) -> np.ndarray:
+        """|H|^{-1} rhs for rhs [E + R, d] (stacked as SparseCurvature's), to a residual of ``tolerance`` x ||rhs||."""
+        del start  # the CG of the predictions starts from 0
+        entities, relations = self.split(rhs, self.like)
+        x = preconditioned_cg(self.hvp, (entities, relations), diagonal=self.hvp.diagonal, damping=self.damping,
+                              iterations=SOLVE_ITERATIONS, tolerance=tolerance)
+        return torch.cat([x[0], x[1]]).double().cpu().numpy()
+
+    split = SparseCurvature.split
+
+
 _CURVATURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CURVATURE_LOCK = threading.Lock()
 
 
-def sparse_curvature(analysis: ModelAnalysis) -> SparseCurvature:
-    """The model's :class:`SparseCurvature`, built once per analysis (the lab's analysis is shared: a second plan
-    reuses it) from the analysis's |H| of the what-if predictions (``absolute_hvp``: one matrix for both, and a
-    lab that has predicted an edit has it built already)."""
+def sparse_curvature(analysis: ModelAnalysis) -> SparseCurvature | TermCurvature:
+    """The model's :class:`SparseCurvature` (squared L2), else its :class:`TermCurvature`, built once per analysis
+    (the lab's analysis is shared: a second plan reuses it) from the analysis's |H| of the what-if predictions
+    (``absolute_hvp``: one matrix for both, and a lab that has predicted an edit has it built already)."""
+    if analysis.model.config.distance != "squared_l2":
+        # not kept: a residual's curvature per term and coordinate ([m, d], about 1 GB on FB15k-237 with eight
+        # negatives) is built per prediction, as the analysis builds it (ModelAnalysis.absolute_hvp)
+        return TermCurvature(analysis.model, absolute_curvature_hvp(analysis.model, active=analysis.active_terms))
     with _CURVATURE_LOCK:
         curvature = _CURVATURES.get(analysis)
         if curvature is None:
@@ -549,9 +585,15 @@ class _Newton:
         return self.scale * influence_from_solution(context, self.model, solution).double().cpu().numpy()
 
 
-def plan_estimator(config: PlanConfig) -> str:
-    """The estimator a plan's predictions come from, in words: the Newton step, and its scale when not 1."""
-    return scaled_estimator(ESTIMATOR, config.step_scale)
+#: The distances a removal is planned for: the models trained here whose |H| is exact (squared L2, pseudo-Huber;
+#: imported L1 / L2 models have re-drawn negatives and an approximate |H|).
+PLAN_DISTANCES = ("squared_l2", "pseudo_huber")
+
+
+def plan_estimator(config: PlanConfig, distance: str = "squared_l2") -> str:
+    """The estimator a plan's predictions come from, in words: the Newton step, the model's distance where it is
+    not squared L2, and its scale when not 1."""
+    return scaled_estimator(distance_estimator(ESTIMATOR, distance), config.step_scale)
 
 
 # --- the greedy order and the k search ----------------------------------------------------------------
@@ -662,7 +704,7 @@ def plan_removal(analysis: ModelAnalysis, targets: Sequence[Target], *, noise: p
     model = analysis.model
     if not targets:
         raise MeasureError(PLAN_NO_TARGETS)
-    if model.config.distance != "squared_l2":
+    if model.config.distance not in PLAN_DISTANCES:
         raise MeasureError(NEWTON_NEEDS_SQUARED_L2.format(model=model.name, distance=model.config.distance))
     groups = analysis.groups
     target_index = [groups.index(t.occupation) for t in targets]
@@ -827,7 +869,8 @@ def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands
         low, high = map(float, band_ends(point, f))
         outcome = TargetOutcome(target=target, name=groups.names[index], before=float(before[index]),
                                 prediction=WhatIfPrediction(point=point, low=low, high=high,
-                                                            estimator=plan_estimator(config)),
+                                                            estimator=plan_estimator(
+                                                                config, analysis.model.config.distance)),
                                 n_candidates=n_candidates, n_chosen=n_chosen, reach=reach)
         outcomes.append(outcome)
         if not outcome.inside:
