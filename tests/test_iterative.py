@@ -131,3 +131,18 @@ def test_influence_from_a_solution_is_s_dot_the_gradient_of_each_triples_loss(di
         g = torch.autograd.grad(loss, (e, r))
         expected = float((g[0] * s[0]).sum() + (g[1] * s[1]).sum())
         assert float(influence[i]) == pytest.approx(expected, rel=1e-6, abs=1e-9), i
+
+
+def test_lanczos_stops_where_the_hessian_is_a_multiple_of_the_identity_in_single_precision() -> None:
+    """An L1 model's H is l2 I off its kinks (|x|'' = 0): its extremes are l2 and spectral lambda is eps x l2. Its
+    float32 products leave ~1e-6 of round-off after one Lanczos step, which is no new direction (before
+    2026-12-02 Lanczos went on from it to -9,833 and +9,853 on the synthetic graph, lambda 19,764)."""
+    from kgbias_core.influence.prediction import CONDITION_EPS, hessian_extremes, spectral_damping
+
+    graph = generate_people_graph(SyntheticConfig(n_persons=40, seed=5))
+    model = train_model(graph, TrainConfig(dim=4, epochs=10, batch_size=64, lr=1e-2, l2=1.0, seed=3, distance="l1"),
+                        name="small", device=torch.device("cpu"))
+    assert model.entity_embeddings.dtype == torch.float32
+    low, high = hessian_extremes(model)
+    assert low == pytest.approx(model.config.l2, rel=1e-4) and high == pytest.approx(model.config.l2, rel=1e-4)
+    assert spectral_damping(model) == pytest.approx(CONDITION_EPS * model.config.l2, rel=1e-3)

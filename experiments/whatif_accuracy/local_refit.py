@@ -21,7 +21,8 @@ the retrained one:
 Two sources of retrains:
 
     python experiments/whatif_accuracy/local_refit.py --model PATH --runs R1.csv [R2.csv ..] --out OUT.csv
-        (the retrained changes of ``whatif_accuracy.py`` runs on that model: no retrain here; each set is rebuilt
+        (the retrained changes of ``whatif_accuracy.py`` runs on that model, or of
+        experiments/default_models/sweep.py's influence check: no retrain here; each set is rebuilt
         and checked by its closed-form sum, or, with ``--other-machine``, rebuilt from its kind and k only and
         its closed-form sums recorded side by side: runs made on another machine's model of the same config)
     python experiments/whatif_accuracy/local_refit.py --out OUT.csv [--seed 7] [--epochs 25]
@@ -243,12 +244,21 @@ def _summarize(args) -> None:
         write_text(summary.to_csv(index=False, float_format="%.4f"), str(args.summary))
 
 
+def sizes(analysis, label: str) -> dict:
+    """The occupation's name and gender counts: the columns a ``sweep.py`` run (experiments/default_models) lacks,
+    whose sets are the same top and bottom sets of the closed form (its base rows are not sets)."""
+    index = analysis.groups.index(label)
+    model = analysis.model
+    return {"name": model.entity_names[int(analysis.groups.occupations[index])],
+            "men": int(analysis.groups.n_male[index]), "women": int(analysis.groups.n_female[index])}
+
+
 def _stored_sets(args) -> tuple[ModelAnalysis, list[dict]]:
     model = load_model(args.model)
     analysis = ModelAnalysis(model)
     runs = pd.concat([pd.read_csv(p) for p in args.runs]) if args.runs else pd.DataFrame(columns=["kind"])
-    runs = runs[runs["kind"] != "random"].drop_duplicates(["occupation", "kind", "share"])
-    sets = runs.to_dict("records")
+    runs = runs[runs["kind"].isin(("top", "bottom"))].drop_duplicates(["occupation", "kind", "share"])
+    sets = [{**row, **sizes(analysis, row["occupation"])} for row in runs.to_dict("records")]
     audit = saved_prediction_audit(args.model) if args.audit else None
     if args.audit and audit is None:
         raise SystemExit(f"{args.model}: no prediction audit stored (kgbias prepare runs it)")
@@ -266,7 +276,8 @@ def _stored_sets(args) -> tuple[ModelAnalysis, list[dict]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="a stored model whose --runs hold the retrained changes")
-    parser.add_argument("--runs", nargs="*", default=(), help="whatif_accuracy.py run CSVs made on --model")
+    parser.add_argument("--runs", nargs="*", default=(),
+                        help="whatif_accuracy.py (or default_models/sweep.py) run CSVs made on --model")
     parser.add_argument("--other-machine", action="store_true",
                         help="the runs were made on another machine's model of the same config: rebuild each set "
                              "from its kind and k, record both closed-form sums, do not require them equal")
