@@ -270,12 +270,17 @@ def test_additions_refuse_a_distance_they_do_not_differentiate(tiny_model) -> No
 
 
 # --- issue 25: imported models' distances (L1, L2) --------------------------------------------------------------
-@pytest.fixture(scope="module", params=["l2", "l1", "pseudo_huber"])
+@pytest.fixture(scope="module", params=[("l2", 1), ("l1", 1), ("pseudo_huber", 1), ("l2", 3), ("l1", 3),
+                                        ("pseudo_huber", 3)], ids=lambda p: f"{p[0]}-k{p[1]}")
 def distance_model(request):
-    """The small graph trained with an imported model's distance (kgbias trains L1 / L2 for these checks)."""
+    """The small graph trained with an imported model's distance (kgbias trains L1 / L2 for these checks), or with
+    the pseudo-Huber distance, with one or three frozen negatives per triple (three: a triple's positive term
+    is shared by its active pairs, which |H| takes once, weighted)."""
+    distance, k = request.param
     graph = generate_people_graph(SyntheticConfig(n_persons=40, seed=5))
     model = train_model(graph, TrainConfig(dim=4, epochs=10, batch_size=64, lr=1e-2, l2=1.0, seed=3,
-                                           distance=request.param), name="small", device=torch.device("cpu"))
+                                           distance=distance, negatives_per_triple=k),
+                        name="small", device=torch.device("cpu"))
     weights = {"entity_embeddings": model.entity_embeddings.double(),
                "relation_embeddings": model.relation_embeddings.double()}
     return replace(model, weights=weights)
@@ -290,7 +295,8 @@ def test_the_absolute_curvature_of_l1_and_l2_is_autograds_hessian_of_every_activ
     E, R = model.entity_embeddings, model.relation_embeddings
     split = E.numel()
     active = active_terms(model)
-    terms = torch.cat([model.triples[active], model.frozen_negatives[active]])
+    k = model.frozen_negatives.shape[0] // model.triples.shape[0]
+    terms = torch.cat([model.triples.repeat(k, 1)[active], model.frozen_negatives[active]])  # each pair's two
     residuals = E[terms[:, 0]] + R[terms[:, 1]] - E[terms[:, 2]]
     # L1: smoothed at its median residual; pseudo_huber: its own delta, exactly
     eps = PSEUDO_HUBER_DELTA if model.config.distance == "pseudo_huber" else float(residuals.abs().median())
@@ -299,7 +305,7 @@ def test_the_absolute_curvature_of_l1_and_l2_is_autograds_hessian_of_every_activ
         e, r = theta[:split].reshape(E.shape), theta[split:].reshape(R.shape)
         x = e[terms[:, 0]] + r[terms[:, 1]] - e[terms[:, 2]]
         psi = x.norm(dim=-1) if model.config.distance == "l2" else (x * x + eps * eps).sqrt().sum(-1)
-        return psi.sum() + model.config.l2 / 2 * (theta * theta).sum()
+        return psi.sum() / k + model.config.l2 / 2 * (theta * theta).sum()
 
     dense = torch.autograd.functional.hessian(positive_part, torch.cat([E.reshape(-1), R.reshape(-1)]))
     hvp = absolute_curvature_hvp(model)
