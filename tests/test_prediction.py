@@ -564,3 +564,20 @@ def test_the_addition_prediction_covers_the_edited_retrain(tiny_model) -> None:
     print(f"sign {signs:.0%}, coverage {covered:.0%} over {len(rows)} Add edits")
     assert signs == 1.0
     assert covered >= 0.75
+
+
+@pytest.mark.parametrize("distance", ["pseudo_huber", "l1"])
+def test_an_add_prediction_is_refused_in_one_line_where_it_was_measured_to_lose(tiny_graph, distance) -> None:
+    """ADD_DISTANCES: Add's prediction is given on squared L2 only; pseudo-Huber's lost on the synthetic graphs
+    (docs/results/whatif.md), L1's and L2's before it. A removal on the same model is predicted."""
+    from kgbias_core.influence.prediction import ADD_DISTANCES
+    from kgbias_core.whatif.edits import add_edit, predict_edit
+
+    assert ADD_DISTANCES == ("squared_l2",)
+    model = train_model(tiny_graph, replace(TINY_TRAINING, distance=distance, epochs=3), name="small",
+                        device=torch.device("cpu"))
+    analysis = ModelAnalysis(model)
+    with pytest.raises(MeasureError, match=distance):
+        predict_edit(analysis, add_edit(model, "actor", c=0.5))
+    removed = removal_set(analysis.influence("actor"), kind="top", k=5)
+    assert predict_removal(analysis, "actor", removed).has_interval
