@@ -403,6 +403,10 @@ NEWTON_NEEDS_SQUARED_L2 = (
     "model {model}: the Newton-step what-if differentiates the squared-L2 TransE objective, and this model"
     " scores with {distance}"
 )
+PLAN_NEEDS_DISTANCE = (
+    "plan: removals are planned on squared-L2 and pseudo-Huber models (their |H| is exact), and model {model}"
+    " scores with {distance}"
+)
 
 
 # --- seed families (issue 24) ---

@@ -72,11 +72,11 @@ from kgbias_core.embeddings.objective import negatives_count
 from kgbias_core.embeddings.results import save_result
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.errors import (
-    NEWTON_NEEDS_SQUARED_L2,
     PLAN_BAD_INTERVAL,
     PLAN_CAPPED,
     PLAN_COLLATERAL,
     PLAN_LINK_BOUND,
+    PLAN_NEEDS_DISTANCE,
     PLAN_NO_TARGETS,
     PLAN_OUT_OF_REACH,
     PLAN_TARGET_MISSED,
@@ -488,8 +488,8 @@ class TermCurvature:
 
     For pseudo-Huber each active term's curvature is per coordinate, d^2 psi = diag(delta^2 / (x_i^2 +
     delta^2)^1.5) in its residual x, so |H| is no M (x) I_d: one matrix per coordinate would cost d times
-    SparseCurvature's memory (FB15k-237: 1.9M entries x 100 coordinates). The solve applies the predictions' own
-    operator instead, term by term (gathers and scatters), by the same Jacobi-preconditioned CG as
+    SparseCurvature's memory (the squared-L2 default's 1.9M entries, times 100 coordinates). The solve applies the
+    predictions' own operator instead, term by term (gathers and scatters), by the same Jacobi-preconditioned CG as
     :func:`~kgbias_core.influence.prediction.absolute_newton_step`, so a plan's prediction of its set is the
     lab's prediction of that set. ``start`` is not used: that CG starts from 0."""
 
@@ -516,12 +516,13 @@ _CURVATURE_LOCK = threading.Lock()
 
 
 def sparse_curvature(analysis: ModelAnalysis) -> SparseCurvature | TermCurvature:
-    """The model's :class:`SparseCurvature` (squared L2), else its :class:`TermCurvature`, built once per analysis
-    (the lab's analysis is shared: a second plan reuses it) from the analysis's |H| of the what-if predictions
-    (``absolute_hvp``: one matrix for both, and a lab that has predicted an edit has it built already)."""
+    """The model's :class:`SparseCurvature` (squared L2), built once per analysis (the lab's analysis is shared: a
+    second plan reuses it) from the analysis's |H| of the what-if predictions (``absolute_hvp``: one matrix for
+    both, and a lab that has predicted an edit has it built already); for pseudo-Huber its :class:`TermCurvature`,
+    built per plan."""
     if analysis.model.config.distance != "squared_l2":
-        # not kept: a residual's curvature per term and coordinate ([m, d], about 1 GB on FB15k-237 with eight
-        # negatives) is built per prediction, as the analysis builds it (ModelAnalysis.absolute_hvp)
+        # built per plan, as each prediction builds its own (ModelAnalysis.absolute_hvp keeps squared L2's only):
+        # a curvature per term and coordinate, [m, d] (FB15k-237's pseudo-Huber model: 413,183 x 100; 1.5 s)
         return TermCurvature(analysis.model, absolute_curvature_hvp(analysis.model, active=analysis.active_terms))
     with _CURVATURE_LOCK:
         curvature = _CURVATURES.get(analysis)
@@ -705,7 +706,7 @@ def plan_removal(analysis: ModelAnalysis, targets: Sequence[Target], *, noise: p
     if not targets:
         raise MeasureError(PLAN_NO_TARGETS)
     if model.config.distance not in PLAN_DISTANCES:
-        raise MeasureError(NEWTON_NEEDS_SQUARED_L2.format(model=model.name, distance=model.config.distance))
+        raise MeasureError(PLAN_NEEDS_DISTANCE.format(model=model.name, distance=model.config.distance))
     groups = analysis.groups
     target_index = [groups.index(t.occupation) for t in targets]
     bands, band_source = collateral_bands(analysis, noise=noise, config=config, seed_band=seed_band)
