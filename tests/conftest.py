@@ -152,6 +152,17 @@ def naive_genders(model: StoredModel) -> dict[str, set[str]]:
     return genders
 
 
+def small_distance_model(distance: str, negatives: int = 1) -> StoredModel:
+    """The 40-person graph trained with ``distance`` and ``negatives`` frozen negatives per triple, its weights in
+    double precision: the model the distance checks compare with autograd and finite differences."""
+    graph = generate_people_graph(SyntheticConfig(n_persons=40, seed=5))
+    model = train_model(graph, TrainConfig(dim=4, epochs=10, batch_size=64, lr=1e-2, l2=1.0, seed=3,
+                                           distance=distance, negatives_per_triple=negatives),
+                        name="small", device=torch.device("cpu"))
+    return replace(model, weights={"entity_embeddings": model.entity_embeddings.double(),
+                                   "relation_embeddings": model.relation_embeddings.double()})
+
+
 def occupation_with_both(context: InfluenceContext, minimum: int = 5) -> int:
     """Index of the occupation with the most women among those with ``minimum`` of each gender."""
     groups = context.groups

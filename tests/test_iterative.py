@@ -23,7 +23,7 @@ from kgbias_core.influence.iterative import (
 )
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 
-from .conftest import occupation_with_both
+from .conftest import occupation_with_both, small_distance_model
 
 
 def test_hessian_vector_product_equals_finite_differences_of_the_objective(tiny_model) -> None:
@@ -81,13 +81,8 @@ def test_cg_solves_the_damped_system_lissa_approximates_it_and_both_predict_retr
 # --- every distance: the exact solve's Hessian and its gradients are the model's own psi's ------------------------
 @pytest.fixture(scope="module", params=["squared_l2", "l2", "l1", "pseudo_huber"])
 def distance_model(request):
-    """The small graph trained with each distance, in double precision (finite differences below)."""
-    graph = generate_people_graph(SyntheticConfig(n_persons=40, seed=5))
-    model = train_model(graph, TrainConfig(dim=4, epochs=10, batch_size=64, lr=1e-2, l2=1.0, seed=3,
-                                           negatives_per_triple=2, distance=request.param),
-                        name="small", device=torch.device("cpu"))
-    return replace(model, weights={"entity_embeddings": model.entity_embeddings.double(),
-                                   "relation_embeddings": model.relation_embeddings.double()})
+    """The small graph trained with each distance and two negatives, in double precision (finite differences)."""
+    return small_distance_model(request.param, negatives=2)
 
 
 def test_the_hessian_vector_product_is_that_of_the_models_own_distance(distance_model) -> None:

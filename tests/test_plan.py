@@ -16,6 +16,7 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.results import RESULTS
 from kgbias_core.embeddings.store import StoredModel, load_model, read_config
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.errors import PLAN_BAD_INTERVAL, PLAN_CAPPED, PLAN_NO_TARGETS, PLAN_TARGET_NOT_PLANNED, MeasureError
 from kgbias_core.influence.prediction import predict_removal
 from kgbias_core.influence.retraining_check import masked_retrain_bias
@@ -35,6 +36,8 @@ from kgbias_core.whatif.plan import (
     resolve_targets,
 )
 from kgbias_core.whatif.step_ratio import EDITS, PLANS, observed_step_ratio, saved_verifications
+
+from .conftest import TINY_TRAINING
 
 #: The target of the retrain tests: the tiny graph's journalists (18 men, 11 women in the seed-7 graph).
 OCCUPATION = "journalist"
@@ -402,10 +405,6 @@ HUBER_OCCUPATION = "lawyer"
 
 @pytest.fixture(scope="module")
 def huber_analysis(tiny_graph) -> ModelAnalysis:
-    from kgbias_core.embeddings.training import train_model
-
-    from .conftest import TINY_TRAINING
-
     model = train_model(tiny_graph, replace(TINY_TRAINING, distance="pseudo_huber"), name="huber-transe",
                         device=torch.device("cpu"))
     return ModelAnalysis(model)
@@ -460,10 +459,6 @@ def test_a_pseudo_huber_plan_predicts_as_the_lab_and_lands_after_a_masked_retrai
 
 
 def test_a_plan_of_an_l1_model_is_refused_in_one_line(tiny_graph) -> None:
-    from kgbias_core.embeddings.training import train_model
-
-    from .conftest import TINY_TRAINING
-
     model = train_model(tiny_graph, replace(TINY_TRAINING, distance="l1", epochs=3), name="l1-transe",
                         device=torch.device("cpu"))
     analysis = ModelAnalysis(model)

@@ -40,7 +40,7 @@ from kgbias_core.influence.prediction import (
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.influence.scale import predict
 
-from .conftest import TINY_TRAINING
+from .conftest import TINY_TRAINING, small_distance_model
 
 
 @pytest.fixture(scope="module")
@@ -277,13 +277,7 @@ def distance_model(request):
     the pseudo-Huber distance, with one or three frozen negatives per triple (three: a triple's positive term
     is shared by its active pairs, which |H| takes once, weighted)."""
     distance, k = request.param
-    graph = generate_people_graph(SyntheticConfig(n_persons=40, seed=5))
-    model = train_model(graph, TrainConfig(dim=4, epochs=10, batch_size=64, lr=1e-2, l2=1.0, seed=3,
-                                           distance=distance, negatives_per_triple=k),
-                        name="small", device=torch.device("cpu"))
-    weights = {"entity_embeddings": model.entity_embeddings.double(),
-               "relation_embeddings": model.relation_embeddings.double()}
-    return replace(model, weights=weights)
+    return small_distance_model(distance, negatives=k)
 
 
 def test_the_absolute_curvature_of_l1_and_l2_is_autograds_hessian_of_every_active_term(distance_model) -> None:

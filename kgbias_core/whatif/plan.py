@@ -89,6 +89,7 @@ from kgbias_core.influence.prediction import (
     CONDITION_EPS,
     ESTIMATOR,
     WhatIfPrediction,
+    _damping,
     absolute_curvature_hvp,
     active_terms,
     band_ends,
@@ -497,7 +498,7 @@ class TermCurvature:
         self.n_entities = model.n_entities
         self.hvp = hvp
         self.like = model.entity_embeddings
-        self.damping = CONDITION_EPS if model.config.l2 <= 0 else 0.0  # newton_removal_prediction's
+        self.damping = _damping(model)  # newton_removal_prediction's
 
     def solve(self, rhs: np.ndarray, *, start: np.ndarray | None = None,
               tolerance: float = SOLVE_TOLERANCE) -> np.ndarray:
