@@ -75,8 +75,8 @@ def pseudo_huber_curvature(residuals: FloatTensor, *, delta: float = PSEUDO_HUBE
 
     Exact for pseudo_huber models; for L1 models the influence solvers take it at a delta of the model's own
     residual scale as L1's smoothed curvature (:func:`kgbias_core.influence.prediction.absolute_curvature_hvp`)."""
-    squared = residuals * residuals + delta * delta
-    return delta * delta / (squared * squared.sqrt())
+    squared = (residuals * residuals).add_(delta * delta)  # in place: [n, d] temporaries cost more than the math
+    return squared.mul_(squared.sqrt()).reciprocal_().mul_(delta * delta)
 
 
 def transe_distance(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor,

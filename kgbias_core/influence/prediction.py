@@ -341,8 +341,9 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
         both = torch.cat([triples[positive], negatives[active]])  # [m, 3]
         per_term = torch.cat([count.to(E0.dtype), E0.new_ones(int(active.sum()))]).unsqueeze(1) / k  # [m, 1]
     heads, relations, tails = both[:, 0], both[:, 1], both[:, 2]
-    if distance != "squared_l2":
-        x = E0[heads] + R0[relations] - E0[tails]  # [m, d]: each active term's residual
+    if distance != "squared_l2":  # each active term's residual, [m, d], in one buffer (fresh temporaries page-fault)
+        x = torch.index_select(E0, 0, heads).add_(torch.index_select(R0, 0, relations))
+        x.sub_(torch.index_select(E0, 0, tails))
     if distance == "l2":  # psi = ||x||: d^2 psi / dx^2 = (I - u u^T) / ||x||, u = x / ||x|| (PSD), at each term's x
         norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
         # ||x|| -> 0 sends the curvature to infinity (psi's kink at 0): capped at 1000 times the median term's.
@@ -352,9 +353,9 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
         # the scale of the model's own residuals (module docstring), over the pairs' terms as before the merge
         eps = float(torch.cat([x[:positive.shape[0]].repeat_interleave(count, dim=0),
                                x[positive.shape[0]:]]).abs().median()) or 1.0
-        coordinate = pseudo_huber_curvature(x, delta=eps) * per_term  # [m, d]
+        coordinate = pseudo_huber_curvature(x, delta=eps).mul_(per_term)  # [m, d]
     elif distance == "pseudo_huber":  # the same curvature at the model's own delta: exact, not a smoothing
-        coordinate = pseudo_huber_curvature(x) * per_term  # [m, d]
+        coordinate = pseudo_huber_curvature(x).mul_(per_term)  # [m, d]
 
     if distance == "squared_l2":
         # |H| as one sparse (E + R) x (E + R) matrix M, |H| = M (x) I_d: the K pairs of a triple share their
@@ -391,9 +392,10 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
     else:
         term = (weight * torch.ones_like(heads, dtype=E0.dtype)).unsqueeze(-1)  # [m, 1]
     width = term.shape[1]
-    entity_diagonal = (E0.new_full((E0.shape[0], width), l2).index_add_(0, heads[differs], term[differs])
-                       .index_add_(0, tails[differs], term[differs]))
     relation_diagonal = R0.new_full((R0.shape[0], width), l2).index_add_(0, relations, term)
+    if not bool(differs.all()):  # a self-loop's rows (rare: copied once, [m', d])
+        term, heads, tails = term[differs], heads[differs], tails[differs]
+    entity_diagonal = E0.new_full((E0.shape[0], width), l2).index_add_(0, heads, term).index_add_(0, tails, term)
     hvp.diagonal = (entity_diagonal, relation_diagonal)  # ([E, 1], [R, 1]), or [E, d], [R, d] for L1 / L2
     return hvp
 
