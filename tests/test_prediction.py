@@ -257,6 +257,29 @@ def test_the_step_scale_moves_the_model_by_c_times_the_step(tiny_model) -> None:
     assert predict_removal(analysis, occupation, removed, scale=1.0) == unscaled  # 1: the step as computed
 
 
+def test_a_pseudo_huber_models_scaled_step_takes_its_distances_own_band() -> None:
+    """The scaled band is the model's distance's (SCALED_BANDS): pseudo-Huber its own, an imported L1 model squared
+    L2's; the step as computed (scale 1) has the one band of every distance. Read through predict_removal."""
+    from kgbias_core.influence.prediction import PH_SCALED_BAND_BASE, PH_SCALED_BAND_SMALL, SCALED_BANDS
+
+    assert SCALED_BANDS["pseudo_huber"] != SCALED_BANDS["squared_l2"]
+    for distance, (base, small) in (("pseudo_huber", (PH_SCALED_BAND_BASE, PH_SCALED_BAND_SMALL)),
+                                    ("l1", (SCALED_BAND_BASE, SCALED_BAND_SMALL))):
+        model = small_distance_model(distance)
+        analysis = ModelAnalysis(model)
+        groups = analysis.groups
+        index = int(torch.argmax(torch.minimum(groups.n_male, groups.n_female)))
+        occupation = groups.labels[index]
+        removed = removal_set(analysis.influence(occupation), kind="top", k=5)
+        m = int(min(groups.n_male[index], groups.n_female[index]))
+        scaled = predict_removal(analysis, occupation, removed, scale=1.3)
+        f = base + small / m ** 0.5
+        assert (scaled.low, scaled.high) == pytest.approx(tuple(sorted((scaled.point / f, scaled.point * f))))
+        unscaled = predict_removal(analysis, occupation, removed)
+        assert (unscaled.low, unscaled.high) == pytest.approx(
+            tuple(sorted((unscaled.point / band_factor(m), unscaled.point * band_factor(m)))))
+
+
 def test_additions_refuse_a_distance_they_do_not_differentiate(tiny_model) -> None:
     from kgbias_core.influence.prediction import newton_addition_prediction
     from kgbias_core.whatif.edits import add_edit, addition

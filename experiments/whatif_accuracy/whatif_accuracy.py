@@ -66,8 +66,7 @@ from kgbias_core.embeddings.config import DISTANCES, TrainConfig
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.prediction import (
-    SCALED_BAND_BASE,
-    SCALED_BAND_SMALL,
+    SCALED_BANDS,
     band_ends,
     newton_change,
     predict_removal,
@@ -98,11 +97,11 @@ def chosen_occupations(groups, n: int) -> list[int]:
     return [both[i] for i in sorted(set(picks.tolist()))]
 
 
-def summarize(runs: pd.DataFrame) -> str:
+def summarize(runs: pd.DataFrame, distance: str = "squared_l2") -> str:
     """The printed summary: one line per kind of set and estimator of :func:`summary_frame`, then the cost and
     the exact-H step's ratio (the lines the docs' *_summary.txt files copy)."""
     lines = []
-    for _, row in summary_frame(runs).iterrows():
+    for _, row in summary_frame(runs, distance).iterrows():
         line = f"{row['sets']} | {row['estimator']} ({row['n']} sets): coverage {row['coverage']:.0%}"
         if row["sets"] == "targeted":
             floor = row["sign_beyond_floor"]
@@ -167,31 +166,33 @@ def _sign_beyond_floor(part: pd.DataFrame, point: str) -> float:
     return (np.sign(claimed[point]) == np.sign(claimed["actual"])).mean() if len(claimed) else np.nan
 
 
-def current_band(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def current_band(runs: pd.DataFrame, distance: str = "squared_l2") -> tuple[np.ndarray, np.ndarray]:
     """The interval the lab shows today around each row's scaled point: [p / f, p * f] with the scaled step's
-    band (:func:`~kgbias_core.influence.prediction.removal_band_factor`), widened by the row's noise floor. The
-    point and the floor do not depend on the band, so runs made under an earlier band are judged anew."""
-    f = np.array([removal_band_factor(int(min(m, w)), scale=float(s))
+    band of the model's ``distance`` (:func:`~kgbias_core.influence.prediction.removal_band_factor`), widened by
+    the row's noise floor. The point and the floor do not depend on the band, so runs made under an earlier band
+    are judged anew."""
+    f = np.array([removal_band_factor(int(min(m, w)), scale=float(s), distance=distance)
                   for m, w, s in zip(runs["men"], runs["women"], runs["scale"], strict=True)], dtype=float)
     return band_ends(runs["scaled"].to_numpy(float), f, np.nan_to_num(runs["floor"].to_numpy(float)))
 
 
-def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
+def summary_frame(runs: pd.DataFrame, distance: str = "squared_l2") -> pd.DataFrame:
     """One row per estimator and kind of set (targeted / random) over the sets the scale was not read from
     (the audited occupation left out): coverage, median relative half-width (all sets, and those where both
     genders have at least 10 persons, where the noise floor does not dominate), sign, median retrained/predicted,
     and the coverage where one gender has fewer than 10 persons, on occupations the old estimator's calibration
     was not fitted on, and at each share; the docs' table. Random sets
     get only their coverage: their point is about 0, so relative width, sign and ratio are noise. The scaled step
-    is judged twice: with the interval it was run with, and with today's band (:func:`current_band`)."""
+    is judged twice: with the interval it was run with, and with today's band of the model's ``distance``
+    (:func:`current_band`)."""
     shown = runs[~runs["in_audit"].astype(bool)] if "in_audit" in runs else runs
     estimators = [("Newton step as computed, no floor", "newton", "low", "high")]
     if "scaled" in runs:
         scaled = f"Newton step x {runs['scale'].iloc[0]:.3f} (audit), noise floor"
         estimators.append((f"{scaled}, band as run", "scaled", "scaled_low", "scaled_high"))
-        shown = shown.assign(**dict(zip(("band_low", "band_high"), current_band(shown), strict=True)))
-        estimators.append((f"{scaled}, band {SCALED_BAND_BASE} + {SCALED_BAND_SMALL}/sqrt(m)", "scaled", "band_low",
-                           "band_high"))
+        shown = shown.assign(**dict(zip(("band_low", "band_high"), current_band(shown, distance), strict=True)))
+        base, small = SCALED_BANDS.get(distance, SCALED_BANDS["squared_l2"])
+        estimators.append((f"{scaled}, band {base} + {small}/sqrt(m)", "scaled", "band_low", "band_high"))
     if runs["old_point"].notna().any():  # a run with --no-calibration has no old estimator
         estimators.append(("closed form x calibrated scale (old)", "old_point", "old_low", "old_high"))
     rows = []
@@ -219,9 +220,10 @@ def summary_frame(runs: pd.DataFrame) -> pd.DataFrame:
 
 def _report(runs: pd.DataFrame, args: argparse.Namespace) -> None:
     """Print the summary of ``runs`` and, with ``--summary``, write its table (:func:`summary_frame`)."""
-    print(summarize(runs))
+    distance = load_model(args.model).config.distance if args.model else args.distance  # the band's distance
+    print(summarize(runs, distance))
     if args.summary:
-        write_text(summary_frame(runs).to_csv(index=False, float_format="%.4f"), str(args.summary))
+        write_text(summary_frame(runs, distance).to_csv(index=False, float_format="%.4f"), str(args.summary))
 
 
 def _summarize_only(args: argparse.Namespace) -> None:

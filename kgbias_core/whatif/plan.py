@@ -867,7 +867,8 @@ def _assemble(analysis, targets, target_index, *, chosen, changes, counts, bands
     outcomes, problems = [], []
     for target, index, (n_candidates, n_chosen, reach) in zip(targets, target_index, counts, strict=True):
         point = float(changes[index])
-        f = removal_band_factor(int(min(groups.n_male[index], groups.n_female[index])), scale=config.step_scale)
+        f = removal_band_factor(int(min(groups.n_male[index], groups.n_female[index])), scale=config.step_scale,
+                                distance=analysis.model.config.distance)
         low, high = map(float, band_ends(point, f))
         outcome = TargetOutcome(target=target, name=groups.names[index], before=float(before[index]),
                                 prediction=WhatIfPrediction(point=point, low=low, high=high,
