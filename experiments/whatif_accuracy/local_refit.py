@@ -66,6 +66,7 @@ from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING, chosen_occupations  #
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import append_row, write_text
 from kgbias_core.data.synthetic import generate_people_graph
+from kgbias_core.embeddings.config import DISTANCES
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.local_refit import (
@@ -75,7 +76,7 @@ from kgbias_core.influence.local_refit import (
     refit_rows,
     touched_rows,
 )
-from kgbias_core.influence.prediction import SCALED_BAND_BASE, SCALED_BAND_SMALL, _bias, _moved, absolute_newton_step
+from kgbias_core.influence.prediction import SCALED_BANDS, _bias, _moved, absolute_newton_step
 from kgbias_core.influence.refit_prediction import REFIT_BAND_BASE, REFIT_BAND_SMALL
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_index
@@ -164,18 +165,21 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str) -> tuple
                        floor=[float(floor.get(key, 0.0)) for key in keys]).fillna({"floor": 0.0}), ratio
 
 
-#: The bands the lab shows, by estimator (``--lab``): the scaled step's and the refined prediction's constants.
-LAB_BANDS = {"newton": (SCALED_BAND_BASE, SCALED_BAND_SMALL), "newton_refit_read": (REFIT_BAND_BASE, REFIT_BAND_SMALL)}
+def lab_bands(distance: str = "squared_l2") -> dict[str, tuple[float, float]]:
+    """The bands the lab shows, by estimator (``--lab``): the scaled step's constants for the models' ``distance``
+    (:data:`~kgbias_core.influence.prediction.SCALED_BANDS`) and the refined prediction's."""
+    return {"newton": SCALED_BANDS.get(distance, SCALED_BANDS["squared_l2"]),
+            "newton_refit_read": (REFIT_BAND_BASE, REFIT_BAND_SMALL)}
 
 
 def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame, coverage: float, *,
-               lab: bool = False) -> pd.DataFrame:
+               lab: bool = False, distance: str = "squared_l2") -> pd.DataFrame:
     """Per estimator (Newton step, Newton step + refit, the same with the rows B_gr reads; those the rows hold), each
     scaled by its own audit ratio on each graph: band_fit.py's narrowest f = a + b / sqrt(m) that covers ``coverage``
     of the targeted sets, in-sample and with each occupation held out (the audited occupation left out of both);
     with several graphs also pooled and from graph to graph. ``audit_ratio``: each graph's, ``;``-joined. ``lab``:
-    also the band the lab shows for the estimator (:data:`LAB_BANDS`), judged on each graph and on all
-    (``lab band -> ...``)."""
+    also the band the lab shows for the estimator on models of ``distance`` (:func:`lab_bands`), judged on each graph
+    and on all (``lab band -> ...``)."""
     out = []
     names = ("newton", "newton_refit", "newton_refit_read")
     for estimator in (name for name in names if all(name in rows for rows in graphs.values())):
@@ -184,12 +188,13 @@ def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame, coverage: fl
                                        coverage)
         if len(graphs) == 1:  # one graph: its own rows only (the pooled ones repeat them)
             evaluation = evaluation[~evaluation["evaluation"].str.contains("all")]
-        if lab and estimator in LAB_BANDS:
+        shown = lab_bands(distance)
+        if lab and estimator in shown:
             targeted = {graph: band_fit.targeted_rows(rows) for graph, (rows, _) in scaled.items()}
             targeted["all"] = pd.concat(targeted.values(), ignore_index=True)
             evaluation = pd.concat([evaluation, pd.DataFrame([
-                band_fit.evaluation_row(f"lab band -> {graph}", rows, *band_fit.judged(rows, *LAB_BANDS[estimator]),
-                              *LAB_BANDS[estimator]) for graph, rows in targeted.items()])], ignore_index=True)
+                band_fit.evaluation_row(f"lab band -> {graph}", rows, *band_fit.judged(rows, *shown[estimator]),
+                              *shown[estimator]) for graph, rows in targeted.items()])], ignore_index=True)
         ratios = [ratio for _, ratio in scaled.values()]
         out.append(evaluation.assign(estimator=estimator, audit_ratio=ratios[0] if len(ratios) == 1 else
                                      "; ".join(f"{graph} {ratio:.4f}" for graph, (_, ratio) in scaled.items())))
@@ -230,7 +235,7 @@ def _bands(args) -> None:
         rows_of[name] = with_audit(pd.concat(rows, ignore_index=True), by_rule=args.audit_rule)
     runs = (pd.concat([pd.read_csv(p) for p in args.runs], ignore_index=True) if args.runs
             else pd.DataFrame(columns=["occupation", "kind", "share"]))
-    bands = band_frame(rows_of, runs, args.coverage, lab=args.lab)
+    bands = band_frame(rows_of, runs, args.coverage, lab=args.lab, distance=args.distance)
     print(bands.round(3).to_string(index=False))
     write_text(bands.to_csv(index=False, float_format="%.4f"), str(args.out))
 
@@ -312,6 +317,8 @@ def main() -> None:
                         help="with --bands: mark each graph's audit set by today's rule (audit_index), not as stored")
     parser.add_argument("--lab", action="store_true",
                         help="with --bands: also judge the bands the lab shows (the scaled step's, the refined one's)")
+    parser.add_argument("--distance", choices=DISTANCES, default="squared_l2",
+                        help="with --bands --lab: the models' distance, whose scaled-step band the lab shows")
     parser.add_argument("--summarize-only", action="store_true", help="only write the summary of --out's rows")
     args = parser.parse_args()
     if args.bands:

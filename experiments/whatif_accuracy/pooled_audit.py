@@ -30,7 +30,7 @@ import band_fit  # noqa: I001  (beside this file)
 import numpy as np
 import pandas as pd
 import torch
-from local_refit import LAB_BANDS, scaled_rows
+from local_refit import lab_bands, scaled_rows
 from whatif_accuracy import chosen_occupations
 
 from kgbias_core.analysis import ModelAnalysis
@@ -107,7 +107,7 @@ def judge(pooled: pd.DataFrame, rows: pd.DataFrame, runs: pd.DataFrame) -> pd.Da
                   "audit occupation, pooled retrain": float(ratios.iloc[0])}
         for scale_name, scale in scales.items():
             scaled = held.assign(scaled=held[estimator] * scale)
-            covered, width = band_fit.judged(scaled, *LAB_BANDS[estimator])
+            covered, width = band_fit.judged(scaled, *lab_bands()[estimator])
             out.append({"estimator": short, "scale": scale_name, "ratio": scale, "sets": len(scaled),
                         "coverage": float(covered.mean()), "half_width": float(np.median(width)),
                         "pooled_ratios": "; ".join(f"{r:.3f}" for r in ratios)})
