@@ -76,7 +76,7 @@ from kgbias_core.influence.local_refit import (
     refit_rows,
     touched_rows,
 )
-from kgbias_core.influence.prediction import SCALED_BANDS, _bias, _moved, absolute_newton_step
+from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step, scaled_band
 from kgbias_core.influence.refit_prediction import REFIT_BAND_BASE, REFIT_BAND_SMALL
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_index
@@ -167,8 +167,8 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str) -> tuple
 
 def lab_bands(distance: str = "squared_l2") -> dict[str, tuple[float, float]]:
     """The bands the lab shows, by estimator (``--lab``): the scaled step's constants for the models' ``distance``
-    (:data:`~kgbias_core.influence.prediction.SCALED_BANDS`) and the refined prediction's."""
-    return {"newton": SCALED_BANDS.get(distance, SCALED_BANDS["squared_l2"]),
+    (:func:`~kgbias_core.influence.prediction.scaled_band`) and the refined prediction's."""
+    return {"newton": scaled_band(distance),
             "newton_refit_read": (REFIT_BAND_BASE, REFIT_BAND_SMALL)}
 
 

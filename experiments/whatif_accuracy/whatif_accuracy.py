@@ -66,11 +66,11 @@ from kgbias_core.embeddings.config import DISTANCES, TrainConfig
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.prediction import (
-    SCALED_BANDS,
     band_ends,
     newton_change,
     predict_removal,
     removal_band_factor,
+    scaled_band,
     spectral_damping,
 )
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
@@ -191,7 +191,7 @@ def summary_frame(runs: pd.DataFrame, distance: str = "squared_l2") -> pd.DataFr
         scaled = f"Newton step x {runs['scale'].iloc[0]:.3f} (audit), noise floor"
         estimators.append((f"{scaled}, band as run", "scaled", "scaled_low", "scaled_high"))
         shown = shown.assign(**dict(zip(("band_low", "band_high"), current_band(shown, distance), strict=True)))
-        base, small = SCALED_BANDS.get(distance, SCALED_BANDS["squared_l2"])
+        base, small = scaled_band(distance)
         estimators.append((f"{scaled}, band {base} + {small}/sqrt(m)", "scaled", "band_low", "band_high"))
     if runs["old_point"].notna().any():  # a run with --no-calibration has no old estimator
         estimators.append(("closed form x calibrated scale (old)", "old_point", "old_low", "old_high"))
