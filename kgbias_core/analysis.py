@@ -34,7 +34,7 @@ from kgbias_core.influence.negatives import (
     redrawn_negatives,
     stability_seeds,
 )
-from kgbias_core.influence.prediction import absolute_curvature_hvp, active_terms
+from kgbias_core.influence.prediction import absolute_curvature_hvp
 from kgbias_core.influence.scale import PredictedChange, predict
 from kgbias_core.measures.fisher import fisher_person_changes
 from kgbias_core.measures.group_bias import group_bias
@@ -126,10 +126,9 @@ class ModelAnalysis:
         """Which margin terms are active at the trained theta (with :attr:`negatives`), [|G|]: built once, shared by
         every what-if prediction of the model (:func:`~kgbias_core.influence.prediction.active_terms`)."""
         def compute() -> BoolTensor:
-            if self.model.config.distance != "squared_l2":  # the context's margins use the model's own distance
-                negatives = self.negatives
-                return active_terms(self.model, negatives=None if negatives.exact else negatives.negatives)
-            # The influence context (built for the ranking anyway, and by warm_up) holds the same margins.
+            # The influence context (built for the ranking anyway, and by warm_up) holds the same margins, tested
+            # with the model's own distance and these negatives: reading them off it spares a first pseudo-Huber
+            # prediction on FB15k-237 the 3.9 s of a second pass over its 2.2M pairs.
             mask = torch.zeros(self.negatives.negatives.shape[0], dtype=torch.bool,  # one per pair (z, z'_j)
                                device=self.model.triples.device)
             mask[self.context.active] = True

@@ -369,7 +369,8 @@ def test_the_term_product_is_every_terms_plain_scatter_to_the_bit_and_again(kind
 
         def plain_curvature(a):
             return curvature * a
-    product = _term_product(heads, relations, tails, l2=l2, curvature=curvature)
+    product = _term_product(heads, relations, tails, n_entities=n_e, n_relations=n_r, l2=l2,
+                             curvature=curvature)
     for _ in range(2):
         v = (torch.randn(n_e, d, generator=generator), torch.randn(n_r, d, generator=generator))
         w = plain_curvature(v[0][heads] + v[1][relations] - v[0][tails])
@@ -630,3 +631,19 @@ def test_an_add_prediction_is_refused_in_one_line_where_it_was_measured_to_lose(
         predict_edit(analysis, add_edit(model, "actor", c=0.5))
     removed = removal_set(analysis.influence("actor"), kind="top", k=5)
     assert predict_removal(analysis, "actor", removed).has_interval
+
+
+@pytest.mark.parametrize(("distance", "negatives", "imported"),
+                         [("squared_l2", 1, False), ("pseudo_huber", 3, False), ("l1", 1, True), ("l2", 3, True)])
+def test_the_analysis_reads_the_active_terms_off_its_context_for_every_distance(distance, negatives, imported) -> None:
+    """The what-if predictions' active terms (the analysis's memo, read off the influence context) are the margin
+    test that :func:`active_terms` makes itself with the model's own distance: frozen negatives, and re-drawn ones
+    for a model imported without them."""
+    model = small_distance_model(distance, negatives=negatives)
+    if imported:
+        model = replace(model, negatives=None, info={**model.info, "imported_from": "npy", "negatives": "none"})
+    analysis = ModelAnalysis(model)
+    own = active_terms(model, negatives=None if analysis.negatives.exact else analysis.negatives.negatives)
+    assert analysis.negatives.exact is not imported
+    assert 0 < int(own.sum()) < own.shape[0]  # some terms active, some not: the test can tell them apart
+    assert torch.equal(analysis.active_terms, own)
