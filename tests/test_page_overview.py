@@ -115,3 +115,16 @@ def test_overview_quotes_the_models_link_prediction_once_computed(writable_store
     assert f"reaches MRR {line['baseline_mrr']:.3f}" in texts(app.caption)
     assert f"{line['same_top1']:.0%} of the queries get the top-1 answer" in texts(app.caption)
     assert (": more than this model" in texts(app.caption)) == (line["baseline_mrr"] > line["mrr"])
+
+
+
+def test_the_sidebars_model_config_names_the_distance_and_the_negatives(eight_store: Path) -> None:
+    """Two models that differ only in their objective (distance, frozen negatives per triple) must not look alike
+    in the sidebar: its Model config shows both, as config.json records them."""
+    app = page("overview").run()
+    assert not app.exception
+    shown = json.loads(app.sidebar.get("json")[0].proto.body)
+    (saved,) = eight_store.rglob("config.json")
+    config = json.loads(saved.read_text())
+    assert shown["negatives_per_triple"] == config["negatives_per_triple"] == 8
+    assert shown["distance"] == config["distance"] == "squared_l2"
