@@ -70,16 +70,21 @@ def judged(rows: pd.DataFrame, base: float, small: float) -> tuple[np.ndarray, n
 
 def fit(rows: pd.DataFrame, coverage: float) -> tuple[float, float]:
     """The (a, b) of the grid with the smallest median half-width among those covering >= ``coverage``; where
-    none does, the one covering most (then narrowest)."""
-    best, best_key = (BASES[-1], SMALLS[-1]), None
-    for base in BASES:
-        for small in SMALLS:
-            covered, width = judged(rows, base, small)
-            key = (covered.mean() < coverage, -covered.mean() if covered.mean() < coverage else 0.0,
-                   float(np.median(width)))
-            if best_key is None or key < best_key:
-                best, best_key = (float(base), float(small)), key
-    return best
+    none does, the one covering most (then narrowest). Ties go to the first pair in grid order (a, then b).
+
+    The whole grid is judged at once ([pairs, sets] arrays): the same elementwise band as :func:`judged`, so the
+    same choice as a loop over the pairs, without 2,501 rounds of pandas per fit (a leave-one-out fit took
+    about 1.4 s that way)."""
+    base, small = (g.reshape(-1, 1) for g in np.meshgrid(BASES, SMALLS, indexing="ij"))  # [G, 1] each
+    point = rows["scaled"].to_numpy(float)
+    f = base + small / np.sqrt(rows["m"].to_numpy(float))  # [G, n]
+    low, high = band_ends(point, f, np.nan_to_num(rows["floor"].to_numpy(float)))
+    actual = rows["actual"].to_numpy(float)
+    share = ((low <= actual) & (actual <= high)).mean(axis=1)  # [G]
+    width = np.median((high - low) / 2 / np.abs(point), axis=1)  # [G]
+    short = share < coverage
+    best = np.lexsort((width, np.where(short, -share, 0.0), short))[0]  # stable: the first of equal keys
+    return float(base[best, 0]), float(small[best, 0])
 
 
 def evaluation_row(evaluation: str, rows: pd.DataFrame, covered: np.ndarray, width: np.ndarray, base: float | str,
