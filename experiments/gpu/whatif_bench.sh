@@ -6,6 +6,7 @@
 #   usage (device run, carry .whl and .devpack): bash experiments/gpu/whatif_bench.sh fb13|fb15k237 SECONDS
 #   NEGATIVES=K trains the graph with K frozen negatives per triple instead of its default (rows: <stem>_k<K>_h200),
 #   e.g. FB13 with 8, where kink_share.py finds the one-negative default's optimum dominated by kinks.
+#   DISTANCE=D trains with that distance too (pseudo_huber: issue 25's FB13 bench of pseudo-Huber's own band).
 # The default is trained again with seed 0; it is the model of the earlier rows only if it rebuilds their removal sets
 # (whatif_accuracy --rescore checks each set's closed-form sum), otherwise the bench starts afresh and says so.
 # The noise band (3 retrains) runs beside the shards; the rows are then predicted again with it as their floor.
@@ -18,6 +19,10 @@ case $GRAPH in fb13) STEM=fb13_whatif_h200; SHARDS=8 ;; fb15k237) STEM=fb15k237_
 M=/tmp/m/$GRAPH-transe; W=experiments/whatif_accuracy/whatif_accuracy.py; TRAIN=()
 if [ -n "${NEGATIVES:-}" ]; then
   STEM=${GRAPH}_k${NEGATIVES}_whatif_h200; M=/tmp/m/$GRAPH-k$NEGATIVES-transe; TRAIN=(--negatives "$NEGATIVES")
+fi
+if [ -n "${DISTANCE:-}" ]; then  # e.g. DISTANCE=pseudo_huber NEGATIVES=8: rows <graph>_pseudo_huber_k8_whatif_h200
+  STEM=${GRAPH}_${DISTANCE}${NEGATIVES:+_k$NEGATIVES}_whatif_h200; M=/tmp/m/$GRAPH-$DISTANCE${NEGATIVES:+-k$NEGATIVES}-transe
+  TRAIN+=(--distance "$DISTANCE")
 fi
 DONE=${DONE:-experiments/whatif_accuracy/results/$STEM.csv}  # the rows to resume from
 BENCH="--occupations 8 --no-calibration --no-exact --threads 1 --retrain-threads 1"
