@@ -6,7 +6,9 @@ For the largest occupations with both genders: one IF-REMOVE set of k triples (t
 Du's Add (c = 0.5), each predicted by :func:`kgbias_core.whatif.edits.predict_edit` (the Newton step, |H|).
 Times separately what a first prediction of a model pays once (the groups and the influence context, which
 choose the set) and each prediction itself, with the CG iterations it used. Prints the load average before
-and after, since the machine is shared. ``--device`` loads the model there, so every measure and solve runs there
+and after, since the machine is shared, and the seconds of each prediction spent building |H| (a
+pseudo-Huber or L1 / L2 model builds it per prediction; squared L2's is the analysis's, built by the first).
+``--device`` loads the model there, so every measure and solve runs there
 (issue 25's GPU target: <= 1 s); each time is taken after the device has finished its queued work. ``--refined``
 also times the lab's refined prediction of each removal (:func:`kgbias_core.influence.refit_prediction.
 refit_removal_prediction`: its own Newton step, then the rows B_gr reads refitted; unscaled, as the step here),
@@ -21,6 +23,7 @@ import time
 
 import torch
 
+from kgbias_core import analysis as analysis_module
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.device import resolve_device
 from kgbias_core.embeddings.store import load_model
@@ -67,17 +70,29 @@ def main() -> None:
         return original(apply_counted, rhs, **kwargs)
 
     prediction.preconditioned_cg = counting
+    built = [0.0]
+    original_build = prediction.absolute_curvature_hvp
+
+    def timed_build(*args, **kwargs):  # the seconds a prediction spends building |H| (squared L2: once per model)
+        start = clock()
+        try:
+            return original_build(*args, **kwargs)
+        finally:
+            built[0] += clock() - start
+
+    prediction.absolute_curvature_hvp = timed_build
+    analysis_module.absolute_curvature_hvp = timed_build  # squared L2's memo builds it from there
     for index in chosen:
         label, name = groups.labels[index], groups.names[index]
         t0 = clock()
         edit = make_edit(analysis, label, strategy="if", k=args.k)
         t1 = clock()
-        counted[0] = 0
+        counted[0], built[0] = 0, 0.0
         got = predict_edit(analysis, edit)
         t2 = clock()
         print(f"{name} ({int(groups.n_male[index])}/{int(groups.n_female[index])}): IF-REMOVE k={len(edit.removed)} "
               f"chosen in {t1 - t0:.1f} s (influence context on first use); prediction {t2 - t1:.2f} s, "
-              f"{counted[0]} |H| products: {got.summary()}")
+              f"{counted[0]} |H| products, |H| built in {built[0]:.4f} s: {got.summary()}")
         if args.refined:
             t3 = clock()
             got = refit_removal_prediction(analysis, label, torch.tensor(edit.removed, dtype=torch.long))

@@ -1,0 +1,36 @@
+"""bench/bench_prediction.py (issue 25's cost bench) on the graph of the tests: it times each prediction, counts its
+|H| products and the seconds it spent building |H|; a pseudo-Huber model builds |H| for every prediction, a
+squared-L2 model once (the analysis keeps its sparse matrix)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgbias_core.embeddings.store import save_model
+
+from .conftest import REPO, small_distance_model
+
+LINE = re.compile(r"prediction (?P<s>[\d.]+) s, (?P<products>\d+) \|H\| products, \|H\| built in (?P<built>[\d.]+) s")
+
+
+@pytest.mark.parametrize("distance", ["squared_l2", "pseudo_huber"])
+def test_the_bench_counts_products_and_the_seconds_building_h(distance: str, tmp_path: Path) -> None:
+    save_model(small_distance_model(distance, negatives=3), tmp_path / "store")
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "bench_prediction.py"), "--model",
+                           str(tmp_path / "store" / "small"), "--occupations", "2", "--k", "5"],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [m.groupdict() for m in LINE.finditer(done.stdout)]
+    assert len(rows) == 2, done.stdout
+    assert all(int(r["products"]) > 0 and float(r["built"]) <= float(r["s"]) for r in rows)
+    first, second = (float(r["built"]) for r in rows)
+    assert first > 0
+    if distance == "pseudo_huber":
+        assert second > 0  # built again: its [m, d] curvature is not kept between predictions
+    else:
+        assert second == 0  # the analysis's matrix, built by the first prediction
