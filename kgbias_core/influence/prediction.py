@@ -441,7 +441,8 @@ def _term_product(heads: LongTensor, relations: LongTensor, tails: LongTensor, *
     order = torch.sort(target, stable=True).indices
     reads = torch.cat([m + own, terms, terms, terms])[order]
     signs = torch.cat([like.new_ones(n_rows + m), like.new_full((m,), -1.0), like.new_ones(m)])[order]
-    offsets = torch.cumsum(torch.bincount(target, minlength=n_rows), 0) - torch.bincount(target, minlength=n_rows)
+    counts = torch.bincount(target, minlength=n_rows)  # >= 1: every row reads its own l2 v
+    offsets = torch.cumsum(counts, 0) - counts
     lock = threading.Lock()
 
     def hvp(vector: Vector) -> Vector:
