@@ -117,7 +117,6 @@ def test_overview_quotes_the_models_link_prediction_once_computed(writable_store
     assert (": more than this model" in texts(app.caption)) == (line["baseline_mrr"] > line["mrr"])
 
 
-
 def test_the_sidebars_model_config_names_the_distance_and_the_negatives(eight_store: Path) -> None:
     """Two models that differ only in their objective (distance, frozen negatives per triple) must not look alike
     in the sidebar: its Model config shows both, as config.json records them."""

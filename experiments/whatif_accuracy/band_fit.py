@@ -55,14 +55,15 @@ def audit_ratio(runs: pd.DataFrame, column: str) -> float:
     return float(audit["actual"].iloc[0] / audit[column].iloc[0])
 
 
-def intervals(rows: pd.DataFrame, base: float, small: float) -> tuple[np.ndarray, np.ndarray]:
-    """The lab's interval, f = base + small / sqrt(m), widened by the floor (:func:`band_ends`)."""
+def intervals(rows: pd.DataFrame, base, small) -> tuple[np.ndarray, np.ndarray]:
+    """The lab's interval, f = base + small / sqrt(m), widened by the floor (:func:`band_ends`). ``base`` and
+    ``small``: floats, or [G, 1] arrays of a grid's pairs (then [G, n] ends)."""
     return band_ends(rows["scaled"].to_numpy(float), base + small / np.sqrt(rows["m"].to_numpy(float)),
                      np.nan_to_num(rows["floor"].to_numpy(float)))
 
 
-def judged(rows: pd.DataFrame, base: float, small: float) -> tuple[np.ndarray, np.ndarray]:
-    """(covered [n] bool, relative half-width [n]) of each set under the band (base, small)."""
+def judged(rows: pd.DataFrame, base, small) -> tuple[np.ndarray, np.ndarray]:
+    """(covered, relative half-width) of each set under the band (base, small): [n] each, or [G, n] for a grid."""
     low, high = intervals(rows, base, small)
     actual = rows["actual"].to_numpy(float)
     return (low <= actual) & (actual <= high), (high - low) / 2 / np.abs(rows["scaled"].to_numpy(float))
@@ -72,16 +73,11 @@ def fit(rows: pd.DataFrame, coverage: float) -> tuple[float, float]:
     """The (a, b) of the grid with the smallest median half-width among those covering >= ``coverage``; where
     none does, the one covering most (then narrowest). Ties go to the first pair in grid order (a, then b).
 
-    The whole grid is judged at once ([pairs, sets] arrays): the same elementwise band as :func:`judged`, so the
-    same choice as a loop over the pairs, without 2,501 rounds of pandas per fit (a leave-one-out fit took
-    about 1.4 s that way)."""
+    The whole grid is judged at once (:func:`judged` over [pairs, sets] arrays): the same choice as a loop over the
+    pairs, without 2,501 rounds of pandas per fit (a leave-one-out fit took about 1.4 s that way)."""
     base, small = (g.reshape(-1, 1) for g in np.meshgrid(BASES, SMALLS, indexing="ij"))  # [G, 1] each
-    point = rows["scaled"].to_numpy(float)
-    f = base + small / np.sqrt(rows["m"].to_numpy(float))  # [G, n]
-    low, high = band_ends(point, f, np.nan_to_num(rows["floor"].to_numpy(float)))
-    actual = rows["actual"].to_numpy(float)
-    share = ((low <= actual) & (actual <= high)).mean(axis=1)  # [G]
-    width = np.median((high - low) / 2 / np.abs(point), axis=1)  # [G]
+    covered, widths = judged(rows, base, small)  # [G, n] each
+    share, width = covered.mean(axis=1), np.median(widths, axis=1)  # [G]
     short = share < coverage
     best = np.lexsort((width, np.where(short, -share, 0.0), short))[0]  # stable: the first of equal keys
     return float(base[best, 0]), float(small[best, 0])
