@@ -27,7 +27,8 @@ def test_the_bench_counts_products_and_the_seconds_building_h(distance: str, tmp
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [m.groupdict() for m in LINE.finditer(done.stdout)]
     assert len(rows) == 2, done.stdout
-    assert all(int(r["products"]) > 0 and float(r["built"]) <= float(r["s"]) for r in rows)
+    # the prediction's seconds are printed to 2 decimals, the build's to 4: a build is part of its prediction
+    assert all(int(r["products"]) > 0 and float(r["built"]) <= float(r["s"]) + 0.005 for r in rows)
     first, second = (float(r["built"]) for r in rows)
     assert first > 0
     if distance == "pseudo_huber":
