@@ -119,3 +119,33 @@ def test_other_models_train_through_pykeen(small_graph, name: str) -> None:
 def test_unknown_model_is_refused(small_graph) -> None:
     with pytest.raises(KGBiasError, match="unknown model 'transh'"):
         train_model(small_graph, replace(SMALL, model="transh"), name="x")
+
+
+@pytest.mark.parametrize("distance", ["squared_l2", "l2", "l1", "pseudo_huber"])
+@pytest.mark.parametrize("k", [1, 3])
+def test_the_replay_gradient_is_autograd_s_gradient_of_the_batch_loss(distance: str, k: int) -> None:
+    """replay_gradient (the replay's hand-written gradient) against autograd through the loop's _batch_loss, on a
+    table whose rows 0-9 are frozen and 10-15 move; some slots of a triple hold two moving rows, some none."""
+    from kgbias_core.embeddings.training import _batch_loss, replay_gradient
+
+    generator = torch.Generator().manual_seed(11 + k)
+    n_entities, n_base, d, b = 16, 10, 6, 40
+    table = torch.randn(n_entities, d, generator=generator)
+    relations = torch.randn(3, d, generator=generator)
+    positives = torch.stack([torch.randint(0, n_entities, (b,), generator=generator),
+                             torch.randint(0, 3, (b,), generator=generator),
+                             torch.randint(0, n_entities, (b,), generator=generator)], 1)
+    negatives = positives.repeat(k, 1)
+    negatives[:, 2] = torch.randint(0, n_entities, (k * b,), generator=generator)
+    margin, scale = 4.0, 0.37
+    leaf = torch.nn.Parameter(table.clone())
+    loss, _ = _batch_loss(leaf, relations, positives, negatives, torch.ones(b), margin=margin, shares=None,
+                          regulariser=None, n_batches=1, distance=distance)
+    (loss * scale).backward()
+    expected = leaf.grad[n_base:]
+    slot = torch.full((n_entities,), n_entities - n_base, dtype=torch.long)
+    slot[n_base:] = torch.arange(n_entities - n_base)
+    got = replay_gradient(table[n_base:].clone(), table, relations, torch.cat([positives, negatives]), slot=slot,
+                          k=k, margin=margin, scale=scale, distance=distance)
+    assert float(expected.abs().max()) > 0.01  # some margins are active on the moving rows
+    assert torch.allclose(got, expected, rtol=1e-5, atol=1e-7), float((got - expected).abs().max())

@@ -29,7 +29,14 @@ from kgbias_core.data.graph import KnowledgeGraph
 # The device rules live in kgbias_core.device; re-exported here, where callers long found them.
 from kgbias_core.device import default_device, retrain_device  # noqa: F401
 from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
-from kgbias_core.embeddings.objective import margin_loss, negatives_count, residual_distance, transe_distance
+from kgbias_core.embeddings.objective import (
+    distance_gradient,
+    margin_loss,
+    negatives_count,
+    residual_distance,
+    transe_distance,
+)
+from kgbias_core.embeddings.plain_adam import PlainAdam
 from kgbias_core.embeddings.pseudo_huber import PseudoHuberTransEInteraction
 from kgbias_core.embeddings.store import StoredModel, library_versions
 from kgbias_core.errors import (
@@ -192,23 +199,17 @@ def _l2_shares(
 
 
 def _batch_loss(
-    entities: FloatTensor | None, relations: FloatTensor, positives: LongTensor, negatives: LongTensor,
+    entities: FloatTensor, relations: FloatTensor, positives: LongTensor, negatives: LongTensor,
     weights: FloatTensor, *, margin: float, shares: tuple[FloatTensor, FloatTensor] | None,
     regulariser: Regulariser | None, n_batches: int, distance: str = "squared_l2",
-    lookup: Callable[[LongTensor], FloatTensor] | None = None,
 ) -> tuple[FloatTensor, FloatTensor]:
     """One batch's loss (to step on) and its weighted margins per triple [b] (to report), as in train_transe.
-
-    ``lookup`` (instead of ``entities``, dense updates only): the entity rows of ids [m] -> [m, d], for a table held
-    in two parts (the replay's frozen and moving rows); psi is then the same sum h + r - t of the same rows.
 
     Shapes: positives [b, 3], negatives [K b, 3] (row j b + i: positive i's j-th negative), weights [b]."""
     b = positives.shape[0]
     k = negatives.shape[0] // b
     both = torch.cat([positives, negatives])  # [(1 + K) b, 3]
-    if lookup is not None:
-        psi = residual_distance(lookup(both[:, 0]) + relations[both[:, 1]] - lookup(both[:, 2]), distance=distance)
-    elif shares is not None:
+    if shares is not None:
         psi, l2_part = _rowwise_distance(entities=entities, relations=relations, triples=both,
                                          entity_share=shares[0], relation_share=shares[1], distance=distance)
     else:
@@ -391,34 +392,67 @@ def replay_new_rows(
                                 ones=ones, n_batches=n_batches)
     # Dense Adam steps every row of its parameter at every step: only the new rows the triples read are the
     # parameter, and a lookup reads the others from the frozen table (no table of every row is built per step).
+    if config.optimizer not in OPTIMIZERS:
+        raise KGBiasError(UNKNOWN_OPTIMIZER.format(optimizer=config.optimizer, known=", ".join(OPTIMIZERS)))
     frozen = entities.detach()
     new_ids = torch.unique(ids[ids >= n_base_entities])  # sorted
-    moving = torch.nn.Parameter(frozen[new_ids].clone())
-    slot = torch.zeros(frozen.shape[0], dtype=torch.long, device=device)
+    moving = frozen[new_ids].clone()
+    # each entity's place in ``moving``; a frozen row's is the spare row past the end, where its gradient is dropped
+    slot = torch.full((frozen.shape[0],), new_ids.shape[0], dtype=torch.long, device=device)
     slot[new_ids] = torch.arange(new_ids.shape[0], device=device)
-
-    def lookup(index: LongTensor) -> FloatTensor:
-        new = (index >= n_base_entities).unsqueeze(1)
-        return torch.where(new, moving.index_select(0, slot[index]), frozen.index_select(0, index))
-
-    optimizer, _ = _optimizer(config, [moving], triples, negatives, n_entities=entities.shape[0],
-                              n_relations=relations.shape[0], device=device)
-    scheduler = _schedule(optimizer, config, n_epochs=config.epochs, n_batches=n_batches)
+    # torch.optim.Adam(weight_decay=l2 / n) and the cosine schedule of _optimizer and _schedule, as plain
+    # arithmetic (bit for bit): thousands of steps on a few hundred rows, where torch.optim's per-call cost and
+    # its first construction's import of torch._dynamo (3 s) outweighed the steps themselves.
+    adam = PlainAdam(moving, lr=config.lr, lr_min=config.lr_min, t_max=config.epochs * n_batches,
+                     weight_decay=config.l2 / n)
+    zero = torch.zeros_like(moving)
     with reproducible(device):
         for mine, share in steps:
-            optimizer.zero_grad(set_to_none=True)
             if mine is None:
-                moving.grad = torch.zeros_like(moving)  # dense Adam decays and moves every row at every step
-            else:
-                loss, _ = _batch_loss(None, relations, triples[mine], by_rank[:, mine].reshape(-1, 3), ones[mine],
-                                      margin=config.margin, shares=None, regulariser=None, n_batches=n_batches,
-                                      distance=config.distance, lookup=lookup)
-                (loss * share).backward()  # the loop divides by the whole batch
-            optimizer.step()
-            scheduler.step()
+                adam.step(zero)  # dense Adam decays and moves every row at every step
+                continue
+            both = torch.cat([triples[mine], by_rank[:, mine].reshape(-1, 3)])  # [(1 + K) b, 3]
+            adam.step(replay_gradient(moving, frozen, relations, both, slot=slot, k=k, margin=config.margin,
+                                      scale=share, distance=config.distance))
     new_rows = frozen[n_base_entities:].clone()
-    new_rows[new_ids - n_base_entities] = moving.detach()
+    new_rows[new_ids - n_base_entities] = moving
     return new_rows
+
+
+def replay_gradient(
+    moving: FloatTensor, frozen: FloatTensor, relations: FloatTensor, both: LongTensor, *, slot: LongTensor, k: int,
+    margin: float, scale: float, distance: str,
+) -> FloatTensor:
+    """d/d(moving) of ``scale`` * (1/b) sum_i (1/K) sum_j [gamma + psi(z_i) - psi(z'_ij)]_+ (the loop's batch loss,
+    METHODS §2-3, without its L2 term, which Adam's weight decay adds), written out instead of autograd's graph:
+    the replay's thousands of small steps paid more for the graph than for the arithmetic.
+
+    With v = h + r - t and a_ij = 1[gamma + psi(z_i) - psi(z'_ij) > 0] (relu's derivative, 0 at the kink as
+    autograd's), d/d psi(z_i) = scale / (b K) sum_j a_ij and d/d psi(z'_ij) = -scale / (b K) a_ij; d psi / d v is
+    :func:`~kgbias_core.embeddings.objective.distance_gradient`, and v's gradient goes to h's row with + and to
+    t's with - (rows outside ``moving`` read from ``frozen``; their gradient lands on a spare row, dropped).
+
+    Shapes: moving [N, d], frozen [E, d], relations [R, d], both [(1 + K) b, 3] (the batch's positives, then its
+    negatives by rank: row j b + i is positive i's j-th), slot [E] (an entity's row in moving, N for a frozen
+    one) -> [N, d]."""
+    n_moving = moving.shape[0]
+    spare = torch.cat([moving, moving.new_zeros(1, moving.shape[1])])  # [N + 1, d]; row N is never read
+    heads, tails = both[:, 0], both[:, 2]
+
+    def rows(index: LongTensor) -> FloatTensor:
+        place = slot[index]
+        return torch.where((place < n_moving).unsqueeze(1), spare.index_select(0, place), frozen.index_select(0, index))
+
+    residual = rows(heads) + relations.index_select(0, both[:, 1]) - rows(tails)  # [(1 + K) b, d]
+    psi = residual_distance(residual, distance=distance)
+    b = both.shape[0] // (1 + k)
+    active = (margin + psi[:b] - psi[b:].view(k, b) > 0).to(residual.dtype)  # [K, b]
+    per_unit = scale / (b * k)
+    weight = torch.cat([active.sum(0), -active.reshape(-1)]).mul_(per_unit)  # d loss / d psi, [(1 + K) b]
+    dv = distance_gradient(residual, distance=distance).mul_(weight.unsqueeze(1))
+    grad = moving.new_zeros(n_moving + 1, moving.shape[1])
+    grad.index_add_(0, slot[heads], dv).index_add_(0, slot[tails], dv, alpha=-1)
+    return grad[:n_moving]
 
 
 def _replay_steps(touched: BoolTensor, *, n: int, config: TrainConfig, device: torch.device
