@@ -212,6 +212,16 @@ def test_estimates_grow_with_the_work_and_training_no_longer_calibrates_by_defau
     assert tasks.model_retrain_seconds(k8) == pytest.approx(
         one + -(-int(config["n_train"]) // int(config["batch_size"])) * int(config["epochs"])
         * SECONDS_PER_NEGATIVE_SCORE * 7 * min(int(config["batch_size"]), int(config["n_train"])) * int(config["dim"]))
+    # and its distance from there: pseudo-Huber's square root per coordinate costs a third more a step (bench)
+    from kgbias_core.embeddings.training_cost import DISTANCE_FACTORS
+
+    huber = tmp_path / "tiny-huber"
+    shutil.copytree(base, huber)
+    (huber / "config.json").write_text(json.dumps({**config, "distance": "pseudo_huber"}))
+    assert DISTANCE_FACTORS["pseudo_huber"] > 1.2
+    assert tasks.model_retrain_seconds(huber) == pytest.approx(DISTANCE_FACTORS["pseudo_huber"] * one)
+    assert tasks.training_seconds("synthetic", None, overrides={"distance": "pseudo_huber"}) == pytest.approx(
+        DISTANCE_FACTORS["pseudo_huber"] * one_negative)
     path = tasks.train_task("synthetic", out=tmp_path / "m").run(Progress())
     assert load_model(path).calibration is None  # the train job ends when the model is saved
 

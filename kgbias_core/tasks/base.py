@@ -103,4 +103,5 @@ def model_retrain_seconds(model_dir: Path | str, *, retrains: int = 1) -> float 
                              dim=int(config.get("dim") or TrainConfig.dim),
                              batch_size=int(config.get("batch_size") or TrainConfig.batch_size),
                              epochs=int(config.get("epochs") or TrainConfig.epochs), retrains=retrains,
-                             negatives=int(config.get("negatives_per_triple") or 1))
+                             negatives=int(config.get("negatives_per_triple") or 1),
+                             distance=str(config.get("distance") or "squared_l2"))

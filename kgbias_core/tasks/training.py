@@ -297,6 +297,6 @@ def training_seconds(dataset: str, data_dir: Path | str | None, *, overrides: Ma
     config = replace(train_config(dataset), **(overrides or {}))
     return estimated_seconds(n_triples=n_triples, n_entities=n_entities, n_relations=n_relations, dim=config.dim,
                              batch_size=config.batch_size, epochs=config.epochs,
-                             negatives=config.negatives_per_triple)
+                             negatives=config.negatives_per_triple, distance=config.distance)
 
 
