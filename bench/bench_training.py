@@ -49,9 +49,13 @@ def pykeen_seconds_per_epoch(graph, config: TrainConfig, device: torch.device) -
     return statistics.median(times[1:] or times)
 
 
-def kgbias_seconds_per_epoch(graph, config: TrainConfig, device: torch.device) -> float:
+def kgbias_seconds_per_epoch(graph, config: TrainConfig, device: torch.device | str,
+                             negatives: torch.Tensor | None = None) -> float:
+    """Median seconds of an epoch after the first (which pays allocation) of kgbias's loop; ``negatives``: the
+    frozen ones to use (default: one per triple from the config's seed)."""
     triples = graph.training.mapped_triples
-    negatives = frozen_negatives(triples, n_entities=graph.training.num_entities, seed=config.seed)
+    if negatives is None:
+        negatives = frozen_negatives(triples, n_entities=graph.training.num_entities, seed=config.seed)
     times: list[float] = []
     last = [0.0]
 

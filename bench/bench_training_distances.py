@@ -5,36 +5,21 @@
 FB15k-237's default config (eight frozen negatives, dim 100, batch 4096), a few epochs per distance, the distances
 alternated in rounds so that a change of load falls on all of them; the median epoch after the first of each run
 (the first pays allocation). Prints each distance's best seconds per epoch and its ratio to squared L2: what
-:data:`kgbias_core.embeddings.training_cost.DISTANCE_SCORE_FACTORS` is read from.
+:data:`kgbias_core.embeddings.training_cost.DISTANCE_FACTORS` is read from.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 from dataclasses import replace
 
 import torch
+from bench_training import kgbias_seconds_per_epoch  # bench/ is on the path when run from there
 
 from kgbias_core.data.datasets import load_dataset
 from kgbias_core.embeddings.config import DISTANCES, TrainConfig
-from kgbias_core.embeddings.training import frozen_negatives, train_transe
-
-
-def seconds_per_epoch(graph, config: TrainConfig, negatives: torch.Tensor) -> float:
-    times: list[float] = []
-    last = [time.perf_counter()]
-
-    def clock(epoch: int, n_epochs: int, loss: float) -> None:
-        now = time.perf_counter()
-        times.append(now - last[0])
-        last[0] = now
-
-    train_transe(triples=graph.training.mapped_triples, negatives=negatives, n_entities=graph.training.num_entities,
-                 n_relations=graph.training.num_relations, config=config, device="cpu", on_epoch=clock)
-    return statistics.median(times[1:] or times)
+from kgbias_core.embeddings.training import frozen_negatives
 
 
 def main() -> None:
@@ -54,7 +39,7 @@ def main() -> None:
     best: dict[str, float] = {}
     for round_ in range(args.rounds):
         for distance in DISTANCES:
-            seconds = seconds_per_epoch(graph, replace(base, distance=distance), negatives)
+            seconds = kgbias_seconds_per_epoch(graph, replace(base, distance=distance), "cpu", negatives)
             best[distance] = min(best.get(distance, seconds), seconds)
             print(f"  round {round_ + 1}: {distance:<13} {seconds:.3f} s/epoch", flush=True)
     for distance in DISTANCES:
