@@ -3,6 +3,7 @@ through the job queue, with N x one training shown before the click."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -60,3 +61,34 @@ def test_the_sidebar_trains_the_default_model_as_a_family_with_its_estimate_firs
     (panel,) = [e for e in app.sidebar.expander if e.label == "Seed family of tiny-transe"]
     assert "✅ " + md("3 seeds: tiny-transe, tiny-transe-s4, tiny-transe-s5") in texts(panel.caption)
     assert not [b for b in app.button if b.label.startswith("Train the family")]
+
+
+def test_the_family_estimate_reads_the_stored_models_negatives_and_distance(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_store: Path, tiny_graph
+) -> None:
+    # A default model stored with eight negatives and pseudo-Huber costs more a training than one negative and
+    # squared L2 (training_cost.DISTANCE_FACTORS, SECONDS_PER_NEGATIVE_SCORE): the estimate takes the stored ones.
+    store = tmp_path / "store"
+    shutil.copytree(tiny_store, store)
+    config_path = store / "tiny-transe" / "config.json"
+    stored = json.loads(config_path.read_text(encoding="utf-8"))
+    config_path.write_text(json.dumps({**stored, "negatives_per_triple": 8, "distance": "pseudo_huber"}),
+                           encoding="utf-8")
+    use_store(store, monkeypatch, tmp_path)
+    names = {**tasks.DEFAULT_MODEL_NAMES, "synthetic": "tiny-transe"}
+    monkeypatch.setattr(tasks.prepare, "DEFAULT_MODEL_NAMES", names)
+    monkeypatch.setattr(sidebar, "DEFAULT_MODEL_NAMES", names)
+    monkeypatch.setattr(tasks.training, "load_graph", lambda dataset, data_dir, **_: tiny_graph)
+    monkeypatch.setattr(tasks.training, "train_config", lambda dataset: TINY_TRAINING)
+    monkeypatch.setattr(tasks, "AUTO_BACKGROUND_SECONDS", -1.0)  # no follow-up calibration started
+    app = page("overview").run()
+    assert not app.exception
+    sizes = {"dim": stored["dim"], "epochs": stored["epochs"], "batch_size": stored["batch_size"]}
+    one = tasks.training_seconds("synthetic", tmp_path / "no-data",
+                                 overrides={**sizes, "negatives_per_triple": 8, "distance": "pseudo_huber"})
+    plain = tasks.training_seconds("synthetic", tmp_path / "no-data", overrides=sizes)
+    assert one > 1.3 * plain
+    (panel,) = [e for e in app.sidebar.expander if e.label == "Seed family of tiny-transe"]
+    shown = texts(panel.caption)
+    assert app_texts.FAMILY_ESTIMATE.format(n=3, one=app_texts.duration(one), total=app_texts.duration(3 * one),
+                                            left=2, remaining=app_texts.duration(2 * one)) in shown

@@ -101,3 +101,18 @@ def test_the_curvature_diagonal_is_autograds_hessian_diagonal_of_the_active_marg
     assert int(context.active.shape[0]) > 0
     torch.testing.assert_close(alpha, expected.to(alpha.dtype), rtol=1e-4, atol=1e-4)
     assert float((alpha - analysis.damping).max()) > 0  # some coordinates are stiffer than Du's lambda alone
+
+
+def test_the_estimate_prices_pseudo_huber_by_its_measured_factor(sweep, tiny_graph) -> None:
+    # The sweep printed pseudo-Huber's FB13 training at squared L2's time (918 s both); its epoch costs 1.33 times.
+    from dataclasses import replace
+
+    from kgbias_core.embeddings.config import TrainConfig
+    from kgbias_core.embeddings.training_cost import DISTANCE_FACTORS
+
+    plain = TrainConfig(dim=8, epochs=10, batch_size=256, negatives_per_triple=4)
+    for distance in ("squared_l2", "l1", "pseudo_huber"):
+        train, retrains = sweep.estimate(tiny_graph, replace(plain, distance=distance),
+                                         retrains=3)
+        assert train == pytest.approx(DISTANCE_FACTORS[distance] * sweep.estimate(tiny_graph, plain, retrains=0)[0])
+        assert retrains == pytest.approx(3 * train)

@@ -58,7 +58,7 @@ from kgbias_core.embeddings.config import TrainConfig, default_train_config
 from kgbias_core.embeddings.objective import pseudo_huber_curvature
 from kgbias_core.embeddings.store import config_fingerprint, is_model_dir, load_model, save_model
 from kgbias_core.embeddings.training import train_model
-from kgbias_core.embeddings.training_cost import estimated_seconds
+from kgbias_core.embeddings.training_cost import DISTANCE_FACTORS, estimated_seconds
 from kgbias_core.evaluation.link_prediction import link_prediction
 from kgbias_core.influence.closed_form import InfluenceContext, triple_influence
 from kgbias_core.influence.iterative import conjugate_gradient_solve, group_bias_rhs, influence_from_solution
@@ -117,15 +117,17 @@ SECONDS_PER_NEGATIVE_ROW_DIM = 1.5e-8
 
 def estimate(graph: KnowledgeGraph, config: TrainConfig, *, retrains: int) -> tuple[float, float]:
     """(training, retrains) seconds on a 2-core CPU: :func:`estimated_seconds` (K = 1) plus, per step, (K - 1) x
-    batch x dim x :data:`SECONDS_PER_NEGATIVE_ROW_DIM` for the further negatives. A guide, not a measurement;
+    batch x dim x :data:`SECONDS_PER_NEGATIVE_ROW_DIM` for the further negatives, both times the distance's
+    :data:`~kgbias_core.embeddings.training_cost.DISTANCE_FACTORS`. A guide, not a measurement;
     the printed training time of each config then gives its retrains' time."""
     factory = graph.training
     one = estimated_seconds(n_triples=factory.num_triples, n_entities=factory.num_entities,
                             n_relations=factory.num_relations, dim=config.dim, batch_size=config.batch_size,
-                            epochs=config.epochs)
+                            epochs=config.epochs, distance=config.distance)
     steps = math.ceil(factory.num_triples / config.batch_size) * config.epochs
     rows = min(config.batch_size, factory.num_triples) * (config.negatives_per_triple - 1)
-    train = one + steps * rows * config.dim * SECONDS_PER_NEGATIVE_ROW_DIM
+    factor = DISTANCE_FACTORS.get(config.distance, 1.0)  # pseudo-Huber's distance costs more per negative too
+    train = one + factor * steps * rows * config.dim * SECONDS_PER_NEGATIVE_ROW_DIM
     return train, train * retrains
 
 
