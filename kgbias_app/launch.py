@@ -19,8 +19,11 @@ DASHBOARD = Path(__file__).resolve().parents[1] / "dashboard.py"
 
 #: What every first page imports (the Overview through the sidebar and the links), heaviest first. The core
 #: only: the app's own modules decorate functions with ``st.cache_data``, which wants the server's runtime.
-PRELOAD = ("torch", "pykeen.models", "kgbias_core.analysis", "kgbias_core.subpopulations", "kgbias_core.tables",
-           "kgbias_core.readings", "plotly.graph_objects", "plotly.express", "pandas")
+#: ``torch._dynamo``: the first torch optimiser a process builds imports it (1.6 s on the 2-core CPU, torch 2.13),
+#: and the refined Remove prediction's L-BFGS (``influence/local_refit.py``) is often the app's first: imported
+#: here, the first what-if of a talk does not pay it.
+PRELOAD = ("torch", "torch._dynamo", "pykeen.models", "kgbias_core.analysis", "kgbias_core.subpopulations",
+           "kgbias_core.tables", "kgbias_core.readings", "plotly.graph_objects", "plotly.express", "pandas")
 
 
 def preload(modules: tuple[str, ...] = PRELOAD) -> None:

@@ -11,9 +11,10 @@ from kgbias_app.launch import DASHBOARD, PRELOAD
 
 def test_the_preload_imports_what_the_first_page_needs_and_never_streamlit() -> None:
     code = ("import sys; from kgbias_app.launch import preload; preload(); "
-            "print(sorted(m for m in ('streamlit', 'torch', 'pykeen', 'kgbias_core.analysis') if m in sys.modules))")
+            "print(sorted(m for m in ('streamlit', 'torch', 'torch._dynamo', 'pykeen', 'kgbias_core.analysis') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "['kgbias_core.analysis', 'pykeen', 'torch']"
+    assert out == "['kgbias_core.analysis', 'pykeen', 'torch', 'torch._dynamo']"
     assert all(not name.startswith(("streamlit", "kgbias_app")) for name in PRELOAD)
 
 
