@@ -116,3 +116,20 @@ def test_the_estimate_prices_pseudo_huber_by_its_measured_factor(sweep, tiny_gra
                                          retrains=3)
         assert train == pytest.approx(DISTANCE_FACTORS[distance] * sweep.estimate(tiny_graph, plain, retrains=0)[0])
         assert retrains == pytest.approx(3 * train)
+
+
+def test_kinds_retrain_only_those_sets_in_their_order_and_a_full_run_then_adds_the_rest(sweep, monkeypatch,
+                                                                                       tmp_path) -> None:
+    """``--kinds random,top``: the random set first (the noise, where a slow shard will not finish), then the top
+    one, no bottom set; the same run without --kinds then retrains only the bottom set."""
+    store, runs = tmp_path / "store", tmp_path / "r.csv"
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--occupations", "actor",
+         "--kinds", "random,top")
+    first = pd.read_csv(runs)
+    assert first["kind"].tolist() == ["base", "random", "top"]
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--occupations", "actor")
+    assert pd.read_csv(runs)["kind"].tolist() == ["base", "random", "top", "bottom"]
+    for wrong in ("middle", "top,top", ""):
+        with pytest.raises(SystemExit) as stop:
+            _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--kinds", wrong)
+        assert stop.value.code == 2

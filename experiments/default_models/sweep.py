@@ -19,7 +19,10 @@ TrainConfig field by name), each config is
         --runs experiments/default_models/results/synthetic_sweep.csv \
         --config negatives=1 --config negatives=4 --config negatives=4,l2=5 [--occupations A B C] \
         [--shares 2,8,32] [--store /tmp/kgbias-sweep] [--data-dir ../shared/data] [--threads 1] [--device cpu] \
-        [--no-exact] [--estimate-only] [--summarize-only]
+        [--no-exact] [--kinds random,top,bottom] [--estimate-only] [--summarize-only]
+
+``--kinds`` retrains only those removal sets, in that order: ``random`` first measures the noise bar where a slow
+shard (FB13 on a CPU: 15-25 minutes a retrain) will not finish all six sets.
 
 ``--shard I/N`` checks only every N-th occupation from the I-th, so N processes share one GPU: each appends to its
 own ``--runs`` (and retrains the unmasked base itself); concatenate them, with the first's RUNS_models.csv, and
@@ -104,6 +107,15 @@ def fingerprint(graph: KnowledgeGraph, config: TrainConfig) -> str:
 
 def removal_shares(shares: str) -> list[int]:
     return [int(s) for s in shares.split(",")]
+
+
+def removal_kinds(text: str) -> tuple[str, ...]:
+    """``random,top``: those of :data:`REMOVAL_KINDS`, in that order; anything else an argparse error."""
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in REMOVAL_KINDS]
+    if not kinds or unknown or len(set(kinds)) != len(kinds):
+        raise argparse.ArgumentTypeError(f"removal kinds are {', '.join(REMOVAL_KINDS)} (each once), not {text!r}")
+    return kinds
 
 
 #: Seconds per (extra negative row x dimension) of one step on a quiet 2-core CPU, from whole FB15k-237 trainings
@@ -207,14 +219,15 @@ def closed_form_of(analysis: ModelAnalysis, alpha: str):
 
 
 def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupations: list[str], shares: list[int],
-                    runs: Path, exact: bool, alpha: str = "du") -> None:
+                    runs: Path, exact: bool, alpha: str = "du", kinds: tuple[str, ...] = REMOVAL_KINDS) -> None:
     """Append the missing rows of RUNS.csv for one model (module docstring, step 3), the sets chosen and predicted
-    by the closed form of ``alpha`` (:func:`closed_form_of`)."""
+    by the closed form of ``alpha`` (:func:`closed_form_of`); of ``kinds`` only, in their order (``--kinds
+    random`` measures the random-removal noise first, where a shard will not finish)."""
     closed_form = closed_form_of(analysis, alpha)
     done = read(runs)
     seen = set() if done is None else set(zip(done["config_hash"], done["occupation"], done["kind"], done["share"],
                                               strict=True))
-    needed = [(o, kind, s) for o in occupations for kind in REMOVAL_KINDS for s in shares
+    needed = [(o, kind, s) for o in occupations for kind in kinds for s in shares
               if (config_hash, o, kind, s) not in seen]
     if not needed:
         return
@@ -315,6 +328,8 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="cpu, cuda, auto (training, retrains, measures)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-exact", action="store_true", help="skip the exact (CG) influence")
+    parser.add_argument("--kinds", type=removal_kinds, default=REMOVAL_KINDS, metavar="KIND,...",
+                        help="removal sets to retrain, in this order (default: top,bottom,random)")
     parser.add_argument("--no-influence", action="store_true", help="link prediction only (no retrains)")
     parser.add_argument("--alpha", choices=("du", "curvature"), default="du",
                         help="the closed form's diagonal: Du's (the product's) or, for pseudo_huber, its own "
@@ -335,7 +350,7 @@ def main() -> None:
     base = default_train_config(graph.name)
     configs = [(text, parse_config(text, base)) for text in args.config]
     n_occupations = len(range(args.shard[0], len(args.occupations) if args.occupations else 3, args.shard[1]))
-    retrains = 0 if args.no_influence else 1 + n_occupations * len(REMOVAL_KINDS) * len(shares)
+    retrains = 0 if args.no_influence else 1 + n_occupations * len(args.kinds) * len(shares)
     print(f"graph {graph.name}: {graph.training.num_triples} training triples, {graph.training.num_entities} "
           f"entities; {retrains} retrains per config", flush=True)
     total = 0.0
@@ -373,7 +388,7 @@ def main() -> None:
             analysis = ModelAnalysis(model)
             occupations = chosen_occupations(analysis, graph.name, args.occupations)[args.shard[0]::args.shard[1]]
             influence_check(model, analysis, config_hash=config_hash, occupations=occupations, shares=shares,
-                            runs=args.runs, exact=not args.no_exact, alpha=args.alpha)
+                            runs=args.runs, exact=not args.no_exact, alpha=args.alpha, kinds=args.kinds)
     _write_summary(args.runs)
 
 
