@@ -10,12 +10,13 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -49,23 +50,38 @@ def wait_until_healthy(url: str, server: subprocess.Popen, timeout: float = 60) 
 @contextmanager
 def dashboard(env: Mapping[str, str], *, timeout: float = 60) -> Iterator[str]:
     """The dashboard as ``scripts/start.sh`` serves it (:mod:`kgbias_app.launch`) on 127.0.0.1 with ``env``; -> its URL,
-    once healthy. Stopped on exit."""
+    once healthy. Stopped on exit. Where the body raises, the error carries a note with the server's state and the
+    tail of its log: a browser test that times out then says whether the server had died (a one-off CI failure of
+    2026-12-03 timed out on a click and left nothing to tell why)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "kgbias_app.launch", "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_until_healthy(url, server, timeout)
-        yield url
-    finally:
-        server.terminate()
+    with tempfile.TemporaryFile() as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "kgbias_app.launch", "--server.headless", "true",
+             "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+            cwd=REPO, env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+        )
         try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            wait_until_healthy(url, server, timeout)
+            yield url
+        except BaseException as error:
+            error.add_note(server_note(server, log))
+            raise
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def server_note(server: subprocess.Popen, log: IO[bytes], *, chars: int = 2000) -> str:
+    """One note on a served dashboard: running or its exit status, and the last ``chars`` characters of its log."""
+    log.flush()
+    log.seek(0)
+    tail = log.read().decode(errors="replace")[-chars:].strip()
+    state = "still running" if server.poll() is None else f"exited with {server.returncode}"
+    return f"the dashboard's server was {state}; the end of its log:\n{tail or '(empty)'}"
 
 
 @contextmanager
@@ -91,24 +107,62 @@ def chromium(profile: Path, *, downloads: Path | None = None) -> Iterator[Any]:
 
 def click(driver: Any, locator: tuple[str, str], *, timeout: float = 60) -> None:
     """Find the element at ``locator`` afresh and click it, again while a Streamlit rerun replaces it under the
-    pointer (stale, covered or not yet interactable): a click on a replaced element is silently lost."""
+    pointer (stale, covered or not yet interactable): a click on a replaced element is silently lost. On a timeout
+    the error's note names the last refusal and what the page showed (:func:`page_note`)."""
     from selenium.common.exceptions import (
         ElementClickInterceptedException,
         ElementNotInteractableException,
         NoSuchElementException,
         StaleElementReferenceException,
+        TimeoutException,
     )
     from selenium.webdriver.support.ui import WebDriverWait
 
-    def attempt(d: Any) -> bool:
-        element = d.find_element(*locator)
-        d.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
-        element.click()
-        return True
-
     retried = (StaleElementReferenceException, ElementClickInterceptedException, ElementNotInteractableException,
                NoSuchElementException)
-    WebDriverWait(driver, timeout, ignored_exceptions=retried).until(attempt)
+    refused: list[BaseException] = []
+
+    def attempt(d: Any) -> bool:
+        try:
+            element = d.find_element(*locator)
+            d.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+            element.click()
+        except retried as exc:
+            refused[:] = [exc]
+            raise
+        return True
+
+    try:
+        WebDriverWait(driver, timeout, ignored_exceptions=retried).until(attempt)
+    except TimeoutException as error:
+        last = (f"{type(refused[0]).__name__}: {(refused[0].msg or '').splitlines()[0] if refused[0].msg else ''}"
+                if refused else "none")
+        error.add_note(f"no click on {locator[1]} in {timeout:g} s; the last refusal: {last}\n{page_note(driver)}")
+        raise
+
+
+#: What a stuck page shows, read in one script (no stale elements between reads): dialogs (Streamlit's
+#: "Connection error" is one), exceptions, the buttons with their state, the end of the main area's text.
+PAGE_STATE = """
+const main = document.querySelector('[data-testid="stMain"]');
+return {
+  dialogs: Array.from(document.querySelectorAll('[role="dialog"]')).map(e => e.innerText),
+  exceptions: Array.from(document.querySelectorAll('[data-testid="stException"]')).map(e => e.innerText),
+  buttons: Array.from(document.querySelectorAll('button')).filter(e => e.innerText.trim())
+    .map(e => e.innerText.trim() + (e.disabled ? ' (disabled)' : '')),
+  main: main ? main.innerText.slice(-800) : null,
+};
+"""
+
+
+def page_note(driver: Any) -> str:
+    """One note on what the browser shows now (:data:`PAGE_STATE`), for an error of a browser test."""
+    try:
+        state = driver.execute_script(PAGE_STATE)
+    except Exception as exc:  # noqa: BLE001 - a note must not hide the error it explains
+        return f"the page could not be read: {type(exc).__name__}"
+    return (f"the page at {driver.current_url}: dialogs {state['dialogs']}, exceptions {state['exceptions']}, "
+            f"buttons {state['buttons']}; the end of its main area:\n{state['main']}")
 
 
 def texts(driver: Any, locator: tuple[str, str], *, timeout: float = 30) -> list[str]:

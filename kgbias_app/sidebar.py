@@ -181,13 +181,11 @@ def readiness_panel(graph: str, *, store: Path, data_dir: Path) -> None:
 
 
 @st.cache_data(max_entries=16, show_spinner="Estimating the training time…")
-def member_seconds(graph: str, data_dir: str, dim: int, epochs: int, batch_size: int, negatives: int,
-                   distance: str) -> float:
-    """:func:`kgbias_core.tasks.training_seconds` of one member of a family of ``graph``'s default config (its
-    stored dimension, epochs, batch, negatives and distance: eight negatives or pseudo-Huber cost more a step)."""
-    return tasks.training_seconds(graph, data_dir, overrides={
-        "dim": dim, "epochs": epochs, "batch_size": batch_size, "negatives_per_triple": negatives,
-        "distance": distance})
+def stored_training_seconds(path: str, version: int) -> float | None:
+    """One training of the stored model at ``path`` (``version``: its config's time, the cache's key), from its own
+    config: :func:`kgbias_core.tasks.model_retrain_seconds` (its dimension, epochs, batch, negatives and distance;
+    eight negatives or pseudo-Huber cost more a step)."""
+    return tasks.model_retrain_seconds(path)
 
 
 def family_panel(graph: str, *, store: Path, data_dir: Path) -> None:
@@ -204,19 +202,17 @@ def family_panel(graph: str, *, store: Path, data_dir: Path) -> None:
             jobs_ui.progress_panel([task], key="family")
             return
         base = store / name
-        config = cache.config(cache.catalog()[name]) if name in cache.catalog() else {}
+        ref = cache.catalog().get(name)
+        config = cache.config(ref) if ref is not None else {}
         if config:
             ready, detail = tasks.family_item(base, seeds=seeds)
             st.caption(("✅ " if ready else "") + md(detail))
             if ready:
                 return
-        # One training of the default model's own config where it is stored, else of the graph's default one.
-        # A stored config without negatives or distance is an older model's: one negative, squared L2 (as
-        # tasks.base.model_retrain_seconds reads it).
-        one = (member_seconds(graph, str(data_dir), int(config["dim"]), int(config["epochs"]),
-                              int(config["batch_size"]), int(config.get("negatives_per_triple") or 1),
-                              str(config.get("distance") or "squared_l2"))
-               if config else training_seconds(graph, str(data_dir)))
+        # One training of the default model's own config where it is stored (one home for reading a stored config's
+        # cost, as the lab's retrains read it), else of the graph's default one.
+        stored = stored_training_seconds(ref.path, ref.version) if config and ref is not None else None
+        one = stored if stored is not None else training_seconds(graph, str(data_dir))
         first = int(config["seed"]) if config else tasks.training.train_config(graph).seed
         wanted = family_record(name, [first + i for i in range(seeds)])["members"]
         left = sum(not (store / member / "config.json").is_file() for member in wanted)

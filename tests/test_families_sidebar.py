@@ -43,6 +43,8 @@ def test_the_sidebar_trains_the_default_model_as_a_family_with_its_estimate_firs
     base = load_model(store / "tiny-transe").config
     one = tasks.training_seconds("synthetic", tmp_path / "no-data",
                                  overrides={"dim": base.dim, "epochs": base.epochs, "batch_size": base.batch_size})
+    # the panel reads the stored model's own config (as the lab's retrain estimates do): the same figure
+    assert tasks.model_retrain_seconds(store / "tiny-transe") == pytest.approx(one)
     expected = app_texts.FAMILY_ESTIMATE.format(n=3, one=app_texts.duration(one), total=app_texts.duration(3 * one),
                                                 left=2, remaining=app_texts.duration(2 * one))
     (panel,) = [e for e in app.sidebar.expander if e.label == "Seed family of tiny-transe"]
@@ -87,6 +89,7 @@ def test_the_family_estimate_reads_the_stored_models_negatives_and_distance(
     one = tasks.training_seconds("synthetic", tmp_path / "no-data",
                                  overrides={**sizes, "negatives_per_triple": 8, "distance": "pseudo_huber"})
     plain = tasks.training_seconds("synthetic", tmp_path / "no-data", overrides=sizes)
+    assert tasks.model_retrain_seconds(store / "tiny-transe") == pytest.approx(one)
     assert one > 1.3 * plain
     (panel,) = [e for e in app.sidebar.expander if e.label == "Seed family of tiny-transe"]
     shown = texts(panel.caption)

@@ -1,0 +1,51 @@
+"""What a failing browser test says: a click that never lands names its last refusal and what the page showed,
+and an error inside a served dashboard carries the server's state and the end of its log (a CI run of 2026-12-03
+timed out on a click and left nothing to tell why)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from kgbias_app.serve import CHROMIUM, chromium, click, dashboard
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
+]
+
+#: A button under a full-window dialog, as Streamlit's "Connection error" covers a page whose server went away.
+COVERED = ('<button id="go">Build the plan</button><button disabled>Verify</button>'
+           '<div role="dialog" style="position:fixed;inset:0;background:#fff">Connection error</div>')
+
+
+def test_a_covered_button_times_out_naming_the_refusal_and_the_dialog(tmp_path: Path) -> None:
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+
+    with chromium(tmp_path / "chromium") as driver:
+        driver.get("data:text/html," + quote(COVERED))
+        with pytest.raises(TimeoutException) as caught:
+            click(driver, (By.ID, "go"), timeout=2)
+        note = "\n".join(caught.value.__notes__)
+        assert "no click on go in 2 s" in note
+        assert "ElementClickInterceptedException" in note
+        assert "dialogs ['Connection error']" in note
+        assert "'Verify (disabled)'" in note and "'Build the plan'" in note
+        # a button that is there and free is clicked at once, no note
+        driver.execute_script("document.querySelector('[role=dialog]').remove();"
+                              "document.getElementById('go').onclick = () => { document.title = 'clicked'; };")
+        click(driver, (By.ID, "go"), timeout=2)
+        assert driver.title == "clicked"
+
+
+def test_an_error_inside_a_served_dashboard_carries_the_server_log(tmp_path: Path) -> None:
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(tmp_path / "store"), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    with pytest.raises(LookupError) as caught, dashboard(env) as url:
+        raise LookupError(url)
+    (note,) = caught.value.__notes__
+    assert note.startswith("the dashboard's server was still running; the end of its log:")
+    assert str(caught.value) in note  # Streamlit's own banner names the URL it serves
