@@ -101,6 +101,9 @@ def chromium(profile: Path, *, downloads: Path | None = None) -> Iterator[Any]:
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     try:
         yield driver
+    except BaseException as error:  # any wait of a test that timed out: say what the page showed then
+        error.add_note(page_note(driver))
+        raise
     finally:
         driver.quit()
 
@@ -108,7 +111,7 @@ def chromium(profile: Path, *, downloads: Path | None = None) -> Iterator[Any]:
 def click(driver: Any, locator: tuple[str, str], *, timeout: float = 60) -> None:
     """Find the element at ``locator`` afresh and click it, again while a Streamlit rerun replaces it under the
     pointer (stale, covered or not yet interactable): a click on a replaced element is silently lost. On a timeout
-    the error's note names the last refusal and what the page showed (:func:`page_note`)."""
+    the error's note names the last refusal (and :func:`chromium`'s, what the page showed)."""
     from selenium.common.exceptions import (
         ElementClickInterceptedException,
         ElementNotInteractableException,
@@ -137,7 +140,7 @@ def click(driver: Any, locator: tuple[str, str], *, timeout: float = 60) -> None
     except TimeoutException as error:
         last = (f"{type(refused[0]).__name__}: {(refused[0].msg or '').splitlines()[0] if refused[0].msg else ''}"
                 if refused else "none")
-        error.add_note(f"no click on {locator[1]} in {timeout:g} s; the last refusal: {last}\n{page_note(driver)}")
+        error.add_note(f"no click on {locator[1]} in {timeout:g} s; the last refusal: {last}")
         raise
 
 

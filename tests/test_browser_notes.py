@@ -26,16 +26,15 @@ def test_a_covered_button_times_out_naming_the_refusal_and_the_dialog(tmp_path: 
     from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
 
-    with chromium(tmp_path / "chromium") as driver:
+    with pytest.raises(TimeoutException) as caught, chromium(tmp_path / "chromium") as driver:
         driver.get("data:text/html," + quote(COVERED))
-        with pytest.raises(TimeoutException) as caught:
-            click(driver, (By.ID, "go"), timeout=2)
-        note = "\n".join(caught.value.__notes__)
-        assert "no click on go in 2 s" in note
-        assert "ElementClickInterceptedException" in note
-        assert "dialogs ['Connection error']" in note
-        assert "'Verify (disabled)'" in note and "'Build the plan'" in note
-        # a button that is there and free is clicked at once, no note
+        click(driver, (By.ID, "go"), timeout=2)
+    refusal, page = caught.value.__notes__  # the click's, then the browser's (as any wait's that times out)
+    assert refusal.startswith("no click on go in 2 s; the last refusal: ElementClickInterceptedException: ")
+    assert "dialogs ['Connection error']" in page
+    assert "'Verify (disabled)'" in page and "'Build the plan'" in page
+    with chromium(tmp_path / "chromium") as driver:  # a button that is there and free is clicked at once
+        driver.get("data:text/html," + quote(COVERED))
         driver.execute_script("document.querySelector('[role=dialog]').remove();"
                               "document.getElementById('go').onclick = () => { document.title = 'clicked'; };")
         click(driver, (By.ID, "go"), timeout=2)
