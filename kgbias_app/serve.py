@@ -161,10 +161,10 @@ return {
 def page_note(driver: Any) -> str:
     """One note on what the browser shows now (:data:`PAGE_STATE`), for an error of a browser test."""
     try:
-        state = driver.execute_script(PAGE_STATE)
-    except Exception as exc:  # noqa: BLE001 - a note must not hide the error it explains
+        state, url = driver.execute_script(PAGE_STATE), driver.current_url
+    except Exception as exc:  # noqa: BLE001 - a note must not hide the error it explains (a dead browser, say)
         return f"the page could not be read: {type(exc).__name__}"
-    return (f"the page at {driver.current_url}: dialogs {state['dialogs']}, exceptions {state['exceptions']}, "
+    return (f"the page at {url}: dialogs {state['dialogs']}, exceptions {state['exceptions']}, "
             f"buttons {state['buttons']}; the end of its main area:\n{state['main']}")
 
 

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from kgbias_app.serve import CHROMIUM, chromium, click, dashboard
+from kgbias_app.serve import CHROMIUM, chromium, click, dashboard, page_note
 
 pytestmark = [
     pytest.mark.browser,
@@ -39,6 +39,8 @@ def test_a_covered_button_times_out_naming_the_refusal_and_the_dialog(tmp_path: 
                               "document.getElementById('go').onclick = () => { document.title = 'clicked'; };")
         click(driver, (By.ID, "go"), timeout=2)
         assert driver.title == "clicked"
+    # a browser gone (quit, or crashed) still gives a note, not an error that hides the one it explains
+    assert page_note(driver).startswith("the page could not be read: ")
 
 
 def test_an_error_inside_a_served_dashboard_carries_the_server_log(tmp_path: Path) -> None:
