@@ -138,8 +138,8 @@ def click(driver: Any, locator: tuple[str, str], *, timeout: float = 60) -> None
     try:
         WebDriverWait(driver, timeout, ignored_exceptions=retried).until(attempt)
     except TimeoutException as error:
-        last = (f"{type(refused[0]).__name__}: {(refused[0].msg or '').splitlines()[0] if refused[0].msg else ''}"
-                if refused else "none")
+        first_line = (refused[0].msg or "").partition("\n")[0] if refused else ""
+        last = f"{type(refused[0]).__name__}: {first_line}" if refused else "none"
         error.add_note(f"no click on {locator[1]} in {timeout:g} s; the last refusal: {last}")
         raise
 
