@@ -175,7 +175,9 @@ def test_the_experiments_three_predictions(tiny_model, monkeypatch) -> None:
     pair = (_bias(_moved(tiny_model, (edited - e, step[1])), analysis.groups, index)
             - _bias(_moved(tiny_model, (unedited - e, torch.zeros_like(r))), analysis.groups, index))
     assert got["rows_read"] == rows.numel() > got["rows"]
-    assert got["newton_refit_read"] == pytest.approx(float(pair), rel=1e-6, abs=1e-9)
+    # the same pair by another path (the core's read refit, its rows and halves built apart): float32 apart, 2e-6
+    # of the change on the tiny model once the step summed its set sorted (removal_rows)
+    assert got["newton_refit_read"] == pytest.approx(float(pair), rel=1e-5, abs=1e-9)
     lab = script.predictions(analysis, label, removed, read_persons=3, read_only=True)  # as the lab's refit
     core = read_refit_change(entities=e, relations=r, step=step, triples=tiny_model.triples,
                              negatives=tiny_model.frozen_negatives, removed=removed, groups=analysis.groups,

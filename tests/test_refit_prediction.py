@@ -114,6 +114,22 @@ def test_the_refined_prediction_is_the_scaled_refit_with_its_band_and_floor(eigh
                           l2=eight_model.config.l2, unedited=shared, touched=True)
 
 
+def test_a_removal_is_predicted_as_a_set_whatever_its_order_and_repeats(eight_model) -> None:
+    """The basket keeps its rows sorted, the lab's table lists them by influence: the same set gave +0.165 on one
+    page and +0.164 on the other (the gradient summed in another order stops CG elsewhere). Now the step and the
+    refined point of a set are bit for bit those of its sorted rows, listed in any order or with a row twice."""
+    analysis = ModelAnalysis(eight_model)
+    removed = _edit(analysis, k=12)
+    shuffled = removed[torch.randperm(removed.numel(), generator=torch.Generator().manual_seed(1))]
+    twice = torch.cat([shuffled, shuffled[:3]])
+    assert not torch.equal(shuffled, removed.sort().values)
+    points = {refit_change(analysis, "actor", rows) for rows in (removed, shuffled, twice, removed.sort().values)}
+    assert len(points) == 1
+    steps = [absolute_newton_step(eight_model, rows, tolerance=PREDICTION_TOLERANCE, hvp=analysis.absolute_hvp)
+             for rows in (shuffled, twice)]
+    assert all(torch.equal(a, b) for a, b in zip(*steps, strict=True))
+
+
 def test_the_refit_audit_reads_the_audits_retrain_once(eight_model, tmp_path: Path, monkeypatch) -> None:
     """refit_scale: none before the removal audit; the audit's task (one real masked retrain) then stores the refit
     audit, retrained / refined on the audit's own set, read back without a refit; a new audit makes it stale."""

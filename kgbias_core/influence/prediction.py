@@ -219,12 +219,20 @@ def spectral_damping(model: StoredModel, *, eps: float = CONDITION_EPS) -> float
     return negative + negative + eps * max(high, 0.0)
 
 
+def removal_rows(removed: LongTensor) -> LongTensor:
+    """The removal S as a set: its training rows sorted, each once. A prediction is of the set, not of the order
+    the triples were listed in: the gradient's sum in another order moved the CG solve's stopping point, and the
+    refined prediction by 1e-3 of itself (the basket's sorted rows against the lab table's order, tests' model)."""
+    return torch.unique(removed)
+
+
 def removal_gradient(model: StoredModel, removed: LongTensor, *, negatives: LongTensor | None = None) -> Vector:
     """sum_{z in S} grad L(z) at the model's theta (margin terms only: the l2 term stays in J_{-S}); each z
-    with all its K negatives.
+    with all its K negatives, S taken as a set (:func:`removal_rows`).
 
     ``negatives``: the [K n, 3] table of the training triples (default: the model's frozen negatives).
     """
+    removed = removal_rows(removed)
     negatives = model.frozen_negatives if negatives is None else negatives
     E = model.entity_embeddings.detach().requires_grad_(True)
     R = model.relation_embeddings.detach().requires_grad_(True)

@@ -53,6 +53,7 @@ from kgbias_core.influence.prediction import (
     absolute_newton_step,
     band_ends,
     band_factor,
+    removal_rows,
     scaled_estimator,
     with_noise_floor,
 )
@@ -130,7 +131,7 @@ def refit_change(analysis: AnalysedModel, occupation: str, removed: LongTensor, 
     (re-drawn for an imported model) and its memos of the active terms, of |H| and of the unedited half of the
     occupation's refit."""
     model, groups = analysis.model, analysis.groups
-    removed = removed.to(model.triples.device)
+    removed = removal_rows(removed.to(model.triples.device))  # a set, as the step takes it
     negatives = _negatives_of(analysis)
     step = absolute_newton_step(model, removed, negatives=negatives, tolerance=PREDICTION_TOLERANCE,
                                 active=getattr(analysis, "active_terms", None),
