@@ -7,6 +7,7 @@ import sys
 
 import pandas as pd
 import pytest
+import torch
 
 from tests.conftest import load_script
 
@@ -133,3 +134,37 @@ def test_kinds_retrain_only_those_sets_in_their_order_and_a_full_run_then_adds_t
         with pytest.raises(SystemExit) as stop:
             _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--kinds", wrong)
         assert stop.value.code == 2
+
+
+def test_sizes_from_another_check_retrain_that_many_triples_and_bad_sizes_stop_before_any_retrain(
+        sweep, monkeypatch, tmp_path, capsys) -> None:
+    """``--sizes-from``: each set takes the other check's k for its occupation, kind and share (FB13's one-negative
+    model at eight negatives' sizes), keeps that share as its label, and removes the triples a random set of k
+    draws whatever the model; a missing file or size is one line and exit 2, before any retrain."""
+    store, other, runs = tmp_path / "store", tmp_path / "other.csv", tmp_path / "r.csv"
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(other), "--occupations", "actor", "--kinds", "random")
+    sizes = pd.read_csv(other)
+    sizes.loc[sizes["kind"] == "random", "k"] = 37  # another model's size, not 2% of this one's moving triples
+    sizes.to_csv(other, index=False)
+    one = CONFIG.replace("negatives=2", "negatives=1")
+    monkeypatch.setattr(sys, "argv", ["sweep.py", "--dataset", "synthetic", "--synthetic", "tests", "--config", one,
+                                      "--shares", "2", "--no-exact", "--store", str(store), "--runs", str(runs),
+                                      "--occupations", "actor", "--kinds", "random", "--sizes-from", str(other)])
+    sweep.main()
+    row = pd.read_csv(runs).query("kind == 'random'").iloc[0]
+    assert row["k"] == 37 and row["share"] == 2
+    (model_dir,) = [p for p in store.iterdir() if p.name.endswith(sweep.fingerprint(
+        sweep.load_dataset("synthetic", synthetic=sweep.SYNTHETIC_GRAPHS["tests"]),
+        sweep.parse_config(one, sweep.default_train_config("synthetic")))[:12])]
+    analysis = sweep.ModelAnalysis(sweep.load_model(model_dir, device=torch.device("cpu")))
+    closed = analysis.influence("actor")
+    removed = sweep.removal_set(closed, kind="random", k=37)
+    assert removed.numel() == 37 and row["closed_form"] == pytest.approx(float(closed[removed].sum()), abs=1e-6)
+    assert torch.equal(removed, sweep.removal_set(torch.zeros_like(closed), kind="random", k=37))  # any model's
+    before = runs.read_bytes()
+    for flags in (("--sizes-from", str(tmp_path / "none.csv")), ("--sizes-from", str(other), "--shares", "8")):
+        with pytest.raises(SystemExit) as stop:
+            _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--occupations", "actor",
+                 "--kinds", "random", *flags)
+        assert stop.value.code == 2
+        assert capsys.readouterr().err.strip().count("\n") == 0 and runs.read_bytes() == before

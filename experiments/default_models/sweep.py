@@ -19,10 +19,18 @@ TrainConfig field by name), each config is
         --runs experiments/default_models/results/synthetic_sweep.csv \
         --config negatives=1 --config negatives=4 --config negatives=4,l2=5 [--occupations A B C] \
         [--shares 2,8,32] [--store /tmp/kgbias-sweep] [--data-dir ../shared/data] [--threads 1] [--device cpu] \
-        [--no-exact] [--kinds random,top,bottom] [--estimate-only] [--summarize-only]
+        [--no-exact] [--kinds random,top,bottom] [--sizes-from OTHER.csv] [--estimate-only] [--summarize-only]
 
 ``--kinds`` retrains only those removal sets, in that order: ``random`` first measures the noise bar where a slow
 shard (FB13 on a CPU: 15-25 minutes a retrain) will not finish all six sets.
+
+``--sizes-from OTHER.csv`` gives each set the size k of OTHER's row of the same occupation, kind and share (another
+config's check, one config's rows), instead of that share of this model's moving triples, and the rows keep OTHER's
+share as the label of where the size came from. A random set of k is seeded by k alone over the same training
+triples, so both models' random sets remove the very same triples: FB13's one-negative default moves few triples
+and its own 32% random sets stay small, where eight negatives' remove 14,514-25,205; this retrains the one-negative
+model at eight negatives' sizes (the like-for-like noise of docs/results/default_models.md). Write its rows to their
+own ``--runs``.
 
 ``--shard I/N`` checks only every N-th occupation from the I-th, so N processes share one GPU: each appends to its
 own ``--runs`` (and retrains the unmasked base itself); concatenate them, with the first's RUNS_models.csv, and
@@ -43,6 +51,7 @@ import argparse
 import inspect
 import math
 import os
+import sys
 import time
 from dataclasses import fields, replace
 from pathlib import Path
@@ -116,6 +125,21 @@ def removal_kinds(text: str) -> tuple[str, ...]:
     if not kinds or unknown or len(set(kinds)) != len(kinds):
         raise argparse.ArgumentTypeError(f"removal kinds are {', '.join(REMOVAL_KINDS)} (each once), not {text!r}")
     return kinds
+
+
+def sizes_from(path: Path | None) -> dict[tuple[str, str, int], int] | None:
+    """``--sizes-from``: (occupation, kind, share) -> k of another check's rows; None without the flag. Bad input
+    (no such file, no sets, rows of several configs) is one line on stderr and exit 2."""
+    if path is None:
+        return None
+    rows = read(path)
+    rows = None if rows is None else rows[rows["kind"] != "base"]
+    if rows is None or rows.empty or rows["config_hash"].nunique() != 1:
+        why = ("no such file" if rows is None else "no removal sets" if rows.empty
+               else f"rows of {rows['config_hash'].nunique()} configs (give one config's)")
+        print(f"error: --sizes-from {path}: {why}", file=sys.stderr)
+        raise SystemExit(2)
+    return {(row.occupation, row.kind, int(row.share)): int(row.k) for row in rows.itertuples()}
 
 
 #: Seconds per (extra negative row x dimension) of one step on a quiet 2-core CPU, from whole FB15k-237 trainings
@@ -219,10 +243,12 @@ def closed_form_of(analysis: ModelAnalysis, alpha: str):
 
 
 def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupations: list[str], shares: list[int],
-                    runs: Path, exact: bool, alpha: str = "du", kinds: tuple[str, ...] = REMOVAL_KINDS) -> None:
+                    runs: Path, exact: bool, alpha: str = "du", kinds: tuple[str, ...] = REMOVAL_KINDS,
+                    sizes: dict[tuple[str, str, int], int] | None = None) -> None:
     """Append the missing rows of RUNS.csv for one model (module docstring, step 3), the sets chosen and predicted
     by the closed form of ``alpha`` (:func:`closed_form_of`); of ``kinds`` only, in their order (``--kinds
-    random`` measures the random-removal noise first, where a shard will not finish)."""
+    random`` measures the random-removal noise first, where a shard will not finish); of the sizes in ``sizes``
+    (:func:`sizes_from`) where given, checked before any retrain."""
     closed_form = closed_form_of(analysis, alpha)
     done = read(runs)
     seen = set() if done is None else set(zip(done["config_hash"], done["occupation"], done["kind"], done["share"],
@@ -231,6 +257,10 @@ def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupat
               if (config_hash, o, kind, s) not in seen]
     if not needed:
         return
+    unsized = [f"{o} {kind} {s}%" for o, kind, s in needed if sizes is not None and (o, kind, s) not in sizes]
+    if unsized:
+        print(f"error: --sizes-from has no row for {', '.join(unsized)}", file=sys.stderr)
+        raise SystemExit(2)
     groups = analysis.groups
     # A resumed run reads the unmasked retrain's B_gr back from its base rows: the retrain is deterministic (drift 0
     # in every run so far), and on FB13 it costs 15-26 minutes a resume.
@@ -270,7 +300,7 @@ def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupat
             solved = influence_from_solution(analysis.context, model, solution)
         moving = int((closed != 0).sum())
         for kind, share in mine:
-            k = max(1, moving * share // 100)
+            k = max(1, moving * share // 100) if sizes is None else sizes[(occupation, kind, share)]
             removed = removal_set(closed, kind=kind, k=k)
             t = time.perf_counter()
             actual = float(masked_retrain_bias(model, removed=removed, groups=groups)[index]) - base_of(occupation)
@@ -330,6 +360,9 @@ def main() -> None:
     parser.add_argument("--no-exact", action="store_true", help="skip the exact (CG) influence")
     parser.add_argument("--kinds", type=removal_kinds, default=REMOVAL_KINDS, metavar="KIND,...",
                         help="removal sets to retrain, in this order (default: top,bottom,random)")
+    parser.add_argument("--sizes-from", type=Path, metavar="OTHER.csv",
+                        help="each set's size k from OTHER's row of the same occupation, kind and share (module "
+                             "docstring), not the share of this model's moving triples")
     parser.add_argument("--no-influence", action="store_true", help="link prediction only (no retrains)")
     parser.add_argument("--alpha", choices=("du", "curvature"), default="du",
                         help="the closed form's diagonal: Du's (the product's) or, for pseudo_huber, its own "
@@ -344,6 +377,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     shares = removal_shares(args.shares)
+    sizes = sizes_from(args.sizes_from)
     print(f"torch threads {args.threads}, device {device}; load average {os.getloadavg()[0]:.2f} at start",
           flush=True)
     graph = load_dataset(args.dataset, data_dir=args.data_dir, synthetic=SYNTHETIC_GRAPHS[args.synthetic])
@@ -388,7 +422,8 @@ def main() -> None:
             analysis = ModelAnalysis(model)
             occupations = chosen_occupations(analysis, graph.name, args.occupations)[args.shard[0]::args.shard[1]]
             influence_check(model, analysis, config_hash=config_hash, occupations=occupations, shares=shares,
-                            runs=args.runs, exact=not args.no_exact, alpha=args.alpha, kinds=args.kinds)
+                            runs=args.runs, exact=not args.no_exact, alpha=args.alpha, kinds=args.kinds,
+                            sizes=sizes)
     _write_summary(args.runs)
 
 
