@@ -161,10 +161,11 @@ def test_sizes_from_another_check_retrain_that_many_triples_and_bad_sizes_stop_b
     removed = sweep.removal_set(closed, kind="random", k=37)
     assert removed.numel() == 37 and row["closed_form"] == pytest.approx(float(closed[removed].sum()), abs=1e-6)
     assert torch.equal(removed, sweep.removal_set(torch.zeros_like(closed), kind="random", k=37))  # any model's
-    before = runs.read_bytes()
+    before, trained = runs.read_bytes(), runs.with_name("r_models.csv").read_bytes()
     for flags in (("--sizes-from", str(tmp_path / "none.csv")), ("--sizes-from", str(other), "--shares", "8")):
         with pytest.raises(SystemExit) as stop:
             _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--occupations", "actor",
                  "--kinds", "random", *flags)
         assert stop.value.code == 2
         assert capsys.readouterr().err.strip().count("\n") == 0 and runs.read_bytes() == before
+        assert runs.with_name("r_models.csv").read_bytes() == trained  # refused before training or ranking

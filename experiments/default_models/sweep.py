@@ -142,6 +142,15 @@ def sizes_from(path: Path | None) -> dict[tuple[str, str, int], int] | None:
     return {(row.occupation, row.kind, int(row.share)): int(row.k) for row in rows.itertuples()}
 
 
+def require_sizes(sizes: dict[tuple[str, str, int], int] | None, sets: list[tuple[str, str, int]]) -> None:
+    """Refuse (one line on stderr, exit 2) where ``--sizes-from`` has no size for one of ``sets`` (occupation,
+    kind, share); nothing without the flag."""
+    unsized = [f"{o} {kind} {s}%" for o, kind, s in sets if sizes is not None and (o, kind, s) not in sizes]
+    if unsized:
+        print(f"error: --sizes-from has no row for {', '.join(unsized)}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 #: Seconds per (extra negative row x dimension) of one step on a quiet 2-core CPU, from whole FB15k-237 trainings
 #: with K = 8 (batch 4096, dim 100, 80 epochs, K = 1's part taken off): 1.0e-8 at 2 threads (AMD EPYC, 189-193 s,
 #: nothing beside it), 1.5e-8 at 1 thread (Intel Xeon, 322 s beside a 1-thread job); the estimate takes the
@@ -257,10 +266,7 @@ def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupat
               if (config_hash, o, kind, s) not in seen]
     if not needed:
         return
-    unsized = [f"{o} {kind} {s}%" for o, kind, s in needed if sizes is not None and (o, kind, s) not in sizes]
-    if unsized:
-        print(f"error: --sizes-from has no row for {', '.join(unsized)}", file=sys.stderr)
-        raise SystemExit(2)
+    require_sizes(sizes, needed)  # occupations chosen by the model are known only here
     groups = analysis.groups
     # A resumed run reads the unmasked retrain's B_gr back from its base rows: the retrain is deterministic (drift 0
     # in every run so far), and on FB13 it costs 15-26 minutes a resume.
@@ -383,6 +389,10 @@ def main() -> None:
     graph = load_dataset(args.dataset, data_dir=args.data_dir, synthetic=SYNTHETIC_GRAPHS[args.synthetic])
     base = default_train_config(graph.name)
     configs = [(text, parse_config(text, base)) for text in args.config]
+    named = args.occupations or DEFAULT_OCCUPATIONS.get(graph.name)
+    if named:  # before any training: a refused run costs nothing
+        require_sizes(sizes, [(o, kind, share) for o in named[args.shard[0]::args.shard[1]] for kind in args.kinds
+                              for share in shares])
     n_occupations = len(range(args.shard[0], len(args.occupations) if args.occupations else 3, args.shard[1]))
     retrains = 0 if args.no_influence else 1 + n_occupations * len(args.kinds) * len(shares)
     print(f"graph {graph.name}: {graph.training.num_triples} training triples, {graph.training.num_entities} "
