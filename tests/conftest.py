@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,6 +31,7 @@ def load_script(relative: str, name: str):
     """A script of the repository that is not a package (experiments/, docs/generate.py), imported from its path."""
     spec = importlib.util.spec_from_file_location(name, REPO / relative)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # a dataclass of the script looks its module up there
     spec.loader.exec_module(module)
     return module
 

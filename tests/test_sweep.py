@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -169,3 +170,25 @@ def test_sizes_from_another_check_retrain_that_many_triples_and_bad_sizes_stop_b
         assert stop.value.code == 2
         assert capsys.readouterr().err.strip().count("\n") == 0 and runs.read_bytes() == before
         assert runs.with_name("r_models.csv").read_bytes() == trained  # refused before training or ranking
+
+
+def test_an_occupation_checked_for_noise_only_counts_for_the_noise_not_for_r(sweep) -> None:
+    """Two occupations with their random 2% set only (as FB13 L1's check, 2026-12-03): r over Actor's six sets,
+    the noise over all three occupations' random sets, 1 occupation with an r."""
+    generator = np.random.default_rng(3)
+    closed = generator.normal(size=6)
+    actual = 0.1 * closed + generator.normal(scale=0.01, size=6)
+    kinds = ["top", "top", "bottom", "bottom", "random", "random"]
+    rows = [{"config_hash": "h", "occupation": "actor", "kind": kind, "share": share, "closed_form": c, "exact": np.nan,
+             "actual": a, "drift": np.nan}
+            for kind, share, c, a in zip(kinds, [2, 32] * 3, closed, actual, strict=True)]
+    rows += [{"config_hash": "h", "occupation": o, "kind": "random", "share": 2, "closed_form": 0.01, "exact": np.nan,
+              "actual": noise, "drift": np.nan} for o, noise in (("accountant", -0.5), ("writer", 0.02))]
+    rows.append({"config_hash": "h", "occupation": "actor", "kind": "base", "share": 0, "closed_form": np.nan,
+                 "exact": np.nan, "actual": 0.3, "drift": 0.0})
+    models = pd.DataFrame([{"config": "c", "config_hash": "h", "lp_side": "both", "mrr": 0.2, "hits@1": 0.1,
+                            "hits@10": 0.4, "train_s": 1.0}])
+    summary = sweep.summarize(models, pd.DataFrame(rows)).iloc[0]
+    assert summary["r_closed_min"] == pytest.approx(np.corrcoef(closed, actual)[0, 1])
+    assert (summary["occupations"], summary["r_occupations"], summary["sets"]) == (3, 1, 8)
+    assert summary["noise_max"] == pytest.approx(max(0.5, *np.abs(actual[4:])))

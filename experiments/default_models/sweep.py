@@ -42,7 +42,8 @@ Files (resumable: every row is appended when it is done, and a rerun skips the r
   and its distance from the stored model's);
 - RUNS_models.csv: one row per config: its settings, fingerprint, training seconds, final loss, link prediction;
 - RUNS_summary.csv (rewritten at the end): per config the link prediction beside the smallest r (closed form,
-  exact) and the largest noise over the occupations.
+  exact) over the occupations with at least 3 sets (``r_occupations``) and the largest noise over all occupations
+  (an occupation checked with its random sets only counts for the noise).
 """
 
 from __future__ import annotations
@@ -326,8 +327,15 @@ def _r(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x[ok], y[ok])[0, 1])
 
 
+def _nanmin(values) -> float:
+    """The smallest of the values that are not NaN (NaN where none is): Python's min() keeps a NaN it meets first."""
+    kept = [v for v in values if not math.isnan(v)]
+    return min(kept) if kept else math.nan
+
+
 def summarize(models: pd.DataFrame, runs: pd.DataFrame | None) -> pd.DataFrame:
-    """Per config: link prediction, min r (closed form, exact) and max random-removal noise over the occupations."""
+    """Per config: link prediction, min r (closed form, exact) over the occupations with an r (``r_occupations``) and
+    max random-removal noise over all occupations."""
     rows = []
     for _, model in models.iterrows():
         row = {k: model[k] for k in ("config", "config_hash", "lp_side", "mrr", "hits@1", "hits@10", "train_s")}
@@ -339,8 +347,11 @@ def summarize(models: pd.DataFrame, runs: pd.DataFrame | None) -> pd.DataFrame:
                 per.append((_r(part["closed_form"].to_numpy(float), part["actual"].to_numpy(float)),
                             _r(part["exact"].to_numpy(float), part["actual"].to_numpy(float)),
                             float(random["actual"].abs().max()) if len(random) else math.nan, len(part)))
-            row.update(occupations=len(per), sets=sum(p[3] for p in per), r_closed_min=min(p[0] for p in per),
-                       r_exact_min=min(p[1] for p in per), noise_max=max(p[2] for p in per))
+            # An occupation with fewer than 3 sets (its random sets only: the noise) has no r; it counts for the
+            # noise, not for r_occupations.
+            row.update(occupations=len(per), sets=sum(p[3] for p in per), r_closed_min=_nanmin(p[0] for p in per),
+                       r_exact_min=_nanmin(p[1] for p in per), noise_max=-_nanmin(-p[2] for p in per),
+                       r_occupations=sum(not math.isnan(p[0]) for p in per))
             base = runs[(runs["config_hash"] == model["config_hash"]) & (runs["kind"] == "base")]
             row["retrain_drift_max"] = float(base["drift"].abs().max()) if len(base) else math.nan
         rows.append(row)
