@@ -327,12 +327,6 @@ def _r(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x[ok], y[ok])[0, 1])
 
 
-def _nanmin(values) -> float:
-    """The smallest of the values that are not NaN (NaN where none is): Python's min() keeps a NaN it meets first."""
-    kept = [v for v in values if not math.isnan(v)]
-    return min(kept) if kept else math.nan
-
-
 def summarize(models: pd.DataFrame, runs: pd.DataFrame | None) -> pd.DataFrame:
     """Per config: link prediction, min r (closed form, exact) over the occupations with an r (``r_occupations``) and
     max random-removal noise over all occupations."""
@@ -348,10 +342,11 @@ def summarize(models: pd.DataFrame, runs: pd.DataFrame | None) -> pd.DataFrame:
                             _r(part["exact"].to_numpy(float), part["actual"].to_numpy(float)),
                             float(random["actual"].abs().max()) if len(random) else math.nan, len(part)))
             # An occupation with fewer than 3 sets (its random sets only: the noise) has no r; it counts for the
-            # noise, not for r_occupations.
-            row.update(occupations=len(per), sets=sum(p[3] for p in per), r_closed_min=_nanmin(p[0] for p in per),
-                       r_exact_min=_nanmin(p[1] for p in per), noise_max=-_nanmin(-p[2] for p in per),
-                       r_occupations=sum(not math.isnan(p[0]) for p in per))
+            # noise, not for r_occupations. pandas skips NaN here, where Python's min() keeps a NaN it meets first.
+            per = pd.DataFrame(per, columns=["r_closed", "r_exact", "noise", "sets"])
+            row.update(occupations=len(per), sets=int(per["sets"].sum()), r_closed_min=per["r_closed"].min(),
+                       r_exact_min=per["r_exact"].min(), noise_max=per["noise"].max(),
+                       r_occupations=int(per["r_closed"].notna().sum()))
             base = runs[(runs["config_hash"] == model["config_hash"]) & (runs["kind"] == "base")]
             row["retrain_drift_max"] = float(base["drift"].abs().max()) if len(base) else math.nan
         rows.append(row)
