@@ -13,7 +13,7 @@ the seed alone does not make: the objective's own part of a B_gr figure.
 ``--a`` and ``--b`` are first members of two families (``kgbias train --seeds`` or ``prepare``) of one data set.
 Columns: occupation, name, n_male, n_female, then per family (a, b) group_bias, seed_min, seed_max; shift (b - a),
 shift_in_range (|shift| over the wider of the two seed ranges), apart, opposite. A one-line summary is printed
-and written to ``OUT_summary.csv``.
+and written to ``OUT_summary.csv`` (``--summarize-only`` rewrites it from the table at ``--out``, no model read).
 """
 
 from __future__ import annotations
@@ -64,29 +64,46 @@ def shift_table(a: pd.DataFrame, b: pd.DataFrame, *, minimum: int = MIN_GROUP_SI
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """How many occupations, how many with the bands apart or leaning opposite ways, the median and max shift."""
+    """How many occupations, how many with the bands apart or leaning opposite ways, the median and max shift,
+    and each family's median seed band (max - min over its seeds): how much its seeds alone move a B_gr."""
     return pd.DataFrame([{
         "occupations": len(frame), "apart": int(frame["apart"].sum()), "opposite": int(frame["opposite"].sum()),
         "shift_abs_median": float(frame["shift"].abs().median()), "shift_abs_max": float(frame["shift"].abs().max()),
         "shift_in_range_median": float(frame["shift_in_range"].median()),
+        **{f"band_median_{side}": float((frame[f"seed_max_{side}"] - frame[f"seed_min_{side}"]).median())
+           for side in ("a", "b")},
     }])
+
+
+def write_summary(frame: pd.DataFrame, out: Path) -> None:
+    """``OUT_summary.csv`` beside the table ``out``, and printed."""
+    result = summary(frame)
+    write_text(result.to_csv(index=False, float_format="%.4f"), str(out.with_name(out.stem + "_summary.csv")))
+    print(result.to_string(index=False))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--a", required=True, type=Path, help="first member of one family (e.g. one negative)")
-    parser.add_argument("--b", required=True, type=Path, help="first member of the other (e.g. eight negatives)")
+    parser.add_argument("--a", type=Path, help="first member of one family (e.g. one negative)")
+    parser.add_argument("--b", type=Path, help="first member of the other (e.g. eight negatives)")
     parser.add_argument("--minimum", type=int, default=MIN_GROUP_SIZE, help="men and women an occupation needs")
     parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--summarize-only", action="store_true",
+                        help="only write OUT_summary.csv from the table already at OUT (no model read)")
     args = parser.parse_args(argv)
+    if args.summarize_only:
+        if not args.out.is_file():
+            sys.exit(f"error: {args.out} does not exist: write it first with --a and --b")
+        write_summary(pd.read_csv(args.out), args.out)
+        return 0
+    if args.a is None or args.b is None:
+        parser.error("--a and --b are required (or --summarize-only)")
     ca, cb = read_config(args.a), read_config(args.b)
     if ca.get("data_hash") != cb.get("data_hash"):
         sys.exit(f"error: {args.a} and {args.b} were trained on different data (data_hash differs)")
     frame = shift_table(family_frame(args.a), family_frame(args.b), minimum=args.minimum)
     write_text(frame.to_csv(index=False, float_format="%.4f"), str(args.out))
-    result = summary(frame)
-    write_text(result.to_csv(index=False, float_format="%.4f"), str(args.out.with_name(args.out.stem + "_summary.csv")))
-    print(result.to_string(index=False))
+    write_summary(frame, args.out)
     return 0
 
 
