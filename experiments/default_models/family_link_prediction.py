@@ -24,8 +24,11 @@ import torch
 from kgbias_core.embeddings.store import read_config
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
 
-#: The training settings a row names (config.json keys); the summary groups by all of them but the seed.
-SETTINGS = ("dataset", "model", "dim", "epochs", "margin", "l2", "lr", "batch_size", "negatives_per_triple")
+#: The training settings a row names (config.json keys); the summary groups by all of them but the seed. A model
+#: saved before ``distance`` was a setting has none in its config: its column stays empty, and the summary leaves
+#: out a setting no model has.
+SETTINGS = ("dataset", "model", "dim", "epochs", "margin", "l2", "lr", "batch_size", "negatives_per_triple",
+            "distance")
 
 
 def model_rows(model_dir: Path, *, device: str) -> pd.DataFrame:
