@@ -32,6 +32,7 @@ from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.
     number,
     seed_band_of,
     sentence,
+    unaudited_sentence,
 )
 from kgbias_core.subpopulations import SubpopulationComparison
 

@@ -233,6 +233,16 @@ def min_group_size(*, key: str = "min_group_size") -> int:
 BASKET_KEY = "removal_basket"
 
 
+def unaudited_caption(model: ModelRef) -> None:
+    """Under a removal's prediction (the lab and the basket) while no retrain of the model has been compared with a
+    prediction: the step is shown as computed, and what kgbias's retrains say of its size on models of this kind
+    (:func:`~kgbias_core.readings.unaudited_sentence`)."""
+    if cache.step_ratio(model) is not None:
+        return
+    config = cache.analysis(model).model.config
+    st.caption(texts.unaudited_sentence(config.distance, config.negatives_per_triple))  # our words: no escape
+
+
 def basket(model_name: str) -> list[int]:
     return list(st.session_state.get(BASKET_KEY, {}).get(model_name, []))
 

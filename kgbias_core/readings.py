@@ -280,6 +280,42 @@ def prediction_sentence(prediction: WhatIfPrediction, *, before: float | None = 
                                       high=fmt(shift + prediction.high, digits), floor=floor)
 
 
+#: Under a removal's prediction while no retrain of the model has been compared with one (no prediction audit, no
+#: verified plan): the step is shown as computed, and its band takes its size at face value, which kgbias's own
+#: retrains say it should not on most models.
+UNAUDITED_REMOVAL = (
+    "Not audited yet: no retrain of this model has been compared with a prediction (the prediction audit does, with "
+    "one masked retrain), so the step is shown as computed and its interval takes its size at face value. {evidence}"
+    " Read the size with care until the audit has run.")
+#: What the retrained / predicted ratio of the step as computed was on kgbias's real graphs, per kind of model
+#: (squared L2 with one frozen negative, squared L2 with more, pseudo-Huber): the lowest and highest per-file
+#: median over the targeted sets of experiments/whatif_accuracy/results (the files are named in
+#: tests/test_readings_unaudited.py, which checks these figures against them).
+UNAUDITED_RATIOS = {"one negative": (0.15, 0.27), "several negatives": (0.46, 1.02), "pseudo_huber": (1.45, 1.45)}
+UNAUDITED_EVIDENCE = {
+    "one negative": ("On models with one negative per triple (FB13, FB15k-237) a retrain moved a median {low} to "
+                     "{high} of the step: it overstates the change several-fold there."),
+    "several negatives": ("On models with eight negatives per triple (FB13, FB15k-237) a retrain moved a median "
+                          "{low} to {high} of the step."),
+    "pseudo_huber": "On FB15k-237's pseudo-Huber model a retrain moved a median {low} times the step.",
+    "other": "No retrain of a real graph has measured the step for this distance.",
+}
+
+
+def unaudited_kind(distance: str, negatives: int) -> str:
+    """The key of :data:`UNAUDITED_EVIDENCE` for a model of ``distance`` with ``negatives`` frozen negatives."""
+    if distance == "squared_l2":
+        return "one negative" if negatives <= 1 else "several negatives"
+    return distance if distance in UNAUDITED_RATIOS else "other"
+
+
+def unaudited_sentence(distance: str, negatives: int) -> str:
+    """:data:`UNAUDITED_REMOVAL` with the evidence for this kind of model (the lab, the basket and ``debias``)."""
+    kind = unaudited_kind(distance, negatives)
+    low, high = UNAUDITED_RATIOS.get(kind, (math.nan, math.nan))
+    return UNAUDITED_REMOVAL.format(evidence=UNAUDITED_EVIDENCE[kind].format(low=f"{low:.2f}", high=f"{high:.2f}"))
+
+
 VERDICT = "Retrained change {over} {retrained}: {verdict} the {what} interval ({low} to {high}); {why}."
 NO_VERDICT = "Retrained change {over} {retrained}: the {what} change has no interval to judge it by."
 

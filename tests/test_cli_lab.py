@@ -41,11 +41,13 @@ def test_debias_predicts_with_the_step_scale_of_the_models_audit(base: Path, tmp
     ratio = model_step_ratio(audited, use=EDITS)
     assert main(["debias", "--model", str(audited), "--occupation", "nurse", "--remove-k", "5",
                  "--out", str(tmp_path / "run")]) == 0
-    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("predicted change "))
+    printed = capsys.readouterr().out
+    line = next(x for x in printed.splitlines() if x.startswith("predicted change "))
     analysis = ModelAnalysis(load_model(audited))
     expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=5), scale=ratio.value)
     assert float(re.match(r"predicted change (\S+) ", line).group(1)) == pytest.approx(expected.point, abs=1e-4)
     assert f"Newton step, |H| x {ratio.value:.2f} (the retrained/predicted ratio" in line
+    assert "Not audited yet" not in printed  # the audit scaled it: no warning of the unscaled step
 
 
 def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, capsys) -> None:
@@ -74,6 +76,10 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
     original = re.search(r"B_gr after over the original persons \S+  change (\S+)", printed).group(1)
     assert retrained == pytest.approx(float(original), abs=1e-4)
     assert "ranks the triples" in printed  # the uncalibrated closed form: the ranking, never its size
+    # no audit yet: the step as computed, and what retrains said of its size on a model of this kind (one negative)
+    from kgbias_core.readings import unaudited_sentence
+
+    assert unaudited_sentence("squared_l2", 1) in printed
     what_if = load_model(out)
     assert what_if.edit["kind"] == "remove" and what_if.edit["n_removed"] == 5 and what_if.edit["mode"] == "scratch"
     assert what_if.triples.shape[0] == load_model(base).triples.shape[0] - 5

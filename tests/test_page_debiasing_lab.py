@@ -22,7 +22,7 @@ from kgbias_core.influence.refit_prediction import refit_refusal, refit_removal_
 from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
 from kgbias_core.measures.group_bias import group_bias
-from kgbias_core.readings import prediction_sentence, verdict_sentence
+from kgbias_core.readings import prediction_sentence, unaudited_sentence, verdict_sentence
 from kgbias_core.tasks import Task
 from kgbias_core.whatif.edits import make_edit, predict_edit
 from kgbias_core.whatif.runs import noise_spread
@@ -80,6 +80,7 @@ def test_lab_multiplies_the_step_by_the_ratio_of_the_models_audit(writable_store
     shown = f"with the step times {ratio.value:.2f}, {ratio.describe()}; additions"
     assert md(shown) in texts(app.caption)  # the audit's caption (Markdown-escaped)
     assert "in this model's prediction audit" in shown
+    assert "Not audited yet" not in texts(app.caption)  # the step is scaled by the audit: no warning under it
 
 
 def test_lab_headlines_the_newton_step_without_a_calibration_and_only_offers_the_calibration(
@@ -91,6 +92,9 @@ def test_lab_headlines_the_newton_step_without_a_calibration_and_only_offers_the
     assert float(metric(app, "Predicted change of B_gr")) < 0  # a number, not "uncalibrated"
     assert "Predicted B_gr after" in [m.label for m in app.metric]
     assert "ranks the triples" in texts(app.caption)  # the raw closed form: ranking only, its size unused
+    # no retrain compared with a prediction yet: the step as computed, with what retrains said of its size on a
+    # model of this kind (the tests' model: squared L2, one negative a triple)
+    assert unaudited_sentence("squared_l2", 1) in texts(app.caption)
     assert button(app, "Calibrate the old closed form") is not None  # offered, with its estimate
     assert button(app, "Audit the prediction") is not None
     from kgbias_core.jobs import default_registry

@@ -17,7 +17,7 @@ from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.negatives import APPROXIMATE
 from kgbias_core.influence.prediction import DISTANCE_NOTES, ESTIMATOR, REDRAWN, predict_removal
-from kgbias_core.readings import fmt, prediction_sentence
+from kgbias_core.readings import fmt, prediction_sentence, unaudited_sentence
 from tests.conftest import NO_WOMEN, TINY_GRAPH, TINY_TRAINING, button, metric, page, texts, use_store
 
 
@@ -45,6 +45,7 @@ def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
     assert float(metric(app, "Predicted change of B_gr")) > 0  # removing triples that each raise B_gr raises it
     assert prediction_sentence(expected) in texts(app.caption)
     assert f"Estimator: {ESTIMATOR}." in texts(app.caption) and "ranks the triples" in texts(app.caption)
+    assert unaudited_sentence("squared_l2", 1) in texts(app.caption)  # no audit yet: said under the step
     # the tests' model (one negative a triple): the refined prediction says why it is not offered, no button
     assert "No refined prediction here:" in texts(app.caption)
     assert not [b for b in app.button if b.key == "basket_refine"]

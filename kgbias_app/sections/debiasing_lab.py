@@ -19,6 +19,7 @@ from kgbias_app.widgets import (
     readable_name,
     show_chart,
     too_few,
+    unaudited_caption,
 )
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
@@ -176,6 +177,8 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
         st.caption(prediction_sentence(prediction, before=before))  # our words and numbers: no escape
         if edit.kind == "add":
             st.caption(add_audit_sentence(model) or ADD_UNAUDITED)
+        else:
+            unaudited_caption(model)
     if edit.kind == "remove":
         st.caption(old_estimate_sentence(cache.predicted_removal(model, edit.occupation, edit.removed)))
         if prediction is not None:

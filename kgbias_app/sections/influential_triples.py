@@ -18,6 +18,7 @@ from kgbias_app.widgets import (
     csv_name,
     download,
     table,
+    unaudited_caption,
     with_person_links,
 )
 from kgbias_core.errors import MeasureError
@@ -154,6 +155,7 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
         st.caption(BASKET_CHANGE.format(n=len(chosen), name=md(row["name"]), before=texts.fmt(row["group_bias"]),
                                         change=texts.fmt(prediction.point), sign=texts.SIGN))
         st.caption(prediction_sentence(prediction))  # our words and numbers: no escape
+        unaudited_caption(model)
     st.caption(old_estimate_sentence(cache.predicted_removal(model, occupation, chosen)))
     if prediction is not None:
         refined_prediction(model, edit, before=float(row["group_bias"]), key="basket_refine")
