@@ -128,3 +128,24 @@ def test_a_run_reads_its_sets_back_and_never_retrains_them_again(script, tiny_mo
     pd.testing.assert_series_equal(read["bench_newton"], rows["step_0.0"], check_names=False)
     assert read["step_1.0"].to_numpy() == pytest.approx(rows["step_1.0"].to_numpy(), rel=1e-5)
     assert (second.with_name("second_summary.csv")).is_file()
+
+
+def test_the_audit_set_at_tau_zero_is_the_labs_audit_prediction(script, tiny_model, tmp_path, monkeypatch) -> None:
+    """--audit-taus builds the audit's set as the lab does; at tau 0 its step is the lab's step as computed."""
+    from kgbias_core.influence.prediction import newton_change
+    from kgbias_core.tasks.prediction_audit import audit_occupation, audit_set
+
+    monkeypatch.setattr(script, "the_model", lambda *a, **k: tiny_model)
+    analysis = ModelAnalysis(tiny_model)
+    label = audit_occupation(analysis)
+    out = tmp_path / "audit.csv"
+    monkeypatch.setattr("sys.argv", ["hinge_curvature.py", "--audit-taus", "0,1", "--audit", label,
+                                      "--audit-retrained", "0.5", "--out", str(out)])
+    script.main()
+    rows = pd.read_csv(out)
+    moving, k, removed = audit_set(analysis, label)
+    assert list(rows["tau"]) == [0.0, 1.0] and set(rows["k"]) == {k} and set(rows["moving"]) == {moving}
+    lab = newton_change(tiny_model, removed, groups=analysis.groups, occupation_index=analysis.groups.index(label),
+                        damping=0.0)
+    assert rows["step"].iloc[0] == pytest.approx(lab, rel=2e-2)  # the script solves at the lab's CG tolerance
+    assert abs(rows["step"].iloc[1]) < abs(rows["step"].iloc[0])  # the extra curvature shrinks the step here

@@ -58,6 +58,7 @@ from kgbias_core.influence.prediction import (
     removal_gradient,
 )
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
+from kgbias_core.tasks.prediction_audit import audit_set
 
 KINDS = ("top", "bottom")
 #: Terms whose smoothed curvature is below this share of the largest are left out of the product (far from the kink).
@@ -211,6 +212,25 @@ def run(args) -> None:
                 print({key: (round(v, 3) if isinstance(v, float) else v) for key, v in row.items()}, flush=True)
 
 
+def audit_taus(args) -> None:
+    """``--audit-taus``: the step of the model's audit set (the lab's: the top 16% of the moving triples of
+    ``--audit``, :func:`~kgbias_core.tasks.prediction_audit.audit_set`) at each tau, beside the audit's retrained
+    change ``--audit-retrained`` (from the model's stored audit): the tau at which the step meets it is the one the
+    audit would set in place of a scale. No retrain."""
+    torch.set_num_threads(args.threads)
+    model = the_model(args.dataset, args.data_dir, args.store, args.negatives)
+    analysis = ModelAnalysis(model)
+    index = analysis.groups.index(args.audit)
+    moving, k, removed = audit_set(analysis, args.audit)
+    for tau in (float(v) for v in args.audit_taus.split(",")):
+        hvp, diagonal = hinge_hvp(model, tau)
+        row = {"occupation": args.audit, "moving": moving, "k": k, "tau": tau,
+               "step": step_change(model, removed, hvp, diagonal, analysis.groups, index),
+               "audit_retrained": args.audit_retrained}
+        append_row(row, args.out)
+        print(row, flush=True)
+
+
 def summary(runs: pd.DataFrame, estimators: list[str] | None = None) -> pd.DataFrame:
     """Per estimator (tau) and group size (all sets; 10+ of each gender; fewer than 10 of one): retrained / predicted
     (median, min, max), the share of sets within 30% of the point as computed (no audit, no scale) and within 30%
@@ -260,10 +280,16 @@ def main() -> None:
     parser.add_argument("--actual-from", type=Path, help="an earlier run's CSV: its retrained changes, not retrained")
     parser.add_argument("--sets-from", type=Path,
                         help="a what-if bench's CSV on this model: its targeted sets and retrains, none made here")
+    parser.add_argument("--audit-taus", help="the audit set's step at these taus (with --audit, --audit-retrained)")
+    parser.add_argument("--audit", help="the audited occupation's label")
+    parser.add_argument("--audit-retrained", type=float, help="the audit's retrained change (its stored record)")
     parser.add_argument("--smooth-rhs", action="store_true", help="also the removed triples' smoothed gradient")
     args = parser.parse_args()
     if args.summarize:
         write_summary(args.summarize, args.estimators.split(",") if args.estimators else None)
+        return
+    if args.audit_taus:
+        audit_taus(args)
         return
     run(args)
     write_summary(args.out)
