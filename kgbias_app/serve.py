@@ -96,8 +96,12 @@ def chromium(profile: Path, *, downloads: Path | None = None) -> Iterator[Any]:
     for arg in (*CHROMIUM_ARGS, f"--user-data-dir={profile}"):
         options.add_argument(arg)
     if downloads is not None:
+        # automatic_downloads 1: a second download of the page is not held for a "multiple files" prompt that
+        # headless Chromium never shows (a download a Streamlit rerun starts after the click's user activation has
+        # expired counts as automatic; the selection export, the page's second, once got no file in 180 s of clicks)
         options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
-                                                  "download.prompt_for_download": False})
+                                                  "download.prompt_for_download": False,
+                                                  "profile.default_content_setting_values.automatic_downloads": 1})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     try:
         yield driver
