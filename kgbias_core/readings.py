@@ -312,8 +312,11 @@ def unaudited_kind(distance: str, negatives: int) -> str:
 def unaudited_sentence(distance: str, negatives: int) -> str:
     """:data:`UNAUDITED_REMOVAL` with the evidence for this kind of model (the lab, the basket and ``debias``)."""
     kind = unaudited_kind(distance, negatives)
-    low, high = UNAUDITED_RATIOS.get(kind, (math.nan, math.nan))
-    return UNAUDITED_REMOVAL.format(evidence=UNAUDITED_EVIDENCE[kind].format(low=f"{low:.2f}", high=f"{high:.2f}"))
+    evidence = UNAUDITED_EVIDENCE[kind]
+    if kind in UNAUDITED_RATIOS:
+        low, high = UNAUDITED_RATIOS[kind]
+        evidence = evidence.format(low=f"{low:.2f}", high=f"{high:.2f}")
+    return UNAUDITED_REMOVAL.format(evidence=evidence)
 
 
 VERDICT = "Retrained change {over} {retrained}: {verdict} the {what} interval ({low} to {high}); {why}."
