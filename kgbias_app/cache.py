@@ -42,6 +42,7 @@ from kgbias_core.whatif.edits import Edit, predict_edit
 from kgbias_core.whatif.runs import EditMembership, made_from, membership_of_record, noise_spread
 from kgbias_core.whatif.runs import bias_change as run_bias_change
 from kgbias_core.whatif.step_ratio import StepRatio, use_for
+from kgbias_core.whatif.step_ratio import edit_calibration as calibration_of
 
 
 @dataclass(frozen=True)
@@ -234,11 +235,12 @@ def predicted_removal(model: ModelRef, occupation: str, indices: Sequence[int]) 
 
 
 @st.cache_data(max_entries=256, show_spinner="Predicting the change: one Newton step…")
-def prediction(model: ModelRef, edit: Edit, spread: float | None, scale: float = 1.0) -> WhatIfPrediction:
+def prediction(model: ModelRef, edit: Edit, spread: float | None, scale: float = 1.0,
+               temperature: float | None = None) -> WhatIfPrediction:
     """The edit's predicted change of B_gr (:func:`~kgbias_core.whatif.edits.predict_edit`: Newton step, interval,
-    ``spread`` the occupation's noise band as its floor, ``scale`` the model's step scale); a few seconds on
-    FB15k-237, so cached per edit."""
-    return predict_edit(analysis(model), edit, spread=spread, scale=scale)
+    ``spread`` the occupation's noise band as its floor, ``scale`` the model's step scale or ``temperature`` the hinge's
+    temperature its audit set: :func:`edit_calibration`); a few seconds on FB15k-237, so cached per edit."""
+    return predict_edit(analysis(model), edit, spread=spread, scale=scale, temperature=temperature)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -257,10 +259,11 @@ def step_ratio(model: ModelRef, kind: str = "remove") -> StepRatio | None:
     return tasks.model_step_ratio(model.path, use=use_for(kind))
 
 
-def step_scale(model: ModelRef, kind: str = "remove") -> float:
-    """:func:`step_ratio`'s value, 1 (the prediction as computed) before any retrain."""
-    ratio = step_ratio(model, kind)
-    return 1.0 if ratio is None else ratio.value
+def edit_calibration(model: ModelRef, kind: str = "remove") -> tuple[float, float | None]:
+    """(scale, temperature) of an edit of ``kind`` (:func:`~kgbias_core.whatif.step_ratio.edit_calibration` of
+    :func:`step_ratio`): the hinge's temperature where the removal audit set one, else the step scale (1 before any
+    retrain). Read on every call, as :func:`step_ratio`."""
+    return calibration_of(step_ratio(model, kind))
 
 
 def occupation_spread(model: ModelRef, occupation: str) -> float | None:
@@ -276,13 +279,15 @@ def whatif_run(model: ModelRef, run: ModelRef, *, refined: bool = False) -> repo
     edit = analysis(run).model.edit
     kind = edit.get("kind", "remove")
     refit = tasks.refit_offer(model.path, analysis(model), edit["occupation"]) if refined and kind == "remove" else None
-    return _whatif_run(model, run, tasks.saved_noise_band(model.path), step_scale(model, kind), refit)
+    return _whatif_run(model, run, tasks.saved_noise_band(model.path), edit_calibration(model, kind), refit)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _whatif_run(model: ModelRef, run: ModelRef, noise: pd.DataFrame | None, scale: float,
+def _whatif_run(model: ModelRef, run: ModelRef, noise: pd.DataFrame | None, calibration: tuple[float, float | None],
                 refit: tuple[float | None, str | None] | None) -> reports.WhatIfRun:
-    return reports.whatif_run(analysis(model), analysis(run), noise=noise, scale=scale, refit=refit)
+    scale, temperature = calibration
+    return reports.whatif_run(analysis(model), analysis(run), noise=noise, scale=scale, temperature=temperature,
+                              refit=refit)
 
 
 def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str:

@@ -241,15 +241,16 @@ def follow_up(model: ModelRef) -> None:
     the lab's prediction does not need it."""
     if model.is_whatif or model.kind != "transe" or DEFAULT_MODEL_NAMES.get(model.dataset) != model.name:
         return
-    running, seconds = False, None
-    for saved, make, job in ((tasks.saved_prediction_audit, tasks.prediction_audit_task, texts.AUDIT_JOB),
-                             (tasks.saved_add_audit, tasks.add_audit_task, texts.ADD_AUDIT_JOB)):
+    running = False
+    audits = ((tasks.saved_prediction_audit, tasks.prediction_audit_task, texts.AUDIT_JOB,
+               tasks.prediction_audit_seconds),
+              (tasks.saved_add_audit, tasks.add_audit_task, texts.ADD_AUDIT_JOB, tasks.add_audit_seconds))
+    for saved, make, job, estimate in audits:
         if saved(model.path) is not None:
             continue
         task = make(model.path)
         status = default_registry().latest(task.key)
-        if status is None and seconds is None:  # either audit is one retrain: estimated once per rerun
-            seconds = tasks.prediction_audit_seconds(model.path)
+        seconds = estimate(model.path) if status is None else None  # the removal audit's includes its T search
         if status is None and seconds is not None and seconds <= tasks.AUTO_BACKGROUND_SECONDS:
             jobs_ui.submit(job.format(name=model.name), task, priority=Priority.BACKGROUND, estimate=seconds)
             status = default_registry().latest(task.key)

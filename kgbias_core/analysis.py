@@ -24,6 +24,7 @@ from kgbias_core.influence.closed_form import (
     predicted_change,
     triple_influence,
 )
+from kgbias_core.influence.hinge_curvature import hinge_curvature_hvp
 from kgbias_core.influence.local_refit import unedited_read_refit
 from kgbias_core.influence.negatives import (
     DEFAULT_NEGATIVE_SEED,
@@ -147,6 +148,16 @@ class ModelAnalysis:
         negatives = self.negatives
         return self._memo.get("absolute_hvp", lambda: absolute_curvature_hvp(
             self.model, negatives=None if negatives.exact else negatives.negatives, active=self.active_terms))
+
+    def hinge_hvp(self, temperature: float):
+        """H_T v of the removal predictions once the model's audit has set the hinge's temperature T
+        (:func:`~kgbias_core.influence.hinge_curvature.hinge_curvature_hvp`, on |H| of :attr:`absolute_hvp`): built
+        once per analysis and T (FB15k-237 with one negative: 2 s). A model has one audit, so one T: a new audit
+        (another T) keeps the old operator until the analysis goes."""
+        negatives = self.negatives
+        redrawn = None if negatives.exact else negatives.negatives
+        return self._memo.get(("hinge_hvp", temperature), lambda: hinge_curvature_hvp(
+            self.model, temperature, base=self.absolute_hvp, negatives=redrawn))
 
     def unedited_read_refit(self, occupation: str) -> tuple[LongTensor, FloatTensor]:
         """The rows B_gr of ``occupation`` reads (a sample of 256 a gender) refitted on J at the trained rows, the

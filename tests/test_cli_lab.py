@@ -50,6 +50,29 @@ def test_debias_predicts_with_the_step_scale_of_the_models_audit(base: Path, tmp
     assert "Not audited yet" not in printed  # the audit scaled it: no warning of the unscaled step
 
 
+def test_debias_predicts_with_the_hinge_temperature_the_audit_set(tiny_store: Path, tmp_path: Path, capsys) -> None:
+    """Issue 25: on a model whose audit sets the hinge's temperature (the tiny model, fully trained), ``debias``
+    predicts a removal with the step of |H| plus the hinge's curvature at that temperature, unscaled, and names it."""
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.jobs import Progress
+    from kgbias_core.tasks import model_step_ratio, prediction_audit_task
+    from kgbias_core.whatif.edits import make_edit, predict_edit
+
+    audited = Path(shutil.copytree(tiny_store / "tiny-transe", tmp_path / "audited"))
+    prediction_audit_task(audited).run(Progress())
+    ratio = model_step_ratio(audited, use=EDITS)
+    assert ratio.temperature is not None
+    assert main(["debias", "--model", str(audited), "--occupation", "nurse", "--remove-k", "5",
+                 "--out", str(tmp_path / "run")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("predicted change "))
+    analysis = ModelAnalysis(load_model(audited))
+    edit = make_edit(analysis, "nurse", strategy="if", k=5)
+    expected = predict_edit(analysis, edit, temperature=ratio.temperature)
+    assert float(re.match(r"predicted change (\S+) ", line).group(1)) == pytest.approx(expected.point, abs=1e-4)
+    assert expected.point != pytest.approx(predict_edit(analysis, edit, scale=ratio.value).point, rel=1e-3)
+    assert f"hinge's curvature at T = {ratio.temperature:.2f} margins" in line and " x " not in line
+
+
 def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "nurse-if"
     assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "5",

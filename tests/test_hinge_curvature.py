@@ -1,6 +1,7 @@
-"""experiments/whatif_accuracy/hinge_curvature.py (issue 25): the step's curvature with the smoothed hinge's
-Gauss-Newton term, against autograd; the smoothed gradient of a removal against the hinge's as tau -> 0; the
-summary's shares against a plain loop; and a run on the tests' graph, every column read back from a retrain."""
+"""kgbias_core/influence/hinge_curvature.py and experiments/whatif_accuracy/hinge_curvature.py (issue 25): the
+step's curvature with the smoothed hinge's Gauss-Newton term, against autograd; the audit's temperature against the
+step it is solved from; the smoothed gradient of a removal against the hinge's as tau -> 0; the summary's shares
+against a plain loop; and a run on the tests' graph, every column read back from a retrain."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.objective import negatives_count
+from kgbias_core.influence.hinge_curvature import (
+    BISECTIONS,
+    GOLDEN_STEPS,
+    TEMPERATURE_START,
+    audit_temperature,
+    hinge_curvature_hvp,
+)
 from kgbias_core.influence.prediction import absolute_curvature_hvp, removal_gradient
 from tests.conftest import REPO, load_script, small_distance_model
 
@@ -51,14 +59,59 @@ def test_the_operator_is_abs_h_plus_the_smoothed_hinges_gauss_newton(script, neg
     _, pull = torch.func.vjp(s_of, entities, relations)
     extra = pull(weight * along)
     want = [b + e for b, e in zip(absolute_curvature_hvp(model)(vector), extra, strict=True)]
-    hvp, diagonal = script.hinge_hvp(model, tau)
+    hvp = hinge_curvature_hvp(model, tau)
+    diagonal = hvp.diagonal
     for got, expected in zip(hvp(vector), want, strict=True):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5 * float(expected.abs().max()))
     assert all(bool((d > 0).all()) for d in diagonal)
-    plain, plain_diagonal = script.hinge_hvp(model, 0.0)  # tau 0: the lab's |H|, its own diagonal
+    plain = hinge_curvature_hvp(model, 0.0)  # tau 0: the lab's |H|
     for got, expected in zip(plain(vector), absolute_curvature_hvp(model)(vector), strict=True):
         torch.testing.assert_close(got, expected)
-    assert plain_diagonal is plain.diagonal
+    with pytest.raises(ValueError, match="squared_l2"):  # g is squared L2's: another distance is refused, not guessed
+        hinge_curvature_hvp(small_distance_model("l1", 1), tau)
+
+
+def test_the_audit_temperature_is_found_on_the_rising_side() -> None:
+    """A step that falls from T = 0 to its lowest at 0.7, then rises: T is where it meets the retrain on the rising
+    side, to the bisection's precision, from above and from below the start; no T where the retrain is above the step
+    at the range's top, below its lowest point, or of the other sign."""
+    def step_at(t: float) -> float:
+        return 0.2 + 0.3 * math.log(t / 0.7) ** 2 if t < 0.7 else 0.2 + 0.1 * math.log(t / 0.7)
+
+    for retrained in (0.3, 0.21, 0.4):  # T = 0.7 e^{(r - 0.2) / 0.1}: above the start, below it, far above
+        t, read = audit_temperature(step_at, retrained)
+        assert t == pytest.approx(0.7 * math.exp((retrained - 0.2) / 0.1), rel=0.006)
+        assert [point for point, _ in read[:2]] == [8.0, TEMPERATURE_START]  # the top first, then the walk's start
+        assert len(read) <= 2 + 4 + 2 + GOLDEN_STEPS + BISECTIONS
+        t_neg, _ = audit_temperature(lambda t: -step_at(t), -retrained)  # a bottom set: the same T
+        assert t_neg == pytest.approx(t)
+    t, read = audit_temperature(step_at, 0.2 + 0.1 * math.log(9 / 0.7))
+    assert t is None and len(read) == 1  # past the step at T = 8: one step says so
+    assert audit_temperature(step_at, 0.19)[0] is None  # below the lowest point: the walk down turns back up
+    assert audit_temperature(step_at, -0.3)[0] is None  # the retrain went the other way
+    assert audit_temperature(step_at, float("nan"))[0] is None
+
+
+def test_the_audit_temperature_meets_the_retrain_on_the_tests_model(tiny_model) -> None:
+    """On the tests' model, the audit set's step at the temperature found equals the target to 2% (the target: the
+    step at T = 1.3 gamma, so that a T exists)."""
+    from kgbias_core.influence.prediction import PREDICTION_TOLERANCE, newton_change
+    from kgbias_core.tasks.prediction_audit import audit_occupation, audit_set
+
+    analysis = ModelAnalysis(tiny_model)
+    label = audit_occupation(analysis)
+    _, _, removed = audit_set(analysis, label)
+    base = absolute_curvature_hvp(tiny_model)
+
+    def step_at(t: float) -> float:
+        return newton_change(tiny_model, removed, groups=analysis.groups, occupation_index=analysis.groups.index(label),
+                             damping=0.0, tolerance=PREDICTION_TOLERANCE,
+                             hvp=hinge_curvature_hvp(tiny_model, t, base=base))
+
+    target = step_at(1.3)
+    assert abs(target) < abs(step_at(0.0))  # the hinge's curvature shrinks the step here
+    t, _ = audit_temperature(step_at, target)
+    assert t is not None and step_at(t) == pytest.approx(target, rel=0.02)
 
 
 def test_the_smoothed_removal_gradient_tends_to_the_hinges(script) -> None:

@@ -59,28 +59,48 @@ def test_lab_predicted_change_is_the_newton_step_with_its_estimator_and_interval
     assert f"Beside it, {OLD_ESTIMATOR}" in shown  # the calibrated closed form, labelled old
 
 
-def test_lab_multiplies_the_step_by_the_ratio_of_the_models_audit(writable_store: Path) -> None:
-    """Issue 25: once the model's one-retrain audit is stored, the lab's prediction is the step times the audit's
-    ratio (model_step_ratio), and its estimator says so."""
-    from kgbias_core.jobs import Progress
+def test_lab_predicts_with_the_hinge_temperature_the_models_audit_set(writable_store: Path) -> None:
+    """Issue 25: once the model's one-retrain audit is stored, it sets the hinge's temperature (no retrain of its own),
+    and the lab predicts removals with the step of |H| plus the hinge's curvature at that temperature, unscaled; its
+    estimator and the audit's caption say so. Where the search found none (a record with a NaN temperature), the lab
+    falls back to the step times the audit's ratio."""
+    from kgbias_core.embeddings.results import save_result
+    from kgbias_core.whatif.step_ratio import HINGE_TEMPERATURE, hinge_temperature_params, saved_hinge_temperature
 
     base = writable_store / "tiny-transe"
-    tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain of the tiny model
+    audit = tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain of the tiny model
     ratio = tasks.model_step_ratio(base, use=EDITS)
-    assert ratio is not None
+    assert ratio is not None and ratio.temperature is not None  # the tiny model's audit met its retrain at a T
     app = page("debiasing_lab").run()
     app.selectbox(key="lab_occupation").set_value("nurse").run()
     app.radio(key="lab_strategy").set_value("if").run()
     app.number_input(key="lab_k").set_value(10).run()
     assert not app.exception
     analysis = ModelAnalysis(load_model(base))
-    expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=10), scale=ratio.value)
+    edit = make_edit(analysis, "nurse", strategy="if", k=10)
+    expected = predict_edit(analysis, edit, temperature=ratio.temperature)
+    scaled = predict_edit(analysis, edit, scale=ratio.value)
+    assert expected.point != pytest.approx(scaled.point, rel=1e-3)  # the two estimators differ here: the test can fail
     assert metric(app, "Predicted change of B_gr") == ui_texts.fmt(expected.point)
-    assert f"Estimator: {expected.estimator}" in texts(app.caption) and f"x {ratio.value:.2f}" in expected.estimator
+    assert f"Estimator: {expected.estimator}" in texts(app.caption)
+    assert f"hinge's curvature at T = {ratio.temperature:.2f} margins" in expected.estimator
+    assert md(f"with {ratio.describe()}; additions") in texts(app.caption)  # the audit's caption (Markdown-escaped)
+    assert "Not audited yet" not in texts(app.caption)  # the audit set the step: no warning under it
+
+    stored = saved_hinge_temperature(base, audit)
+    save_result(base, HINGE_TEMPERATURE, stored.assign(temperature=float("nan"), step=float("nan")),
+                params=hinge_temperature_params(audit))  # searched, and none met the retrain: the scale stands
+    ratio = tasks.model_step_ratio(base, use=EDITS)
+    assert ratio.temperature is None
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(10).run()
+    assert metric(app, "Predicted change of B_gr") == ui_texts.fmt(scaled.point)
+    assert f"Estimator: {scaled.estimator}" in texts(app.caption) and f"x {ratio.value:.2f}" in scaled.estimator
     shown = f"with the step times {ratio.value:.2f}, {ratio.describe()}; additions"
-    assert md(shown) in texts(app.caption)  # the audit's caption (Markdown-escaped)
+    assert md(shown) in texts(app.caption)
     assert "in this model's prediction audit" in shown
-    assert "Not audited yet" not in texts(app.caption)  # the step is scaled by the audit: no warning under it
 
 
 def test_lab_headlines_the_newton_step_without_a_calibration_and_only_offers_the_calibration(

@@ -237,7 +237,9 @@ def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store:
 
     base = store / "tiny-transe"
     assert tasks.saved_prediction_audit(base) is None
-    assert tasks.prediction_audit_seconds(base) == tasks.model_retrain_seconds(base, retrains=1)
+    # one retrain, and the hinge's temperature search after it, estimated as one more (squared L2)
+    assert tasks.prediction_audit_seconds(base) == tasks.model_retrain_seconds(base, retrains=2)
+    assert tasks.add_audit_seconds(base) == tasks.model_retrain_seconds(base, retrains=1)
     frame = tasks.prediction_audit_task(base).run(Progress())
     assert list(frame.columns) == list(AUDIT_COLUMNS) and len(frame) == 1
     row = frame.iloc[0]
@@ -280,6 +282,65 @@ def test_the_prediction_audit_is_one_masked_retrain_stored_with_the_model(store:
     from kgbias_core.whatif.step_ratio import ADDITIONS
 
     assert tasks.model_step_ratio(base, use=ADDITIONS) is None
+
+
+def test_the_audit_sets_the_hinge_temperature_from_its_own_retrain(store: Path, tiny_graph) -> None:
+    """Issue 25: after its retrain the audit task searches the hinge's temperature on the audit's set (no retrain) and
+    stores it beside the model; the audit set's step at that temperature, made here independently, meets the
+    retrained change; the model's ratio for edits carries it and a removal is then predicted with it, unscaled. A
+    record of another audit is not read; an L1 model has none (the curvature is written for squared L2)."""
+    from kgbias_core.embeddings.results import save_result
+    from kgbias_core.influence.hinge_curvature import hinge_curvature_hvp
+    from kgbias_core.influence.prediction import newton_change, predict_removal
+    from kgbias_core.influence.retraining_check import removal_set
+    from kgbias_core.tasks.prediction_audit import HINGE_TEMPERATURE_COLUMNS
+    from kgbias_core.whatif.step_ratio import (
+        EDITS,
+        PREDICTION_AUDIT,
+        edit_calibration,
+        saved_hinge_temperature,
+    )
+
+    base = store / "tiny-transe"
+    frame = tasks.prediction_audit_task(base).run(Progress())
+    stored = saved_hinge_temperature(base, frame)
+    assert stored is not None and list(stored.columns) == list(HINGE_TEMPERATURE_COLUMNS)
+    row, audit = stored.iloc[0], frame.iloc[0]
+    assert (row["occupation"], row["k"], row["retrained"]) == (audit["occupation"], audit["k"], audit["retrained"])
+    temperature = float(row["temperature"])
+    analysis = ModelAnalysis(load_model(base))
+    removed = removal_set(analysis.influence(row["occupation"]), kind="top", k=int(row["k"]))
+    step = newton_change(analysis.model, removed, groups=analysis.groups,
+                         occupation_index=analysis.groups.index(row["occupation"]), damping=0.0,
+                         hvp=hinge_curvature_hvp(analysis.model, temperature))
+    assert step == pytest.approx(audit["retrained"], rel=0.02)  # the T found makes the step meet the retrain
+    assert step != pytest.approx(audit["predicted"], rel=0.05)  # and it is not the |H| step the audit predicted
+    ratio = tasks.model_step_ratio(base, use=EDITS)
+    assert ratio.temperature == pytest.approx(temperature) and edit_calibration(ratio) == (1.0, ratio.temperature)
+    prediction = predict_removal(analysis, row["occupation"], removed, temperature=temperature)
+    assert prediction.point == pytest.approx(step, rel=0.02) and "hinge's curvature" in prediction.estimator
+    from kgbias_core.influence.prediction import HINGE_BAND_BASE, HINGE_BAND_SMALL, band_ends, band_factor
+
+    index = analysis.groups.index(row["occupation"])
+    m = int(min(analysis.groups.n_male[index], analysis.groups.n_female[index]))
+    low, high = band_ends(prediction.point, band_factor(m, base=HINGE_BAND_BASE, small=HINGE_BAND_SMALL))
+    assert (prediction.low, prediction.high) == pytest.approx((low, high))  # the hinge step's own band
+    with pytest.raises(ValueError, match="not scaled"):
+        predict_removal(analysis, row["occupation"], removed, temperature=temperature, scale=0.5)
+    assert tasks.hinge_temperature(base, analysis) == pytest.approx(temperature)  # read back, not searched again
+
+    save_result(base, PREDICTION_AUDIT, frame.assign(retrained=audit["retrained"] * 0.8), params={})  # another audit
+    assert saved_hinge_temperature(base, tasks.saved_prediction_audit(base)) is None
+    assert tasks.model_step_ratio(base, use=EDITS).temperature is None  # the stale record is not read
+    again = tasks.hinge_temperature(base, analysis)  # searched again for the new audit: a smaller retrain, a lower T
+    assert again is not None and again < temperature
+
+    from kgbias_core.embeddings.training import train_model
+
+    l1 = save_model(train_model(tiny_graph, replace(TINY_TRAINING, distance="l1"), name="tiny-l1"), store)
+    tasks.prediction_audit_task(l1).run(Progress())
+    assert saved_hinge_temperature(l1, tasks.saved_prediction_audit(l1)) is None
+    assert tasks.model_step_ratio(l1, use=EDITS).temperature is None
 
 
 def test_the_audit_takes_the_occupation_with_the_largest_rarer_gender() -> None:

@@ -49,6 +49,7 @@ from kgbias_core.embeddings.config import default_train_config
 from kgbias_core.embeddings.objective import negatives_count
 from kgbias_core.embeddings.store import is_model_dir, load_model, save_model
 from kgbias_core.embeddings.training import train_model
+from kgbias_core.influence.hinge_curvature import hinge_curvature_hvp
 from kgbias_core.influence.prediction import (
     PREDICTION_TOLERANCE,
     _bias,
@@ -61,59 +62,13 @@ from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_
 from kgbias_core.tasks.prediction_audit import audit_set
 
 KINDS = ("top", "bottom")
-#: Terms whose smoothed curvature is below this share of the largest are left out of the product (far from the kink).
-NEGLIGIBLE = 1e-6
-
-
-def term_margins(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(s, pairs, negatives, x, x'): s = gamma + psi(z) - psi(z'_j) of every term [K n] (squared L2), the pairs
-    (z, z'_j) in the negatives' layout [K n, 3], and the residuals x = h + r - t of z and of z' [K n, d]."""
-    negatives = model.frozen_negatives
-    k = negatives_count(negatives, model.triples.shape[0])
-    pairs = model.triples if k == 1 else model.triples.repeat(k, 1)
-    E, R = model.entity_embeddings.detach(), model.relation_embeddings.detach()
-    x = E[pairs[:, 0]] + R[pairs[:, 1]] - E[pairs[:, 2]]
-    x_neg = E[negatives[:, 0]] + R[negatives[:, 1]] - E[negatives[:, 2]]
-    s = model.config.margin + (x * x).sum(-1) - (x_neg * x_neg).sum(-1)
-    return s, pairs, negatives, x, x_neg
 
 
 def hinge_hvp(model, tau: float, base=None):
-    """v -> |H| v + (1/K) sum_t l_tau''(s_t) g_t (g_t^T v) (module docstring), tau in units of the margin; -> (hvp,
-    its Jacobi diagonal). tau = 0: |H| alone (the lab's). Squared L2: g_t = 2 x at h and r, -2 x at t, and
-    -2 x', +2 x' at the negative's. ``base``: the model's |H| product when already built (one for every tau)."""
-    base = absolute_curvature_hvp(model) if base is None else base
-    if tau <= 0:
-        return base, base.diagonal
-    s, pairs, negatives, x, x_neg = term_margins(model)
-    k = negatives_count(negatives, model.triples.shape[0])
-    t = tau * model.config.margin
-    sig = torch.sigmoid(s / t)
-    weight = sig * (1 - sig) / t / k
-    keep = weight > weight.max() * NEGLIGIBLE
-    weight, pz, pn, gx, gn = weight[keep], pairs[keep], negatives[keep], 2 * x[keep], 2 * x_neg[keep]
-
-    def hvp(vector):
-        v_e, v_r = vector
-        out_e, out_r = (part.clone() for part in base(vector))
-        a = v_e[pz[:, 0]] + v_r[pz[:, 1]] - v_e[pz[:, 2]]
-        b = v_e[pn[:, 0]] + v_r[pn[:, 1]] - v_e[pn[:, 2]]
-        c = (weight * ((gx * a).sum(-1) - (gn * b).sum(-1))).unsqueeze(-1)  # w g^T v, [m, 1]
-        pos, neg = c * gx, c * gn
-        out_e.index_add_(0, pz[:, 0], pos).index_add_(0, pz[:, 2], pos, alpha=-1)
-        out_r.index_add_(0, pz[:, 1], pos).index_add_(0, pn[:, 1], neg, alpha=-1)
-        out_e.index_add_(0, pn[:, 0], neg, alpha=-1).index_add_(0, pn[:, 2], neg)
-        return out_e, out_r
-
-    # the Jacobi diagonal: |H|'s plus w g_i^2 per slot (where z and z' share a row, the cross term is left out: a
-    # preconditioner need not be exact)
-    d_e, d_r = (part.expand(-1, like.shape[1]).clone() for part, like in
-                zip(base.diagonal, (model.entity_embeddings, model.relation_embeddings), strict=True))
-    w = weight.unsqueeze(-1)
-    for rows, g in ((pz[:, 0], gx), (pz[:, 2], gx), (pn[:, 0], gn), (pn[:, 2], gn)):
-        d_e.index_add_(0, rows, w * g * g)
-    d_r.index_add_(0, pz[:, 1], w * (gx - gn) ** 2)
-    return hvp, (d_e, d_r)
+    """(H_T's product, its Jacobi diagonal), tau in units of the margin: the operator of
+    :func:`kgbias_core.influence.hinge_curvature.hinge_curvature_hvp` (tau = 0: |H| alone, the lab's)."""
+    hvp = hinge_curvature_hvp(model, tau, base=base)
+    return hvp, hvp.diagonal
 
 
 def smooth_removal_gradient(model, removed: torch.Tensor, tau: float):
@@ -155,11 +110,16 @@ def the_model(dataset: str, data_dir, store: Path, negatives: int):
     return model
 
 
-def run(args) -> None:
+def model_of_run(args) -> tuple:
+    """(model, its analysis) of a run: torch threads set, the load printed (the studies' runs share this start)."""
     torch.set_num_threads(args.threads)
     print(f"load average {os.getloadavg()[0]:.2f}; {args.threads} thread(s)", flush=True)
     model = the_model(args.dataset, args.data_dir, args.store, args.negatives)
-    analysis = ModelAnalysis(model)
+    return model, ModelAnalysis(model)
+
+
+def run(args) -> None:
+    model, analysis = model_of_run(args)
     groups = analysis.groups
     taus = [float(v) for v in args.taus.split(",")]
     operators, base = {}, absolute_curvature_hvp(model)
@@ -265,17 +225,24 @@ def write_summary(path: Path, estimators: list[str] | None = None) -> pd.DataFra
     return table
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def model_arguments(description: str) -> argparse.ArgumentParser:
+    """A parser with the model options of the studies' runs (``--dataset``, ``--data-dir``, ``--store``,
+    ``--negatives``, ``--threads``) and ``--out``: :func:`model_of_run` reads them."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--dataset", default="synthetic")
     parser.add_argument("--data-dir", default=os.environ.get("KGBIAS_DATA_DIR"))
     parser.add_argument("--store", type=Path, default=Path("/tmp/kgbias-hinge-store"))
     parser.add_argument("--negatives", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path)
+    return parser
+
+
+def main() -> None:
+    parser = model_arguments(__doc__.splitlines()[0])
     parser.add_argument("--taus", default="0,0.5,1", help="temperatures in units of the margin (0: the lab's step)")
     parser.add_argument("--occupations", type=int, default=8)
     parser.add_argument("--shares", default="2,8,32")
-    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--summarize", type=Path, help="only write SUMMARIZE_summary.csv from a run's CSV")
     parser.add_argument("--estimators", help="with --summarize: these step columns' taus only (0.0,1.0,1.0s)")
     parser.add_argument("--actual-from", type=Path, help="an earlier run's CSV: its retrained changes, not retrained")

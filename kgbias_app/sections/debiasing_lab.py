@@ -66,7 +66,7 @@ ADD_UNAUDITED = (
 AUDIT_SENTENCE = (
     "Audit of this model's prediction (one masked retrain): removing the top {k} of the {moving} triples that move "
     "B_gr of {name}, predicted {predicted} [{low}, {high}], retrained {retrained}: {verdict} the interval "
-    "({estimator}). Removals above are predicted with the step times {scale}, {source}; additions read the Add "
+    "({estimator}). Removals above are predicted with {removals}; additions read the Add "
     "audit's ratio. Plans read their own scale, from verified plans: a plan's chosen triples move by a smaller part "
     "of their step."
 )
@@ -164,7 +164,7 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
     before = row["group_bias"]
     try:
         prediction = cache.prediction(model, edit, cache.occupation_spread(model, edit.occupation),
-                                      cache.step_scale(model, edit.kind))
+                                      *cache.edit_calibration(model, edit.kind))
     except MeasureError as exc:  # a prediction this model cannot have (an Add on an L1/L2 import): its line says why
         prediction = None
         st.info(NOT_PREDICTED.format(why=md(str(exc))))
@@ -210,12 +210,14 @@ def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: 
     if audit is not None:
         row = audit.iloc[0]
         ratio = cache.step_ratio(model)  # None only where the audit's prediction moved nothing (no ratio in it)
+        removals = (ratio.describe() if ratio is not None and ratio.temperature is not None else
+                    f"the step times {1.0 if ratio is None else ratio.value:.2f}, "
+                    f"{NO_RATIO if ratio is None else ratio.describe()}")
         st.caption(md_format(
             AUDIT_SENTENCE, k=int(row["k"]), moving=int(row["moving"]), name=str(row["name"]),
             predicted=texts.fmt(row["predicted"]), low=texts.fmt(row["low"]), high=texts.fmt(row["high"]),
             retrained=texts.fmt(row["retrained"]), verdict="inside" if row["inside"] else "outside",
-            estimator=str(row["estimator"]), scale=f"{1.0 if ratio is None else ratio.value:.2f}",
-            source=NO_RATIO if ratio is None else ratio.describe()))
+            estimator=str(row["estimator"]), removals=removals))
     elif jobs_ui.is_running(task):
         background.append(task)
     elif st.button(texts.with_estimate(AUDIT_BUTTON, seconds := tasks.prediction_audit_seconds(model.path)),
@@ -228,7 +230,7 @@ def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: 
         st.caption(sentence)
     elif jobs_ui.is_running(add_audit):
         background.append(add_audit)
-    elif st.button(texts.with_estimate(ADD_AUDIT_BUTTON, seconds := tasks.prediction_audit_seconds(model.path)),
+    elif st.button(texts.with_estimate(ADD_AUDIT_BUTTON, seconds := tasks.add_audit_seconds(model.path)),
                    help=ADD_AUDIT_HELP):
         jobs_ui.submit(texts.ADD_AUDIT_JOB.format(name=model.name), add_audit, group="lab",
                        priority=Priority.BACKGROUND, estimate=seconds)

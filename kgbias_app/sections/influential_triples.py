@@ -146,7 +146,8 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     edit = remove_edit(cache.analysis(model).model, occupation, torch.tensor(chosen, dtype=torch.long),
                        strategy=f"basket k={len(chosen)}")
     try:
-        prediction = cache.prediction(model, edit, cache.occupation_spread(model, occupation), cache.step_scale(model))
+        prediction = cache.prediction(model, edit, cache.occupation_spread(model, occupation),
+                                      *cache.edit_calibration(model))
     except MeasureError as exc:  # a prediction this model cannot have (an Add on an L1/L2 import): its line says why
         prediction = None
         st.info(md(str(exc)))

@@ -48,7 +48,7 @@ def _debias(args: argparse.Namespace) -> None:
         membership_of_record,
         noise_spread,
     )
-    from kgbias_core.whatif.step_ratio import model_step_ratio, use_for
+    from kgbias_core.whatif.step_ratio import edit_calibration, model_step_ratio, use_for
 
     check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
     analysis = ModelAnalysis(load_model(args.model, device=args.device))
@@ -64,7 +64,8 @@ def _debias(args: argparse.Namespace) -> None:
     spread = noise_spread(saved_noise_band(args.model), occupation)
     ratio = model_step_ratio(args.model, use=use_for(edit.kind))  # what the model's audit of this kind showed
     try:
-        prediction = predict_edit(analysis, edit, spread=spread, scale=1.0 if ratio is None else ratio.value)
+        scale, temperature = edit_calibration(ratio)
+        prediction = predict_edit(analysis, edit, spread=spread, scale=scale, temperature=temperature)
     except MeasureError as exc:  # a distance the Newton step does not differentiate: the retrain still runs
         prediction, unpredicted = None, str(exc)
     old = None

@@ -21,7 +21,7 @@ def _report(args: argparse.Namespace) -> None:
     from kgbias_core.report import occupation_report, whatif_run
     from kgbias_core.tasks import model_step_ratio, refit_offer, saved_noise_band
     from kgbias_core.whatif.runs import made_from
-    from kgbias_core.whatif.step_ratio import use_for
+    from kgbias_core.whatif.step_ratio import edit_calibration, use_for
 
     analysis = load_analysis(args.model, args.negative_seed, device=args.device)
     links = load_link_prediction(args.model)  # quoted where computed; a report never waits for it
@@ -44,8 +44,9 @@ def _report(args: argparse.Namespace) -> None:
         ratio = model_step_ratio(args.model, use=use_for(run_config["edit"].get("kind", "remove")))
         refit = (refit_offer(args.model, analysis, run_config["edit"]["occupation"])
                  if run_config["edit"].get("kind", "remove") == "remove" else None)
+        scale, temperature = edit_calibration(ratio)
         run = whatif_run(analysis, load_analysis(args.run, device=args.device), noise=saved_noise_band(args.model),
-                         scale=1.0 if ratio is None else ratio.value, refit=refit)
+                         scale=scale, temperature=temperature, refit=refit)
         occupation = run.edit["occupation"]
     comparison = None
     if args.compare:  # the original first, then the other models, all of one graph

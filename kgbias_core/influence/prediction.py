@@ -78,6 +78,7 @@ from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.embeddings.training import replay_new_rows
 from kgbias_core.errors import NEWTON_NEEDS_SQUARED_L2, MeasureError
 from kgbias_core.influence.closed_form import active_margins
+from kgbias_core.influence.hinge_curvature import HINGE_DISTANCES, hinge_curvature_hvp
 from kgbias_core.influence.iterative import Vector, conjugate_gradient_solve, conjugate_gradients, objective_hvp
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import OccupationGroups, occupation_groups
@@ -105,6 +106,10 @@ REDRAWN = "negatives re-drawn"
 #: Appended to the estimator's name where the step is multiplied by the model's observed step ratio
 #: (:mod:`kgbias_core.whatif.step_ratio`).
 SCALED = "x {scale:.2f} (the retrained/predicted ratio of this model's own retrains)"
+#: The removal estimator's name where the model's audit set the hinge's temperature (:func:`predict_removal` with
+#: ``temperature``; :mod:`kgbias_core.influence.hinge_curvature`): the step of |H| plus the hinge's curvature, unscaled.
+HINGE_ESTIMATOR = ("Newton step, |H| + the hinge's curvature at T = {temperature:.2f} margins (the temperature at "
+                   "which this model's audit met its retrain)")
 #: What a removal's estimator adds to its name for an imported model's distance (:func:`absolute_curvature_hvp`).
 DISTANCE_NOTES = {"l2": "L2 distance", "l1": "L1 distance smoothed at its median residual",
                   "pseudo_huber": "pseudo-Huber distance"}
@@ -138,6 +143,16 @@ PH_SCALED_BAND_SMALL = 0.85
 #: fitted on its own retrains; one without any (imported L1 / L2) takes squared L2's.
 SCALED_BANDS = {"squared_l2": (SCALED_BAND_BASE, SCALED_BAND_SMALL),
                 "pseudo_huber": (PH_SCALED_BAND_BASE, PH_SCALED_BAND_SMALL)}
+#: The band of the hinge step (a temperature set by the model's audit, no scale): HINGE_BAND_BASE + HINGE_BAND_SMALL /
+#: sqrt(m), fitted as the scaled step's (the narrowest pair of band_fit.py's grid covering 95% of the targeted sets
+#: other than the audited occupation's, with the noise floor) on 81 sets of the three models whose audit sets a
+#: temperature: FB15k-237 and FB13 with one negative, the synthetic default (experiments/whatif_accuracy/
+#: audit_temperature.py; docs/results/whatif.md). In-sample 95%, median half-width 0.49 of the point (0.34 with 10+ of
+#: each gender), against 0.56 (0.56) for the audit-scaled step's narrowest band on the same sets; occupations held out
+#: one at a time 90% at 0.58, against 95% at 0.63. At a 90% target the hinge's band is a quarter narrower: 0.33 against
+#: 0.44 in-sample, 0.42 against 0.54 held out, both covering 88% held out.
+HINGE_BAND_BASE = 1.3
+HINGE_BAND_SMALL = 0.55
 #: The band's base for Add, fitted on 15 Add edits of two synthetic graphs (seeds 7 and 11) under the former
 #: estimator (retrained / predicted 0.46-1.92). The replayed estimator's ratios on the same 15 and on FB15k-237's two
 #: lie in 0.58-1.31, but for one change near 0 (-0.004 predicted, -0.022 retrained, the only one outside): the base
@@ -531,9 +546,13 @@ def band_ends(point, f, floor=0.0):
     return np.minimum(a, b) - floor, np.maximum(a, b) + floor
 
 
-def removal_band_factor(smaller_group: int, *, scale: float = 1.0, distance: str = "squared_l2") -> float:
-    """f of a removal's interval: the scaled step's band of the model's ``distance`` (:data:`SCALED_BANDS`) where
-    the step is scaled by the model's ratio, else the band of the step as computed (BAND_BASE, BAND_SMALL)."""
+def removal_band_factor(smaller_group: int, *, scale: float = 1.0, distance: str = "squared_l2",
+                        hinge: bool = False) -> float:
+    """f of a removal's interval: the hinge step's band (HINGE_BAND_BASE, HINGE_BAND_SMALL) where the model's audit set
+    its temperature (``hinge``), the scaled step's band of the model's ``distance`` (:data:`SCALED_BANDS`) where the
+    step is scaled by the model's ratio, else the band of the step as computed (BAND_BASE, BAND_SMALL)."""
+    if hinge:
+        return band_factor(smaller_group, base=HINGE_BAND_BASE, small=HINGE_BAND_SMALL)
     if scale == 1.0:
         return band_factor(smaller_group)
     base, small = scaled_band(distance)
@@ -580,7 +599,7 @@ def scaled_estimator(estimator: str, scale: float) -> str:
 def newton_removal_prediction(
     model: StoredModel, *, removed: LongTensor, groups: OccupationGroups, occupation_index: int,
     negatives: LongTensor | None = None, spread: float | None = None, tolerance: float = 1e-6,
-    active: torch.Tensor | None = None, scale: float = 1.0, hvp=None,
+    active: torch.Tensor | None = None, scale: float = 1.0, hvp=None, temperature: float | None = None,
 ) -> WhatIfPrediction:
     """The change of B_gr of one occupation when ``removed`` (training-row indices) leaves the training set.
 
@@ -589,14 +608,28 @@ def newton_removal_prediction(
     (:func:`with_noise_floor`) when the model has a noise band. ``negatives``: re-drawn ones for a model
     without frozen negatives (the estimator's label then says so). ``scale``: the step scale
     (:func:`newton_change`; the band is relative to the scaled point, the noise floor is not scaled). ``hvp``:
-    the model's :func:`absolute_curvature_hvp` when already built (an analysis's memo).
+    the model's :func:`absolute_curvature_hvp` when already built (an analysis's memo), or with ``temperature`` its
+    :func:`~kgbias_core.influence.hinge_curvature.hinge_curvature_hvp` at that temperature.
+
+    ``temperature`` (squared L2; the model's audit's, :func:`~kgbias_core.whatif.step_ratio.model_step_ratio`): the
+    step of |H| plus the hinge's curvature at T, not scaled (``scale`` must be 1), with its own band
+    (:data:`HINGE_BAND_BASE`, :data:`HINGE_BAND_SMALL`).
     """
+    hinge = temperature is not None
+    if hinge:
+        if scale != 1.0:
+            raise ValueError("a step with the hinge's curvature is not scaled: the audit set its temperature instead")
+        if model.config.distance not in HINGE_DISTANCES:
+            raise ValueError(f"the hinge's curvature is written for {HINGE_DISTANCES}, not {model.config.distance}")
+        if hvp is None:
+            hvp = hinge_curvature_hvp(model, temperature, negatives=negatives)
     point = newton_change(model, removed, groups=groups, occupation_index=occupation_index, damping=_damping(model),
                           negatives=negatives, tolerance=tolerance, active=active, scale=scale, hvp=hvp)
     f = removal_band_factor(int(min(groups.n_male[occupation_index], groups.n_female[occupation_index])),
-                            scale=scale, distance=model.config.distance)
+                            scale=scale, distance=model.config.distance, hinge=hinge)
     low, high = map(float, band_ends(point, f))
-    estimator = distance_estimator(ESTIMATOR if negatives is None else f"{ESTIMATOR}, {REDRAWN}",
+    estimator = HINGE_ESTIMATOR.format(temperature=temperature) if hinge else ESTIMATOR
+    estimator = distance_estimator(estimator if negatives is None else f"{estimator}, {REDRAWN}",
                                    model.config.distance)
     estimator = scaled_estimator(estimator, scale)
     return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator), spread)
@@ -620,19 +653,26 @@ def _negatives_of(analysis: AnalysedModel) -> LongTensor | None:
 
 
 def predict_removal(analysis: AnalysedModel, occupation: str, removed: LongTensor, *,
-                    spread: float | None = None, scale: float = 1.0) -> WhatIfPrediction:
+                    spread: float | None = None, scale: float = 1.0,
+                    temperature: float | None = None) -> WhatIfPrediction:
     """What-if for the lab, ``debias`` and the report: B_gr of ``occupation`` without training rows ``removed``.
 
     Uses the analysis's groups, held fixed as the masked retrain holds them, and its negatives (frozen, or
     re-drawn for an imported model). ``spread``: the occupation's noise band, the interval's floor (None: no
-    band yet); ``scale``: the model's step scale (:mod:`kgbias_core.whatif.step_ratio`). The active terms are
-    the analysis's memo (``active_terms``) where it has one, and so is |H| (``absolute_hvp``).
+    band yet); ``scale``: the model's step scale, or ``temperature``: the hinge's temperature its audit set
+    (:mod:`kgbias_core.whatif.step_ratio`; one of the two). The active terms are the analysis's memo
+    (``active_terms``) where it has one, and so is |H| (``absolute_hvp``) and H_T (``hinge_hvp``).
     """
+    if temperature is None:
+        hvp = getattr(analysis, "absolute_hvp", None)
+    else:
+        hinge_hvp = getattr(analysis, "hinge_hvp", None)
+        hvp = None if hinge_hvp is None else hinge_hvp(temperature)
     return newton_removal_prediction(analysis.model, removed=removed, groups=analysis.groups,
                                      occupation_index=analysis.groups.index(occupation),
                                      negatives=_negatives_of(analysis), spread=spread, scale=scale,
                                      tolerance=PREDICTION_TOLERANCE, active=getattr(analysis, "active_terms", None),
-                                     hvp=getattr(analysis, "absolute_hvp", None))
+                                     hvp=hvp, temperature=temperature)
 
 
 # --- additions ---------------------------------------------------------------------------------------

@@ -51,7 +51,9 @@ from kgbias_core.tasks.findings import (
     saved_findings,
 )
 from kgbias_core.tasks.prediction_audit import (
+    add_audit_seconds,
     add_audit_task,
+    hinge_temperature,
     prediction_audit_seconds,
     prediction_audit_task,
     refit_not_offered,
@@ -158,11 +160,13 @@ __all__ = [
     "debias_embedding_task",
     "PREDICTION_AUDIT",
     "ADD_AUDIT",
+    "add_audit_seconds",
     "add_audit_task",
     "saved_add_audit",
     "prediction_audit_seconds",
     "prediction_audit_task",
     "refit_not_offered",
+    "hinge_temperature",
     "refit_offer",
     "refit_scale",
     "saved_prediction_audit",

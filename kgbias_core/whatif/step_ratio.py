@@ -39,7 +39,7 @@ the ratio of the occupation's latest verified plan, the one nearest the next pla
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +54,10 @@ ADD_AUDIT = "add_audit"
 #: The result key of the refined prediction's ratio on the removal audit's set and stored retrain
 #: (:func:`kgbias_core.tasks.prediction_audit.refit_audit`; no retrain of its own).
 REFIT_AUDIT = "refit_audit"
+#: The result key of the hinge's temperature set by the removal audit (:func:`kgbias_core.tasks.prediction_audit.
+#: hinge_temperature`; no retrain of its own): where it has one, a removal's step is that of |H| plus the hinge's
+#: curvature at this temperature, unscaled (:mod:`kgbias_core.influence.hinge_curvature`).
+HINGE_TEMPERATURE = "hinge_temperature"
 #: Key of the per-model record of verified plans in the model's results folder.
 VERIFICATIONS = "plan_verifications"
 #: The observed ratio is clipped to this range: one odd retrain must not make the planner remove nothing or all.
@@ -86,9 +90,15 @@ class StepRatio:
     source: str = _SOURCES[EDITS]  # the record the ratios come from, in words
     borrowed: bool = False  # read from the other use's record: this use has no retrain of its own yet
     latest: bool = False  # the value is the latest ratio of the record (one occupation's own plans), not the median
+    # edits only: the hinge's temperature (units of the margin) at which the audit set's step met its retrain, where
+    # it was searched and found (:data:`HINGE_TEMPERATURE`); a removal is then predicted with it and not scaled
+    temperature: float | None = None
 
     def describe(self) -> str:
         """Where the scale comes from, in one clause (the lab, ``plan`` and ``debias`` print it)."""
+        if self.temperature is not None:
+            return (f"the hinge's curvature at T = {self.temperature:.2f} margins, the temperature at which the step "
+                    f"of this model's {self.source} met its retrain (its step as computed: ratio {self.value:.2f})")
         if self.latest:
             return (f"the retrained/predicted ratio of the latest of {self.n} retrain(s) in this model's {self.source}"
                     f" (single ratios {self.low:.2f} to {self.high:.2f})")
@@ -192,8 +202,37 @@ def _median(ratios: list[float], *, source: str, borrowed: bool) -> StepRatio:
 
 def model_step_ratio(model_dir: Path | str, *, use: str, occupation: str | None = None) -> StepRatio | None:
     """:func:`observed_step_ratio` for ``use`` (and a plan's single target ``occupation``) of the model at
-    ``model_dir``: its audits and its verified plans."""
+    ``model_dir``: its audits and its verified plans; for edits read from the audit, with the hinge's temperature
+    where the audit has one (:func:`saved_hinge_temperature`)."""
     if use == ADDITIONS:
         return observed_step_ratio(saved_verifications(model_dir), use=use, add_audit=saved_add_audit(model_dir))
-    return observed_step_ratio(saved_verifications(model_dir), saved_prediction_audit(model_dir), use=use,
-                               occupation=occupation)
+    audit = saved_prediction_audit(model_dir)
+    ratio = observed_step_ratio(saved_verifications(model_dir), audit, use=use, occupation=occupation)
+    if use != EDITS or ratio is None or ratio.borrowed:
+        return ratio
+    stored = saved_hinge_temperature(model_dir, audit)
+    temperature = None if stored is None else float(stored.iloc[0]["temperature"])
+    return ratio if temperature is None or not math.isfinite(temperature) else replace(ratio, temperature=temperature)
+
+
+def hinge_temperature_params(audit: pd.DataFrame) -> dict:
+    """What a stored temperature was found from: the removal audit's set and retrain (a new audit makes it stale)."""
+    row = audit.iloc[0]
+    return {"occupation": str(row["occupation"]), "k": int(row["k"]), "retrained": float(row["retrained"])}
+
+
+def saved_hinge_temperature(model_dir: Path | str, audit: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The hinge's temperature found from the removal ``audit`` (:data:`HINGE_TEMPERATURE`), or None (no audit, not
+    searched yet, or searched from another audit). NaN temperature: searched, and no temperature met the retrain."""
+    if audit is None or not len(audit):
+        return None
+    return load_result(model_dir, HINGE_TEMPERATURE, params=hinge_temperature_params(audit))
+
+
+def edit_calibration(ratio: StepRatio | None) -> tuple[float, float | None]:
+    """(scale, temperature) of a removal's prediction from the model's ratio for edits: the hinge's temperature, the
+    step unscaled, where the audit set one; else the ratio's scale (1 before any retrain) and no temperature. An
+    addition's ratio never has a temperature: (its scale, None)."""
+    if ratio is None:
+        return 1.0, None
+    return (1.0, ratio.temperature) if ratio.temperature is not None else (ratio.value, None)
