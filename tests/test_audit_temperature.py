@@ -45,6 +45,7 @@ def test_a_run_calibrates_both_estimators_on_one_retrain_and_judges_the_others(s
     pd.DataFrame(bench).to_csv(tmp_path / "bench.csv", index=False)
 
     hinge_module = importlib.import_module("hinge_curvature")  # the sibling the script imported its model from
+    band_fit = importlib.import_module("band_fit")  # and the one it fits bands with
     monkeypatch.setattr(hinge_module, "the_model", lambda *a, **k: tiny_model)  # the tests' model, not a data set's
     out = tmp_path / "run.csv"
     monkeypatch.setattr("sys.argv", ["audit_temperature.py", "--sets", str(tmp_path / "bench.csv"),
@@ -83,7 +84,17 @@ def test_a_run_calibrates_both_estimators_on_one_retrain_and_judges_the_others(s
         assert ratios.loc[estimator, "median_ratio"] == pytest.approx((quotients[1] + quotients[2]) / 2)
         within = sum(abs(a - p) <= 0.3 * abs(p) for a, p in zip(rows["actual"], rows[estimator], strict=True))
         assert ratios.loc[estimator, "within_30pct"] == pytest.approx(within / 4)
-    table = script.bands({"tiny": rows}, 0.95)
-    assert set(table["estimator"]) == {"scaled", "hinge"}
-    assert {"in-sample tiny", "leave-one-out tiny"} <= set(table["evaluation"])
-    assert table["half_width"].notna().all()
+    # two "graphs" (one occupation each): a graph held out is judged by the pair fitted on the other alone
+    graphs = {label: rows[rows["occupation"] == label] for label in others}
+    table = script.bands(graphs, 0.95).set_index(["estimator", "evaluation"])
+    for estimator in ("scaled", "hinge"):
+        for held, other in (others, others[::-1]):
+            judged_rows = graphs[held].assign(scaled=graphs[held][estimator], in_audit=False)
+            judged_rows["m"] = judged_rows[["men", "women"]].min(axis=1).clip(lower=1)
+            train = graphs[other].assign(scaled=graphs[other][estimator], in_audit=False)
+            train["m"] = train[["men", "women"]].min(axis=1).clip(lower=1)
+            a, b = band_fit.fit(train, 0.95)
+            covered, _ = band_fit.judged(judged_rows, a, b)
+            row = table.loc[(estimator, f"leave-one-graph-out {held}")]
+            assert (row["a"], row["b"]) == (a, b) and row["coverage"] == pytest.approx(covered.mean())
+        assert table.loc[(estimator, "leave-one-graph-out all"), "sets"] == 4

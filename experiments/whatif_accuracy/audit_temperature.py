@@ -21,6 +21,9 @@ the same coverage is the win the lab needs (issue 25: median half-width <= 30% o
         --out results/audit_temperature_fb15k237_k8.csv [--audit-retrained X] [--threads 1]
     python experiments/whatif_accuracy/audit_temperature.py --bands NAME=OUT.csv .. --bands-out BANDS.csv
 
+``--tiny-seed S`` takes the tiny synthetic graph of whatif_accuracy.py of graph seed S (trained here, seconds) as the
+model: its benches are graphs no band was fitted on (seed 11) or only the |H| step's band (seed 7, the tests' graph).
+
 The audit's retrain: ``--audit-retrained`` (the model's stored audit record), else a bench row of the audit set
 (the audited occupation's top 16%, k the audit's), else one masked retrain here (seconds on the synthetic graph).
 Rows are appended as they are done (resumable); random sets are left out (their point is about 0: the noise floor
@@ -34,9 +37,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from band_fit import evaluate  # noqa: I001  (this folder's scripts, beside this file)
+import torch
+from band_fit import evaluate, evaluation_row, fit, judged  # noqa: I001  (this folder's scripts, beside this file)
 from hinge_curvature import model_arguments, model_of_run
 
+from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import append_row, write_text
 from kgbias_core.influence.hinge_curvature import audit_temperature, hinge_curvature_hvp
 from kgbias_core.influence.prediction import (
@@ -97,8 +102,27 @@ def calibrate(args, model, analysis, base, sets: pd.DataFrame) -> dict:
             "temperature": temperature}
 
 
+def tiny_model(seed: int):
+    """The tiny synthetic graph of whatif_accuracy.py (600 persons) of graph seed ``seed``, trained here as that bench
+    trains it (seconds): its benches' sets and retrains (synthetic_whatif.csv: seed 7; synthetic_seed11_whatif.csv)."""
+    from dataclasses import replace
+
+    from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING
+
+    from kgbias_core.data.synthetic import generate_people_graph
+    from kgbias_core.embeddings.training import train_model
+
+    return train_model(generate_people_graph(replace(SYNTHETIC, seed=seed)), SYNTHETIC_TRAINING,
+                       name="synthetic-transe", device=torch.device("cpu"))
+
+
 def run(args) -> None:
-    model, analysis = model_of_run(args)
+    if args.tiny_seed is not None:
+        torch.set_num_threads(args.threads)
+        model = tiny_model(args.tiny_seed)
+        analysis = ModelAnalysis(model)
+    else:
+        model, analysis = model_of_run(args)
     groups = analysis.groups
     sets = pd.concat([pd.read_csv(path) for path in args.sets], ignore_index=True)
     sets = sets[sets["kind"] != "random"]
@@ -149,7 +173,9 @@ def ratio_rows(name: str, rows: pd.DataFrame) -> list[dict]:
 
 
 def bands(runs: dict[str, pd.DataFrame], coverage: float) -> pd.DataFrame:
-    """Each estimator's ratio spread and band fit (band_fit.evaluate on its points), per graph and pooled."""
+    """Each estimator's band fit (band_fit.evaluate on its points): the pooled pair, in-sample and on each graph, each
+    occupation held out (pooled), and each graph held out (the pair fitted on the other graphs' sets, judged
+    on its own: what a new graph sees; pooled over the graphs as ``leave-one-graph-out all``)."""
     tables = []
     for estimator in ("scaled", "hinge"):
         graphs = {}
@@ -158,7 +184,22 @@ def bands(runs: dict[str, pd.DataFrame], coverage: float) -> pd.DataFrame:
             rows["m"] = np.minimum(rows["men"], rows["women"]).clip(lower=1)
             graphs[name] = rows
         table = evaluate(graphs, coverage)
-        tables.append(table[~table["evaluation"].str.contains("->")].assign(estimator=estimator))
+        held = []
+        for name, rows in graphs.items() if len(graphs) > 1 else ():
+            rest = pd.concat([other for key, other in graphs.items() if key != name], ignore_index=True)
+            a, b = fit(rest, coverage)
+            covered, width = judged(rows, a, b)
+            held.append(evaluation_row(f"leave-one-graph-out {name}", rows, covered, width, a, b))
+        if held:
+            pooled = pd.concat([rows for rows in graphs.values()], ignore_index=True)
+            every = [judged(rows, row["a"], row["b"]) for rows, row in zip(graphs.values(), held, strict=True)]
+            held.append(evaluation_row("leave-one-graph-out all", pooled, np.concatenate([c for c, _ in every]),
+                                       np.concatenate([w for _, w in every]), "per graph", "per graph"))
+        # kept: the pooled pair, in-sample and judged on each graph ("all -> G"), and occupations held out, pooled
+        kept = table["evaluation"].isin(["in-sample all", "leave-one-out all"]) | table["evaluation"].str.startswith(
+            "all ->")
+        tables += [table[kept].assign(estimator=estimator),
+                   pd.DataFrame(held).assign(estimator=estimator)]
     return pd.concat(tables, ignore_index=True)
 
 
@@ -170,6 +211,7 @@ def main() -> None:
     parser.add_argument("--bands", nargs="+", help="NAME=OUT.csv of runs: the ratio and band tables")
     parser.add_argument("--bands-out", type=Path, help="with --bands: write the band table here (and _ratios beside)")
     parser.add_argument("--coverage", type=float, default=0.95)
+    parser.add_argument("--tiny-seed", type=int, help="the tiny synthetic graph of this seed (whatif_accuracy.py)")
     args = parser.parse_args()
     if args.bands:
         runs = {item.partition("=")[0]: pd.read_csv(item.partition("=")[2]) for item in args.bands}
