@@ -13,6 +13,8 @@ pseudo-Huber or L1 / L2 model builds it per prediction; squared L2's is the anal
 also times the lab's refined prediction of each removal (:func:`kgbias_core.influence.refit_prediction.
 refit_removal_prediction`: its own Newton step, then the rows B_gr reads refitted; unscaled, as the step here),
 then of a second removal of the same occupation (2k triples), which shares the first one's unedited half.
+``--temperature T`` predicts each removal as the lab does once the model's audit has set the hinge's temperature T
+(:mod:`kgbias_core.influence.hinge_curvature`; squared L2): H_T is built once, timed apart, then each prediction.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def main() -> None:
     parser.add_argument("--add", action="store_true", help="also time Du's Add (c = 0.5)")
     parser.add_argument("--device", default="cpu", help="cpu | cuda | auto (where the model's tensors go)")
     parser.add_argument("--refined", action="store_true", help="also time the refined prediction of each removal")
+    parser.add_argument("--temperature", type=float, help="predict removals with the hinge's curvature at this T")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
@@ -82,17 +85,22 @@ def main() -> None:
 
     prediction.absolute_curvature_hvp = timed_build
     analysis_module.absolute_curvature_hvp = timed_build  # squared L2's memo builds it from there
+    if args.temperature is not None:  # H_T, once per analysis and T (the lab's memo), on |H| built first
+        t0 = clock()
+        analysis.hinge_hvp(args.temperature)
+        print(f"H_T at T = {args.temperature:g} margins built in {clock() - t0:.1f} s (|H| in {built[0]:.1f} s of it)")
     for index in chosen:
         label, name = groups.labels[index], groups.names[index]
         t0 = clock()
         edit = make_edit(analysis, label, strategy="if", k=args.k)
         t1 = clock()
         counted[0], built[0] = 0, 0.0
-        got = predict_edit(analysis, edit)
+        got = predict_edit(analysis, edit, temperature=args.temperature)
         t2 = clock()
+        operator = "|H|" if args.temperature is None else "H_T"
         print(f"{name} ({int(groups.n_male[index])}/{int(groups.n_female[index])}): IF-REMOVE k={len(edit.removed)} "
               f"chosen in {t1 - t0:.1f} s (influence context on first use); prediction {t2 - t1:.2f} s, "
-              f"{counted[0]} |H| products, |H| built in {built[0]:.4f} s: {got.summary()}")
+              f"{counted[0]} {operator} products, |H| built in {built[0]:.4f} s: {got.summary()}")
         if args.refined:
             t3 = clock()
             got = refit_removal_prediction(analysis, label, torch.tensor(edit.removed, dtype=torch.long))

@@ -35,3 +35,17 @@ def test_the_bench_counts_products_and_the_seconds_building_h(distance: str, tmp
         assert second > 0  # built again: its [m, d] curvature is not kept between predictions
     else:
         assert second == 0  # the analysis's matrix, built by the first prediction
+
+
+def test_the_bench_times_the_hinge_temperatures_prediction_apart_from_building_h_t(tmp_path: Path) -> None:
+    """``--temperature``: H_T is built once before the predictions (its line), each prediction then counts H_T
+    products and builds nothing, and its estimator is the hinge's at that T."""
+    save_model(small_distance_model("squared_l2", negatives=1), tmp_path / "store")
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "bench_prediction.py"), "--model",
+                           str(tmp_path / "store" / "small"), "--occupations", "2", "--k", "5",
+                           "--temperature", "0.9"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(r"H_T at T = 0.9 margins built in [\d.]+ s \(\|H\| in [\d.]+ s of it\)", done.stdout)
+    rows = re.findall(r"prediction [\d.]+ s, (\d+) H_T products, \|H\| built in ([\d.]+) s: .*"
+                      r"hinge's curvature at T = 0.90 margins", done.stdout)
+    assert len(rows) == 2 and all(int(n) > 0 and float(b) == 0 for n, b in rows), done.stdout

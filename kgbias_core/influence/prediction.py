@@ -32,6 +32,11 @@ curvatures are implemented and were measured against masked retrains on the synt
   a diagonal with the negatives subtracted instead). Retrained / predicted: 0.34-1.62, median 0.82, sign right on
   48 of 48 targeted sets (synthetic graph, 8 occupations, 2-40% of the moving triples).
 
+Where the model's one-retrain audit sets it (:mod:`kgbias_core.influence.hinge_curvature`, squared L2), |H| gains the
+hinge's own curvature smoothed at the audit's temperature T, and the step is not scaled (``temperature``,
+:data:`HINGE_ESTIMATOR`, its band :data:`HINGE_BAND_BASE`): a retrain moves 0.15-0.36 of the |H| step on one-negative
+models because |H| leaves out the curvature of the terms held at the hinge's kink.
+
 Interval: a multiplicative band [p / f, p * f], f = BAND_BASE + BAND_SMALL / sqrt(m), m the count of the
 rarer gender in the occupation: the ratio retrained / predicted spreads most where one gender has a
 handful of persons (0.34 and 0.38 at m = 1, within 0.64-1.62 at m >= 4). The constants were fitted
