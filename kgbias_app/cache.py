@@ -41,8 +41,7 @@ from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairn
 from kgbias_core.whatif.edits import Edit, predict_edit
 from kgbias_core.whatif.runs import EditMembership, made_from, membership_of_record, noise_spread
 from kgbias_core.whatif.runs import bias_change as run_bias_change
-from kgbias_core.whatif.step_ratio import StepRatio, use_for
-from kgbias_core.whatif.step_ratio import edit_calibration as calibration_of
+from kgbias_core.whatif.step_ratio import StepRatio, model_edit_calibration, use_for
 
 
 @dataclass(frozen=True)
@@ -236,11 +235,12 @@ def predicted_removal(model: ModelRef, occupation: str, indices: Sequence[int]) 
 
 @st.cache_data(max_entries=256, show_spinner="Predicting the change: one Newton step…")
 def prediction(model: ModelRef, edit: Edit, spread: float | None, scale: float = 1.0,
-               temperature: float | None = None) -> WhatIfPrediction:
+               temperature: float | None = None, prior: bool = False) -> WhatIfPrediction:
     """The edit's predicted change of B_gr (:func:`~kgbias_core.whatif.edits.predict_edit`: Newton step, interval,
     ``spread`` the occupation's noise band as its floor, ``scale`` the model's step scale or ``temperature`` the hinge's
-    temperature its audit set: :func:`edit_calibration`); a few seconds on FB15k-237, so cached per edit."""
-    return predict_edit(analysis(model), edit, spread=spread, scale=scale, temperature=temperature)
+    temperature its audit set, or the prior one before it: :func:`edit_calibration`); a few seconds on FB15k-237, so
+    cached per edit."""
+    return predict_edit(analysis(model), edit, spread=spread, scale=scale, temperature=temperature, prior=prior)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -259,11 +259,11 @@ def step_ratio(model: ModelRef, kind: str = "remove") -> StepRatio | None:
     return tasks.model_step_ratio(model.path, use=use_for(kind))
 
 
-def edit_calibration(model: ModelRef, kind: str = "remove") -> tuple[float, float | None]:
-    """(scale, temperature) of an edit of ``kind`` (:func:`~kgbias_core.whatif.step_ratio.edit_calibration` of
-    :func:`step_ratio`): the hinge's temperature where the removal audit set one, else the step scale (1 before any
-    retrain). Read on every call, as :func:`step_ratio`."""
-    return calibration_of(step_ratio(model, kind))
+def edit_calibration(model: ModelRef, kind: str = "remove") -> tuple[float, float | None, bool]:
+    """(scale, temperature, prior) of an edit of ``kind`` (:func:`~kgbias_core.whatif.step_ratio.
+    model_edit_calibration`): the hinge's temperature where the removal audit set one, else the step scale; before any
+    retrain a removal's prior temperature where the model has one. Read on every call, as :func:`step_ratio`."""
+    return model_edit_calibration(model.path, kind)
 
 
 def occupation_spread(model: ModelRef, occupation: str) -> float | None:
@@ -283,11 +283,12 @@ def whatif_run(model: ModelRef, run: ModelRef, *, refined: bool = False) -> repo
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _whatif_run(model: ModelRef, run: ModelRef, noise: pd.DataFrame | None, calibration: tuple[float, float | None],
+def _whatif_run(model: ModelRef, run: ModelRef, noise: pd.DataFrame | None,
+                calibration: tuple[float, float | None, bool],
                 refit: tuple[float | None, str | None] | None) -> reports.WhatIfRun:
-    scale, temperature = calibration
+    scale, temperature, prior = calibration
     return reports.whatif_run(analysis(model), analysis(run), noise=noise, scale=scale, temperature=temperature,
-                              refit=refit)
+                              prior=prior, refit=refit)
 
 
 def report(model: ModelRef, occupation: str, run: ModelRef | None = None) -> str:

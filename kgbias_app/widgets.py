@@ -239,8 +239,9 @@ def unaudited_caption(model: ModelRef) -> None:
     (:func:`~kgbias_core.readings.unaudited_sentence`)."""
     if cache.step_ratio(model) is not None:
         return
-    config = cache.analysis(model).model.config
-    st.caption(texts.unaudited_sentence(config.distance, config.negatives_per_triple))  # our words: no escape
+    stored = cache.analysis(model).model
+    st.caption(texts.unaudited_sentence(stored.config.distance, stored.config.negatives_per_triple,  # our words
+                                        imported=bool(stored.info.get("imported_from"))))
 
 
 def basket(model_name: str) -> list[int]:

@@ -112,12 +112,13 @@ class WhatIfRun:
 
 
 def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame | None = None,
-               scale: float = 1.0, temperature: float | None = None,
+               scale: float = 1.0, temperature: float | None = None, prior: bool = False,
                refit: tuple[float | None, str | None] | None = None) -> WhatIfRun:
     """The report's view of ``run``, a what-if retrained from ``base``; ``noise``: the base's noise band;
     ``scale``: the base's ratio for the run's kind (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio` with
     ``use_for(kind)``: the removal audit's, or the Add audit's for an Add run), or ``temperature``: a removal's hinge
-    temperature from the removal audit (:func:`~kgbias_core.whatif.step_ratio.edit_calibration`). ``refit``: for a
+    temperature from the removal audit, or the prior one before it (``prior``;
+    :func:`~kgbias_core.whatif.step_ratio.edit_calibration`). ``refit``: for a
     removal, the refined prediction's (scale, why not) (:func:`kgbias_core.tasks.refit_offer`; seconds); None: not
     asked for."""
     edit = run.model.edit
@@ -132,7 +133,7 @@ def whatif_run(base: ModelAnalysis, run: ModelAnalysis, *, noise: pd.DataFrame |
         if recorded is None:
             why = NO_ADD_RECORD if edit.get("kind") == "add" else NO_REMOVED_RECORD
         else:
-            predicted = predict_edit(base, recorded, spread=spread, scale=scale, temperature=temperature)
+            predicted = predict_edit(base, recorded, spread=spread, scale=scale, temperature=temperature, prior=prior)
     except MeasureError as exc:  # a distance the Newton step does not differentiate
         why = NOT_PREDICTED.format(why=exc)
     refined, unrefined = None, ""

@@ -85,13 +85,17 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
     # Issue 25: the Newton step, named, with its interval, judged against the retrain; the closed form labelled.
     line = next(x for x in printed.splitlines() if x.startswith("predicted change "))
     point, low, high = (float(v) for v in re.match(r"predicted change (\S+) \[(\S+), (\S+)\]", line).groups())
-    assert low <= point <= high < 0 and "(estimator: Newton step, |H|; no noise band yet)" in line
+    # no audit yet, one negative a triple: the step with the hinge's curvature at the prior temperature, named
+    assert low <= point <= high < 0 and "(estimator: Newton step, |H| + the hinge's curvature at the prior T = " \
+        "1.00 margins (no audit of this model yet); no noise band yet)" in line
     from kgbias_core.analysis import ModelAnalysis as Analysis
     from kgbias_core.whatif.edits import make_edit, predict_edit
 
     analysis = Analysis(load_model(base))
-    expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=5))
+    edit = make_edit(analysis, "nurse", strategy="if", k=5)
+    expected = predict_edit(analysis, edit, temperature=1.0, prior=True)  # the prior temperature: no audit yet
     assert point == pytest.approx(expected.point, abs=1e-4)
+    assert expected.point != pytest.approx(predict_edit(analysis, edit).point, abs=1e-3)  # not the |H| step
     retrained = float(re.search(r"Retrained change over the original persons (\S+): (inside|outside)",
                                 printed).group(1))
     assert ("inside" if low <= retrained <= high else "outside") in printed

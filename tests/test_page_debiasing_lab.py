@@ -17,7 +17,8 @@ from kgbias_app.sections import refined_prediction as refined_section
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import list_models, load_model
-from kgbias_core.influence.prediction import ADD_ESTIMATOR, ESTIMATOR, OLD_ESTIMATOR
+from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
+from kgbias_core.influence.prediction import ADD_ESTIMATOR, OLD_ESTIMATOR, PRIOR_ESTIMATOR
 from kgbias_core.influence.refit_prediction import refit_refusal, refit_removal_prediction
 from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import Progress
@@ -32,7 +33,8 @@ from tests.conftest import NO_WOMEN, button, metric, page, settled, texts
 
 def test_lab_predicted_change_is_the_newton_step_with_its_estimator_and_interval(writable_store: Path) -> None:
     """Issue 25: the headline is the Newton step, labelled, with its interval; a calibrated model shows the old
-    closed form beside it, labelled as the old estimator."""
+    closed form beside it, labelled as the old estimator. The tests' model has one negative a triple and no audit yet:
+    the step takes the hinge's curvature at the prior temperature, and says so."""
     base = writable_store / "tiny-transe"
     tasks.store_calibration(base, Calibration(scale=0.3, low=0.2, high=0.4, occupations=("a", "b", "c"),
                                               per_occupation=(0.2, 0.3, 0.4)))
@@ -48,12 +50,13 @@ def test_lab_predicted_change_is_the_newton_step_with_its_estimator_and_interval
     assert small != large and float(small) < 0 and float(large) < float(small)  # nurse leans male: IF-REMOVE lowers
     analysis = ModelAnalysis(load_model(base))
     edit = make_edit(analysis, "nurse", strategy="if", k=10)
-    expected = predict_edit(analysis, edit)
+    expected = predict_edit(analysis, edit, temperature=PRIOR_TEMPERATURE, prior=True)
+    assert expected.point != pytest.approx(predict_edit(analysis, edit).point, rel=1e-3)  # not the |H| step
     before = float(analysis.group_bias("nurse"))
     assert large == ui_texts.fmt(expected.point)
     assert metric(app, "Predicted B_gr after") == ui_texts.fmt(before + expected.point)
     shown = texts(app.caption)
-    assert f"Estimator: {ESTIMATOR}" in shown
+    assert f"Estimator: {PRIOR_ESTIMATOR.format(temperature=PRIOR_TEMPERATURE)}" in shown
     assert f"Predicted B_gr after: {ui_texts.fmt(before + expected.low)} to {ui_texts.fmt(before + expected.high)}" \
         in shown
     assert f"Beside it, {OLD_ESTIMATOR}" in shown  # the calibrated closed form, labelled old
@@ -412,7 +415,7 @@ def test_a_run_that_removes_profession_facts_says_who_left_and_the_collateral_ch
     change = bias_change(analysis, run).set_index("occupation").loc["nurse"]
     assert abs(change["change_original"] - change["change"]) > 1e-6
     spread = noise_spread(tasks.saved_noise_band(base), "nurse")
-    expected = predict_edit(analysis, edit, spread=spread, scale=1.0)
+    expected = predict_edit(analysis, edit, spread=spread, temperature=PRIOR_TEMPERATURE, prior=True)  # no audit
     verdict = verdict_sentence(expected, float(change["change_original"]), kind="remove")
     assert "over the original persons" in verdict and md(verdict) in texts(app.caption)
     chart = json.loads(app.get("plotly_chart")[0].proto.spec)

@@ -15,8 +15,9 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.embeddings.training import train_model
+from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
 from kgbias_core.influence.negatives import APPROXIMATE
-from kgbias_core.influence.prediction import DISTANCE_NOTES, ESTIMATOR, REDRAWN, predict_removal
+from kgbias_core.influence.prediction import DISTANCE_NOTES, ESTIMATOR, PRIOR_ESTIMATOR, REDRAWN, predict_removal
 from kgbias_core.readings import fmt, prediction_sentence, unaudited_sentence
 from tests.conftest import NO_WOMEN, TINY_GRAPH, TINY_TRAINING, button, metric, page, texts, use_store
 
@@ -40,11 +41,14 @@ def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
     assert not app.exception
     # Issue 25: the Newton step is the headline, named, with its interval; the closed form only ranks.
     chosen = torch.tensor(table["triple id"].head(3).tolist())
-    expected = predict_removal(ModelAnalysis(load_model(app_store / "tiny-transe")), "nurse", chosen)
+    # no audit yet, one negative a triple: the step with the hinge's curvature at the prior temperature
+    expected = predict_removal(ModelAnalysis(load_model(app_store / "tiny-transe")), "nurse", chosen,
+                               temperature=PRIOR_TEMPERATURE, prior=True)
     assert metric(app, "Predicted change of B_gr") == fmt(expected.point)
     assert float(metric(app, "Predicted change of B_gr")) > 0  # removing triples that each raise B_gr raises it
     assert prediction_sentence(expected) in texts(app.caption)
-    assert f"Estimator: {ESTIMATOR}." in texts(app.caption) and "ranks the triples" in texts(app.caption)
+    assert f"Estimator: {PRIOR_ESTIMATOR.format(temperature=PRIOR_TEMPERATURE)}." in texts(app.caption)
+    assert "ranks the triples" in texts(app.caption)
     assert unaudited_sentence("squared_l2", 1) in texts(app.caption)  # no audit yet: said under the step
     # the tests' model (one negative a triple): the refined prediction says why it is not offered, no button
     assert "No refined prediction here:" in texts(app.caption)

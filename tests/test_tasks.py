@@ -316,7 +316,8 @@ def test_the_audit_sets_the_hinge_temperature_from_its_own_retrain(store: Path, 
     assert step == pytest.approx(audit["retrained"], rel=0.02)  # the T found makes the step meet the retrain
     assert step != pytest.approx(audit["predicted"], rel=0.05)  # and it is not the |H| step the audit predicted
     ratio = tasks.model_step_ratio(base, use=EDITS)
-    assert ratio.temperature == pytest.approx(temperature) and edit_calibration(ratio) == (1.0, ratio.temperature)
+    assert ratio.temperature == pytest.approx(temperature)
+    assert edit_calibration(ratio) == (1.0, ratio.temperature, False)  # unscaled, not the prior
     prediction = predict_removal(analysis, row["occupation"], removed, temperature=temperature)
     assert prediction.point == pytest.approx(step, rel=0.02) and "hinge's curvature" in prediction.estimator
     from kgbias_core.influence.prediction import HINGE_BAND_BASE, HINGE_BAND_SMALL, band_ends, band_factor
@@ -341,6 +342,52 @@ def test_the_audit_sets_the_hinge_temperature_from_its_own_retrain(store: Path, 
     tasks.prediction_audit_task(l1).run(Progress())
     assert saved_hinge_temperature(l1, tasks.saved_prediction_audit(l1)) is None
     assert tasks.model_step_ratio(l1, use=EDITS).temperature is None
+
+
+def test_before_its_audit_a_one_negative_model_is_predicted_at_the_prior_temperature(store: Path, tiny_graph) -> None:
+    """Issue 25: before any retrain, a removal on a squared-L2 model with one negative a triple takes the hinge's
+    curvature at the prior temperature, with the prior's band and name; an eight-negative model, another distance or
+    an imported model keeps the |H| step as computed; an addition never takes the prior; once the audit has run, its
+    own temperature replaces the prior."""
+    from kgbias_core.embeddings.training import train_model
+    from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
+    from kgbias_core.influence.prediction import (
+        PRIOR_BAND_BASE,
+        PRIOR_BAND_SMALL,
+        PRIOR_ESTIMATOR,
+        band_ends,
+        band_factor,
+        predict_removal,
+    )
+    from kgbias_core.whatif.step_ratio import model_edit_calibration
+
+    base = store / "tiny-transe"
+    assert model_edit_calibration(base) == (1.0, PRIOR_TEMPERATURE, True)
+    assert model_edit_calibration(base, "add") == (1.0, None, False)
+    analysis = ModelAnalysis(load_model(base))
+    removed = analysis.influence("nurse").argsort(descending=True)[:10]
+    got = predict_removal(analysis, "nurse", removed, temperature=PRIOR_TEMPERATURE, prior=True)
+    assert got.estimator == PRIOR_ESTIMATOR.format(temperature=PRIOR_TEMPERATURE)
+    index = analysis.groups.index("nurse")
+    m = int(min(analysis.groups.n_male[index], analysis.groups.n_female[index]))
+    assert (got.low, got.high) == pytest.approx(band_ends(got.point, band_factor(m, base=PRIOR_BAND_BASE,
+                                                                                 small=PRIOR_BAND_SMALL)))
+    audited = predict_removal(analysis, "nurse", removed, temperature=PRIOR_TEMPERATURE)  # the same T, audited
+    assert audited.point == got.point and audited.estimator != got.estimator and audited.low != got.low
+
+    for name, config in (("tiny-k8", replace(TINY_TRAINING, negatives_per_triple=8)),
+                         ("tiny-l1", replace(TINY_TRAINING, distance="l1"))):
+        other = save_model(train_model(tiny_graph, config, name=name), store)
+        assert model_edit_calibration(other) == (1.0, None, False)
+    imported = base.parent / "tiny-imported"
+    shutil.copytree(base, imported)
+    config = json.loads((imported / "config.json").read_text())
+    (imported / "config.json").write_text(json.dumps({**config, "imported_from": "pykeen"}))
+    assert model_edit_calibration(imported) == (1.0, None, False)
+
+    tasks.prediction_audit_task(base).run(Progress())
+    scale, temperature, prior = model_edit_calibration(base)
+    assert scale == 1.0 and not prior and temperature == tasks.model_step_ratio(base, use="edits").temperature
 
 
 def test_the_audit_takes_the_occupation_with_the_largest_rarer_gender() -> None:

@@ -24,6 +24,9 @@ the same coverage is the win the lab needs (issue 25: median half-width <= 30% o
 ``--tiny-seed S`` takes the tiny synthetic graph of whatif_accuracy.py of graph seed S (trained here, seconds) as the
 model: its benches are graphs no band was fitted on (seed 11) or only the |H| step's band (seed 7, the tests' graph).
 
+``--prior T`` predicts as before any audit: every targeted set (the audited occupation's too) by the |H| step as
+computed (``newton``) and by the step at the fixed temperature T (``prior``); ``--bands`` then judges those two.
+
 The audit's retrain: ``--audit-retrained`` (the model's stored audit record), else a bench row of the audit set
 (the audited occupation's top 16%, k the audit's), else one masked retrain here (seconds on the synthetic graph).
 Rows are appended as they are done (resumable); random sets are left out (their point is about 0: the noise floor
@@ -116,39 +119,52 @@ def tiny_model(seed: int):
                        name="synthetic-transe", device=torch.device("cpu"))
 
 
+def bench_sets(analysis, sets: pd.DataFrame, out: Path, *, skip: str | None = None):
+    """(bench row, occupation index, removed rows, the row's kept columns) of each targeted set of ``sets`` not yet in
+    ``out`` (resumable) and not of occupation ``skip``, its set rebuilt on this model (a k that differs from the
+    bench's stops the run: another model)."""
+    done = pd.read_csv(out) if out.exists() else None
+    for _, bench in sets.iterrows():
+        key = (bench["occupation"], bench["kind"], int(bench["share"]))
+        if key[0] == skip or (done is not None and ((done["occupation"] == key[0]) & (done["kind"] == key[1])
+                                                    & (done["share"] == key[2])).any()):
+            continue
+        index = analysis.groups.index(key[0])
+        influence = analysis.influence(key[0])
+        k = max(1, int((influence != 0).sum()) * key[2] // 100)
+        if k != int(bench["k"]):
+            raise SystemExit(f"error: {key}: k = {k} here, {int(bench['k'])} in the bench (another model)")
+        row = {column: bench[column] for column in KEPT}
+        row["floor"] = float(bench["floor"]) if "floor" in bench and pd.notna(bench["floor"]) else 0.0
+        yield bench, index, removal_set(influence, kind=key[1], k=k), row
+
+
+def the_run_model(args):
+    """(model, analysis) of ``--tiny-seed`` or of the data set's default (:func:`hinge_curvature.model_of_run`)."""
+    if args.tiny_seed is None:
+        return model_of_run(args)
+    torch.set_num_threads(args.threads)
+    model = tiny_model(args.tiny_seed)
+    return model, ModelAnalysis(model)
+
+
 def run(args) -> None:
-    if args.tiny_seed is not None:
-        torch.set_num_threads(args.threads)
-        model = tiny_model(args.tiny_seed)
-        analysis = ModelAnalysis(model)
-    else:
-        model, analysis = model_of_run(args)
+    model, analysis = the_run_model(args)
     groups = analysis.groups
     sets = pd.concat([pd.read_csv(path) for path in args.sets], ignore_index=True)
     sets = sets[sets["kind"] != "random"]
     base = absolute_curvature_hvp(model)
+    if args.prior is not None:
+        run_prior(args, model, analysis, base, sets)
+        return
     audit = calibrate(args, model, analysis, base, sets)
     if audit["temperature"] is None:
         raise SystemExit("error: no temperature meets the audit's retrain (see the steps read above)")
     started = time.perf_counter()
     hinge = hinge_curvature_hvp(model, audit["temperature"], base=base)
     print(f"H_T built in {time.perf_counter() - started:.1f} s", flush=True)
-    done = pd.read_csv(args.out) if args.out.exists() else None
-    for _, bench in sets.iterrows():
-        if bench["occupation"] == audit["label"]:
-            continue  # the audited occupation: its ratio is what both estimators are calibrated on
-        key = (bench["occupation"], bench["kind"], int(bench["share"]))
-        if done is not None and ((done["occupation"] == key[0]) & (done["kind"] == key[1])
-                                 & (done["share"] == key[2])).any():
-            continue
-        index = groups.index(bench["occupation"])
-        influence = analysis.influence(bench["occupation"])
-        k = max(1, int((influence != 0).sum()) * key[2] // 100)
-        if k != int(bench["k"]):
-            raise SystemExit(f"error: {key}: k = {k} here, {int(bench['k'])} in the bench (another model)")
-        removed = removal_set(influence, kind=key[1], k=k)
-        row = {column: bench[column] for column in KEPT}
-        row["floor"] = float(bench["floor"]) if "floor" in bench and pd.notna(bench["floor"]) else 0.0
+    # the audited occupation is left out: its ratio is what both estimators are calibrated on
+    for _, index, removed, row in bench_sets(analysis, sets, args.out, skip=audit["label"]):
         t0 = time.perf_counter()
         row["scaled"] = change(model, removed, groups, index, base, scale=audit["ratio"])
         t1 = time.perf_counter()
@@ -159,10 +175,33 @@ def run(args) -> None:
         print({key: (round(v, 3) if isinstance(v, float) else v) for key, v in row.items()}, flush=True)
 
 
+def run_prior(args, model, analysis, base, sets: pd.DataFrame) -> None:
+    """``--prior T``: no audit. Each targeted set (the audited occupation's too) predicted as before any retrain: the
+    |H| step as computed (``newton``) and the step at the prior temperature T (``prior``)."""
+    started = time.perf_counter()
+    hinge = hinge_curvature_hvp(model, args.prior, base=base)
+    print(f"H_T at the prior T = {args.prior:g} built in {time.perf_counter() - started:.1f} s", flush=True)
+    for _, index, removed, row in bench_sets(analysis, sets, args.out):
+        row["newton"] = change(model, removed, analysis.groups, index, base)
+        t0 = time.perf_counter()
+        row["prior"] = change(model, removed, analysis.groups, index, hinge)
+        row.update(temperature=args.prior, prior_s=time.perf_counter() - t0)
+        append_row(row, args.out)
+        print({key: (round(v, 3) if isinstance(v, float) else v) for key, v in row.items()}, flush=True)
+
+
+#: The estimators a run holds: the audit's two (scaled, hinge) or, with ``--prior``, the two before any audit.
+ESTIMATORS = (("scaled", "hinge"), ("newton", "prior"))
+
+
+def estimators_of(rows: pd.DataFrame) -> tuple[str, str]:
+    return next(pair for pair in ESTIMATORS if set(pair) <= set(rows.columns))
+
+
 def ratio_rows(name: str, rows: pd.DataFrame) -> list[dict]:
     """Per estimator: retrained / predicted (median, min, max), within 30% of the point, sign right."""
     out = []
-    for estimator in ("scaled", "hinge"):
+    for estimator in estimators_of(rows):
         point, actual = rows[estimator], rows["actual"]
         ratio = actual / point
         out.append({"graph": name, "estimator": estimator, "sets": len(rows), "median_ratio": ratio.median(),
@@ -177,7 +216,7 @@ def bands(runs: dict[str, pd.DataFrame], coverage: float) -> pd.DataFrame:
     occupation held out (pooled), and each graph held out (the pair fitted on the other graphs' sets, judged
     on its own: what a new graph sees; pooled over the graphs as ``leave-one-graph-out all``)."""
     tables = []
-    for estimator in ("scaled", "hinge"):
+    for estimator in estimators_of(next(iter(runs.values()))):
         graphs = {}
         for name, rows in runs.items():
             rows = rows.assign(scaled=rows[estimator], in_audit=False)
@@ -212,6 +251,7 @@ def main() -> None:
     parser.add_argument("--bands-out", type=Path, help="with --bands: write the band table here (and _ratios beside)")
     parser.add_argument("--coverage", type=float, default=0.95)
     parser.add_argument("--tiny-seed", type=int, help="the tiny synthetic graph of this seed (whatif_accuracy.py)")
+    parser.add_argument("--prior", type=float, help="no audit: every set's step at this T (units of the margin)")
     args = parser.parse_args()
     if args.bands:
         runs = {item.partition("=")[0]: pd.read_csv(item.partition("=")[2]) for item in args.bands}

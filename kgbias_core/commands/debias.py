@@ -48,7 +48,7 @@ def _debias(args: argparse.Namespace) -> None:
         membership_of_record,
         noise_spread,
     )
-    from kgbias_core.whatif.step_ratio import edit_calibration, model_step_ratio, use_for
+    from kgbias_core.whatif.step_ratio import model_edit_calibration, model_step_ratio, use_for
 
     check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
     analysis = ModelAnalysis(load_model(args.model, device=args.device))
@@ -64,8 +64,8 @@ def _debias(args: argparse.Namespace) -> None:
     spread = noise_spread(saved_noise_band(args.model), occupation)
     ratio = model_step_ratio(args.model, use=use_for(edit.kind))  # what the model's audit of this kind showed
     try:
-        scale, temperature = edit_calibration(ratio)
-        prediction = predict_edit(analysis, edit, spread=spread, scale=scale, temperature=temperature)
+        scale, temperature, prior = model_edit_calibration(args.model, edit.kind)
+        prediction = predict_edit(analysis, edit, spread=spread, scale=scale, temperature=temperature, prior=prior)
     except MeasureError as exc:  # a distance the Newton step does not differentiate: the retrain still runs
         prediction, unpredicted = None, str(exc)
     old = None
@@ -92,7 +92,8 @@ def _debias(args: argparse.Namespace) -> None:
         _judged("predicted", prediction, retrained, kind=edit.kind)
         if ratio is None and edit.kind == "remove":
             config = analysis.model.config
-            print(unaudited_sentence(config.distance, config.negatives_per_triple))
+            print(unaudited_sentence(config.distance, config.negatives_per_triple,
+                                     imported=bool(analysis.model.info.get("imported_from"))))
     if refined is not None:
         _judged("refined", refined, retrained, kind=edit.kind)
     elif unrefined is not None:

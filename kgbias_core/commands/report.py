@@ -19,9 +19,9 @@ def _report(args: argparse.Namespace) -> None:
     from kgbias_core.errors import REPORT_NOT_A_RUN, REPORT_RUN_NOT_OF_MODEL, ModelStoreError
     from kgbias_core.evaluation.link_prediction import load_link_prediction
     from kgbias_core.report import occupation_report, whatif_run
-    from kgbias_core.tasks import model_step_ratio, refit_offer, saved_noise_band
+    from kgbias_core.tasks import refit_offer, saved_noise_band
     from kgbias_core.whatif.runs import made_from
-    from kgbias_core.whatif.step_ratio import edit_calibration, use_for
+    from kgbias_core.whatif.step_ratio import model_edit_calibration
 
     analysis = load_analysis(args.model, args.negative_seed, device=args.device)
     links = load_link_prediction(args.model)  # quoted where computed; a report never waits for it
@@ -41,12 +41,11 @@ def _report(args: argparse.Namespace) -> None:
             raise ModelStoreError(REPORT_NOT_A_RUN.format(path=args.run))
         if not made_from(run_config, read_config(args.model)):
             raise ModelStoreError(REPORT_RUN_NOT_OF_MODEL.format(run=args.run, model=args.model))
-        ratio = model_step_ratio(args.model, use=use_for(run_config["edit"].get("kind", "remove")))
         refit = (refit_offer(args.model, analysis, run_config["edit"]["occupation"])
                  if run_config["edit"].get("kind", "remove") == "remove" else None)
-        scale, temperature = edit_calibration(ratio)
+        scale, temperature, prior = model_edit_calibration(args.model, run_config["edit"].get("kind", "remove"))
         run = whatif_run(analysis, load_analysis(args.run, device=args.device), noise=saved_noise_band(args.model),
-                         scale=scale, temperature=temperature, refit=refit)
+                         scale=scale, temperature=temperature, prior=prior, refit=refit)
         occupation = run.edit["occupation"]
     comparison = None
     if args.compare:  # the original first, then the other models, all of one graph

@@ -57,6 +57,20 @@ TEMPERATURE_FACTOR = 2.0
 TEMPERATURE_RANGE = (1 / 16, 8.0)
 #: Bisection steps in log T inside the walk's bracket: 2^-7 of a factor 2, T to about 0.5%.
 BISECTIONS = 7
+#: The temperature a model with one frozen negative per triple is predicted with before its audit (units of the
+#: margin): the audits of five such graphs met their retrains at 0.54-1.25 (FB13 0.54, the synthetic default 0.88,
+#: the tiny graphs 0.89 and 1.25, FB15k-237 1.01; experiments/whatif_accuracy/audit_temperature.py). With eight
+#: negatives T = 1 overcorrects (a retrain moved 1.33-1.84 of that step on FB15k-237's default, against 0.60-0.83 of
+#: the |H| step), so those models are predicted with |H| until their audit.
+PRIOR_TEMPERATURE = 1.0
+
+
+def prior_temperature(*, distance: str, negatives_per_triple: int | None, imported: bool = False) -> float | None:
+    """:data:`PRIOR_TEMPERATURE` for a squared-L2 model kgbias trained with one frozen negative per triple, the kind
+    whose audits set it; None for any other (eight negatives, other distances, a model ``imported`` from another
+    engine, whose own negatives kgbias never saw): their unaudited step is |H|'s as computed."""
+    one = negatives_per_triple is None or int(negatives_per_triple) <= 1
+    return PRIOR_TEMPERATURE if distance in HINGE_DISTANCES and one and not imported else None
 
 
 def term_margins(model: StoredModel, negatives: LongTensor | None = None

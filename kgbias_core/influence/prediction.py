@@ -115,6 +115,10 @@ SCALED = "x {scale:.2f} (the retrained/predicted ratio of this model's own retra
 #: ``temperature``; :mod:`kgbias_core.influence.hinge_curvature`): the step of |H| plus the hinge's curvature, unscaled.
 HINGE_ESTIMATOR = ("Newton step, |H| + the hinge's curvature at T = {temperature:.2f} margins (the temperature at "
                    "which this model's audit met its retrain)")
+#: The same before the model's audit, at the prior temperature (:data:`~kgbias_core.influence.hinge_curvature.
+#: PRIOR_TEMPERATURE`; one frozen negative per triple, squared L2).
+PRIOR_ESTIMATOR = ("Newton step, |H| + the hinge's curvature at the prior T = {temperature:.2f} margins (no audit of "
+                   "this model yet)")
 #: What a removal's estimator adds to its name for an imported model's distance (:func:`absolute_curvature_hvp`).
 DISTANCE_NOTES = {"l2": "L2 distance", "l1": "L1 distance smoothed at its median residual",
                   "pseudo_huber": "pseudo-Huber distance"}
@@ -157,6 +161,13 @@ SCALED_BANDS = {"squared_l2": (SCALED_BAND_BASE, SCALED_BAND_SMALL),
 #: band fitted the same way: 90% at 0.70.
 HINGE_BAND_BASE = 1.25
 HINGE_BAND_SMALL = 1.4
+#: The band of the step at the prior temperature, before the model's audit: fitted as the hinge step's, on all 187
+#: targeted sets of the same five graphs (the audited occupations' too: no audit is used; audit_temperature.py
+#: --prior 1). In-sample 95% at a median half-width of 0.57 of the point; each graph held out in turn 94% at 0.59.
+#: The |H| step as computed, the estimator it replaces there, reaches 90% only at a half-width of 1.87 (a = 3, the
+#: grid's top: a retrain moved a median 0.15-0.33 of it on the three larger graphs).
+PRIOR_BAND_BASE = 1.4
+PRIOR_BAND_SMALL = 0.95
 #: The band's base for Add, fitted on 15 Add edits of two synthetic graphs (seeds 7 and 11) under the former
 #: estimator (retrained / predicted 0.46-1.92). The replayed estimator's ratios on the same 15 and on FB15k-237's two
 #: lie in 0.58-1.31, but for one change near 0 (-0.004 predicted, -0.022 retrained, the only one outside): the base
@@ -551,10 +562,13 @@ def band_ends(point, f, floor=0.0):
 
 
 def removal_band_factor(smaller_group: int, *, scale: float = 1.0, distance: str = "squared_l2",
-                        hinge: bool = False) -> float:
+                        hinge: bool = False, prior: bool = False) -> float:
     """f of a removal's interval: the hinge step's band (HINGE_BAND_BASE, HINGE_BAND_SMALL) where the model's audit set
-    its temperature (``hinge``), the scaled step's band of the model's ``distance`` (:data:`SCALED_BANDS`) where the
-    step is scaled by the model's ratio, else the band of the step as computed (BAND_BASE, BAND_SMALL)."""
+    its temperature (``hinge``), or at the prior temperature before it (``prior``: PRIOR_BAND_BASE, PRIOR_BAND_SMALL),
+    the scaled step's band of the model's ``distance`` (:data:`SCALED_BANDS`) where the step is scaled by the model's
+    ratio, else the band of the step as computed (BAND_BASE, BAND_SMALL)."""
+    if hinge and prior:
+        return band_factor(smaller_group, base=PRIOR_BAND_BASE, small=PRIOR_BAND_SMALL)
     if hinge:
         return band_factor(smaller_group, base=HINGE_BAND_BASE, small=HINGE_BAND_SMALL)
     if scale == 1.0:
@@ -604,6 +618,7 @@ def newton_removal_prediction(
     model: StoredModel, *, removed: LongTensor, groups: OccupationGroups, occupation_index: int,
     negatives: LongTensor | None = None, spread: float | None = None, tolerance: float = 1e-6,
     active: torch.Tensor | None = None, scale: float = 1.0, hvp=None, temperature: float | None = None,
+    prior: bool = False,
 ) -> WhatIfPrediction:
     """The change of B_gr of one occupation when ``removed`` (training-row indices) leaves the training set.
 
@@ -617,7 +632,8 @@ def newton_removal_prediction(
 
     ``temperature`` (squared L2; the model's audit's, :func:`~kgbias_core.whatif.step_ratio.model_step_ratio`): the
     step of |H| plus the hinge's curvature at T, not scaled (``scale`` must be 1), with its own band
-    (:data:`HINGE_BAND_BASE`, :data:`HINGE_BAND_SMALL`).
+    (:data:`HINGE_BAND_BASE`, :data:`HINGE_BAND_SMALL`). ``prior``: T is the prior temperature of a model not audited
+    yet (:data:`PRIOR_ESTIMATOR`, :data:`PRIOR_BAND_BASE`).
     """
     hinge = temperature is not None
     if hinge:
@@ -630,9 +646,10 @@ def newton_removal_prediction(
     point = newton_change(model, removed, groups=groups, occupation_index=occupation_index, damping=_damping(model),
                           negatives=negatives, tolerance=tolerance, active=active, scale=scale, hvp=hvp)
     f = removal_band_factor(int(min(groups.n_male[occupation_index], groups.n_female[occupation_index])),
-                            scale=scale, distance=model.config.distance, hinge=hinge)
+                            scale=scale, distance=model.config.distance, hinge=hinge, prior=prior)
     low, high = map(float, band_ends(point, f))
-    estimator = HINGE_ESTIMATOR.format(temperature=temperature) if hinge else ESTIMATOR
+    estimator = ((PRIOR_ESTIMATOR if prior else HINGE_ESTIMATOR).format(temperature=temperature) if hinge
+                 else ESTIMATOR)
     estimator = distance_estimator(estimator if negatives is None else f"{estimator}, {REDRAWN}",
                                    model.config.distance)
     estimator = scaled_estimator(estimator, scale)
@@ -658,13 +675,14 @@ def _negatives_of(analysis: AnalysedModel) -> LongTensor | None:
 
 def predict_removal(analysis: AnalysedModel, occupation: str, removed: LongTensor, *,
                     spread: float | None = None, scale: float = 1.0,
-                    temperature: float | None = None) -> WhatIfPrediction:
+                    temperature: float | None = None, prior: bool = False) -> WhatIfPrediction:
     """What-if for the lab, ``debias`` and the report: B_gr of ``occupation`` without training rows ``removed``.
 
     Uses the analysis's groups, held fixed as the masked retrain holds them, and its negatives (frozen, or
     re-drawn for an imported model). ``spread``: the occupation's noise band, the interval's floor (None: no
     band yet); ``scale``: the model's step scale, or ``temperature``: the hinge's temperature its audit set
-    (:mod:`kgbias_core.whatif.step_ratio`; one of the two). The active terms are the analysis's memo
+    (:mod:`kgbias_core.whatif.step_ratio`; one of the two), ``prior``: that T is the prior of a model not audited
+    yet. The active terms are the analysis's memo
     (``active_terms``) where it has one, and so is |H| (``absolute_hvp``) and H_T (``hinge_hvp``).
     """
     if temperature is None:
@@ -676,7 +694,7 @@ def predict_removal(analysis: AnalysedModel, occupation: str, removed: LongTenso
                                      occupation_index=analysis.groups.index(occupation),
                                      negatives=_negatives_of(analysis), spread=spread, scale=scale,
                                      tolerance=PREDICTION_TOLERANCE, active=getattr(analysis, "active_terms", None),
-                                     hvp=hvp, temperature=temperature)
+                                     hvp=hvp, temperature=temperature, prior=prior)
 
 
 # --- additions ---------------------------------------------------------------------------------------

@@ -212,7 +212,7 @@ def addition(model: StoredModel, edit: Edit) -> Addition:
 
 
 def predict_edit(analysis: ModelAnalysis, edit: Edit, *, spread: float | None = None,
-                 scale: float = 1.0, temperature: float | None = None) -> WhatIfPrediction:
+                 scale: float = 1.0, temperature: float | None = None, prior: bool = False) -> WhatIfPrediction:
     """The predicted change of B_gr of the edit's occupation (:mod:`kgbias_core.influence.prediction`): the
     Newton step of the removal, or of the addition (the dummies replayed through training first); ``spread`` (the
     occupation's noise band) is the interval's floor. The one call the lab, the basket, ``debias``, the report
@@ -221,11 +221,11 @@ def predict_edit(analysis: ModelAnalysis, edit: Edit, *, spread: float | None = 
     ``scale``: the model's ratio for the edit's kind (:func:`kgbias_core.whatif.step_ratio.model_step_ratio` with
     ``use_for(edit.kind)``): a removal's step is multiplied by the removal audit's ratio, an addition's change by the
     Add audit's; the two are read from different retrains because the two predictions move differently.
-    ``temperature``: a removal's hinge temperature from the removal audit, in place of its scale (both from
-    :func:`kgbias_core.whatif.step_ratio.edit_calibration`)."""
+    ``temperature``: a removal's hinge temperature from the removal audit, in place of its scale, or the prior one
+    before the audit (``prior``; all three from :func:`kgbias_core.whatif.step_ratio.edit_calibration`)."""
     if edit.kind == "remove":
         return predict_removal(analysis, edit.occupation, torch.tensor(edit.removed, dtype=torch.long),
-                               spread=spread, scale=scale, temperature=temperature)
+                               spread=spread, scale=scale, temperature=temperature, prior=prior)
     negatives = analysis.negatives
     return newton_addition_prediction(analysis.model, addition(analysis.model, edit), occupation=edit.occupation,
                                       spread=spread, negatives=None if negatives.exact else negatives.negatives,

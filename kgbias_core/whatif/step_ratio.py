@@ -229,10 +229,28 @@ def saved_hinge_temperature(model_dir: Path | str, audit: pd.DataFrame | None) -
     return load_result(model_dir, HINGE_TEMPERATURE, params=hinge_temperature_params(audit))
 
 
-def edit_calibration(ratio: StepRatio | None) -> tuple[float, float | None]:
-    """(scale, temperature) of a removal's prediction from the model's ratio for edits: the hinge's temperature, the
-    step unscaled, where the audit set one; else the ratio's scale (1 before any retrain) and no temperature. An
-    addition's ratio never has a temperature: (its scale, None)."""
+def edit_calibration(ratio: StepRatio | None, *, prior: float | None = None) -> tuple[float, float | None, bool]:
+    """(scale, temperature, prior) of an edit's prediction from the model's ratio for its kind: the hinge's
+    temperature, the step unscaled, where the audit set one; else the ratio's scale and no temperature; before any
+    retrain (``ratio`` None) the ``prior`` temperature where the model has one
+    (:func:`~kgbias_core.influence.hinge_curvature.prior_temperature`), else the step as computed. An addition's
+    ratio never has a temperature, and an addition is given no prior: (its scale, None, False)."""
     if ratio is None:
-        return 1.0, None
-    return (1.0, ratio.temperature) if ratio.temperature is not None else (ratio.value, None)
+        return 1.0, prior, prior is not None
+    return (1.0, ratio.temperature, False) if ratio.temperature is not None else (ratio.value, None, False)
+
+
+def model_edit_calibration(model_dir: Path | str, kind: str = "remove") -> tuple[float, float | None, bool]:
+    """:func:`edit_calibration` of the model at ``model_dir`` for an edit of ``kind``: its ratio
+    (:func:`model_step_ratio`) and, for a removal, its prior temperature from its config. The lab, the basket,
+    ``debias`` and the report read it here."""
+    from kgbias_core.embeddings.store import read_config
+    from kgbias_core.influence.hinge_curvature import prior_temperature
+
+    prior = None
+    if kind == "remove":
+        config = read_config(model_dir)
+        prior = prior_temperature(distance=str(config.get("distance") or "squared_l2"),
+                                  negatives_per_triple=config.get("negatives_per_triple"),
+                                  imported=bool(config.get("imported_from")))
+    return edit_calibration(model_step_ratio(model_dir, use=use_for(kind)), prior=prior)
