@@ -20,9 +20,10 @@ r, -2x at t, -2x' at h' and r', +2x' at t'. T is given in units of the margin ga
 
 How T is set: by the model's one-retrain audit (:func:`audit_temperature`). The step of the audit's set is solved at
 each T until it meets the audit's retrained change: one number per model, as the scalar scale was, but one that
-shrinks each edit by the curvature its own terms carry rather than all by one factor. On the stored retrains it met
-the audit at about gamma on FB15k-237 with one negative and 0.5-0.7 gamma on FB13
-(experiments/whatif_accuracy/hinge_curvature.py; the held-out comparison: audit_temperature.py).
+shrinks each edit by the curvature its own terms carry rather than all by one factor. The audits of five graphs with
+one negative set T = 0.54 gamma (FB13) to 1.25 gamma (a tiny synthetic graph), 1.01 gamma on FB15k-237; before its
+audit such a model is predicted at the prior T = gamma (:func:`prior_temperature`). Measured against stored retrains
+in experiments/whatif_accuracy/audit_temperature.py (docs/results/whatif.md).
 """
 
 from __future__ import annotations
