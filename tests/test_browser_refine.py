@@ -64,3 +64,59 @@ def test_refine_a_removal_and_read_its_estimator(eight_model, tmp_path: Path) ->
     assert judged.startswith(f"Refined before retraining: change {ui_texts.fmt(expected.point)}.")
     assert "over the original persons" in judged and (" inside the refined interval" in judged
                                                        or " outside the refined interval" in judged)
+
+
+def test_the_lab_names_the_prior_temperature_then_the_audits(tiny_model, tmp_path: Path) -> None:
+    """The lab of the tests' model (one negative a triple) in a real browser: before any retrain, the removal's change
+    a person reads is the step at the prior temperature (the core's figure), named so, with the "Not audited yet"
+    sentence under it; once the audit has run (one masked retrain), a reload shows the step at the audit's own
+    temperature, named with it, and no such sentence."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
+    from kgbias_core.whatif.edits import predict_edit
+    from kgbias_core.whatif.step_ratio import EDITS
+
+    store = tmp_path / "store"
+    base = save_model(tiny_model, store)
+    analysis = ModelAnalysis(load_model(base))
+    edit = make_edit(analysis, "actor", strategy="if", k=20)  # the lab's default edit
+    prior = predict_edit(analysis, edit, temperature=PRIOR_TEMPERATURE, prior=True)
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    main = (By.CSS_SELECTOR, '[data-testid="stMain"]')
+
+    def metrics_of(driver) -> dict[str, str] | bool:  # the page's metrics once the predicted change is among them
+        try:
+            metrics = {m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text:
+                       m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]').text
+                       for m in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]')}
+        except StaleElementReferenceException:  # a rerun replaced the elements while they were read
+            return False
+        return metrics if ui_texts.PREDICTED_CHANGE in metrics else False
+
+    def shown(driver) -> tuple[dict[str, str], str]:
+        metrics = WebDriverWait(driver, 120).until(metrics_of)
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+        return metrics, driver.find_element(*main).text
+
+    with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
+        wait = WebDriverWait(driver, 240)
+        driver.get(f"{url}/debiasing_lab?lab_occupation=actor")
+        wait.until(ec.text_to_be_present_in_element(main, f"Estimator: {prior.estimator}"))
+        wait.until(ec.text_to_be_present_in_element(main, "Not audited yet"))
+        metrics, text = shown(driver)
+        assert metrics[ui_texts.PREDICTED_CHANGE] == ui_texts.fmt(prior.point)
+        assert "at a prior temperature, T = 1.00 margins" in text
+
+        tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain, then the temperature search
+        temperature = tasks.model_step_ratio(base, use=EDITS).temperature
+        audited = predict_edit(analysis, edit, temperature=temperature)
+        driver.get(f"{url}/debiasing_lab?lab_occupation=actor")
+        wait.until(ec.text_to_be_present_in_element(main, f"Estimator: {audited.estimator}"))
+        metrics, text = shown(driver)
+        driver.save_screenshot(str(tmp_path / "audited.png"))
+    assert metrics[ui_texts.PREDICTED_CHANGE] == ui_texts.fmt(audited.point) != ui_texts.fmt(prior.point)
+    assert f"T = {temperature:.2f} margins" in text and "Not audited yet" not in text
