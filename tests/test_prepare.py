@@ -71,6 +71,23 @@ def test_prepare_synthetic_end_to_end_is_resumable_and_checks_readiness(
     assert "synthetic: link prediction is ready, skipped" in captured.err and "synthetic: findings…" in captured.err
     assert tasks.saved_noise_band(model) is not None and captured.out.strip().endswith("ready for a demo")
 
+    # An audit stored before the hinge's temperature was searched: not ready; prepare searches it, with no retrain.
+    from kgbias_core.tasks import prediction_audit
+    from kgbias_core.whatif.step_ratio import saved_hinge_temperature
+
+    audit = tasks.saved_prediction_audit(model)
+    assert saved_hinge_temperature(model, audit) is not None  # the audit's task searched it after its retrain
+    for record in (model / "results").glob("hinge_temperature.*"):
+        record.unlink()
+    missing = [i.what for i in tasks.readiness("synthetic", store=store, data_dir=data) if not i.ready]
+    assert missing == ["prediction audit", "calibration"]
+    monkeypatch.setattr(prediction_audit, "masked_retrain_bias", lambda *a, **k: pytest.fail("retrained"))
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "synthetic: prediction audit…" in captured.err and captured.out.strip().endswith("ready for a demo")
+    assert saved_hinge_temperature(model, tasks.saved_prediction_audit(model)) is not None
+    assert tasks.saved_prediction_audit(model).equals(audit)  # the audit itself untouched
+
 
 def test_prepare_refuses_a_graph_without_data_before_training_anything(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:

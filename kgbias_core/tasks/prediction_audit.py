@@ -64,6 +64,7 @@ from kgbias_core.whatif.step_ratio import (
     REFIT_AUDIT,
     STEP_SCALE_RANGE,
     hinge_temperature_params,
+    saved_hinge_temperature,
     saved_prediction_audit,
 )
 
@@ -293,6 +294,29 @@ def refit_scale(model_dir: Path | str, analysis: ModelAnalysis) -> float | None:
         return None
     ratio = float(stored.iloc[0]["ratio"])
     return min(max(ratio, STEP_SCALE_RANGE[0]), STEP_SCALE_RANGE[1]) if math.isfinite(ratio) else 1.0
+
+
+def temperature_searched(model_dir: Path | str) -> bool:
+    """Whether the stored removal audit of the model at ``model_dir`` has had its temperature searched (or needs none:
+    a distance the hinge's curvature is not written for). An audit stored before the search existed has not."""
+    audit = saved_prediction_audit(model_dir)
+    if audit is None:
+        return False
+    if read_config(model_dir).get("distance", "squared_l2") not in HINGE_DISTANCES:
+        return True
+    return saved_hinge_temperature(model_dir, audit) is not None
+
+
+def hinge_temperature_task(model_dir: Path | str, *, device: torch.device | str | None = None) -> Task[float | None]:
+    """The hinge's temperature searched on the model's stored removal audit (:func:`hinge_temperature`), no retrain:
+    for an audit stored before the search existed (``kgbias prepare`` runs it; a dozen or so Newton steps)."""
+    device = resolve_device(device)
+
+    def run(progress: Progress) -> float | None:
+        progress.update(stage="searching", message="the hinge's temperature on the audit's set (no retrain)")
+        return hinge_temperature(model_dir, ModelAnalysis(load_model(model_dir, device=device)))
+
+    return Task(key=_key(HINGE_TEMPERATURE, model_dir), run=run)
 
 
 #: The columns of the hinge's temperature record: the audit's set and retrain, its |H| step, the temperature found

@@ -19,7 +19,12 @@ from kgbias_core.tasks.base import Task, _key
 from kgbias_core.tasks.calibration import calibration_task
 from kgbias_core.tasks.evaluation import link_prediction_task, relation_audit_task
 from kgbias_core.tasks.findings import findings_task, saved_findings
-from kgbias_core.tasks.prediction_audit import add_audit_task, prediction_audit_task
+from kgbias_core.tasks.prediction_audit import (
+    add_audit_task,
+    hinge_temperature_task,
+    prediction_audit_task,
+    temperature_searched,
+)
 from kgbias_core.tasks.training import (
     DEFAULT_MODEL_NAMES,
     model_name,
@@ -75,7 +80,7 @@ def readiness(dataset: str, *, store: Path | str, data_dir: Path | str | None = 
         "model": True,
         "seed family": family_ready,
         "noise band": saved_noise_band(path) is not None,
-        "prediction audit": saved_prediction_audit(path) is not None,
+        "prediction audit": temperature_searched(path),  # the audit, and the temperature searched on it
         "Add audit": saved_add_audit(path) is not None,
         "link prediction": cached_link_prediction_ready(path),
         "relation audit": load_value_audit(path, **demo_audit_params(path)) is not None,
@@ -132,7 +137,9 @@ def _demo_task(what: str, dataset: str, path: Path, *, data_dir: Path | str | No
                                  from_existing=True)
     if what == "noise band":
         return noise_band_task(path, device=device)
-    if what == "prediction audit":  # one retrain: the step scale every removal's prediction is multiplied by
+    if what == "prediction audit":  # one retrain, then the hinge's temperature (or the scale) of every removal
+        if saved_prediction_audit(path) is not None:  # stored before the search existed: the search alone
+            return hinge_temperature_task(path, device=device)
         return prediction_audit_task(path, device=device)
     if what == "Add audit":  # one retrain: the ratio every Add prediction is multiplied by
         return add_audit_task(path, device=device)
