@@ -213,6 +213,7 @@ FOLLOW_UP_RUNNING = (
 #: The job name of the one-retrain audit of a model's prediction (kgbias_core/tasks/prediction_audit.py).
 AUDIT_JOB = "{name}: prediction audit"
 ADD_AUDIT_JOB = "{name}: Add audit"
+TEMPERATURE_JOB = "{name}: the hinge's temperature from its audit"
 
 # --- overview -----------------------------------------------------------------------------------
 OVERVIEW_MODEL = (

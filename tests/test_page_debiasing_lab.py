@@ -106,6 +106,31 @@ def test_lab_predicts_with_the_hinge_temperature_the_models_audit_set(writable_s
     assert "in this model's prediction audit" in shown
 
 
+def test_lab_offers_the_temperature_search_for_an_audit_stored_before_it(writable_store: Path) -> None:
+    """Issue 25: an audit stored before the hinge's temperature was searched (its record removed here) keeps the
+    audit's scale, and the lab offers the search, with its estimate; once clicked it runs (no retrain) and the next
+    run of the page predicts with the temperature, the button gone."""
+    base = writable_store / "tiny-transe"
+    tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain, then the search
+    for record in (base / "results").glob("hinge_temperature.*"):
+        record.unlink()
+    assert tasks.model_step_ratio(base, use=EDITS).temperature is None  # the scale until the search
+    assert not tasks.temperature_searched(base)
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    label = ui_texts.with_estimate(section.TEMPERATURE_BUTTON, tasks.temperature_search_seconds(base))
+    assert "no retrain, about" in label  # its estimate, beside the words that it retrains nothing
+    offered = next(b for b in app.button if b.label == label)
+    offered.click().run()
+    settled(app)
+    assert not app.exception
+    ratio = tasks.model_step_ratio(base, use=EDITS)
+    assert ratio.temperature is not None and tasks.temperature_searched(base)
+    app.run()
+    assert not [b for b in app.button if b.label == label]
+    assert md(f"with {ratio.describe()}; additions") in texts(app.caption)
+
+
 def test_lab_headlines_the_newton_step_without_a_calibration_and_only_offers_the_calibration(
     writable_store: Path,
 ) -> None:

@@ -83,6 +83,11 @@ ADD_AUDIT_SENTENCE = (
     "[{low}, {high}], retrained {retrained}: {verdict} the interval ({estimator}). Additions are predicted with "
     "the change times {scale}, {source}."
 )
+#: Offered where the model's audit was stored before the hinge's temperature was searched on it (no retrain).
+TEMPERATURE_BUTTON = "Set the hinge's temperature from this audit (no retrain)"
+TEMPERATURE_HELP = (
+    "Solves the audit's edit at a dozen or so temperatures of the hinge's curvature until its step meets the audit's "
+    "retrain; removals are then predicted at that temperature, unscaled (where one is found).")
 ADD_AUDIT_BUTTON = "Audit the Add prediction against one retrain"
 ADD_AUDIT_HELP = (
     "Adds Du's dummies (c = 0.5) to the occupation the prediction audit uses, or to the largest one Add serves, and "
@@ -200,6 +205,25 @@ def add_audit_sentence(model: ModelRef) -> str | None:
                      source=NO_RATIO if ratio is None else ratio.describe())
 
 
+def temperature_offer(model: ModelRef, background: list) -> None:
+    """The hinge's temperature searched on an audit stored before the search existed (no retrain): offered with its
+    estimate, or listed in ``background`` while it runs; nothing once searched."""
+    if tasks.temperature_searched(model.path):
+        return
+    offer_job(tasks.hinge_temperature_task(model.path), background, label=TEMPERATURE_BUTTON, help=TEMPERATURE_HELP,
+              seconds=tasks.temperature_search_seconds(model.path), job=texts.TEMPERATURE_JOB.format(name=model.name))
+
+
+def offer_job(task, background: list, *, label: str, help: str, seconds: float | None, job: str) -> None:
+    """``task`` listed in ``background`` while it runs in any session, else offered as a button with its estimate that
+    submits it as background work of the lab (never offered twice)."""
+    if jobs_ui.is_running(task):
+        background.append(task)
+    elif st.button(texts.with_estimate(label, seconds), help=help):
+        jobs_ui.submit(job, task, group="lab", priority=Priority.BACKGROUND, estimate=seconds)
+        st.rerun()
+
+
 def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: list) -> None:
     """The model's one-retrain audits of the prediction, of a removal and of an addition (each shown once stored,
     else offered with its estimate), and the old closed form's 13-retrain calibration, offered only: the
@@ -218,23 +242,15 @@ def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: 
             predicted=texts.fmt(row["predicted"]), low=texts.fmt(row["low"]), high=texts.fmt(row["high"]),
             retrained=texts.fmt(row["retrained"]), verdict="inside" if row["inside"] else "outside",
             estimator=str(row["estimator"]), removals=removals))
-    elif jobs_ui.is_running(task):
-        background.append(task)
-    elif st.button(texts.with_estimate(AUDIT_BUTTON, seconds := tasks.prediction_audit_seconds(model.path)),
-                   help=AUDIT_HELP):
-        jobs_ui.submit(texts.AUDIT_JOB.format(name=model.name), task, group="lab", priority=Priority.BACKGROUND,
-                       estimate=seconds)
-        st.rerun()
-    add_audit = tasks.add_audit_task(model.path)
+        temperature_offer(model, background)
+    else:
+        offer_job(task, background, label=AUDIT_BUTTON, help=AUDIT_HELP,
+                  seconds=tasks.prediction_audit_seconds(model.path), job=texts.AUDIT_JOB.format(name=model.name))
     if (sentence := add_audit_sentence(model)) is not None:
         st.caption(sentence)
-    elif jobs_ui.is_running(add_audit):
-        background.append(add_audit)
-    elif st.button(texts.with_estimate(ADD_AUDIT_BUTTON, seconds := tasks.add_audit_seconds(model.path)),
-                   help=ADD_AUDIT_HELP):
-        jobs_ui.submit(texts.ADD_AUDIT_JOB.format(name=model.name), add_audit, group="lab",
-                       priority=Priority.BACKGROUND, estimate=seconds)
-        st.rerun()
+    else:
+        offer_job(tasks.add_audit_task(model.path), background, label=ADD_AUDIT_BUTTON, help=ADD_AUDIT_HELP,
+                  seconds=tasks.add_audit_seconds(model.path), job=texts.ADD_AUDIT_JOB.format(name=model.name))
     if analysis.model.calibration is not None:
         return
     calibration = tasks.calibration_task(model.path)

@@ -54,11 +54,14 @@ from kgbias_core.tasks.prediction_audit import (
     add_audit_seconds,
     add_audit_task,
     hinge_temperature,
+    hinge_temperature_task,
     prediction_audit_seconds,
     prediction_audit_task,
     refit_not_offered,
     refit_offer,
     refit_scale,
+    temperature_search_seconds,
+    temperature_searched,
 )
 from kgbias_core.tasks.prepare import (
     READY_ITEMS,
@@ -167,8 +170,11 @@ __all__ = [
     "prediction_audit_task",
     "refit_not_offered",
     "hinge_temperature",
+    "hinge_temperature_task",
     "refit_offer",
     "refit_scale",
+    "temperature_search_seconds",
+    "temperature_searched",
     "saved_prediction_audit",
     "model_step_ratio",
 ]

@@ -395,6 +395,11 @@ def prediction_audit_seconds(model_dir: Path | str) -> float | None:
     return model_retrain_seconds(model_dir, retrains=1 + search)
 
 
+def temperature_search_seconds(model_dir: Path | str) -> float | None:
+    """Estimated seconds of the hinge's temperature search alone (:func:`hinge_temperature_task`)."""
+    return model_retrain_seconds(model_dir, retrains=HINGE_SEARCH_RETRAINS)
+
+
 def add_audit_seconds(model_dir: Path | str) -> float | None:
     """Estimated seconds of the Add audit: one retrain."""
     return model_retrain_seconds(model_dir, retrains=1)
