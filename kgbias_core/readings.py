@@ -314,27 +314,31 @@ UNAUDITED_EVIDENCE = {
 
 def unaudited_kind(distance: str, negatives: int, *, imported: bool = False) -> str:
     """The key of :data:`UNAUDITED_EVIDENCE` for a model of ``distance`` with ``negatives`` frozen negatives (an
-    ``imported`` one: "other", no retrain of kgbias has measured another engine's)."""
+    ``imported`` one: "other", no retrain of kgbias has measured another engine's). "one negative" is the kind
+    predicted at the prior temperature: :func:`~kgbias_core.influence.hinge_curvature.prior_temperature` decides it."""
+    from kgbias_core.influence.hinge_curvature import prior_temperature
+
     if imported:
         return "other"
+    if prior_temperature(distance=distance, negatives_per_triple=negatives) is not None:
+        return "one negative"
     if distance == "squared_l2":
-        return "one negative" if negatives <= 1 else "several negatives"
+        return "several negatives"
     return distance if distance in UNAUDITED_RATIOS else "other"
 
 
 def unaudited_sentence(distance: str, negatives: int, *, imported: bool = False) -> str:
     """:data:`UNAUDITED_REMOVAL` with the evidence for this kind of model (the lab, the basket and ``debias``);
-    :data:`UNAUDITED_PRIOR` for a model predicted at the prior temperature (one negative per triple, squared L2)."""
-    from kgbias_core.influence.hinge_curvature import prior_temperature
+    :data:`UNAUDITED_PRIOR` for a model predicted at the prior temperature (the kind "one negative")."""
+    from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
 
     kind = unaudited_kind(distance, negatives, imported=imported)
     evidence = UNAUDITED_EVIDENCE[kind]
     if kind in UNAUDITED_RATIOS:
         low, high = UNAUDITED_RATIOS[kind]
         evidence = evidence.format(low=f"{low:.2f}", high=f"{high:.2f}")
-    prior = prior_temperature(distance=distance, negatives_per_triple=negatives, imported=imported)
-    if prior is not None:
-        return UNAUDITED_PRIOR.format(temperature=f"{prior:.2f}", low_t=f"{PRIOR_TEMPERATURES[0]:.2f}",
+    if kind == "one negative":
+        return UNAUDITED_PRIOR.format(temperature=f"{PRIOR_TEMPERATURE:.2f}", low_t=f"{PRIOR_TEMPERATURES[0]:.2f}",
                                       high_t=f"{PRIOR_TEMPERATURES[1]:.2f}", evidence=evidence)
     return UNAUDITED_REMOVAL.format(evidence=evidence)
 
