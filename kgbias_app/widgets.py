@@ -7,7 +7,7 @@ defaults of the controls (k, minimum counts) are stated here, next to the widget
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -104,10 +104,20 @@ def csv_name(*parts: str, suffix: str = ".csv") -> str:
     return "-".join(parts).replace("/", "_").replace(" ", "_") + suffix
 
 
+def download_button(label: str, data: Callable[[], bytes | str], **options: Any) -> None:
+    """``st.download_button`` with ``data`` made on the click, and the click rerunning nothing.
+
+    A callable is a deferred download: the browser asks the server for the file after the click. Streamlit's
+    default click also reruns the whole script, and that rerun drops the id the browser is asking for; when the
+    rerun ends first, the download fails with nothing saved. Nothing on these pages reads the click, so it
+    reruns nothing (and a download no longer redraws a slow page)."""
+    st.download_button(label, data, on_click="ignore", **options)
+
+
 def download(frame: pd.DataFrame, file_name: str, *, key: str, label: str = "Download the data (CSV)") -> None:
     # A callable: the CSV is written on the click, not on every rerun (240k persons of a 20M-triple graph's
     # largest occupation took ~1 s per rerun as bytes).
-    st.download_button(label, partial(_csv_bytes, frame), file_name=file_name, mime="text/csv", key=key)
+    download_button(label, partial(_csv_bytes, frame), file_name=file_name, mime="text/csv", key=key)
 
 
 def _csv_bytes(frame: pd.DataFrame) -> bytes:
@@ -161,19 +171,20 @@ def show_chart(fig: go.Figure, data: pd.DataFrame, *, caption: str, file_name: s
         download(data, file_name, key=f"{key}:csv")
     for column, (image_format, mime) in zip(columns[1:], IMAGE_FORMATS.items(), strict=True):
         # A callable: Chromium draws the image (seconds) only when the button is clicked, never on a rerun.
-        column.download_button(f"Save the chart ({image_format.upper()})",
-                               partial(figure_image, slide, image_format=image_format),
-                               file_name=file_name.removesuffix(".csv") + f".{image_format}", mime=mime,
-                               key=f"{key}:{image_format}", help=texts.IMAGE_HELP)
+        with column:
+            download_button(f"Save the chart ({image_format.upper()})",
+                            partial(figure_image, slide, image_format=image_format),
+                            file_name=file_name.removesuffix(".csv") + f".{image_format}", mime=mime,
+                            key=f"{key}:{image_format}", help=texts.IMAGE_HELP)
     return event
 
 
 def report_download(model: ModelRef, occupation: str, *, run: ModelRef | None = None) -> None:
     """"Download report": one HTML file of the occupation (or of the what-if ``run``), built on the click."""
-    st.download_button("Download report", partial(cache.report, model, occupation, run), key="report",
-                       file_name=readable_name(run.name if run else model.name, occupation_name(model, occupation),
-                                               "report", suffix=".html"),
-                       mime="text/html", help=texts.REPORT_HELP)
+    download_button("Download report", partial(cache.report, model, occupation, run), key="report",
+                    file_name=readable_name(run.name if run else model.name, occupation_name(model, occupation),
+                                            "report", suffix=".html"),
+                    mime="text/html", help=texts.REPORT_HELP)
 
 
 # --- occupations --------------------------------------------------------------------------------

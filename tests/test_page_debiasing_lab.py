@@ -405,6 +405,7 @@ def test_the_selected_run_offers_its_report(store_with_a_run_first: Path) -> Non
     app = page("debiasing_lab").run()
     assert not app.exception
     assert [b.label for b in app.get("download_button") if b.key == "report"] == ["Download report"]
+    assert all(b.proto.ignore_rerun for b in app.get("download_button"))  # a click reruns nothing
 
 
 def test_a_run_that_removes_profession_facts_says_who_left_and_the_collateral_chart_keeps_small_ones_apart(

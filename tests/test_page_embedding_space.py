@@ -29,6 +29,8 @@ def test_every_person_and_occupation_is_drawn_with_axis_titles_and_names(app_sto
     assert "Every point is drawn" in texts(app.caption)
     labels = [b.label for b in app.get("download_button")]
     assert f"Download the {len(points):,} shown points (CSV)" in labels
+    # A click saves the file and reruns nothing: a rerun drops the deferred file the browser is asking for.
+    assert all(b.proto.ignore_rerun and b.proto.deferred_file_id for b in app.get("download_button"))
 
 
 def test_a_selection_maps_back_to_its_points_and_a_large_space_is_sampled_and_says_so() -> None:

@@ -23,6 +23,7 @@ def test_overview_shows_the_graph_and_every_chart(app_store: Path) -> None:
     # the table's and each chart's data, each chart as PNG and SVG, and the report of several occupations
     assert len(labels) == 4 + 2 * 2
     assert labels.count("Save the chart (PNG)") == labels.count("Save the chart (SVG)") == 2
+    assert all(button.proto.ignore_rerun for button in app.get("download_button"))  # a click reruns nothing
     assert "tiny-transe" in texts(app.caption)
 
 

@@ -13,6 +13,7 @@ from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md_format
 from kgbias_app.widgets import (
     csv_name,
+    download_button,
     occupation_titles,
 )
 from kgbias_core import tasks
@@ -44,10 +45,10 @@ def several_report_download(model: ModelRef, ranked: pd.DataFrame, measures: pd.
     default = list(dict.fromkeys([*ranked["occupation"].head(3), *ranked["occupation"].tail(3)]))
     chosen = links.multiselect(SEVERAL_REPORT_PICK, list(titles), default=default, key="report_occupations",
                                what="occupation", format_func=titles.__getitem__)
-    st.download_button(SEVERAL_REPORT_BUTTON.format(n=len(chosen)), partial(cache.occupations_report, model,
-                                                                                   tuple(chosen)),
-                       file_name=csv_name(model.name, f"{len(chosen)}-occupations", "report", suffix=".html"),
-                       mime="text/html", key="several_report", disabled=not chosen, help=texts.REPORT_HELP)
+    download_button(SEVERAL_REPORT_BUTTON.format(n=len(chosen)), partial(cache.occupations_report, model,
+                                                                         tuple(chosen)),
+                    file_name=csv_name(model.name, f"{len(chosen)}-occupations", "report", suffix=".html"),
+                    mime="text/html", key="several_report", disabled=not chosen, help=texts.REPORT_HELP)
 
 
 def link_prediction_line(model: ModelRef) -> None:
