@@ -16,7 +16,8 @@ from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
 from kgbias_core.evaluation.link_prediction import load_link_prediction
 from kgbias_core.influence.scale import Calibration
 from kgbias_core.jobs import JobRegistry, JobState, Progress
-from kgbias_core.whatif.edits import make_edit
+from kgbias_core.whatif.edits import make_edit, predict_edit
+from kgbias_core.whatif.step_ratio import model_edit_calibration
 
 from .conftest import TINY_TRAINING
 from .test_edits import pick_occupation
@@ -50,6 +51,14 @@ def test_whatif_and_curve_run_through_the_registry_are_cancellable_and_reload(st
         frame = registry.result(curve)
         assert set(frame.strategy) == {"IF-REMOVE", "Random-REMOVE"} and set(frame.k) == {0, 5}
         assert tasks.saved_curve(base, occupation).equals(frame)
+        # The curve predicts as the lab does: this one-negative model, not audited, at the prior temperature.
+        calibration = model_edit_calibration(base, "remove")
+        scale, temperature, prior = calibration
+        lab = predict_edit(ModelAnalysis(load_model(base)), edit, scale=scale, temperature=temperature, prior=prior)
+        row = frame[(frame.strategy == "IF-REMOVE") & (frame.k == 5)].iloc[0]
+        before = float(frame.loc[frame.k == 0, "group_bias"].iloc[0])
+        assert prior and row.estimator == lab.estimator and "prior T" in row.estimator
+        assert (row.predicted - before, row.predicted_low - before) == pytest.approx((lab.point, lab.low), rel=1e-5)
         assert list_models(store) == ["run-1", "tiny-transe"]  # the cancelled run left nothing
         assert load_model(store / "run-1").edit["strategy"] == "if-remove k=5"
         assert load_link_prediction(store / "run-1") is not None  # evaluated after the retrain

@@ -33,6 +33,7 @@ from kgbias_core.jobs import Progress
 from kgbias_core.tasks.base import Task, _check_ks, _key, check_retrains, slug
 from kgbias_core.whatif.edits import Edit, retrain
 from kgbias_core.whatif.runs import noise_band, noise_spread
+from kgbias_core.whatif.step_ratio import model_edit_calibration
 
 #: Seeds of the noise band's retrains of the unedited graph.
 NOISE_SEEDS = (1, 2, 3)
@@ -124,8 +125,9 @@ def removal_curve_task(
     Masked retrains from the base seed (METHODS §2), so k = 0 is the base model itself. The task
     returns, and caches beside the model, a frame ``strategy, k, predicted_raw`` (sum of delta_z, the old
     closed form), ``predicted, predicted_low, predicted_high`` (B_gr after, as the Newton step predicts it, with
-    its interval; :func:`~kgbias_core.influence.prediction.predict_removal`), ``estimator`` and ``group_bias``
-    (after the retrain).
+    its interval; :func:`~kgbias_core.influence.prediction.predict_removal` calibrated as the lab calibrates it,
+    :func:`~kgbias_core.whatif.step_ratio.model_edit_calibration`), ``estimator`` and ``group_bias`` (after the
+    retrain).
     """
     device = resolve_device(device)
 
@@ -138,6 +140,8 @@ def removal_curve_task(
         before = float(analysis.group_bias(occupation))
         influence = analysis.influence(occupation)
         spread = noise_spread(saved_noise_band(model_dir), analysis.groups.labels[index])
+        # The lab's calibration (its audit's temperature or scale, else the prior): one figure per edit everywhere.
+        scale, temperature, prior = model_edit_calibration(model_dir, "remove")
         rows = [{"strategy": s, "k": 0, "predicted_raw": 0.0, "predicted": before, "predicted_low": before,
                  "predicted_high": before, "estimator": "none (k = 0: no edit)", "group_bias": before}
                 for s in ("IF-REMOVE", "Random-REMOVE")]
@@ -151,7 +155,8 @@ def removal_curve_task(
             after = masked_retrain_bias(model, removed=removed, groups=analysis.groups,
                                         should_stop=progress.should_stop)
             raw = float(influence[removed.to(influence.device)].sum())
-            predicted = predict_removal(analysis, occupation, removed, spread=spread)
+            predicted = predict_removal(analysis, occupation, removed, spread=spread, scale=scale,
+                                        temperature=temperature, prior=prior)
             rows.append({"strategy": strategy, "k": k, "predicted_raw": raw, "predicted": before + predicted.point,
                          "predicted_low": before + predicted.low, "predicted_high": before + predicted.high,
                          "estimator": predicted.estimator, "group_bias": float(after[index])})
