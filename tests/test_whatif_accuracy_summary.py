@@ -72,6 +72,26 @@ def test_the_summary_judges_the_scaled_point_again_with_todays_band() -> None:
     assert today.loc["random", "coverage"] == 1.0
 
 
+def test_runs_predicted_at_the_audits_temperature_are_named_so_and_judged_with_the_hinge_band() -> None:
+    """Runs whose lab point the audit's hinge temperature made (column temperature): the summary names T, and
+    today's band is the hinge step's f = HINGE_BAND_BASE + HINGE_BAND_SMALL / sqrt(m), not the scaled step's."""
+    from kgbias_core.influence.prediction import HINGE_BAND_BASE, HINGE_BAND_SMALL, SCALED_BAND_BASE
+
+    f = HINGE_BAND_BASE + HINGE_BAND_SMALL / 40 ** 0.5
+    edge = 0.4 * f + 0.05
+    rows = [_row("top", 50, 40, 0.4, edge - 0.001), _row("top", 50, 40, 0.4, edge + 0.001)]
+    runs = pd.DataFrame(rows).assign(scale=1.0, temperature=0.54)
+    bench = _bench()
+    low, high = bench.current_band(runs)
+    assert high[0] == pytest.approx(edge) and low[0] == pytest.approx(0.4 / f - 0.05)
+    frame = bench.summary_frame(runs)
+    assert frame["estimator"].str.startswith("Newton step, hinge at T = 0.54 (audit)").sum() == 2
+    today = frame[frame["estimator"].str.contains(f"band {HINGE_BAND_BASE} + {HINGE_BAND_SMALL}/sqrt", regex=False)]
+    assert today["coverage"].tolist() == [0.5]
+    scaled = bench.summary_frame(runs.drop(columns="temperature").assign(scale=0.25))  # a run before the hinge
+    assert scaled["estimator"].str.contains(f"x 0.250 (audit), noise floor, band {SCALED_BAND_BASE}", regex=False).any()
+
+
 def test_the_band_fit_finds_the_narrowest_band_that_covers() -> None:
     """band_fit.py on rows whose retrained/point ratio spans 0.8-1.25 at m = 100 without a floor: the narrowest
     covering band is f = 1.25 (then 1/f = 0.8), whatever split of a + b/10 gives it, and it covers every set."""
@@ -149,7 +169,8 @@ def test_summarize_only_names_the_occupations_also_of_rows_appended_later(tiny_s
 def test_rescore_predicts_the_same_sets_again_with_the_models_scale_for_edits(tiny_store: Path, tmp_path: Path,
                                                                               monkeypatch) -> None:
     """``--rescore``: no retrain; each row's set is rebuilt (checked by its closed-form sum) and predicted as the
-    lab predicts it today (the audit's step scale, the noise floor); a row of another set is refused."""
+    lab predicts it today (the audit's hinge temperature on this one-negative model, the noise floor); a row of
+    another set is refused."""
     import shutil
 
     from kgbias_core.analysis import ModelAnalysis
@@ -176,11 +197,13 @@ def test_rescore_predicts_the_same_sets_again_with_the_models_scale_for_edits(ti
                                      "--rescore", str(out)])
     _bench().main()
     rescored = pd.read_csv(out)
-    assert (rescored["scale"] == ratio.value).all() and (rescored["actual"] == 0.2).all()  # the retrain is kept
+    assert ratio.temperature is not None  # the audit found the hinge's temperature: the lab predicts with it
+    assert (rescored["temperature"] == ratio.temperature).all() and (rescored["scale"] == 1.0).all()
+    assert (rescored["actual"] == 0.2).all()  # the retrain is kept
     for row, kind in zip(rescored.itertuples(), ("top", "bottom"), strict=True):
         indices = tuple(removal_set(influence, kind=kind, k=5).tolist())
         expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="basket", indices=indices),
-                                scale=ratio.value)
+                                temperature=ratio.temperature)
         assert row.scaled == pytest.approx(expected.point, rel=1e-4)
         assert (row.scaled_low, row.scaled_high) == (pytest.approx(expected.low, rel=1e-4),
                                                      pytest.approx(expected.high, rel=1e-4))

@@ -28,15 +28,17 @@ retrain, any other retrains. ``--base-only`` writes it and stops (run it beside 
 ``--distance l1|l2|pseudo_huber`` trains that graph with an imported engine's distance or kgbias's pseudo-Huber
 (the Newton step then uses that distance's curvature, :func:`kgbias_core.influence.prediction.absolute_curvature_hvp`).
 
-With ``--model``, the estimator as the lab shows it is measured too: the Newton step times the model's step
-scale (:func:`kgbias_core.whatif.step_ratio.model_step_ratio`, from its one-retrain audit, run first where
-the model has none) with the model's noise band as the floor (columns ``scaled``, ``scaled_low``,
-``scaled_high``; ``in_audit`` marks the audited occupation, whose ratio the scale is). Predictions run on
+With ``--model``, the estimator as the lab shows it is measured too, calibrated as the lab calibrates it
+(:func:`kgbias_core.whatif.step_ratio.model_edit_calibration`, from the model's one-retrain audit, run first where
+the model has none): the Newton step at the hinge temperature the audit found (one-negative squared L2; column
+``temperature``), else times the audit's step scale, with the model's noise band as the floor (columns
+``scaled``, ``scaled_low``, ``scaled_high``: the lab's point and interval whichever calibration made them;
+``in_audit`` marks the audited occupation, whose retrain set the calibration). Predictions run on
 ``--threads`` (the issue's cost target is one thread), retrains on ``--retrain-threads``.
 
 ``--rescore OUT`` (with ``--model``) retrains nothing: it rebuilds each row's removal set of ``--runs`` (the same
 deterministic set, checked by its closed-form sum), predicts it again as the lab does today (the model's current
-step scale for edits, its noise band) and writes the rows with those columns replaced to OUT, with its summary.
+calibration for edits, its noise band) and writes the rows with those columns replaced to OUT, with its summary.
 Where the model has been calibrated since (``kgbias calibrate``), the old estimator's columns are filled too.
 The retrained change is the one measured; only the prediction is new. Used when the step scale's source changed
 (issue 25: edits read the audit, plans verified plans). ``--other-machine`` is for runs made on another machine's
@@ -66,6 +68,8 @@ from kgbias_core.embeddings.config import DISTANCES, TrainConfig
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.prediction import (
+    HINGE_BAND_BASE,
+    HINGE_BAND_SMALL,
     band_ends,
     newton_change,
     predict_removal,
@@ -79,7 +83,7 @@ from kgbias_core.jobs import Progress
 from kgbias_core.tasks import model_step_ratio, prediction_audit_task, saved_noise_band, saved_prediction_audit
 from kgbias_core.tasks.calibration import calibrate
 from kgbias_core.whatif.runs import noise_spread
-from kgbias_core.whatif.step_ratio import EDITS
+from kgbias_core.whatif.step_ratio import EDITS, model_edit_calibration
 
 #: The synthetic graph and training of tests/conftest.py (TINY_GRAPH, TINY_TRAINING).
 SYNTHETIC = SyntheticConfig(n_persons=600, seed=7, other_gender_share=0.02)
@@ -171,9 +175,24 @@ def current_band(runs: pd.DataFrame, distance: str = "squared_l2") -> tuple[np.n
     band of the model's ``distance`` (:func:`~kgbias_core.influence.prediction.removal_band_factor`), widened by
     the row's noise floor. The point and the floor do not depend on the band, so runs made under an earlier band
     are judged anew."""
-    f = np.array([removal_band_factor(int(min(m, w)), scale=float(s), distance=distance)
-                  for m, w, s in zip(runs["men"], runs["women"], runs["scale"], strict=True)], dtype=float)
+    hinge = _temperatures(runs).notna()
+    f = np.array([removal_band_factor(int(min(m, w)), scale=float(s), distance=distance, hinge=bool(h))
+                  for m, w, s, h in zip(runs["men"], runs["women"], runs["scale"], hinge, strict=True)], dtype=float)
     return band_ends(runs["scaled"].to_numpy(float), f, np.nan_to_num(runs["floor"].to_numpy(float)))
+
+
+def _temperatures(runs: pd.DataFrame) -> pd.Series:
+    """Each row's hinge temperature (NaN where the audit's scale made the lab's point, and in runs made before the
+    lab predicted with a temperature)."""
+    return runs["temperature"] if "temperature" in runs else pd.Series(np.nan, index=runs.index)
+
+
+def lab_label(runs: pd.DataFrame) -> str:
+    """How the lab's point of ``runs`` was made: at the audit's hinge temperature, or times the audit's scale."""
+    temperature = _temperatures(runs).dropna()
+    if len(temperature):
+        return f"Newton step, hinge at T = {temperature.iloc[0]:.2f} (audit), noise floor"
+    return f"Newton step x {runs['scale'].iloc[0]:.3f} (audit), noise floor"
 
 
 def summary_frame(runs: pd.DataFrame, distance: str = "squared_l2") -> pd.DataFrame:
@@ -188,10 +207,11 @@ def summary_frame(runs: pd.DataFrame, distance: str = "squared_l2") -> pd.DataFr
     shown = runs[~runs["in_audit"].astype(bool)] if "in_audit" in runs else runs
     estimators = [("Newton step as computed, no floor", "newton", "low", "high")]
     if "scaled" in runs:
-        scaled = f"Newton step x {runs['scale'].iloc[0]:.3f} (audit), noise floor"
+        scaled = lab_label(runs)
         estimators.append((f"{scaled}, band as run", "scaled", "scaled_low", "scaled_high"))
         shown = shown.assign(**dict(zip(("band_low", "band_high"), current_band(shown, distance), strict=True)))
-        base, small = scaled_band(distance)
+        base, small = ((HINGE_BAND_BASE, HINGE_BAND_SMALL) if _temperatures(runs).notna().any()
+                       else scaled_band(distance))
         estimators.append((f"{scaled}, band {base} + {small}/sqrt(m)", "scaled", "band_low", "band_high"))
     if runs["old_point"].notna().any():  # a run with --no-calibration has no old estimator
         estimators.append(("closed form x calibrated scale (old)", "old_point", "old_low", "old_high"))
@@ -247,13 +267,28 @@ def audited_occupations(model_dir) -> set[str]:
     return set() if audit is None else set(pd.Series(audit["occupation"]).tolist())
 
 
-def lab_columns(analysis, removed, *, label: str, scale: float, noise, audited: set[str]) -> dict:
-    """The prediction as the lab shows it (predict_edit: the analysis's memo of |H|, the lab's tolerance): the step
-    times ``scale``, the noise floor; -> the run's columns ``scale, scaled, scaled_low, scaled_high, floor,
-    in_audit``."""
-    s = predict_removal(analysis, label, removed, scale=scale, spread=noise_spread(noise, label))
-    return {"scale": scale, "scaled": s.point, "scaled_low": s.low, "scaled_high": s.high, "floor": s.floor,
-            "in_audit": label in audited}
+def lab_columns(analysis, removed, *, label: str, calibration: tuple[float, float | None, bool], noise,
+                audited: set[str]) -> dict:
+    """The prediction as the lab shows it (predict_edit: the analysis's memo of |H| or H_T, the lab's tolerance),
+    calibrated as the lab calibrates it (``calibration``: :func:`~kgbias_core.whatif.step_ratio.
+    model_edit_calibration`, the audit's temperature where it found one, else its scale), with the noise floor;
+    -> the run's columns ``scale, temperature, scaled, scaled_low, scaled_high, floor, in_audit`` (``scaled``:
+    the lab's point, whichever calibration made it; ``temperature`` NaN where the scale did)."""
+    scale, temperature, prior = calibration
+    s = predict_removal(analysis, label, removed, scale=scale, temperature=temperature, prior=prior,
+                        spread=noise_spread(noise, label))
+    return {"scale": scale, "temperature": math.nan if temperature is None else temperature, "scaled": s.point,
+            "scaled_low": s.low, "scaled_high": s.high, "floor": s.floor, "in_audit": label in audited}
+
+
+def lab_calibration(model_dir) -> tuple[float, float | None, bool]:
+    """The lab's calibration of a removal on the model at ``model_dir``, and a line saying which it is."""
+    calibration = model_edit_calibration(model_dir, "remove")
+    scale, temperature, prior = calibration
+    which = (f"hinge temperature T = {temperature:.3f}" + (" (prior: no audit)" if prior else " (audit)")
+             if temperature is not None else f"step scale {scale:.3f}")
+    print(f"the lab predicts removals with the {which}", flush=True)
+    return calibration
 
 
 #: The old estimator's columns of a row (Du's closed form times the calibration's scale, with its range).
@@ -283,6 +318,7 @@ def _rescore(args: argparse.Namespace) -> None:
     noise = saved_noise_band(args.model)
     audited = audited_occupations(args.model)
     print(f"step scale {ratio.value:.3f}: {ratio.describe()}", flush=True)
+    calibration = lab_calibration(args.model)
     analysis = ModelAnalysis(model)
     rows = []
     for row in runs.to_dict("records"):
@@ -293,7 +329,7 @@ def _rescore(args: argparse.Namespace) -> None:
             raise SystemExit(f"{row['occupation']} {row['kind']} {row['share']}%: the rebuilt set's closed form "
                              f"{raw:+.6f} is not the run's {row['closed_form']:+.6f}: not the same set")
         t = time.perf_counter()
-        shown = lab_columns(analysis, removed, label=row["occupation"], scale=ratio.value, noise=noise,
+        shown = lab_columns(analysis, removed, label=row["occupation"], calibration=calibration, noise=noise,
                             audited=audited)
         rows.append({**row, **shown, **old_columns(model, raw, row["occupation"])})
         inside = "in " if shown["scaled_low"] <= row["actual"] <= shown["scaled_high"] else "OUT"
@@ -389,6 +425,7 @@ def main() -> None:
         audited = audited_occupations(args.model)
         print(f"step scale {scale:.3f} from {ratio.n} retrain(s) of the model; noise band "
               f"{'stored' if noise is not None else 'none'}", flush=True)
+        calibration = lab_calibration(args.model)
     else:
         graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
         model = train_model(graph, replace(SYNTHETIC_TRAINING, distance=args.distance), name="synthetic-transe",
@@ -436,8 +473,8 @@ def main() -> None:
                 exact = math.nan if damping is None else newton_change(
                     model, removed, groups=groups, occupation_index=index, damping=damping, curvature="exact")
                 old = old_columns(model, raw, label)
-                shown = {} if scale is None else lab_columns(analysis, removed, label=label, scale=scale,
-                                                             noise=noise, audited=audited)
+                shown = {} if scale is None else lab_columns(analysis, removed, label=label,
+                                                             calibration=calibration, noise=noise, audited=audited)
                 torch.set_num_threads(retrain_threads)
                 t = time.perf_counter()
                 actual = float(masked_retrain_bias(model, removed=removed, groups=groups)[index] - base[index])
