@@ -144,3 +144,4 @@ def test_explorer_offers_the_report_and_each_chart_as_png_and_svg(app_store: Pat
     assert buttons["report"] == "Download report"
     assert buttons["individual_distribution:png"] == "Save the chart (PNG)"
     assert buttons["individual_distribution:svg"] == "Save the chart (SVG)"
+    assert all(button.proto.ignore_rerun for button in app.get("download_button"))  # a click reruns nothing

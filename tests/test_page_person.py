@@ -39,6 +39,7 @@ def test_search_a_person_and_read_their_b_in_and_triples(app_store: Path) -> Non
     degree = int(((analysis.model.triples[:, 0] == woman) | (analysis.model.triples[:, 2] == woman)).sum())
     assert len(triples) == degree and "δ_z B_gr" in triples.columns
     assert "Download the person's triples (CSV)" in [b.label for b in app.get("download_button")]
+    assert all(b.proto.ignore_rerun for b in app.get("download_button"))  # a click reruns nothing
 
 
 def test_a_link_opens_the_person_and_tables_link_to_it(app_store: Path) -> None:
