@@ -257,11 +257,20 @@ def test_findings_are_cached_with_their_inputs_and_recomputed_when_those_change(
     inputs = findings_inputs(base_dir)
     assert inputs["noise_band"] and len(inputs["curves"]) == 1 and len(inputs["add_runs"]) == 1
     (occupation,) = saved_curves(base_dir)
+    floored = saved_curves(base_dir)[occupation]
     (findings_store / quick_model.name / "results" / "noise_band.csv").unlink()
     assert saved_findings(base_dir) is None  # made with a noise band that is gone
     frame = findings_task(base_dir).run(Progress())
     by_key = frame.set_index("key")
     assert by_key.loc["if_minus_random", "verdict"] == findings.INCONCLUSIVE  # no band: cannot be told from noise
+    # Claim 4 reads the lab's prediction of now: the curve was predicted again without the floor, its retrains kept.
+    curve = saved_curves(base_dir)[occupation]
+    assert floored["floor"].iloc[0] > 0 and curve["floor"].isna().all()
+    assert curve["group_bias"].equals(floored["group_bias"])
+    row = curve[(curve.strategy == "IF-REMOVE") & (curve.k == 20)].iloc[0]
+    assert row.predicted_high - row.predicted_low < float(floored.loc[row.name, "predicted_high"]
+                                                          - floored.loc[row.name, "predicted_low"])
+    assert f"[{row.predicted_low:+.3f}, {row.predicted_high:+.3f}]" in by_key.loc["if_minus_random", "detail"]
     assert saved_findings(base_dir) is not None
     assert occupation in findings_inputs(base_dir)["curves"]
 

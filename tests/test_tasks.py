@@ -11,6 +11,7 @@ import pytest
 
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.embeddings.results import save_result
 from kgbias_core.embeddings.store import list_models, load_model, read_config, save_model
 from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
 from kgbias_core.evaluation.link_prediction import load_link_prediction
@@ -65,6 +66,49 @@ def test_whatif_and_curve_run_through_the_registry_are_cancellable_and_reload(st
         assert load_link_prediction(base) is not None
     finally:
         registry.shutdown()
+
+def test_a_stored_curve_is_predicted_again_when_the_audit_or_the_noise_band_lands(store: Path) -> None:
+    """A curve retrained before the model's audit keeps its retrains and is predicted as the lab predicts after it:
+    at the audit's temperature, then with the noise band's floor; a curve whose sets do not rebuild keeps what it
+    had, named by the estimator that made it."""
+    base = store / "tiny-transe"
+    occupation = pick_occupation(load_model(base))
+    before = tasks.removal_curve_task(base, occupation=occupation, ks=[5, 10]).run(Progress())
+    assert bool(before["prior"].iloc[0]) and before["floor"].isna().all()
+    assert tasks.repredict_curves(base) == []  # nothing changed: nothing predicted, the model not even loaded
+
+    tasks.prediction_audit_task(base).run(Progress())
+    scale, temperature, prior = model_edit_calibration(base, "remove")
+    assert not prior and temperature is not None
+    after = tasks.saved_curve(base, occupation)
+    kept = ["strategy", "k", "predicted_raw", "group_bias"]
+    assert after[kept].equals(before[kept])  # the retrains and the sets, as they were
+    analysis = ModelAnalysis(load_model(base))
+    point = after[(after.strategy == "IF-REMOVE") & (after.k == 10)].iloc[0]
+    edit = make_edit(analysis, occupation, strategy="if", k=10)
+    lab = predict_edit(analysis, edit, scale=scale, temperature=temperature, prior=prior)
+    base_bias = float(after.loc[after.k == 0, "group_bias"].iloc[0])
+    assert point.estimator == lab.estimator and "prior" not in point.estimator
+    assert (point.predicted - base_bias, point.predicted_high - base_bias) == pytest.approx((lab.point, lab.high),
+                                                                                           rel=1e-5)
+    assert after["temperature"].iloc[0] == pytest.approx(temperature)
+
+    tasks.noise_band_task(base).run(Progress())
+    floored = tasks.saved_curve(base, occupation)
+    spread = floored["floor"].iloc[0]
+    assert spread > 0
+    moved = floored[floored.k > 0]
+    assert ((moved.predicted_high - moved.predicted_low) > (after[after.k > 0].predicted_high
+                                                            - after[after.k > 0].predicted_low) + spread).all()
+
+    # A curve whose set no longer rebuilds (its closed form differs): kept as made, with its own estimator's name.
+    tampered = floored.copy()
+    tampered.loc[tampered.k > 0, "predicted_raw"] += 1.0
+    tampered["floor"] = float("nan")
+    save_result(base, tasks.curve_key(occupation), tampered, params={"occupation": occupation})
+    assert tasks.repredict_curves(base) == []
+    assert tasks.saved_curve(base, occupation).equals(tampered)
+
 
 CALIBRATION = Calibration(scale=0.25, low=0.2, high=0.3, occupations=("a", "b", "c"), per_occupation=(0.2, 0.25, 0.3))
 

@@ -282,3 +282,41 @@ def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path
     for bad in ("2/2", "one/2", "1"):
         with pytest.raises(argparse.ArgumentTypeError):
             shard(bad)
+
+
+def test_a_set_is_retrained_once_across_shares_and_occupations(tiny_store, tmp_path, monkeypatch) -> None:
+    """A targeted set that is the set of two shares (k = 1 on a small occupation, FB13's 2% and 16%; here 0% and 1%
+    of the tests' graph) gets one row; random sets of one k (one seed) are one retrain for every occupation; a set
+    whose closed form differs is never taken for a measured one."""
+    import shutil
+
+    bench = _bench()
+    model = Path(shutil.copytree(tiny_store / "tiny-transe", tmp_path / "tiny-transe"))
+    calls = []
+    real = bench.masked_retrain_bias
+
+    def counted(model, *, removed, groups):
+        calls.append(None if removed is None else tuple(sorted(removed.tolist())))
+        return real(model, removed=removed, groups=groups)
+
+    monkeypatch.setattr(bench, "masked_retrain_bias", counted)
+    runs = tmp_path / "runs.csv"
+    monkeypatch.setattr("sys.argv", ["whatif_accuracy.py", "--model", str(model), "--occupations", "4", "--kinds",
+                                     "top,random", "--sets", "0,1", "--no-calibration", "--no-exact", "--runs",
+                                     str(runs)])
+    calls.clear()
+    bench.main()
+    rows = pd.read_csv(runs)
+    top, random = rows[rows["kind"] == "top"], rows[rows["kind"] == "random"]
+    assert len(random) == 8 and random["k"].nunique() < 8  # every occupation at both shares, some of one k
+    assert not top.duplicated(["occupation", "k"]).any()  # the same top set is never a second row
+    assert len(top) < 8  # ... and the tests' graph has such a set, so the rule was exercised
+    edited = [c for c in calls if c is not None]
+    assert len(edited) == len(set(edited)) == len(top) + random["k"].nunique()
+    measured = bench.measured_sets([rows])
+    first = top.iloc[0]
+    assert bench.already_measured(measured, first["occupation"], "top", int(first["k"]), float(first["closed_form"]))
+    assert not bench.already_measured(measured, first["occupation"], "top", int(first["k"]),
+                                      float(first["closed_form"]) + 0.01)
+    assert not bench.already_measured(measured, first["occupation"], "bottom", int(first["k"]),
+                                      float(first["closed_form"]))

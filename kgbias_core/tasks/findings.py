@@ -12,7 +12,7 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.device import resolve_device
-from kgbias_core.embeddings.results import cached_params, load_result, save_result
+from kgbias_core.embeddings.results import load_result, save_result
 from kgbias_core.embeddings.store import (
     StoredModel,
     list_models,
@@ -28,8 +28,10 @@ from kgbias_core.influence.negatives import DEFAULT_NEGATIVE_SEED
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks.base import Task, _key
 from kgbias_core.tasks.whatif import (
+    curve_occupations,
     noise_band_task,
     removal_curve_task,
+    repredict_curves,
     saved_curve,
     saved_noise_band,
     whatif_name,
@@ -46,13 +48,10 @@ FINDINGS = "findings"
 def saved_curves(model_dir: Path | str) -> dict[str, pd.DataFrame]:
     """Every removal curve cached beside the model, by occupation label."""
     curves = {}
-    for params in cached_params(model_dir, "removal_curve-"):
-        occupation = params.get("occupation") if isinstance(params, dict) else None
-        if occupation is None:
-            continue  # not a curve kgbias wrote: nothing to report from it
+    for occupation in curve_occupations(model_dir):
         curve = saved_curve(model_dir, occupation)
         if curve is not None:
-            curves[str(occupation)] = curve
+            curves[occupation] = curve
     return curves
 
 
@@ -215,6 +214,8 @@ def findings_task(
         if retrain:
             _findings_retrains(model_dir, model, retrain, k=k, progress=progress, device=device)
         seed = _redraw_seed(model_dir, negative_seed)  # the model loaded first: a broken one is its one-line error
+        if repredicted := repredict_curves(model_dir, device=device):  # claim 4 reads the lab's prediction of now
+            progress.update(stage="predicting", message=f"removal curves predicted again: {', '.join(repredicted)}")
         curves, runs, noise = saved_curves(model_dir), add_runs(model_dir), saved_noise_band(model_dir)
         family, add_scale = family_members(model_dir), _add_scale(model_dir)
         params = _inputs(curves, runs, noise, census=census, year=year, negative_seed=seed, family=family,

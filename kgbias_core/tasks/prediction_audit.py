@@ -55,6 +55,7 @@ from kgbias_core.jobs import Progress
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.tasks.base import Task, _key, check_retrains, model_retrain_seconds
+from kgbias_core.tasks.whatif import repredict_curves
 from kgbias_core.whatif.edits import add_edit, predict_edit, retrain
 from kgbias_core.whatif.step_ratio import (
     ADD_AUDIT,
@@ -162,7 +163,8 @@ def prediction_audit_task(model_dir: Path | str, *, device: torch.device | str |
     """Audit the model at ``model_dir`` (:func:`prediction_audit`, one masked retrain) and store the row; then the
     hinge's temperature from it (:func:`hinge_temperature`); on a model the refined prediction is offered on, its refit
     audit too (:func:`refit_scale`: one refit of the audit's set,
-    seconds), so the lab's first refined prediction does not wait for it."""
+    seconds), so the lab's first refined prediction does not wait for it; then the stored removal curves are
+    predicted again at the calibration the audit set (:func:`~kgbias_core.tasks.whatif.repredict_curves`)."""
 
     def refit_too(analysis: ModelAnalysis) -> None:
         hinge_temperature(model_dir, analysis)  # no retrain: a dozen or so Newton steps of the audit's set
@@ -171,6 +173,7 @@ def prediction_audit_task(model_dir: Path | str, *, device: torch.device | str |
                 refit_scale(model_dir, analysis)
             except MeasureError:  # rows not at their optimum: no refined prediction, the audit itself stands
                 pass
+        repredict_curves(model_dir, analysis)  # the stored removal curves, at the calibration the audit set
 
     return _audit_task(model_dir, prediction_audit, key=PREDICTION_AUDIT, what="the prediction audit",
                        message="one masked retrain against the Newton-step prediction", kept=PREDICTION_AUDIT_KEPT,
@@ -314,7 +317,10 @@ def hinge_temperature_task(model_dir: Path | str, *, device: torch.device | str 
 
     def run(progress: Progress) -> float | None:
         progress.update(stage="searching", message="the hinge's temperature on the audit's set (no retrain)")
-        return hinge_temperature(model_dir, ModelAnalysis(load_model(model_dir, device=device)))
+        analysis = ModelAnalysis(load_model(model_dir, device=device))
+        temperature = hinge_temperature(model_dir, analysis)
+        repredict_curves(model_dir, analysis)  # the stored removal curves, at the temperature found
+        return temperature
 
     return Task(key=_key(HINGE_TEMPERATURE, model_dir), run=run)
 

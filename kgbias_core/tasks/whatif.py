@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -13,7 +14,7 @@ import torch
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.device import resolve_device
-from kgbias_core.embeddings.results import load_result, save_result
+from kgbias_core.embeddings.results import cached_params, load_result, save_result
 from kgbias_core.embeddings.store import (
     check_output,
     load_model,
@@ -88,7 +89,8 @@ def whatif_task(
 def noise_band_task(
     model_dir: Path | str, *, seeds: Sequence[int] = NOISE_SEEDS, device: torch.device | str | None = None
 ) -> Task[pd.DataFrame]:
-    """Retrain the unedited graph under ``seeds`` and cache B_gr's spread beside the model."""
+    """Retrain the unedited graph under ``seeds`` and cache B_gr's spread beside the model; the stored removal curves
+    are then predicted again with it as their floor (:func:`repredict_curves`)."""
     device = resolve_device(device)
 
     def run(progress: Progress) -> pd.DataFrame:
@@ -103,7 +105,9 @@ def noise_band_task(
                 done[0] += 1
                 progress.pause_point()  # between seeds: a person's job waiting runs now
 
-        return noise_band(model, model_dir=model_dir, seeds=seeds, on_epoch=on_epoch, should_stop=progress.should_stop)
+        band = noise_band(model, model_dir=model_dir, seeds=seeds, on_epoch=on_epoch, should_stop=progress.should_stop)
+        repredict_curves(model_dir, device=device)  # the stored removal curves' intervals, with the floor now
+        return band
 
     return Task(key=_key("noise_band", model_dir, seeds=list(seeds)), run=run)
 
@@ -116,6 +120,39 @@ def curve_key(occupation: str) -> str:
     return f"removal_curve-{slug(occupation)}"
 
 
+#: The calibration a curve's predictions were made with, kept in its frame beside them: the model's edit calibration
+#: (:func:`~kgbias_core.whatif.step_ratio.model_edit_calibration`: scale, temperature, whether the prior's), the noise
+#: floor of the occupation, and the seed of the random sets. A curve whose calibration is not the model's now is
+#: predicted again from its own sets, its retrains kept (:func:`repredict_curves`).
+CURVE_CALIBRATION = ("scale", "temperature", "prior", "floor", "seed")
+
+
+def _curve_calibration(model_dir: Path | str, label: str, *, seed: int) -> dict:
+    """The lab's calibration of a removal of ``label`` now (:data:`CURVE_CALIBRATION`; NaN for none)."""
+    scale, temperature, prior = model_edit_calibration(model_dir, "remove")
+    spread = noise_spread(saved_noise_band(model_dir), label)
+    return {"scale": scale, "temperature": math.nan if temperature is None else temperature, "prior": prior,
+            "floor": math.nan if spread is None else spread, "seed": seed}
+
+
+def _curve_set(influence: torch.Tensor, *, strategy: str, k: int, before: float, seed: int) -> torch.Tensor:
+    """The triples a curve's point removes: IF-REMOVE's k towards 0, or k at random from ``seed``."""
+    if strategy == "IF-REMOVE":
+        return debiasing_removal(influence, bias=before, k=k)
+    return removal_set(influence, kind="random", k=k, seed=seed)
+
+
+def _curve_prediction(analysis: ModelAnalysis, label: str, removed: torch.Tensor, *, before: float,
+                      calibration: dict) -> dict:
+    """A curve point's predicted B_gr after the removal, with its interval and estimator (the lab's prediction)."""
+    temperature, floor = calibration["temperature"], calibration["floor"]
+    predicted = predict_removal(analysis, label, removed, spread=None if math.isnan(floor) else floor,
+                                scale=calibration["scale"], prior=calibration["prior"],
+                                temperature=None if math.isnan(temperature) else temperature)
+    return {"predicted": before + predicted.point, "predicted_low": before + predicted.low,
+            "predicted_high": before + predicted.high, "estimator": predicted.estimator}
+
+
 def removal_curve_task(
     model_dir: Path | str, *, occupation: str, ks: Sequence[int], seed: int = 0,
     device: torch.device | str | None = None,
@@ -126,8 +163,8 @@ def removal_curve_task(
     returns, and caches beside the model, a frame ``strategy, k, predicted_raw`` (sum of delta_z, the old
     closed form), ``predicted, predicted_low, predicted_high`` (B_gr after, as the Newton step predicts it, with
     its interval; :func:`~kgbias_core.influence.prediction.predict_removal` calibrated as the lab calibrates it,
-    :func:`~kgbias_core.whatif.step_ratio.model_edit_calibration`), ``estimator`` and ``group_bias`` (after the
-    retrain).
+    :func:`~kgbias_core.whatif.step_ratio.model_edit_calibration`), ``estimator``, ``group_bias`` (after the
+    retrain) and the calibration the predictions were made with (:data:`CURVE_CALIBRATION`).
     """
     device = resolve_device(device)
 
@@ -137,29 +174,24 @@ def removal_curve_task(
         _check_ks(ks, model=model)
         analysis = ModelAnalysis(model)
         index = analysis.groups.index(occupation)
+        label = analysis.groups.labels[index]
         before = float(analysis.group_bias(occupation))
         influence = analysis.influence(occupation)
-        spread = noise_spread(saved_noise_band(model_dir), analysis.groups.labels[index])
         # The lab's calibration (its audit's temperature or scale, else the prior): one figure per edit everywhere.
-        scale, temperature, prior = model_edit_calibration(model_dir, "remove")
+        calibration = _curve_calibration(model_dir, label, seed=seed)
         rows = [{"strategy": s, "k": 0, "predicted_raw": 0.0, "predicted": before, "predicted_low": before,
-                 "predicted_high": before, "estimator": "none (k = 0: no edit)", "group_bias": before}
+                 "predicted_high": before, "estimator": "none (k = 0: no edit)", "group_bias": before, **calibration}
                 for s in ("IF-REMOVE", "Random-REMOVE")]
         plan = [(s, k) for k in ks for s in ("IF-REMOVE", "Random-REMOVE")]
         for step, (strategy, k) in enumerate(plan, start=1):
             progress.update(stage="retraining", step=step - 1, total=len(plan), message=f"{strategy} k={k}")
-            if strategy == "IF-REMOVE":
-                removed = debiasing_removal(influence, bias=before, k=k)
-            else:
-                removed = removal_set(influence, kind="random", k=k, seed=seed)
+            removed = _curve_set(influence, strategy=strategy, k=k, before=before, seed=seed)
             after = masked_retrain_bias(model, removed=removed, groups=analysis.groups,
                                         should_stop=progress.should_stop)
             raw = float(influence[removed.to(influence.device)].sum())
-            predicted = predict_removal(analysis, occupation, removed, spread=spread, scale=scale,
-                                        temperature=temperature, prior=prior)
-            rows.append({"strategy": strategy, "k": k, "predicted_raw": raw, "predicted": before + predicted.point,
-                         "predicted_low": before + predicted.low, "predicted_high": before + predicted.high,
-                         "estimator": predicted.estimator, "group_bias": float(after[index])})
+            rows.append({"strategy": strategy, "k": k, "predicted_raw": raw,
+                         **_curve_prediction(analysis, label, removed, before=before, calibration=calibration),
+                         "group_bias": float(after[index]), **calibration})
         progress.update(step=len(plan), total=len(plan), message="done")
         frame = pd.DataFrame(rows)
         save_result(model_dir, curve_key(occupation), frame, params={"occupation": occupation})
@@ -170,6 +202,67 @@ def removal_curve_task(
 
 def saved_curve(model_dir: Path | str, occupation: str) -> pd.DataFrame | None:
     return load_result(model_dir, curve_key(occupation), params={"occupation": occupation})
+
+
+def curve_occupations(model_dir: Path | str) -> list[str]:
+    """The occupations (as the curve task was given them) of every removal curve cached beside the model."""
+    return [str(p["occupation"]) for p in cached_params(model_dir, "removal_curve-")
+            if isinstance(p, dict) and p.get("occupation") is not None]
+
+
+def _same_calibration(curve: pd.DataFrame, calibration: dict) -> bool:
+    """Whether ``curve``'s predictions were made with ``calibration`` (a curve from before the columns: no)."""
+    if any(column not in curve.columns for column in CURVE_CALIBRATION):
+        return False
+    stored = curve.iloc[0]
+    return all(bool(stored[c]) == bool(calibration[c]) if c == "prior" else
+               math.isclose(float(stored[c]), float(calibration[c]), rel_tol=1e-9)
+               or (math.isnan(float(stored[c])) and math.isnan(float(calibration[c])))
+               for c in CURVE_CALIBRATION)
+
+
+def repredict_curves(model_dir: Path | str, analysis: ModelAnalysis | None = None, *,
+                     device: torch.device | str | None = None) -> list[str]:
+    """Every removal curve cached beside the model whose predictions were made with another calibration than the
+    model's now (an audit, its temperature or a noise band landed since: :data:`CURVE_CALIBRATION`), predicted again
+    as the lab predicts now. No retrain: each point's set is rebuilt (IF-REMOVE's, or the random one of the curve's
+    seed, 0 for a curve from before the column) and checked by its closed-form sum, and the retrained B_gr is kept.
+    A curve whose sets do not rebuild keeps its predictions, named by the estimator that made them. A prediction
+    is seconds (one thread), so a curve of 5 k is under a minute on FB15k-237. -> the occupations predicted again."""
+    curves = ((o, saved_curve(model_dir, o)) for o in curve_occupations(model_dir))
+    stale = [(o, c) for o, c in curves if c is not None and not _same_calibration(c, _calibration_of(model_dir, o, c))]
+    if not stale:
+        return []  # nothing to do: the model is not even loaded
+    analysis = analysis or ModelAnalysis(load_model(model_dir, device=resolve_device(device)))
+    done = []
+    for occupation, curve in stale:
+        label = analysis.groups.labels[analysis.groups.index(occupation)]
+        calibration = _calibration_of(model_dir, occupation, curve, label=label)
+        if _same_calibration(curve, calibration):
+            continue  # a curve given a name, not its label: the floor read above was the name's (none)
+        influence = analysis.influence(label)
+        before = float(curve.loc[curve["k"] == 0, "group_bias"].iloc[0])
+        rows = []
+        for row in curve.to_dict("records"):
+            if row["k"] > 0:
+                removed = _curve_set(influence, strategy=row["strategy"], k=int(row["k"]), before=before,
+                                     seed=calibration["seed"])
+                raw = float(influence[removed.to(influence.device)].sum())
+                if not math.isclose(raw, float(row["predicted_raw"]), rel_tol=1e-5, abs_tol=1e-9):
+                    break  # not the set the curve retrained: its predictions stay as they were made
+                row = {**row, **_curve_prediction(analysis, label, removed, before=before, calibration=calibration)}
+            rows.append({**row, **calibration})
+        else:
+            save_result(model_dir, curve_key(occupation), pd.DataFrame(rows)[curve.columns.union(
+                list(CURVE_CALIBRATION), sort=False)], params={"occupation": occupation})
+            done.append(occupation)
+    return done
+
+
+def _calibration_of(model_dir: Path | str, occupation: str, curve: pd.DataFrame, *, label: str | None = None) -> dict:
+    """The calibration a removal of ``occupation`` gets now, with the seed of ``curve``'s random sets."""
+    seed = int(curve["seed"].iloc[0]) if "seed" in curve.columns else 0
+    return _curve_calibration(model_dir, label or occupation, seed=seed)
 
 
 # --- validation (Du §4.2) ------------------------------------------------------------------------
