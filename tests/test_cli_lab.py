@@ -87,7 +87,7 @@ def test_debias_remove_by_influence_saves_a_whatif(base: Path, tmp_path: Path, c
     point, low, high = (float(v) for v in re.match(r"predicted change (\S+) \[(\S+), (\S+)\]", line).groups())
     # no audit yet, one negative a triple: the step with the hinge's curvature at the prior temperature, named
     assert low <= point <= high < 0 and "(estimator: Newton step, |H| + the hinge's curvature at the prior T = " \
-        "1.00 margins (no audit of this model yet); no noise band yet)" in line
+        "1.00 margins (no temperature from this model's audit yet); no noise band yet)" in line
     from kgbias_core.analysis import ModelAnalysis as Analysis
     from kgbias_core.whatif.edits import make_edit, predict_edit
 

@@ -107,17 +107,30 @@ def test_lab_predicts_with_the_hinge_temperature_the_models_audit_set(writable_s
 
 
 def test_lab_offers_the_temperature_search_for_an_audit_stored_before_it(writable_store: Path) -> None:
-    """Issue 25: an audit stored before the hinge's temperature was searched (its record removed here) keeps the
-    audit's scale, and the lab offers the search, with its estimate; once clicked it runs (no retrain) and the next
-    run of the page predicts with the temperature, the button gone."""
+    """Issue 25: an audit stored before the hinge's temperature was searched (its record removed here; the minute
+    between an audit's retrain and the end of its search looks the same) keeps the prior temperature, not the
+    audit's scale, and says so; the lab offers the search, with its estimate; once clicked it runs (no retrain) and
+    the next run of the page predicts with the temperature, the button gone."""
+    from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
+
     base = writable_store / "tiny-transe"
     tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain, then the search
     for record in (base / "results").glob("hinge_temperature.*"):
         record.unlink()
-    assert tasks.model_step_ratio(base, use=EDITS).temperature is None  # the scale until the search
+    assert tasks.model_step_ratio(base, use=EDITS).temperature is None  # the audit alone: a scale
     assert not tasks.temperature_searched(base)
     app = page("debiasing_lab").run()
     app.selectbox(key="lab_occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(10).run()
+    analysis = ModelAnalysis(load_model(base))
+    edit = make_edit(analysis, "nurse", strategy="if", k=10)
+    prior = predict_edit(analysis, edit, temperature=PRIOR_TEMPERATURE, prior=True)
+    scaled = predict_edit(analysis, edit, scale=tasks.model_step_ratio(base, use=EDITS).value)
+    assert prior.point != pytest.approx(scaled.point, rel=1e-3)  # the two estimators differ here: the test can fail
+    assert metric(app, "Predicted change of B_gr") == ui_texts.fmt(prior.point)
+    assert f"Estimator: {prior.estimator}" in texts(app.caption)
+    assert md(section.PRIOR_UNTIL_SEARCHED.format(temperature=PRIOR_TEMPERATURE) + "; additions") in texts(app.caption)
     label = ui_texts.with_estimate(section.TEMPERATURE_BUTTON, tasks.temperature_search_seconds(base))
     assert "no retrain, about" in label  # its estimate, beside the words that it retrains nothing
     offered = next(b for b in app.button if b.label == label)

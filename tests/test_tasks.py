@@ -441,6 +441,23 @@ def test_before_its_audit_a_one_negative_model_is_predicted_at_the_prior_tempera
     tasks.prediction_audit_task(base).run(Progress())
     scale, temperature, prior = model_edit_calibration(base)
     assert scale == 1.0 and not prior and temperature == tasks.model_step_ratio(base, use="edits").temperature
+    # Audited, its temperature not searched yet (the minute before the search ends): still the prior, not the scale.
+    from kgbias_core.whatif.step_ratio import (
+        HINGE_TEMPERATURE,
+        hinge_temperature_params,
+        saved_hinge_temperature,
+        saved_prediction_audit,
+    )
+
+    audit = saved_prediction_audit(base)
+    searched = saved_hinge_temperature(base, audit)
+    for record in (base / "results").glob("hinge_temperature.*"):
+        record.unlink()
+    assert model_edit_calibration(base) == (1.0, PRIOR_TEMPERATURE, True)
+    save_result(base, HINGE_TEMPERATURE, searched.assign(temperature=float("nan")),
+                params=hinge_temperature_params(audit))  # searched, and none met the retrain: the audit's scale
+    ratio = tasks.model_step_ratio(base, use="edits")
+    assert model_edit_calibration(base) == (ratio.value, None, False)
 
 
 def test_the_audit_takes_the_occupation_with_the_largest_rarer_gender() -> None:

@@ -78,6 +78,9 @@ AUDIT_HELP = (
     "gender) and retrains it masked: the model's own check of the estimator, stored with its results."
 )
 #: Shown under an Add prediction, and in the audit section, once the model has its Add audit.
+#: The audit caption's removals between the audit's retrain and the end of its temperature search.
+PRIOR_UNTIL_SEARCHED = ("the hinge's curvature at the prior T = {temperature:.2f} margins until this audit's own "
+                        "temperature is searched (no retrain)")
 ADD_AUDIT_SENTENCE = (
     "Audit of this model's Add prediction (one retrain): adding {dummies} dummies to {name}, predicted {predicted} "
     "[{low}, {high}], retrained {retrained}: {verdict} the interval ({estimator}). Additions are predicted with "
@@ -234,9 +237,14 @@ def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: 
     if audit is not None:
         row = audit.iloc[0]
         ratio = cache.step_ratio(model)  # None only where the audit's prediction moved nothing (no ratio in it)
-        removals = (ratio.describe() if ratio is not None and ratio.temperature is not None else
-                    f"the step times {1.0 if ratio is None else ratio.value:.2f}, "
-                    f"{NO_RATIO if ratio is None else ratio.describe()}")
+        _, temperature, prior = cache.edit_calibration(model)
+        if prior:  # audited, its own temperature not searched yet (model_edit_calibration)
+            removals = PRIOR_UNTIL_SEARCHED.format(temperature=temperature)
+        elif ratio is not None and ratio.temperature is not None:
+            removals = ratio.describe()
+        else:
+            removals = (f"the step times {1.0 if ratio is None else ratio.value:.2f}, "
+                        f"{NO_RATIO if ratio is None else ratio.describe()}")
         st.caption(md_format(
             AUDIT_SENTENCE, k=int(row["k"]), moving=int(row["moving"]), name=str(row["name"]),
             predicted=texts.fmt(row["predicted"]), low=texts.fmt(row["low"]), high=texts.fmt(row["high"]),

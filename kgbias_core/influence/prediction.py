@@ -117,8 +117,8 @@ HINGE_ESTIMATOR = ("Newton step, |H| + the hinge's curvature at T = {temperature
                    "which this model's audit met its retrain)")
 #: The same before the model's audit, at the prior temperature (:data:`~kgbias_core.influence.hinge_curvature.
 #: PRIOR_TEMPERATURE`; one frozen negative per triple, squared L2).
-PRIOR_ESTIMATOR = ("Newton step, |H| + the hinge's curvature at the prior T = {temperature:.2f} margins (no audit of "
-                   "this model yet)")
+PRIOR_ESTIMATOR = ("Newton step, |H| + the hinge's curvature at the prior T = {temperature:.2f} margins (no "
+                   "temperature from this model's audit yet)")
 #: What a removal's estimator adds to its name for an imported model's distance (:func:`absolute_curvature_hvp`).
 DISTANCE_NOTES = {"l2": "L2 distance", "l1": "L1 distance smoothed at its median residual",
                   "pseudo_huber": "pseudo-Huber distance"}

@@ -243,7 +243,15 @@ def edit_calibration(ratio: StepRatio | None, *, prior: float | None = None) -> 
 def model_edit_calibration(model_dir: Path | str, kind: str = "remove") -> tuple[float, float | None, bool]:
     """:func:`edit_calibration` of the model at ``model_dir`` for an edit of ``kind``: its ratio
     (:func:`model_step_ratio`) and, for a removal, its prior temperature from its config. The lab, the basket,
-    ``debias`` and the report read it here."""
+    ``debias`` and the report read it here.
+
+    A model with a prior temperature whose removal audit is stored but not yet searched for its own temperature
+    (the minute between the audit's retrain and the end of its search, or an audit stored before the search
+    existed) keeps the prior. Its audit's scale would be a third estimator, shown for that minute only. The
+    lab's figure would jump twice, prior to scale to temperature, and the scale is no nearer: retrained / point
+    within 30% on 59% / 64% / 43% of the sets of FB15k-237's one-negative model, the synthetic default and FB13's
+    default, against 72% / 83% / 29% at the prior T (whatif.md, 2026-12-04). A search that found no temperature
+    (stored NaN) gives the audit's scale, as before."""
     from kgbias_core.embeddings.store import read_config
     from kgbias_core.influence.hinge_curvature import prior_temperature
 
@@ -253,4 +261,8 @@ def model_edit_calibration(model_dir: Path | str, kind: str = "remove") -> tuple
         prior = prior_temperature(distance=str(config.get("distance") or "squared_l2"),
                                   negatives_per_triple=config.get("negatives_per_triple"),
                                   imported=bool(config.get("imported_from")))
-    return edit_calibration(model_step_ratio(model_dir, use=use_for(kind)), prior=prior)
+    ratio = model_step_ratio(model_dir, use=use_for(kind))
+    if (prior is not None and ratio is not None and ratio.temperature is None and not ratio.borrowed
+            and saved_hinge_temperature(model_dir, saved_prediction_audit(model_dir)) is None):
+        ratio = None  # audited, its temperature not searched yet: the prior until the audit's own T lands
+    return edit_calibration(ratio, prior=prior)
