@@ -6,6 +6,7 @@ import json
 import threading
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -111,8 +112,6 @@ def test_lab_offers_the_temperature_search_for_an_audit_stored_before_it(writabl
     between an audit's retrain and the end of its search looks the same) keeps the prior temperature, not the
     audit's scale, and says so; the lab offers the search, with its estimate; once clicked it runs (no retrain) and
     the next run of the page predicts with the temperature, the button gone."""
-    from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
-
     base = writable_store / "tiny-transe"
     tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain, then the search
     for record in (base / "results").glob("hinge_temperature.*"):
@@ -342,6 +341,38 @@ def test_lab_computes_the_noise_band_by_default_and_the_curve_on_request(quick_s
     assert "spread" in texts(app.caption)
     curve = tasks.saved_curve(quick_store / "quick-transe", "nurse")
     assert set(curve["strategy"]) == {"IF-REMOVE", "Random-REMOVE"} and set(curve["k"]) == {0, 5}
+
+
+def test_lab_offers_to_predict_again_a_curve_made_with_an_earlier_calibration(writable_store: Path) -> None:
+    """Issue 25: a curve stored by an earlier kgbias (no calibration columns, predicted with the |H| step as
+    computed) is shown with a caption that names its estimator and a button, with its estimate, that predicts it
+    again as the lab predicts now (no retrain); then the caption and the button are gone."""
+    from kgbias_core.embeddings.results import save_result
+    from kgbias_core.influence.prediction import ESTIMATOR
+    from kgbias_core.tasks.whatif import CURVE_CALIBRATION
+
+    base = writable_store / "tiny-transe"
+    tasks.noise_band_task(base).run(Progress())  # both stored first: the lab starts nothing that would predict
+    tasks.prediction_audit_task(base).run(Progress())  # the curve again on its own
+    fresh = tasks.removal_curve_task(base, occupation="nurse", ks=[5]).run(Progress())
+    old = fresh.drop(columns=list(CURVE_CALIBRATION))
+    old.loc[old.k > 0, "estimator"] = ESTIMATOR
+    old.loc[old.k > 0, ["predicted", "predicted_low", "predicted_high"]] += 0.5
+    save_result(base, tasks.curve_key("nurse"), old, params={"occupation": "nurse"})
+    assert not tasks.curve_is_current(base, "nurse")
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    assert not app.exception
+    assert section.CURVE_STALE.format(estimator=md(ESTIMATOR)) in texts(app.caption)  # the estimator escaped
+    label = ui_texts.with_estimate(section.CURVE_REPREDICT, tasks.repredict_seconds(base, "nurse"))
+    button(app, label).click().run()
+    settled(app)
+    assert not app.exception and tasks.curve_is_current(base, "nurse")
+    again = tasks.saved_curve(base, "nurse")
+    pd.testing.assert_frame_equal(again, fresh, check_exact=False, rtol=1e-5)  # as the curve task predicts it now
+    app.run()
+    assert section.CURVE_REPREDICT not in [b.label.split(" (")[0] for b in app.button]
+    assert "earlier calibration" not in texts(app.caption)
 
 
 def test_collateral_changes_wait_for_the_noise_band(writable_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,6 +78,13 @@ AUDIT_HELP = (
     "gender) and retrains it masked: the model's own check of the estimator, stored with its results."
 )
 #: Shown under an Add prediction, and in the audit section, once the model has its Add audit.
+#: A stored removal curve whose predictions were made with another calibration than the model's now.
+CURVE_STALE = ("The curve's predictions were made with an earlier calibration of this model ({estimator}); its "
+               "retrains stand.")
+CURVE_REPREDICT = "Predict the curve again with this model's calibration (no retrain)"
+CURVE_STALE_HELP = ("Rebuilds each point's removal set, checks it by its closed-form sum, and predicts it as the lab "
+                    "predicts now; the retrained B_gr is kept.")
+CURVE_REPREDICTING = "Predicting the curve again (no retrain)…"
 #: The audit caption's removals between the audit's retrain and the end of its temperature search.
 PRIOR_UNTIL_SEARCHED = ("the hinge's curvature at the prior T = {temperature:.2f} margins until this audit's own "
                         "temperature is searched (no retrain)")
@@ -334,6 +341,14 @@ def removal_curve(model: ModelRef, occupation: str, row: pd.Series, *, spread: f
         show_chart(charts.removal_curve(curve, spread=spread, run=run_point), curve,
                    caption=texts.REMOVAL_CURVE, file_name=readable_name(model.name, row["name"], "curve"),
                    key="removal_curve", occupation=row["name"])
+        if not tasks.curve_is_current(model.path, occupation):
+            st.caption(md_format(CURVE_STALE, estimator=str(curve.loc[curve["k"] > 0, "estimator"].iloc[0])))
+            waiting: list = []
+            offer_job(tasks.repredict_curves_task(model.path), waiting, label=CURVE_REPREDICT, help=CURVE_STALE_HELP,
+                      seconds=tasks.repredict_seconds(model.path, occupation),
+                      job=f"{model.name}: removal curves predicted again")
+            if waiting:
+                st.caption(CURVE_REPREDICTING)
 
 
 def collateral_chart(model: ModelRef, run: ModelRef, frame: pd.DataFrame, *, occupation: str,

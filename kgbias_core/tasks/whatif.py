@@ -31,7 +31,7 @@ from kgbias_core.influence.retraining_check import (
     removal_set,
 )
 from kgbias_core.jobs import Progress
-from kgbias_core.tasks.base import Task, _check_ks, _key, check_retrains, slug
+from kgbias_core.tasks.base import Task, _check_ks, _key, check_retrains, model_retrain_seconds, slug
 from kgbias_core.whatif.edits import Edit, retrain
 from kgbias_core.whatif.runs import noise_band, noise_spread
 from kgbias_core.whatif.step_ratio import model_edit_calibration
@@ -257,6 +257,36 @@ def repredict_curves(model_dir: Path | str, analysis: ModelAnalysis | None = Non
                 list(CURVE_CALIBRATION), sort=False)], params={"occupation": occupation})
             done.append(occupation)
     return done
+
+
+def curve_is_current(model_dir: Path | str, occupation: str) -> bool:
+    """Whether the removal curve stored for ``occupation`` (if any) is predicted with the model's calibration now."""
+    curve = saved_curve(model_dir, occupation)
+    return curve is None or _same_calibration(curve, _calibration_of(model_dir, occupation, curve))
+
+
+def repredict_curves_task(model_dir: Path | str, *, device: torch.device | str | None = None) -> Task[list[str]]:
+    """:func:`repredict_curves` as a job (no retrain): for a curve stored before the columns existed, or one whose
+    calibration changed while no audit, search or noise band ran (a store of an earlier kgbias)."""
+    def run(progress: Progress) -> list[str]:
+        progress.update(stage="predicting", message="the stored removal curves, with the model's calibration now")
+        return repredict_curves(model_dir, device=device)
+
+    return Task(key=_key("repredict_curves", model_dir), run=run)
+
+
+#: Newton steps of the hinge's temperature search, which takes about one retrain (FB13: 11 steps, 58 s): a curve
+#: point's prediction is one such step.
+SEARCH_STEPS = 11
+
+
+def repredict_seconds(model_dir: Path | str, occupation: str) -> float | None:
+    """Estimated seconds of predicting ``occupation``'s stored curve again: one Newton step a point."""
+    curve = saved_curve(model_dir, occupation)
+    seconds = model_retrain_seconds(model_dir, retrains=1)
+    if curve is None or seconds is None:
+        return None
+    return seconds * int((curve["k"] > 0).sum()) / SEARCH_STEPS
 
 
 def _calibration_of(model_dir: Path | str, occupation: str, curve: pd.DataFrame, *, label: str | None = None) -> dict:
