@@ -285,9 +285,9 @@ def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path
 
 
 def test_a_set_is_retrained_once_across_shares_and_occupations(tiny_store, tmp_path, monkeypatch) -> None:
-    """A targeted set that is the set of two shares (k = 1 on a small occupation, FB13's 2% and 16%; here 0% and 1%
-    of the tests' graph) gets one row; random sets of one k (one seed) are one retrain for every occupation; a set
-    whose closed form differs is never taken for a measured one."""
+    """A set that is the set of two shares (k = 1 on a small occupation, FB13's 2% and 16%; here 0% and 1% of the
+    tests' graph) gets one row; random sets of one k (one seed) are one retrain for every occupation; a set whose
+    closed form differs is never taken for a measured one."""
     import shutil
 
     bench = _bench()
@@ -308,9 +308,10 @@ def test_a_set_is_retrained_once_across_shares_and_occupations(tiny_store, tmp_p
     bench.main()
     rows = pd.read_csv(runs)
     top, random = rows[rows["kind"] == "top"], rows[rows["kind"] == "random"]
-    assert len(random) == 8 and random["k"].nunique() < 8  # every occupation at both shares, some of one k
-    assert not top.duplicated(["occupation", "k"]).any()  # the same top set is never a second row
-    assert len(top) < 8  # ... and the tests' graph has such a set, so the rule was exercised
+    for rows_of_kind in (top, random):
+        assert not rows_of_kind.duplicated(["occupation", "k"]).any()  # the same set is never a second row
+        assert len(rows_of_kind) < 8  # ... and the tests' graph has such sets, so the rule was exercised
+    assert random["k"].nunique() < len(random)  # occupations sharing one random set
     edited = [c for c in calls if c is not None]
     assert len(edited) == len(set(edited)) == len(top) + random["k"].nunique()
     measured = bench.measured_sets([rows])

@@ -25,11 +25,11 @@ retrain's B_gr of every occupation in FILE with what made it (the model's data h
 device), written once and atomically; a later run of the same model reads it back (never unpickled) and skips that
 retrain, any other retrains. ``--base-only`` writes it and stops (run it beside the model's audit).
 
-A set is retrained once. A targeted set that ``--runs``, a ``--skip`` file or the run itself already measured at
-another share (on FB13 the top triple of a small occupation is both its 2% and its 16% set, k = 1) is not run again
-when its occupation, kind, k and closed-form sum agree (the sum tells another model's set apart); it gets no row, so
-the summary counts it once. A random set depends only on k (its seed is k), so occupations of the same k share one
-retrain within a run (``retrain_s`` 0 on the rows that reuse it).
+A set is retrained once. A set that ``--runs``, a ``--skip`` file or the run itself already measured at another
+share (on FB13 the top triple of a small occupation is both its 2% and its 16% set, k = 1; a random set depends
+only on k) is not run again when its occupation, kind, k and closed-form sum agree (the sum tells another model's
+set apart); it gets no row, so the summary counts it once. Occupations of the same k share one random set, and so
+one retrain within a run (``retrain_s`` 0 on the rows that reuse it).
 
 ``--distance l1|l2|pseudo_huber`` trains that graph with an imported engine's distance or kgbias's pseudo-Huber
 (the Newton step then uses that distance's curvature, :func:`kgbias_core.influence.prediction.absolute_curvature_hvp`).
@@ -132,17 +132,17 @@ def summarize(runs: pd.DataFrame, distance: str = "squared_l2") -> str:
 
 
 def measured_sets(frames: list[pd.DataFrame]) -> dict[tuple[str, str, int], float]:
-    """The targeted sets earlier rows measured: (occupation, kind, k) -> the set's closed-form sum."""
+    """The sets earlier rows measured: (occupation, kind, k) -> the set's closed-form sum."""
     measured = {}
     for frame in frames:
-        for row in frame[frame["kind"] != "random"].itertuples():
+        for row in frame.itertuples():
             measured[(row.occupation, row.kind, int(row.k))] = float(row.closed_form)
     return measured
 
 
 def already_measured(measured: dict[tuple[str, str, int], float], occupation: str, kind: str, k: int,
                      closed_form: float) -> bool:
-    """Whether this targeted set is one of ``measured``: the same occupation, kind and k, and the same closed-form
+    """Whether this set is one of ``measured``: the same occupation, kind and k, and the same closed-form
     sum (to float32's precision; a set of another model, or another ranking, sums to something else)."""
     earlier = measured.get((occupation, kind, k))
     return earlier is not None and math.isclose(earlier, closed_form, rel_tol=1e-5, abs_tol=1e-9)
@@ -491,7 +491,7 @@ def main() -> None:
                 k = max(1, moving * share // 100)
                 removed = removal_set(influence, kind=kind, k=k)
                 raw = float(influence[removed].sum())
-                if kind != "random" and already_measured(measured, label, kind, k, raw):
+                if already_measured(measured, label, kind, k, raw):
                     print(f"{label:14s} {kind:6s} {share:2d}% k={k:4d}: the set of another share, measured already",
                           flush=True)
                     continue
@@ -516,8 +516,7 @@ def main() -> None:
                        "exact_newton": exact, "newton": p.point, "low": p.low, "high": p.high, "actual": actual,
                        "newton_s": newton_s, "retrain_s": time.perf_counter() - t, **shown}
                 append_row(row, args.runs)
-                if kind != "random":
-                    measured[(label, kind, k)] = raw  # this run's other shares see it too
+                measured[(label, kind, k)] = raw  # this run's other shares see it too
                 inside = "in " if p.low <= actual <= p.high else "OUT"
                 print(f"{label:14s} {row['men']:3d}/{row['women']:<3d} {kind:6s} {share:2d}% k={k:4d}: newton "
                       f"{p.point:+.4f} [{p.low:+.4f}, {p.high:+.4f}] {inside} old {row['old_point']:+.4f} "
