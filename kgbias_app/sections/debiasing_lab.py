@@ -77,7 +77,6 @@ AUDIT_HELP = (
     "Predicts one edit (the top 16% of the triples that move the occupation with the most persons of its rarer "
     "gender) and retrains it masked: the model's own check of the estimator, stored with its results."
 )
-#: Shown under an Add prediction, and in the audit section, once the model has its Add audit.
 #: A stored removal curve whose predictions were made with another calibration than the model's now.
 CURVE_STALE = ("The curve's predictions were made with an earlier calibration of this model ({estimator}); its "
                "retrains stand.")
@@ -88,6 +87,7 @@ CURVE_REPREDICTING = "Predicting the curve again (no retrain)…"
 #: The audit caption's removals between the audit's retrain and the end of its temperature search.
 PRIOR_UNTIL_SEARCHED = ("the hinge's curvature at the prior T = {temperature:.2f} margins until this audit's own "
                         "temperature is searched (no retrain)")
+#: Shown under an Add prediction, and in the audit section, once the model has its Add audit.
 ADD_AUDIT_SENTENCE = (
     "Audit of this model's Add prediction (one retrain): adding {dummies} dummies to {name}, predicted {predicted} "
     "[{low}, {high}], retrained {retrained}: {verdict} the interval ({estimator}). Additions are predicted with "
