@@ -77,9 +77,16 @@ def test_a_stored_curve_is_predicted_again_when_the_audit_or_the_noise_band_land
     assert bool(before["prior"].iloc[0]) and before["floor"].isna().all()
     assert tasks.repredict_curves(base) == []  # nothing changed: nothing predicted, the model not even loaded
 
+    unaudited = tasks.repredict_seconds(base, occupation)
     tasks.prediction_audit_task(base).run(Progress())
     scale, temperature, prior = model_edit_calibration(base, "remove")
     assert not prior and temperature is not None
+    from kgbias_core.whatif.step_ratio import saved_hinge_temperature
+
+    searched = saved_hinge_temperature(base, tasks.saved_prediction_audit(base)).iloc[0]
+    # the estimate of predicting it again: 4 points, each timed by the model's own search once it has one
+    assert unaudited is not None and unaudited > 0
+    assert tasks.repredict_seconds(base, occupation) == pytest.approx(4 * searched.seconds / searched.solves)
     after = tasks.saved_curve(base, occupation)
     kept = ["strategy", "k", "predicted_raw", "group_bias"]
     assert after[kept].equals(before[kept])  # the retrains and the sets, as they were

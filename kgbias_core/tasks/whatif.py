@@ -34,7 +34,7 @@ from kgbias_core.jobs import Progress
 from kgbias_core.tasks.base import Task, _check_ks, _key, check_retrains, model_retrain_seconds, slug
 from kgbias_core.whatif.edits import Edit, retrain
 from kgbias_core.whatif.runs import noise_band, noise_spread
-from kgbias_core.whatif.step_ratio import model_edit_calibration
+from kgbias_core.whatif.step_ratio import model_edit_calibration, saved_hinge_temperature, saved_prediction_audit
 
 #: Seeds of the noise band's retrains of the unedited graph.
 NOISE_SEEDS = (1, 2, 3)
@@ -275,18 +275,24 @@ def repredict_curves_task(model_dir: Path | str, *, device: torch.device | str |
     return Task(key=_key("repredict_curves", model_dir), run=run)
 
 
-#: Newton steps of the hinge's temperature search, which takes about one retrain (FB13: 11 steps, 58 s): a curve
-#: point's prediction is one such step.
+#: Newton steps of the hinge's temperature search, which takes about one retrain (FB13: 11 steps, 58-64 s): a curve
+#: point's prediction is one such step, where the model has no search of its own to time it by.
 SEARCH_STEPS = 11
 
 
 def repredict_seconds(model_dir: Path | str, occupation: str) -> float | None:
-    """Estimated seconds of predicting ``occupation``'s stored curve again: one Newton step a point."""
+    """Estimated seconds of predicting ``occupation``'s stored curve again: one Newton step a point, timed by the
+    model's own temperature search where it has one (its seconds over its solves, on this machine), else a retrain
+    over :data:`SEARCH_STEPS`."""
     curve = saved_curve(model_dir, occupation)
-    seconds = model_retrain_seconds(model_dir, retrains=1)
-    if curve is None or seconds is None:
+    if curve is None:
         return None
-    return seconds * int((curve["k"] > 0).sum()) / SEARCH_STEPS
+    points = int((curve["k"] > 0).sum())
+    searched = saved_hinge_temperature(model_dir, saved_prediction_audit(model_dir))
+    if searched is not None and int(searched["solves"].iloc[0]) > 0:
+        return points * float(searched["seconds"].iloc[0]) / int(searched["solves"].iloc[0])
+    seconds = model_retrain_seconds(model_dir, retrains=1)
+    return None if seconds is None else seconds * points / SEARCH_STEPS
 
 
 def _calibration_of(model_dir: Path | str, occupation: str, curve: pd.DataFrame, *, label: str | None = None) -> dict:
