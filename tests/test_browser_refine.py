@@ -120,3 +120,49 @@ def test_the_lab_names_the_prior_temperature_then_the_audits(tiny_model, tmp_pat
         driver.save_screenshot(str(tmp_path / "audited.png"))
     assert metrics[ui_texts.PREDICTED_CHANGE] == ui_texts.fmt(audited.point) != ui_texts.fmt(prior.point)
     assert f"T = {temperature:.2f} margins" in text and "Not audited yet" not in text
+
+
+def test_a_curve_of_an_earlier_calibration_is_predicted_again_on_request(tiny_model, tmp_path: Path) -> None:
+    """The lab in a real browser, with a removal curve stored by an earlier kgbias (no calibration record, the |H|
+    step's name): the page names it and offers to predict it again; a click does so (no retrain), and the page then
+    shows the curve without the caption, the stored curve predicted as the lab predicts now."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kgbias_app.sections import debiasing_lab as lab
+    from kgbias_core.embeddings.results import save_result
+    from kgbias_core.influence.prediction import ESTIMATOR
+    from kgbias_core.tasks.whatif import CURVE_CALIBRATION
+
+    store = tmp_path / "store"
+    base = save_model(tiny_model, store)
+    tasks.noise_band_task(base).run(Progress())  # both stored first: the lab starts nothing that would predict
+    tasks.prediction_audit_task(base).run(Progress())  # the curve again on its own
+    fresh = tasks.removal_curve_task(base, occupation="actor", ks=[5]).run(Progress())
+    old = fresh.drop(columns=list(CURVE_CALIBRATION))
+    old.loc[old.k > 0, "estimator"] = ESTIMATOR
+    old.loc[old.k > 0, ["predicted", "predicted_low", "predicted_high"]] += 0.5
+    save_result(base, tasks.curve_key("actor"), old, params={"occupation": "actor"})
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    main = (By.CSS_SELECTOR, '[data-testid="stMain"]')
+    stale = "The curve's predictions were made with an earlier calibration of this model"
+    with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
+        wait = WebDriverWait(driver, 240)
+        driver.get(f"{url}/debiasing_lab?lab_occupation=actor")
+        wait.until(ec.text_to_be_present_in_element(main, stale))
+        assert f"({ESTIMATOR}); its retrains stand." in driver.find_element(*main).text
+        click(driver, (By.XPATH, f'//button[.//p[starts-with(text(), "{lab.CURVE_REPREDICT[:-1]}")]]'), timeout=120)
+        wait.until(lambda d: tasks.curve_is_current(base, "actor"))
+        driver.get(f"{url}/debiasing_lab?lab_occupation=actor")  # a person's reload once the job is done
+        # the section drawn after the curve's: the curve's caption and button, where there are any, came before it
+        wait.until(ec.text_to_be_present_in_element(main, "Plan an edit (predicted, then verified)"))
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".js-plotly-plot")))
+        text = driver.find_element(*main).text
+        assert "B_gr against k" in text
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+        driver.save_screenshot(str(tmp_path / "curve.png"))
+    assert stale not in text and lab.CURVE_REPREDICT[:-1] not in text
+    again = tasks.saved_curve(base, "actor")
+    assert again["estimator"].tolist() == fresh["estimator"].tolist()
+    assert again["predicted"].to_numpy() == pytest.approx(fresh["predicted"].to_numpy(), rel=1e-5)
