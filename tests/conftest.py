@@ -200,6 +200,27 @@ PAGE_TIMEOUT = 60
 NO_WOMEN = "pilot"
 
 
+def an_earlier_curve(base: Path, occupation: str):
+    """A removal curve of ``occupation`` stored beside the model at ``base`` as an earlier kgbias stored it (no
+    calibration record, the |H| step's name, its predictions off by 0.5), after the model's noise band and audit
+    (so a lab opened on it starts nothing that would predict the curve again on its own). -> the curve as the
+    curve task makes it now."""
+    from kgbias_core import tasks
+    from kgbias_core.embeddings.results import save_result
+    from kgbias_core.influence.prediction import ESTIMATOR
+    from kgbias_core.jobs import Progress
+    from kgbias_core.tasks.whatif import CURVE_CALIBRATION
+
+    tasks.noise_band_task(base).run(Progress())
+    tasks.prediction_audit_task(base).run(Progress())
+    fresh = tasks.removal_curve_task(base, occupation=occupation, ks=[5]).run(Progress())
+    old = fresh.drop(columns=list(CURVE_CALIBRATION))
+    old.loc[old.k > 0, "estimator"] = ESTIMATOR
+    old.loc[old.k > 0, ["predicted", "predicted_low", "predicted_high"]] += 0.5
+    save_result(base, tasks.curve_key(occupation), old, params={"occupation": occupation})
+    return fresh
+
+
 def use_store(store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Point the app at ``store`` and at a data directory holding no graph (only the synthetic one)."""
     monkeypatch.setenv("KGBIAS_MODEL_DIR", str(store))

@@ -19,6 +19,7 @@ from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.influence.refit_prediction import REFIT_ESTIMATOR, refit_removal_prediction
 from kgbias_core.jobs import Progress
 from kgbias_core.whatif.edits import make_edit
+from tests.conftest import an_earlier_curve
 
 pytestmark = [
     pytest.mark.browser,
@@ -131,19 +132,11 @@ def test_a_curve_of_an_earlier_calibration_is_predicted_again_on_request(tiny_mo
     from selenium.webdriver.support.ui import WebDriverWait
 
     from kgbias_app.sections import debiasing_lab as lab
-    from kgbias_core.embeddings.results import save_result
     from kgbias_core.influence.prediction import ESTIMATOR
-    from kgbias_core.tasks.whatif import CURVE_CALIBRATION
 
     store = tmp_path / "store"
     base = save_model(tiny_model, store)
-    tasks.noise_band_task(base).run(Progress())  # both stored first: the lab starts nothing that would predict
-    tasks.prediction_audit_task(base).run(Progress())  # the curve again on its own
-    fresh = tasks.removal_curve_task(base, occupation="actor", ks=[5]).run(Progress())
-    old = fresh.drop(columns=list(CURVE_CALIBRATION))
-    old.loc[old.k > 0, "estimator"] = ESTIMATOR
-    old.loc[old.k > 0, ["predicted", "predicted_low", "predicted_high"]] += 0.5
-    save_result(base, tasks.curve_key("actor"), old, params={"occupation": "actor"})
+    fresh = an_earlier_curve(base, "actor")
     env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
     main = (By.CSS_SELECTOR, '[data-testid="stMain"]')
     stale = "The curve's predictions were made with an earlier calibration of this model"

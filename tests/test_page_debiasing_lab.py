@@ -29,7 +29,7 @@ from kgbias_core.tasks import Task
 from kgbias_core.whatif.edits import make_edit, predict_edit
 from kgbias_core.whatif.runs import noise_spread
 from kgbias_core.whatif.step_ratio import ADDITIONS, EDITS
-from tests.conftest import NO_WOMEN, button, metric, page, settled, texts
+from tests.conftest import NO_WOMEN, an_earlier_curve, button, metric, page, settled, texts
 
 
 def test_lab_predicted_change_is_the_newton_step_with_its_estimator_and_interval(writable_store: Path) -> None:
@@ -347,18 +347,10 @@ def test_lab_offers_to_predict_again_a_curve_made_with_an_earlier_calibration(wr
     """Issue 25: a curve stored by an earlier kgbias (no calibration columns, predicted with the |H| step as
     computed) is shown with a caption that names its estimator and a button, with its estimate, that predicts it
     again as the lab predicts now (no retrain); then the caption and the button are gone."""
-    from kgbias_core.embeddings.results import save_result
     from kgbias_core.influence.prediction import ESTIMATOR
-    from kgbias_core.tasks.whatif import CURVE_CALIBRATION
 
     base = writable_store / "tiny-transe"
-    tasks.noise_band_task(base).run(Progress())  # both stored first: the lab starts nothing that would predict
-    tasks.prediction_audit_task(base).run(Progress())  # the curve again on its own
-    fresh = tasks.removal_curve_task(base, occupation="nurse", ks=[5]).run(Progress())
-    old = fresh.drop(columns=list(CURVE_CALIBRATION))
-    old.loc[old.k > 0, "estimator"] = ESTIMATOR
-    old.loc[old.k > 0, ["predicted", "predicted_low", "predicted_high"]] += 0.5
-    save_result(base, tasks.curve_key("nurse"), old, params={"occupation": "nurse"})
+    fresh = an_earlier_curve(base, "nurse")
     assert not tasks.curve_is_current(base, "nurse")
     app = page("debiasing_lab").run()
     app.selectbox(key="lab_occupation").set_value("nurse").run()
