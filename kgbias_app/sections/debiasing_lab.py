@@ -341,7 +341,7 @@ def removal_curve(model: ModelRef, occupation: str, row: pd.Series, *, spread: f
         show_chart(charts.removal_curve(curve, spread=spread, run=run_point), curve,
                    caption=texts.REMOVAL_CURVE, file_name=readable_name(model.name, row["name"], "curve"),
                    key="removal_curve", occupation=row["name"])
-        if not tasks.curve_is_current(model.path, occupation):
+        if not tasks.curve_is_current(model.path, occupation, curve):  # the frame just read, not read again
             st.caption(md_format(CURVE_STALE, estimator=str(curve.loc[curve["k"] > 0, "estimator"].iloc[0])))
             waiting: list = []
             offer_job(tasks.repredict_curves_task(model.path), waiting, label=CURVE_REPREDICT, help=CURVE_STALE_HELP,

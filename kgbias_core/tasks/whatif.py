@@ -259,9 +259,10 @@ def repredict_curves(model_dir: Path | str, analysis: ModelAnalysis | None = Non
     return done
 
 
-def curve_is_current(model_dir: Path | str, occupation: str) -> bool:
-    """Whether the removal curve stored for ``occupation`` (if any) is predicted with the model's calibration now."""
-    curve = saved_curve(model_dir, occupation)
+def curve_is_current(model_dir: Path | str, occupation: str, curve: pd.DataFrame | None = None) -> bool:
+    """Whether the removal curve stored for ``occupation`` (if any; ``curve``: that curve, already read by the caller,
+    as the lab's rerun has it) is predicted with the model's calibration now."""
+    curve = saved_curve(model_dir, occupation) if curve is None else curve
     return curve is None or _same_calibration(curve, _calibration_of(model_dir, occupation, curve))
 
 
