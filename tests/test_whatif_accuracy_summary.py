@@ -287,7 +287,8 @@ def test_shards_with_a_shared_base_give_the_rows_of_one_run(tiny_store, tmp_path
 def test_a_set_is_retrained_once_across_shares_and_occupations(tiny_store, tmp_path, monkeypatch) -> None:
     """A set that is the set of two shares (k = 1 on a small occupation, FB13's 2% and 16%; here 0% and 1% of the
     tests' graph) gets one row; random sets of one k (one seed) are one retrain for every occupation; a set whose
-    closed form differs is never taken for a measured one."""
+    closed form differs is never taken for a measured one; a run whose sets another file (``--skip``) holds retrains
+    none and ends with a line, not on its missing runs file."""
     import shutil
 
     bench = _bench()
@@ -321,3 +322,13 @@ def test_a_set_is_retrained_once_across_shares_and_occupations(tiny_store, tmp_p
                                       float(first["closed_form"]) + 0.01)
     assert not bench.already_measured(measured, first["occupation"], "bottom", int(first["k"]),
                                       float(first["closed_form"]))
+
+    # Another file's sets (--skip) are not run again: a second run into a new file retrains nothing edited.
+    calls.clear()
+    again = tmp_path / "again.csv"
+    monkeypatch.setattr("sys.argv", ["whatif_accuracy.py", "--model", str(model), "--occupations", "4", "--kinds",
+                                     "top,random", "--sets", "0,1", "--no-calibration", "--no-exact", "--runs",
+                                     str(again), "--skip", str(runs)])
+    bench.main()
+    assert [c for c in calls if c is not None] == []
+    assert not again.exists()  # and the run ends with a line saying why, not on the missing file

@@ -473,11 +473,10 @@ def main() -> None:
 
     args.runs.parent.mkdir(parents=True, exist_ok=True)
     done = pd.read_csv(args.runs) if args.runs.exists() else None
-    seen = set() if done is None else set(zip(done["occupation"], done["kind"], done["share"], strict=True))
-    for path in args.skip:  # sets another file holds already
-        earlier = pd.read_csv(path)
-        seen |= set(zip(earlier["occupation"], earlier["kind"], earlier["share"], strict=True))
-    measured = measured_sets([frame for frame in [done, *map(pd.read_csv, args.skip)] if frame is not None])
+    earlier = [pd.read_csv(path) for path in args.skip]  # sets other files hold already
+    held = [frame for frame in [done, *earlier] if frame is not None]
+    seen = {key for frame in held for key in zip(frame["occupation"], frame["kind"], frame["share"], strict=True)}
+    measured = measured_sets(held)
     retrained: dict[bytes, torch.Tensor] = {}  # one retrain per removed set (random sets of one k are one set)
     first, shards = args.shard
     for index in chosen_occupations(groups, args.occupations)[first::shards]:
@@ -523,6 +522,9 @@ def main() -> None:
                       f"actual {actual:+.4f} ({newton_s:.2f} s)"
                       + (f" | scaled {shown['scaled']:+.4f} [{shown['scaled_low']:+.4f}, {shown['scaled_high']:+.4f}]"
                          if shown else ""), flush=True)
+    if not args.runs.exists():
+        print(f"every chosen set was measured already (--runs, --skip): no row for {args.runs}", flush=True)
+        return
     runs = pd.read_csv(args.runs)
     if not math.isnan(runs["actual"].sum()):
         _report(runs, args)
