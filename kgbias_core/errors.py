@@ -77,6 +77,9 @@ NO_GENDER_FACTS = (
 BAD_SCHEMA_FILE = "{path}: {problem}"
 SCHEMA_NOT_A_TABLE = "the top level must be a table of keys (a JSON object), found {found}"
 SCHEMA_BAD_VALUE = "{key} must be {expected}, found {found}"
+UNKNOWN_DATASET = (
+    "{dataset!r} is neither a data set ({names}) nor a file or folder of triples: check the name or the path"
+)
 NO_SCHEMA = (
     "{path}: a user graph needs a schema naming the gender relation, its male and female values "
     "and the occupation relation: pass --schema FILE.toml or put schema.toml beside the triples"

@@ -9,7 +9,7 @@ from pathlib import Path
 from kgbias_core.data.graph import KnowledgeGraph, load_user_graph, with_inverse_occupation
 from kgbias_core.data.schema import FB13_SCHEMA, FB15K237_SCHEMA, Schema, load_schema
 from kgbias_core.data.synthetic import SyntheticConfig, generate_people_graph
-from kgbias_core.errors import NO_DATA_DIR, NO_SCHEMA, DataError, SchemaError
+from kgbias_core.errors import NO_DATA_DIR, NO_SCHEMA, UNKNOWN_DATASET, DataError, SchemaError
 
 DATA_DIR_ENV = "KGBIAS_DATA_DIR"
 SYNTHETIC = "synthetic"
@@ -104,6 +104,8 @@ def _load(
             raise DataError(NO_DATA_DIR.format(title=named.title, path=root, folder=named.name, source=named.source))
         return load_user_graph(root / named.name, schema=named.schema)
     path = Path(dataset)
+    if schema is None and not path.exists():  # a mistyped name (fb15k-237), not a user graph lacking its schema
+        raise DataError(UNKNOWN_DATASET.format(dataset=dataset, names=", ".join([SYNTHETIC, *NAMED_DATASETS])))
     if schema is None:
         folder = path if path.is_dir() else path.parent
         for candidate in ("schema.toml", "schema.json"):
