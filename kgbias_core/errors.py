@@ -350,9 +350,8 @@ STATIC_EXPORT_FAILED = (
 # --- importing embeddings trained elsewhere (kgbias_core.embeddings.importers) ---------------------
 RETRAIN_TOO_LARGE = (
     "{what} refused before starting: {retrains} retrain(s) of {n_triples:,} triples and {n_entities:,} entities x "
-    "{epochs} epochs at dim {dim} would take about {hours:,.1f} h on this CPU ({rate} s per parameter update, "
-    "every embedding row at each step); the limit is {limit_hours:.1f} h (set {env} to change it), so nothing "
-    "was started"
+    "{epochs} epochs at dim {dim} would take about {hours:,.1f} h on this CPU; the limit is {limit_hours:.1f} h "
+    "(set {env} to change it), so nothing was started"
 )
 IMPORT_DIMS_DIFFER = (
     "{format} import: the entity vectors {entities} and the relation vectors {relations} differ in dimension; "

@@ -81,7 +81,8 @@ def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
                        dim=int(config.get("dim") or TrainConfig.dim),
                        batch_size=int(config.get("batch_size") or TrainConfig.batch_size), epochs=epochs,
                        retrains=retrains, optimizer=str(config.get("optimizer") or TrainConfig.optimizer),
-                       negatives=int(config.get("negatives_per_triple") or 1))
+                       negatives=int(config.get("negatives_per_triple") or 1),
+                       distance=str(config.get("distance") or "squared_l2"))
 
 
 # --- estimates (shown before work is started) ------------------------------------------------------

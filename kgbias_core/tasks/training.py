@@ -94,7 +94,8 @@ def train_task(
                            n_triples=graph.training.num_triples, n_entities=graph.training.num_entities,
                            n_relations=graph.training.num_relations, dim=config.dim, batch_size=config.batch_size,
                            epochs=config.epochs, retrains=1 + (1 + 2 * CALIBRATION_OCCUPATIONS) * calibrate,
-                           optimizer=config.optimizer, negatives=config.negatives_per_triple)
+                           optimizer=config.optimizer, negatives=config.negatives_per_triple,
+                           distance=config.distance)
         # The stage clock starts now, so that the time left is estimated from the epochs alone.
         progress.update(stage="training", step=0, total=config.epochs, message=f"training {config.model}")
         model = train_model(graph, config, name=out.name, device=device, on_epoch=progress.as_callback(),
@@ -152,7 +153,8 @@ def train_family_task(
         check_retrain_fits(what=f"a family of {seeds} seeds", n_triples=graph.training.num_triples,
                            n_entities=graph.training.num_entities, n_relations=graph.training.num_relations,
                            dim=config.dim, batch_size=config.batch_size, epochs=config.epochs, retrains=seeds,
-                           optimizer=config.optimizer)
+                           optimizer=config.optimizer, negatives=config.negatives_per_triple,
+                           distance=config.distance)
 
         def on_member(member: str, i: int, n: int) -> None:
             # The stage clock restarts per member: the time left is that member's.
