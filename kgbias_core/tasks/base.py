@@ -65,6 +65,19 @@ def _check_ks(ks: Sequence[int], *, model: StoredModel) -> None:
 
 
 
+def _retrain_sizes(model_dir: Path | str, config: dict) -> dict:
+    """What a retrain of the model at ``model_dir`` costs, from its ``config`` (config.json) and vocabularies alone
+    (the keyword arguments both estimates of :mod:`kgbias_core.embeddings.training_cost` take). An imported model
+    (0 epochs) retrains with the default epochs."""
+    n_entities, n_relations = model_sizes(model_dir)
+    return {"n_triples": int(config.get("n_train") or 0), "n_entities": n_entities, "n_relations": n_relations,
+            "dim": int(config.get("dim") or TrainConfig.dim),
+            "batch_size": int(config.get("batch_size") or TrainConfig.batch_size),
+            "epochs": int(config.get("epochs") or TrainConfig.epochs),
+            "negatives": int(config.get("negatives_per_triple") or 1),
+            "distance": str(config.get("distance") or "squared_l2")}
+
+
 def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
     """Refuse ``retrains`` full retrains of the model at ``model_dir`` that would not finish in reasonable
     time here (:func:`~kgbias_core.embeddings.training_cost.check_retrain_fits`), from its config.json alone:
@@ -74,15 +87,8 @@ def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
     if not is_model_dir(model_dir):
         return  # load_model, next, names what is missing
     config = read_config(model_dir)
-    n_entities, n_relations = model_sizes(model_dir)
-    epochs = int(config.get("epochs") or TrainConfig.epochs)  # an imported model (0 epochs) retrains with the default
-    check_retrain_fits(what=what, n_triples=int(config.get("n_train") or 0),
-                       n_entities=n_entities, n_relations=n_relations,
-                       dim=int(config.get("dim") or TrainConfig.dim),
-                       batch_size=int(config.get("batch_size") or TrainConfig.batch_size), epochs=epochs,
-                       retrains=retrains, optimizer=str(config.get("optimizer") or TrainConfig.optimizer),
-                       negatives=int(config.get("negatives_per_triple") or 1),
-                       distance=str(config.get("distance") or "squared_l2"))
+    check_retrain_fits(what=what, retrains=retrains, optimizer=str(config.get("optimizer") or TrainConfig.optimizer),
+                       **_retrain_sizes(model_dir, config))
 
 
 # --- estimates (shown before work is started) ------------------------------------------------------
@@ -98,11 +104,4 @@ def model_retrain_seconds(model_dir: Path | str, *, retrains: int = 1) -> float 
 
     if not is_model_dir(model_dir):
         return None
-    config = read_config(model_dir)
-    n_entities, n_relations = model_sizes(model_dir)
-    return estimated_seconds(n_triples=int(config.get("n_train") or 0), n_entities=n_entities, n_relations=n_relations,
-                             dim=int(config.get("dim") or TrainConfig.dim),
-                             batch_size=int(config.get("batch_size") or TrainConfig.batch_size),
-                             epochs=int(config.get("epochs") or TrainConfig.epochs), retrains=retrains,
-                             negatives=int(config.get("negatives_per_triple") or 1),
-                             distance=str(config.get("distance") or "squared_l2"))
+    return estimated_seconds(retrains=retrains, **_retrain_sizes(model_dir, read_config(model_dir)))
