@@ -55,6 +55,7 @@ class Source:
 SOURCES = (
     Source("fb15k237", HERE / "fb15k237_influence_k1_k8_models.csv", HERE / "fb15k237_influence_k1_k8_summary.csv"),
     Source("fb15k237", HERE / "fb15k237_l1_k8_influence_models.csv", HERE / "fb15k237_l1_k8_influence_summary.csv"),
+    Source("fb15k237", HERE / "fb15k237_l1_k32_influence_models.csv", HERE / "fb15k237_l1_k32_influence_summary.csv"),
     Source("fb15k237", HERE / "fb15k237_pseudo_huber_influence_models.csv",
            HERE / "fb15k237_pseudo_huber_influence_summary.csv"),
     Source("fb15k237", HERE / "fb15k237_k8_sweep_models.csv"),
