@@ -192,3 +192,38 @@ def test_an_occupation_checked_for_noise_only_counts_for_the_noise_not_for_r(swe
     assert summary["r_closed_min"] == pytest.approx(np.corrcoef(closed, actual)[0, 1])
     assert (summary["occupations"], summary["r_occupations"], summary["sets"]) == (3, 1, 8)
     assert summary["noise_max"] == pytest.approx(max(0.5, *np.abs(actual[4:])))
+
+
+def test_stored_base_skips_the_unmasked_retrain_only_where_it_reproduced_the_stored_model(sweep, monkeypatch,
+                                                                                        tmp_path) -> None:
+    """``--stored-base``: a new occupation's base is the stored model's B_gr, written with drift NaN (not retrained),
+    and its sets' retrained changes are those of a run that retrained the base; refused before any retrain where a
+    retrained base row drifted."""
+    store, first = tmp_path / "store", tmp_path / "first.csv"
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(first), "--occupations", "actor")
+    retrained = pd.read_csv(first)
+    assert (retrained.loc[retrained["kind"] == "base", "drift"] == 0).all()  # deterministic: the flag's premise
+    resumed = tmp_path / "resumed.csv"
+    resumed.write_bytes(first.read_bytes())
+    calls = []
+    real = sweep.masked_retrain_bias
+    monkeypatch.setattr(sweep, "masked_retrain_bias", lambda *a, **k: calls.append(k["removed"]) or real(*a, **k))
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(resumed), "--stored-base")
+    rows = pd.read_csv(resumed)
+    new = sorted({*rows["occupation"]} - {"actor"})
+    assert len(new) == 2 and len(calls) == 6 and all(c is not None for c in calls)  # six masked, no unmasked
+    bases = rows[(rows["kind"] == "base") & rows["occupation"].isin(new)]
+    assert len(bases) == 2 and bases["drift"].isna().all()
+    monkeypatch.setattr(sweep, "masked_retrain_bias", real)
+    full = tmp_path / "full.csv"
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(full))
+    keys = ["occupation", "kind", "share"]
+    both = rows.merge(pd.read_csv(full), on=keys, suffixes=("", "_retrained"))
+    both = both[both["occupation"].isin(new)]
+    assert len(both) == 8
+    np.testing.assert_allclose(both["actual"], both["actual_retrained"], atol=1e-6)
+    drifted = tmp_path / "drifted.csv"
+    retrained.assign(drift=retrained["drift"].where(retrained["kind"] != "base", 1e-3)).to_csv(drifted, index=False)
+    monkeypatch.setattr(sweep, "masked_retrain_bias", lambda *a, **k: pytest.fail("retrained before the refusal"))
+    with pytest.raises(SystemExit, match="drift 0"):
+        _run(sweep, monkeypatch, "--store", str(store), "--runs", str(drifted), "--stored-base")
