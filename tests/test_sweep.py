@@ -222,6 +222,10 @@ def test_stored_base_skips_the_unmasked_retrain_only_where_it_reproduced_the_sto
     both = both[both["occupation"].isin(new)]
     assert len(both) == 8
     np.testing.assert_allclose(both["actual"], both["actual_retrained"], atol=1e-6)
+    rows[rows["occupation"] != new[1]].to_csv(resumed, index=False)  # a later occupation, beside a stored base
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(resumed), "--stored-base")
+    again = pd.read_csv(resumed).drop(columns="retrain_s").set_index(keys).sort_index()
+    pd.testing.assert_frame_equal(again, rows.drop(columns="retrain_s").set_index(keys).sort_index(), atol=1e-6)
     drifted = tmp_path / "drifted.csv"
     retrained.assign(drift=retrained["drift"].where(retrained["kind"] != "base", 1e-3)).to_csv(drifted, index=False)
     monkeypatch.setattr(sweep, "masked_retrain_bias", lambda *a, **k: pytest.fail("retrained before the refusal"))

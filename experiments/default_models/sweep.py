@@ -284,8 +284,9 @@ def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupat
         base_of = recorded.__getitem__
         print("  unmasked retrain: its B_gr read back from the base rows", flush=True)
     elif stored_base:
-        drifts = [] if done is None else [row.drift for row in done.itertuples()
-                                          if row.config_hash == config_hash and row.kind == "base"]
+        drifts = [] if done is None else [row.drift for row in done.itertuples()  # NaN: a stored base, not retrained
+                                          if row.config_hash == config_hash and row.kind == "base"
+                                          and not math.isnan(row.drift)]
         if not drifts or any(d != 0.0 for d in drifts):
             raise SystemExit("error: --stored-base needs this config's retrained base rows, each with drift 0; "
                              f"found {drifts or 'none'}")
