@@ -33,7 +33,7 @@ model at eight negatives' sizes (the like-for-like noise of docs/results/default
 own ``--runs``.
 
 ``--stored-base`` takes a new occupation's base from the stored model instead of a new unmasked retrain, and only
-where this config's recorded base rows show the retrain reproduces the stored model (drift exactly 0 on each): on a
+where this config's retrained base rows show the retrain reproduces the stored model (drift exactly 0 on each): on a
 2-core CPU that retrain costs 30 minutes on FB15k-237 with 32 negatives. Its base rows say so with a drift of NaN
 (not retrained) where a retrained base row has a number.
 
@@ -257,6 +257,13 @@ def closed_form_of(analysis: ModelAnalysis, alpha: str):
     return lambda occupation: triple_influence(context, analysis.groups.index(occupation))
 
 
+def base_row(config_hash: str, occupation: str, actual: float, *, drift: float) -> dict:
+    """RUNS.csv's base row of one occupation: the unedited B_gr and its distance from the stored model's (NaN: read
+    from the stored model, ``--stored-base``)."""
+    return {"config_hash": config_hash, "occupation": occupation, "kind": "base", "share": 0, "k": 0,
+            "closed_form": math.nan, "exact": math.nan, "actual": actual, "drift": drift, "retrain_s": math.nan}
+
+
 def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupations: list[str], shares: list[int],
                     runs: Path, exact: bool, alpha: str = "du", kinds: tuple[str, ...] = REMOVAL_KINDS,
                     sizes: dict[tuple[str, str, int], int] | None = None, stored_base: bool = False) -> None:
@@ -293,9 +300,7 @@ def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupat
         stored = analysis.group_bias()
         for occupation in sorted({o for o, _, _ in needed} - set(recorded)):
             recorded[occupation] = float(stored[groups.index(occupation)])
-            append(runs, {"config_hash": config_hash, "occupation": occupation, "kind": "base", "share": 0,
-                          "k": 0, "closed_form": math.nan, "exact": math.nan, "actual": recorded[occupation],
-                          "drift": math.nan, "retrain_s": math.nan})
+            append(runs, base_row(config_hash, occupation, recorded[occupation], drift=math.nan))
         base_of = recorded.__getitem__
         print(f"  unmasked retrain skipped: the stored model's B_gr ({len(drifts)} retrained base rows at drift 0)",
               flush=True)
@@ -307,9 +312,8 @@ def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupat
         for occupation in occupations:
             if (config_hash, occupation, "base", 0) not in seen:
                 index = groups.index(occupation)
-                append(runs, {"config_hash": config_hash, "occupation": occupation, "kind": "base", "share": 0,
-                              "k": 0, "closed_form": math.nan, "exact": math.nan, "actual": float(base[index]),
-                              "drift": float(base[index] - stored[index]), "retrain_s": math.nan})
+                append(runs, base_row(config_hash, occupation, float(base[index]),
+                                      drift=float(base[index] - stored[index])))
 
         def base_of(occupation: str) -> float:
             return float(base[groups.index(occupation)])
