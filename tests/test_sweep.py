@@ -50,19 +50,28 @@ def test_shards_check_every_occupation_once_and_summarise_as_one_run(sweep, monk
     assert -1 <= summary.loc[0, "r_closed_min"] <= 1
 
 
+def _estimate_line(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith(f"estimate {CONFIG}:"))
+
+
 def test_a_resumed_run_reads_the_unmasked_retrain_back_and_retrains_only_the_missing_set(sweep, monkeypatch,
-                                                                                         tmp_path) -> None:
+                                                                                         tmp_path, capsys) -> None:
     """A rerun with one set's row gone retrains that set only (the real masked retrain, counted), takes the base B_gr
-    from the base rows, and writes the row the first run wrote."""
+    from the base rows, and writes the row the first run wrote; the printed estimate prices that one retrain and no
+    training (the model is stored), where the first run's priced the training, the base and the three sets."""
     store, runs = tmp_path / "store", tmp_path / "r.csv"
     _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--occupations", "actor")
+    assert " + 4 retrains " in _estimate_line(capsys.readouterr().out)
     first = pd.read_csv(runs)
     assert len(first) == 4 and first["kind"].tolist()[0] == "base"
+    _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--occupations", "actor", "--estimate-only")
+    assert "training 0 s (stored) + 0 retrains 0 s" in _estimate_line(capsys.readouterr().out)
     first.drop(index=2).to_csv(runs, index=False)  # a set's row lost: the run stopped before it
     calls = []
     real = sweep.masked_retrain_bias
     monkeypatch.setattr(sweep, "masked_retrain_bias", lambda *a, **k: calls.append(k["removed"]) or real(*a, **k))
     _run(sweep, monkeypatch, "--store", str(store), "--runs", str(runs), "--occupations", "actor")
+    assert "training 0 s (stored) + 1 retrains " in _estimate_line(capsys.readouterr().out)
     assert len(calls) == 1 and calls[0] is not None  # one masked retrain, no unmasked one
     again = pd.read_csv(runs)
     assert len(again) == 4
@@ -231,3 +240,18 @@ def test_stored_base_skips_the_unmasked_retrain_only_where_it_reproduced_the_sto
     monkeypatch.setattr(sweep, "masked_retrain_bias", lambda *a, **k: pytest.fail("retrained before the refusal"))
     with pytest.raises(SystemExit, match="drift 0"):
         _run(sweep, monkeypatch, "--store", str(store), "--runs", str(drifted), "--stored-base")
+
+
+def test_pending_retrains_counts_the_missing_sets_and_the_base_only_where_one_will_run(sweep) -> None:
+    """The estimate's count (:func:`pending_retrains`), as influence_check decides: a set with a row is not retrained;
+    the unmasked base is, where an occupation with a missing set has no base row and --stored-base is off."""
+    rows = pd.DataFrame({"config_hash": ["h"] * 3, "occupation": ["a", "a", "b"], "kind": ["base", "top", "top"],
+                         "share": [0, 2, 2]})
+    count = lambda occupations, done=rows, **k: sweep.pending_retrains(  # noqa: E731
+        done, "h", occupations, n_occupations=3, kinds=("top", "random"), shares=[2], **k)
+    assert count(["a"], stored_base=False) == 1  # a's random set; its base is recorded
+    assert count(["a", "b"], stored_base=False) == 3  # and b's random set, and b has no base row: one base retrain
+    assert count(["a", "b"], stored_base=True) == 2  # b's base from the stored model
+    assert count(["b"], done=None, stored_base=False) == 3  # nothing done: both sets and the base
+    assert count(None, stored_base=False) == 1 + 3 * 2  # occupations the model picks: everything counts
+    assert count(["a"], done=rows.assign(config_hash="other"), stored_base=False) == 3  # another config's rows

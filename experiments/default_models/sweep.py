@@ -4,7 +4,9 @@ For a graph and a list of training configs (each the data set's default TrainCon
 ``negatives`` (K frozen negatives per triple), ``margin``, ``l2``, ``dim``, ``epochs``, ``lr``, or any other
 TrainConfig field by name), each config is
 
-1. trained (or loaded from ``--store``, where a rerun finds it by its fingerprint), after a printed time estimate;
+1. trained (or loaded from ``--store``, where a rerun finds it by its fingerprint), after a printed time estimate
+   of what the run will still do (:func:`pending_retrains`: no training for a stored model, no retrain for a row
+   already in ``--runs``);
 2. evaluated: filtered link prediction on the test split
    (:func:`kgbias_core.evaluation.link_prediction.link_prediction`, both sides where that function takes
    ``side="both"``, else tails; the ``lp_side`` column says which);
@@ -180,6 +182,23 @@ def estimate(graph: KnowledgeGraph, config: TrainConfig, *, retrains: int) -> tu
     factor = DISTANCE_FACTORS.get(config.distance, 1.0)  # pseudo-Huber's distance costs more per negative too
     train = one + factor * steps * rows * config.dim * SECONDS_PER_NEGATIVE_ROW_DIM
     return train, train * retrains
+
+
+def pending_retrains(done: pd.DataFrame | None, config_hash: str, occupations: list[str] | None, *,
+                     n_occupations: int, kinds: tuple[str, ...], shares: list[int], stored_base: bool) -> int:
+    """The masked retrains a run still has to do for one config: the sets of ``occupations`` x ``kinds`` x
+    ``shares`` that RUNS.csv (``done``) lacks, plus the unmasked base retrain where one of their occupations has no
+    base row and ``stored_base`` (``--stored-base``) is off, as :func:`influence_check` decides. Where the model
+    chooses the occupations (None), every set of ``n_occupations`` counts, and the base."""
+    if occupations is None:
+        return 1 + n_occupations * len(kinds) * len(shares)
+    seen = set() if done is None else set(zip(done["config_hash"], done["occupation"], done["kind"], done["share"],
+                                              strict=True))
+    needed = [o for o in occupations for kind in kinds for s in shares if (config_hash, o, kind, s) not in seen]
+    if not needed:
+        return 0
+    base_missing = any((config_hash, o, "base", 0) not in seen for o in needed)
+    return len(needed) + int(base_missing and not stored_base)
 
 
 def link_prediction_both(model) -> tuple[str, dict[str, float]]:
@@ -429,15 +448,25 @@ def main() -> None:
         require_sizes(sizes, [(o, kind, share) for o in named[args.shard[0]::args.shard[1]] for kind in args.kinds
                               for share in shares])
     n_occupations = len(range(args.shard[0], len(args.occupations) if args.occupations else 3, args.shard[1]))
-    retrains = 0 if args.no_influence else 1 + n_occupations * len(args.kinds) * len(shares)
     print(f"graph {graph.name}: {graph.training.num_triples} training triples, {graph.training.num_entities} "
-          f"entities; {retrains} retrains per config", flush=True)
+          f"entities", flush=True)
+    # The estimate prices what this run will still do: a stored model is not trained again, and the rows already
+    # in RUNS.csv (or a base read back or taken from the stored model) are not retrained again.
+    done = read(args.runs)
     total = 0.0
+    pending: dict[str, int] = {}
     for text, config in configs:
+        config_hash = fingerprint(graph, config)
+        retrains = 0 if args.no_influence else pending_retrains(
+            done, config_hash, None if not named else list(named[args.shard[0]::args.shard[1]]),
+            n_occupations=n_occupations, kinds=args.kinds, shares=shares, stored_base=args.stored_base)
+        pending[config_hash] = retrains
+        stored = is_model_dir(args.store / f"{graph.name}-sweep-{config_hash[:12]}")
         train, again = estimate(graph, config, retrains=retrains)
+        train = 0.0 if stored else train
         total += train + again
-        print(f"estimate {text}: training {train:.0f} s + {retrains} retrains {again:.0f} s "
-              f"(quiet 2-core CPU: SECONDS_PER_NEGATIVE_ROW_DIM)", flush=True)
+        print(f"estimate {text}: training {'0 s (stored)' if stored else f'{train:.0f} s'} + {retrains} retrains "
+              f"{again:.0f} s (quiet 2-core CPU: SECONDS_PER_NEGATIVE_ROW_DIM)", flush=True)
     print(f"estimate, all {len(configs)} configs: {total / 3600:.2f} h (before link prediction and exact solves)",
           flush=True)
     if args.estimate_only:
@@ -460,8 +489,9 @@ def main() -> None:
                                 **{k: metrics.get(k, math.nan) for k in LP_COLUMNS}, "lp_s": lp_seconds})
             print(f"  trained {seconds:.1f} s; link prediction ({side}): MRR {metrics.get('mrr', math.nan):.4f}, "
                   f"Hits@10 {metrics.get('hits@10', math.nan):.4f} ({lp_seconds:.1f} s)", flush=True)
-            if seconds == seconds and retrains:  # not NaN
-                print(f"  the {retrains} retrains at this training's time: about {seconds * retrains / 60:.1f} min",
+            if seconds == seconds and pending[config_hash]:  # not NaN
+                print(f"  the {pending[config_hash]} retrains at this training's time: about "
+                      f"{seconds * pending[config_hash] / 60:.1f} min",
                       flush=True)
         if not args.no_influence:
             analysis = ModelAnalysis(model)
