@@ -229,6 +229,11 @@ def read(path: Path) -> pd.DataFrame | None:
     return pd.read_csv(path) if path.exists() else None
 
 
+def store_name(graph: KnowledgeGraph, config_hash: str) -> str:
+    """The folder name of a config's model in ``--store``, where a rerun (and the estimate) finds it."""
+    return f"{graph.name}-sweep-{config_hash[:12]}"
+
+
 def trained_model(graph: KnowledgeGraph, config: TrainConfig, *, store: Path, name: str, device: torch.device):
     """The config's model from ``store`` where a run saved it, else trained now and saved there."""
     path = store / name
@@ -461,7 +466,7 @@ def main() -> None:
             done, config_hash, None if not named else list(named[args.shard[0]::args.shard[1]]),
             n_occupations=n_occupations, kinds=args.kinds, shares=shares, stored_base=args.stored_base)
         pending[config_hash] = retrains
-        stored = is_model_dir(args.store / f"{graph.name}-sweep-{config_hash[:12]}")
+        stored = is_model_dir(args.store / store_name(graph, config_hash))
         train, again = estimate(graph, config, retrains=retrains)
         train = 0.0 if stored else train
         total += train + again
@@ -475,7 +480,7 @@ def main() -> None:
     models_csv = args.runs.with_name(args.runs.stem + "_models.csv")
     for text, config in configs:
         config_hash = fingerprint(graph, config)
-        name = f"{graph.name}-sweep-{config_hash[:12]}"
+        name = store_name(graph, config_hash)
         print(f"config {text} ({config_hash[:12]})", flush=True)
         done = read(models_csv)
         model, seconds = trained_model(graph, config, store=args.store, name=name, device=device)
