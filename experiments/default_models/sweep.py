@@ -184,6 +184,13 @@ def estimate(graph: KnowledgeGraph, config: TrainConfig, *, retrains: int) -> tu
     return train, train * retrains
 
 
+def done_keys(done: pd.DataFrame | None) -> set[tuple[str, str, str, int]]:
+    """(config hash, occupation, kind, share) of every row RUNS.csv holds: what a rerun does not retrain."""
+    if done is None:
+        return set()
+    return set(zip(done["config_hash"], done["occupation"], done["kind"], done["share"], strict=True))
+
+
 def pending_retrains(done: pd.DataFrame | None, config_hash: str, occupations: list[str] | None, *,
                      n_occupations: int, kinds: tuple[str, ...], shares: list[int], stored_base: bool) -> int:
     """The masked retrains a run still has to do for one config: the sets of ``occupations`` x ``kinds`` x
@@ -192,8 +199,7 @@ def pending_retrains(done: pd.DataFrame | None, config_hash: str, occupations: l
     chooses the occupations (None), every set of ``n_occupations`` counts, and the base."""
     if occupations is None:
         return 1 + n_occupations * len(kinds) * len(shares)
-    seen = set() if done is None else set(zip(done["config_hash"], done["occupation"], done["kind"], done["share"],
-                                              strict=True))
+    seen = done_keys(done)
     needed = [o for o in occupations for kind in kinds for s in shares if (config_hash, o, kind, s) not in seen]
     if not needed:
         return 0
@@ -298,8 +304,7 @@ def influence_check(model, analysis: ModelAnalysis, *, config_hash: str, occupat
     ``--stored-base``."""
     closed_form = closed_form_of(analysis, alpha)
     done = read(runs)
-    seen = set() if done is None else set(zip(done["config_hash"], done["occupation"], done["kind"], done["share"],
-                                              strict=True))
+    seen = done_keys(done)
     needed = [(o, kind, s) for o in occupations for kind in kinds for s in shares
               if (config_hash, o, kind, s) not in seen]
     if not needed:
