@@ -74,3 +74,29 @@ def test_a_changed_field_is_named_and_is_not_the_default(script) -> None:
 def test_a_missing_result_file_is_one_line(script, tmp_path) -> None:
     with pytest.raises(SystemExit, match="no_such_models.csv: no such result file"):
         script.curve((script.Source("fb13", tmp_path / "no_such_models.csv"),))
+
+
+def test_a_check_of_random_sets_only_gives_the_noise_and_stays_off_the_front(script, tmp_path) -> None:
+    """A config whose sweep retrained only random sets (no occupation with 3 sets: no r) shows its noise against
+    the bar, no r, and no place on the front; a full check beside it keeps its r."""
+    default = default_train_config("fb15k237").to_dict()
+    models = pd.DataFrame([{**default, "config_hash": "a" * 64, "mrr": 0.30, "hits@10": 0.5},
+                           {**default, "config_hash": "b" * 64, "distance": "l1", "mrr": 0.25, "hits@10": 0.4}])
+    models_path = tmp_path / "sweep_models.csv"
+    models.to_csv(models_path, index=False)
+    (tmp_path / "provenance.toml").write_text('["sweep_models.csv"]\nmachine = "cpu-2core"\n', encoding="utf-8")
+    summary = pd.DataFrame([
+        {"config_hash": "a" * 64, "occupations": 2, "sets": 2, "r_closed_min": math.nan, "noise_max": 0.04,
+         "r_occupations": 0},
+        {"config_hash": "b" * 64, "occupations": 1, "sets": 6, "r_closed_min": 0.995, "noise_max": 0.005,
+         "r_occupations": 1}])
+    summary_path = tmp_path / "sweep_summary.csv"
+    summary.to_csv(summary_path, index=False)
+    table = script.curve((script.Source("fb15k237", models_path, summary_path),)).set_index("config_hash")
+    noise_only, full = table.loc["a" * 12], table.loc["b" * 12]
+    assert noise_only["check"] == "sweep.py, random sets only" and math.isnan(noise_only["r_min"])
+    assert (noise_only["noise_max"], noise_only["noise_bar"], noise_only["r_bar"]) == (0.04, "no", "")
+    assert noise_only["occupations"] == 2 and noise_only["front"] == ""
+    # the higher MRR without an r does not push the checked point off the front
+    assert (full["check"], full["r_bar"], full["noise_bar"], full["front"]) == ("sweep.py, 2/32% sets", "yes", "yes",
+                                                                                "yes")

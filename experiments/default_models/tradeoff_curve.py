@@ -11,7 +11,7 @@ them, computes nothing new and trains nothing, so the curve is a function of the
   config; its machine from the file's provenance entry;
 - influence from the check that retrained the same model (``sweep.py``'s summary: the smallest r over its
   occupations with an r, which ``occupations`` counts, the largest noise over all its random sets, at 2 and 32% of
-  the moving triples; or
+  the moving triples; a check of random sets only gives the noise and no r, and its point stays off the front; or
   ``validate_influence.py``'s per-occupation summary, at its own set sizes, which the ``check`` column names);
 - the popularity count of the graph (``head_dependence.py``: answers ranked by their training counts), the floor a
   model's link prediction has to clear;
@@ -91,10 +91,19 @@ def influence_of(path: Path, models: pd.DataFrame) -> dict[str, dict]:
     models file; a sweep summary names each row's config hash."""
     table = pd.read_csv(path)
     if "config_hash" in table.columns:
-        return {row["config_hash"]: {"occupations": row.get("r_occupations", row["occupations"]), "sets": row["sets"],
-                                     "r_min": row["r_closed_min"], "noise_max": row["noise_max"],
-                                     "check": "sweep.py, 2/32% sets"}
-                for _, row in table.iterrows() if not math.isnan(row.get("r_closed_min", math.nan))}
+        checks = {}
+        for _, row in table.iterrows():
+            if not math.isnan(row.get("r_closed_min", math.nan)):
+                checks[row["config_hash"]] = {
+                    "occupations": row.get("r_occupations", row["occupations"]), "sets": row["sets"],
+                    "r_min": row["r_closed_min"], "noise_max": row["noise_max"], "check": "sweep.py, 2/32% sets"}
+            elif not math.isnan(row.get("noise_max", math.nan)):
+                # Random sets only (fewer than 3 sets an occupation): the noise bar is read, r is not, and the
+                # point stays off the front; ``occupations`` counts those with random sets.
+                checks[row["config_hash"]] = {
+                    "occupations": row["occupations"], "sets": row["sets"], "r_min": math.nan,
+                    "noise_max": row["noise_max"], "check": "sweep.py, random sets only"}
+        return checks
     if len(models) != 1:
         raise SystemExit(f"error: {path.name}: a validation summary needs a models file of one config")
     r = table["r"].map(lambda text: float(str(text).split()[0]))
