@@ -58,6 +58,8 @@ SOURCES = (
     Source("fb15k237", HERE / "fb15k237_l1_k32_influence_models.csv", HERE / "fb15k237_l1_k32_influence_summary.csv"),
     Source("fb15k237", HERE / "fb15k237_pseudo_huber_influence_models.csv",
            HERE / "fb15k237_pseudo_huber_influence_summary.csv"),
+    Source("fb15k237", HERE / "fb15k237_pseudo_huber_k32_influence_models.csv",
+           HERE / "fb15k237_pseudo_huber_k32_influence_summary.csv"),
     Source("fb15k237", HERE / "fb15k237_k8_sweep_models.csv"),
     Source("fb15k237", HERE / "fb15k237_pseudo_huber_k32_lp_models.csv"),
     Source("fb15k237", HERE / "fb15k237_objective_h200_models.csv"),
