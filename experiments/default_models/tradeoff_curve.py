@@ -95,16 +95,16 @@ def influence_of(path: Path, models: pd.DataFrame) -> dict[str, dict]:
     if "config_hash" in table.columns:
         checks = {}
         for _, row in table.iterrows():
-            if not math.isnan(row.get("r_closed_min", math.nan)):
-                checks[row["config_hash"]] = {
-                    "occupations": row.get("r_occupations", row["occupations"]), "sets": row["sets"],
-                    "r_min": row["r_closed_min"], "noise_max": row["noise_max"], "check": "sweep.py, 2/32% sets"}
-            elif not math.isnan(row.get("noise_max", math.nan)):
-                # Random sets only (fewer than 3 sets an occupation): the noise bar is read, r is not, and the
-                # point stays off the front; ``occupations`` counts those with random sets.
-                checks[row["config_hash"]] = {
-                    "occupations": row["occupations"], "sets": row["sets"], "r_min": math.nan,
-                    "noise_max": row["noise_max"], "check": "sweep.py, random sets only"}
+            r, noise = row.get("r_closed_min", math.nan), row.get("noise_max", math.nan)
+            if math.isnan(r) and math.isnan(noise):
+                continue
+            # Random sets only (fewer than 3 sets an occupation): the noise bar is read, r is not, and the point
+            # stays off the front; ``occupations`` then counts those with random sets.
+            has_r = not math.isnan(r)
+            checks[row["config_hash"]] = {
+                "occupations": row.get("r_occupations", row["occupations"]) if has_r else row["occupations"],
+                "sets": row["sets"], "r_min": r, "noise_max": noise,
+                "check": "sweep.py, 2/32% sets" if has_r else "sweep.py, random sets only"}
         return checks
     if len(models) != 1:
         raise SystemExit(f"error: {path.name}: a validation summary needs a models file of one config")
