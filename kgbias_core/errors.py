@@ -163,6 +163,11 @@ NEGATIVES_NOT_TRANSE = (
     "leave --negatives at 1"
 )
 UNKNOWN_DISTANCE = "unknown distance {distance!r}: choose one of {known}"
+UNKNOWN_CORRUPTION = "unknown corruption {corruption!r}: choose one of {known}"
+CORRUPTION_NOT_TRANSE = (
+    "corruption {corruption}: only TransE trains on frozen negatives ({model} draws its own through PyKEEN); leave "
+    "--corruption out"
+)
 NO_NEGATIVES_IMPORTED = (
     "model {model!r} was imported from {source} and has no frozen negatives: every retrain (what-if, noise band, "
     "calibration) needs each training triple's negative (METHODS §2), and retraining belongs to the engine that "

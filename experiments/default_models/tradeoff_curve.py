@@ -28,12 +28,12 @@ from __future__ import annotations
 import argparse
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from kgbias_core.embeddings.config import default_train_config
+from kgbias_core.embeddings.config import TrainConfig, default_train_config
 
 HERE = Path(__file__).resolve().parent / "results"
 VALIDATION = Path(__file__).resolve().parents[1] / "influence_vs_retraining" / "results"
@@ -63,6 +63,8 @@ SOURCES = (
     Source("fb15k237", HERE / "fb15k237_k8_sweep_models.csv"),
     Source("fb15k237", HERE / "fb15k237_pseudo_huber_k32_lp_models.csv"),
     Source("fb15k237", HERE / "fb15k237_objective_h200_models.csv"),
+    Source("fb15k237", HERE / "fb15k237_corruption_lp_models.csv"),
+    Source("fb15k237", HERE / "fb15k237_l1_k8_grid_lp_models.csv"),
     # FB13's default was checked by validate_influence.py (3 occupations, sets of up to 1,398 triples), not by a sweep.
     Source("fb13", HERE / "fb13_k1_at_k8_sizes_models.csv", VALIDATION / "fb13_l2_80_e160_summary.csv"),
     Source("fb13", HERE / "fb13_k8_influence_models.csv", HERE / "fb13_k8_influence_summary.csv"),
@@ -125,10 +127,12 @@ def popularity_mrr(graph: str) -> float:
 def changes_of(row: pd.Series, graph: str) -> tuple[str, bool]:
     """The TrainConfig fields of ``row`` that differ from the graph's default, beyond :data:`SETTINGS` (``a=b,..``),
     and whether none differs at all (the default)."""
-    default = default_train_config(graph).to_dict()
+    default = asdict(default_train_config(graph))
     differ = []
     for key, value in default.items():
         mine = row.get(key)
+        if key not in row.index or (isinstance(mine, float) and math.isnan(mine) and value is not None):
+            mine = getattr(TrainConfig(), key)  # a file written before the field existed: the draw it had then
         same = (value is None and (mine is None or (isinstance(mine, float) and math.isnan(mine)))) or (
             value is not None and type(value)(mine) == value)
         if not same:

@@ -59,7 +59,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -151,7 +151,7 @@ def already_measured(measured: dict[tuple[str, str, int], float], occupation: st
 def retrain_key(model) -> str:
     """What an unedited retrain of ``model`` depends on: its data, its training config and the kind of device the
     retrain runs on (the same on another machine of that kind; another kind drifts, kgbias_core.device)."""
-    return json.dumps({"data_hash": model.data_hash, "config": asdict(model.config),
+    return json.dumps({"data_hash": model.data_hash, "config": model.config.to_dict(),
                        "device": retrain_device(model).type}, sort_keys=True, default=str)
 
 

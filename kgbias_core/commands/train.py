@@ -20,7 +20,7 @@ from kgbias_core.commands.common import (
     integer,
     real,
 )
-from kgbias_core.embeddings.config import DISTANCES, MODELS, PSEUDO_HUBER_DELTA
+from kgbias_core.embeddings.config import CORRUPTIONS, DISTANCES, MODELS, PSEUDO_HUBER_DELTA
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -33,7 +33,7 @@ def _train(args: argparse.Namespace) -> None:
             "model": args.model, "dim": args.dim, "epochs": args.epochs, "seed": args.seed,
             "batch_size": args.batch_size, "lr": args.lr, "l2": args.l2, "margin": args.margin,
             "damping": args.damping, "optimizer": args.optimizer, "negatives_per_triple": args.negatives,
-            "distance": args.distance,
+            "distance": args.distance, "corruption": args.corruption,
         }.items()
         if v is not None
     }
@@ -80,6 +80,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "the what-ifs are exact for; l1 predicts links better, with influence and removal "
                             "what-ifs approximate and Add refused; pseudo_huber is L1 smoothed within "
                             f"{PSEUDO_HUBER_DELTA} of 0, with a curvature of its own: docs/results/default_models.md)")
+    train.add_argument("--corruption", choices=CORRUPTIONS,
+                       help="TransE: which side the frozen negatives replace: uniform (half the head, half the tail; "
+                            "the default) or bernoulli (the head with probability tph / (tph + hpt) of the relation, "
+                            "Wang et al. 2014); influence stays exact either way")
     train.add_argument("--optimizer", choices=("adam", "sparse_adam"),
                        help="adam: dense Adam over every row per step (default); sparse_adam: row-wise updates of "
                             "the rows a batch touches, the same objective (for graphs of millions of entities)")

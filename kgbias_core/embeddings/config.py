@@ -22,6 +22,10 @@ IMPORT_DISTANCES = ("squared_l2", "l2", "l1")
 #: the residual coordinate below which it is quadratic, above which it is L1. Fixed, not a setting, so that every
 #: model named pseudo_huber has one psi; chosen on FB15k-237 (docs/results/default_models.md).
 PSEUDO_HUBER_DELTA = 0.05
+#: TrainConfig.corruption: which side of a training triple its frozen negatives replace. uniform: half the head, half
+#: the tail (every model before 2026-12-06); bernoulli: the head with probability tph / (tph + hpt) of the triple's
+#: relation (Wang et al. 2014, "bern"; kgbias_core.embeddings.training.bernoulli_head_probability).
+CORRUPTIONS = ("uniform", "bernoulli")
 #: Formats of embeddings trained elsewhere that :mod:`kgbias_core.embeddings.importers` reads.
 IMPORT_FORMATS = ("npy", "pykeen", "dglke", "pbg")
 #: ``import --format random``: no files read, random untrained vectors (graphs too large to train here).
@@ -58,9 +62,17 @@ class TrainConfig:
     # the margin part is the mean of the K hinges (kgbias_core.embeddings.objective). 1 here keeps the fingerprint
     # of every model stored before K existed; FB15k-237's default sets 8 (DEFAULT_TRAIN_CONFIGS).
     negatives_per_triple: int = 1
+    # Which side the frozen negatives corrupt (CORRUPTIONS). uniform keeps the fingerprint of every model stored
+    # before the field existed; bernoulli draws fewer false negatives on one-to-many relations. Influence is exact
+    # either way: it reads the stored negatives, however they were drawn.
+    corruption: str = "uniform"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        # Uniform is every model's draw before the field existed: their config.json, result files and keys stay.
+        if data["corruption"] == "uniform":
+            del data["corruption"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:

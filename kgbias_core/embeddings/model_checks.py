@@ -12,8 +12,15 @@ from typing import Any
 
 import torch
 
-from kgbias_core.embeddings.config import DISTANCES, IMPORTED_MODELS, MODELS, Calibration, TrainConfig
-from kgbias_core.errors import MODEL_CORRUPT, MODEL_DISAGREES, UNKNOWN_DISTANCE, UNKNOWN_MODEL, ModelStoreError
+from kgbias_core.embeddings.config import CORRUPTIONS, DISTANCES, IMPORTED_MODELS, MODELS, Calibration, TrainConfig
+from kgbias_core.errors import (
+    MODEL_CORRUPT,
+    MODEL_DISAGREES,
+    UNKNOWN_CORRUPTION,
+    UNKNOWN_DISTANCE,
+    UNKNOWN_MODEL,
+    ModelStoreError,
+)
 
 
 def check_transe_dims(weights: dict[str, torch.Tensor], *, dim: int, path: Path) -> None:
@@ -96,6 +103,8 @@ def config_train_config(config: dict[str, Any], file: Path) -> TrainConfig:
         raise corrupt(UNKNOWN_MODEL.format(model=train_config.model, known=", ".join((*MODELS, *IMPORTED_MODELS))))
     if train_config.distance not in DISTANCES:
         raise corrupt(UNKNOWN_DISTANCE.format(distance=train_config.distance, known=", ".join(DISTANCES)))
+    if train_config.corruption not in CORRUPTIONS:
+        raise corrupt(UNKNOWN_CORRUPTION.format(corruption=train_config.corruption, known=", ".join(CORRUPTIONS)))
     return train_config
 
 

@@ -575,6 +575,8 @@ def weight_settings(config: dict[str, Any]) -> dict[str, Any]:
         extra["optimizer"] = config["optimizer"]
     if config.get("negatives_per_triple") not in (None, 1):  # one negative (every stored model) keeps its fingerprint
         extra["negatives_per_triple"] = config["negatives_per_triple"]
+    if config.get("corruption") not in (None, "uniform"):  # uniform (every stored model) keeps its fingerprint
+        extra["corruption"] = config["corruption"]
     if extra.get("distance") == "squared_l2":
         del extra["distance"]
     return {**{k: config.get(k) for k in keys}, **extra}

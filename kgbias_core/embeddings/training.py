@@ -28,7 +28,7 @@ from kgbias_core.data.graph import KnowledgeGraph
 
 # The device rules live in kgbias_core.device; re-exported here, where callers long found them.
 from kgbias_core.device import default_device, retrain_device  # noqa: F401
-from kgbias_core.embeddings.config import MODELS, PYKEEN_MODELS, TrainConfig
+from kgbias_core.embeddings.config import CORRUPTIONS, MODELS, PYKEEN_MODELS, TrainConfig
 from kgbias_core.embeddings.objective import (
     distance_gradient,
     margin_loss,
@@ -41,9 +41,11 @@ from kgbias_core.embeddings.pseudo_huber import PseudoHuberTransEInteraction
 from kgbias_core.embeddings.store import StoredModel, library_versions
 from kgbias_core.errors import (
     CANCELLED,
+    CORRUPTION_NOT_TRANSE,
     DISTANCE_NOT_TRANSE,
     NEGATIVES_NOT_TRANSE,
     REGULARISER_MISSING,
+    UNKNOWN_CORRUPTION,
     UNKNOWN_MODEL,
     UNKNOWN_OPTIMIZER,
     CancelledError,
@@ -89,31 +91,71 @@ def reproducible(device: torch.device) -> Iterator[None]:
 
 
 def frozen_negatives(
-    triples: LongTensor, *, n_entities: int, seed: int, stream: int = 0, count: int = 1
+    triples: LongTensor, *, n_entities: int, seed: int, stream: int = 0, count: int = 1,
+    head_probability: FloatTensor | None = None,
 ) -> LongTensor:
     """``count`` (K) negatives per triple, each with its head or its tail replaced by a uniform entity.
 
-    Shapes: triples [n, 3] -> negatives [K n, 3], row j n + i the j-th negative of triple i (the layout of
-    :mod:`kgbias_core.embeddings.objective`). Drawn once from ``seed`` (METHODS §2) so that the training
-    objective is a fixed function of the parameters. A coin per triple picks the side of its first
-    negative (head or tail, 50/50) and the sides then alternate, so half of a triple's negatives corrupt
-    the head and half the tail (for odd K the coin's side gets one more). The first negative of every
-    triple, and with it the whole table of K = 1, is the draw of METHODS §2, and the first K' rows of
-    K's table are K''s table: more negatives only add to the objective's negatives, never replace them.
+    Shapes: triples [n, 3] (, head_probability [n]) -> negatives [K n, 3], row j n + i the j-th negative of
+    triple i (the layout of :mod:`kgbias_core.embeddings.objective`). Drawn once from ``seed`` (METHODS §2) so
+    that the training objective is a fixed function of the parameters.
+
+    ``head_probability`` None (uniform corruption, every model before 2026-12-06): a coin per triple picks the
+    side of its first negative (head or tail, 50/50) and the sides then alternate, so half of a triple's
+    negatives corrupt the head and half the tail (for odd K the coin's side gets one more). The first negative
+    of every triple, and with it the whole table of K = 1, is the draw of METHODS §2.
+
+    ``head_probability`` given (:func:`bernoulli_head_probability`): each negative's side is its own coin,
+    the head with triple i's probability. Either way the first K' rows of K's table are K''s table: more
+    negatives only add to the objective's negatives, never replace them.
     """
     generator = torch.Generator().manual_seed(seed + _NEGATIVE_STREAM + stream)
     n = triples.shape[0]
-    corrupt_head = torch.rand(n, generator=generator) < 0.5
+    corrupt_head = torch.rand(n, generator=generator) < (0.5 if head_probability is None else head_probability)
     replacement = torch.randint(n_entities, (n,), generator=generator)
     negatives = triples.repeat(count, 1)  # [K n, 3]: K copies, each corrupted below
     for j in range(count):
         if j:
+            if head_probability is not None:  # a coin of its own, drawn before the replacement as for j = 0
+                corrupt_head = torch.rand(n, generator=generator) < head_probability
             replacement = torch.randint(n_entities, (n,), generator=generator)
-        head = corrupt_head if j % 2 == 0 else ~corrupt_head
+        head = corrupt_head if head_probability is not None or j % 2 == 0 else ~corrupt_head
         block = negatives[j * n : (j + 1) * n]  # a view: triple i's j-th negative is row j n + i
         block[head, 0] = replacement[head]
         block[~head, 2] = replacement[~head]
     return negatives
+
+
+def bernoulli_head_probability(statistics: LongTensor, *, n_relations: int, triples: LongTensor) -> FloatTensor:
+    """Wang et al. 2014 (TransH, §3.2, "bern"): corrupt the head of (h, r, t) with probability tph / (tph + hpt).
+
+    tph(r) is the mean number of tails per head of r and hpt(r) of heads per tail, both counted over
+    ``statistics`` (the training triples [m, 3]). A one-to-many relation (many tails per head) then mostly
+    corrupts its head, where a replaced tail would often be another true tail: fewer false negatives.
+    Shapes: statistics [m, 3], triples [n, 3] -> [n], the probability of each of ``triples`` by its relation
+    (0.5 for a relation ``statistics`` never holds).
+    """
+    relation = statistics[:, 1]
+    pairs_hr = torch.unique(statistics[:, [1, 0]], dim=0)  # distinct (r, h)
+    pairs_rt = torch.unique(statistics[:, [1, 2]], dim=0)  # distinct (r, t)
+    count = torch.bincount(relation, minlength=n_relations).double()
+    heads = torch.bincount(pairs_hr[:, 0], minlength=n_relations).double()
+    tails = torch.bincount(pairs_rt[:, 0], minlength=n_relations).double()
+    tph = count / heads.clamp(min=1)
+    hpt = count / tails.clamp(min=1)
+    share = torch.where(count > 0, tph / (tph + hpt).clamp(min=1e-12), torch.full_like(count, 0.5))
+    return share.float()[triples[:, 1]]
+
+
+def corruption_head_probability(corruption: str, *, statistics: LongTensor, n_relations: int,
+                                triples: LongTensor) -> FloatTensor | None:
+    """The ``head_probability`` of :func:`frozen_negatives` for a ``TrainConfig.corruption``: None for
+    ``uniform``, :func:`bernoulli_head_probability` for ``bernoulli``; anything else a named error."""
+    if corruption == "uniform":
+        return None
+    if corruption == "bernoulli":
+        return bernoulli_head_probability(statistics, n_relations=n_relations, triples=triples)
+    raise KGBiasError(UNKNOWN_CORRUPTION.format(corruption=corruption, known=", ".join(CORRUPTIONS)))
 
 
 def initial_embeddings(
@@ -564,7 +606,10 @@ def train_model(
     negatives = None
     if config.model == "transe":
         negatives = frozen_negatives(triples, n_entities=n_entities, seed=config.seed,
-                                     count=config.negatives_per_triple)
+                                     count=config.negatives_per_triple,
+                                     head_probability=corruption_head_probability(
+                                         config.corruption, statistics=triples, n_relations=n_relations,
+                                         triples=triples))
         result = train_transe(
             triples=triples, negatives=negatives, n_entities=n_entities, n_relations=n_relations,
             config=config, device=device, on_epoch=on_epoch, should_stop=should_stop,
@@ -579,6 +624,8 @@ def train_model(
             raise KGBiasError(NEGATIVES_NOT_TRANSE.format(count=config.negatives_per_triple, model=config.model))
         if config.distance != "squared_l2":  # the same: PyKEEN's model has its own score
             raise KGBiasError(DISTANCE_NOT_TRANSE.format(distance=config.distance, model=config.model))
+        if config.corruption != "uniform":  # the same: PyKEEN's sampler draws its own
+            raise KGBiasError(CORRUPTION_NOT_TRANSE.format(corruption=config.corruption, model=config.model))
         weights, losses, seconds = train_pykeen(
             graph, config, device=device, on_epoch=on_epoch, should_stop=should_stop
         )

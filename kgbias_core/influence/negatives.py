@@ -29,7 +29,7 @@ import torch
 from scipy import stats
 
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.embeddings.training import frozen_negatives
+from kgbias_core.embeddings.training import corruption_head_probability, frozen_negatives
 from kgbias_core.influence.closed_form import top_influence
 from kgbias_core.types import FloatTensor, LongTensor
 
@@ -70,15 +70,19 @@ def negatives_label(*, seed: int | None) -> str:
 
 def redrawn_negatives(model: StoredModel, *, seed: int, count: int | None = None) -> LongTensor:
     """``count`` negatives per training triple of ``model`` (None: its ``config.negatives_per_triple``, 1 for an
-    imported model), drawn as kgbias's training draws its frozen ones (half the head, half the tail).
+    imported model), drawn as kgbias's training draws its frozen ones (its ``config.corruption``: half the head and
+    half the tail, or Bernoulli; an imported model's is uniform).
 
     Shapes: -> [K |G|, 3] on the model's device, row j |G| + i the j-th of triple i. With the model's own
     ``config.seed`` on an unedited kgbias model this reproduces its frozen negatives exactly (the training
     loop's call).
     """
     count = model.config.negatives_per_triple if count is None else count
-    drawn = frozen_negatives(model.triples.cpu(), n_entities=model.n_entities, seed=seed,
-                             count=count)  # a CPU generator
+    triples = model.triples.cpu()
+    drawn = frozen_negatives(triples, n_entities=model.n_entities, seed=seed, count=count,  # a CPU generator
+                             head_probability=corruption_head_probability(
+                                 model.config.corruption, statistics=triples, n_relations=model.n_relations,
+                                 triples=triples))
     return drawn.to(model.triples.device)
 
 

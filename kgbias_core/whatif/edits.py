@@ -24,7 +24,13 @@ import torch
 from kgbias_core.device import retrain_device
 from kgbias_core.embeddings.objective import join_negatives, negatives_count, negatives_of
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.embeddings.training import EpochCallback, frozen_negatives, initial_embeddings, train_transe
+from kgbias_core.embeddings.training import (
+    EpochCallback,
+    corruption_head_probability,
+    frozen_negatives,
+    initial_embeddings,
+    train_transe,
+)
 from kgbias_core.errors import (
     ADD_NOTHING,
     ADD_ONE_GENDER,
@@ -168,9 +174,7 @@ def retrain(
     else:
         added = torch.tensor(edit.added_triples, dtype=torch.long)
         n_entities += len(edit.added_entities)
-        added_negatives = frozen_negatives(added, n_entities=n_entities, seed=model.config.seed,
-                                           stream=_ADDED_NEGATIVES_STREAM,
-                                           count=negatives_count(negatives, triples.shape[0]))
+        added_negatives = added_frozen_negatives(model, added, n_entities=n_entities)
         negatives = join_negatives(negatives, triples.shape[0], added_negatives, added.shape[0])
         triples = torch.cat([triples, added])
         weights = torch.ones(triples.shape[0])
@@ -198,13 +202,23 @@ def retrain(
     )
 
 
+def added_frozen_negatives(model: StoredModel, added: LongTensor, *, n_entities: int) -> LongTensor:
+    """The frozen negatives of an Add edit's triples [a, 3] -> [K a, 3]: as many per triple as the model has, from
+    the model's seed on a stream of their own, each side drawn as the model's own were (its ``corruption``; the
+    Bernoulli shares counted over the model's training triples, which the edit does not change)."""
+    return frozen_negatives(added, n_entities=n_entities, seed=model.config.seed, stream=_ADDED_NEGATIVES_STREAM,
+                            count=negatives_count(model.frozen_negatives, model.triples.shape[0]),
+                            head_probability=corruption_head_probability(
+                                model.config.corruption, statistics=model.triples.cpu(),
+                                n_relations=model.n_relations, triples=added))
+
+
 def addition(model: StoredModel, edit: Edit) -> Addition:
     """An Add edit's triples, their frozen negatives and the dummies' starting rows, exactly as :func:`retrain`
     draws them (same streams), so that the prediction starts where the retrain does."""
     added = torch.tensor(edit.added_triples, dtype=torch.long)
     n_entities = model.n_entities + len(edit.added_entities)
-    negatives = frozen_negatives(added, n_entities=n_entities, seed=model.config.seed, stream=_ADDED_NEGATIVES_STREAM,
-                                 count=negatives_count(model.frozen_negatives, model.triples.shape[0]))
+    negatives = added_frozen_negatives(model, added, n_entities=n_entities)
     entities, _ = initial_embeddings(n_entities=n_entities, n_relations=model.n_relations, dim=model.config.dim,
                                      seed=model.config.seed, n_base_entities=model.n_entities)
     return Addition(triples=added, negatives=negatives, new_rows=entities[model.n_entities:],
