@@ -377,3 +377,40 @@ def test_the_pooled_audit_retrains_the_union_once_and_judges_each_scale(eight_mo
     medians = judged[judged["scale"] == "pooled median"].set_index("estimator")["ratio"]
     assert medians["refined"] == pytest.approx(pooled["refined_ratio"].median(), abs=1e-3)
     assert medians["step"] == pytest.approx(pooled["step_ratio"].median(), abs=1e-3)
+
+
+def test_the_lab_bands_judge_random_sets_by_their_noise_floor(monkeypatch) -> None:
+    """local_refit.py --bands --lab with random sets (--random): they are not fitted on and not in the targeted rows'
+    count; a row of their own counts, set by set, what a loop over [p / f, p * f] widened by each set's floor from
+    --runs counts (a change beyond the floor is outside)."""
+    import numpy as np
+    import pandas as pd
+
+    from kgbias_core.influence.refit_prediction import REFIT_BAND_BASE, REFIT_BAND_SMALL
+
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
+    script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_random")
+    rows = []
+    for name, (men, women) in {"big": (40, 12), "small": (9, 1), "mid": (7, 6), "tiny": (5, 2)}.items():
+        for kind, point in (("top", 1.0), ("bottom", -0.8), ("random", 0.01)):
+            rows.append({"occupation": name, "name": name, "men": men, "women": women, "kind": kind, "share": 16,
+                         "in_audit": False, "newton": point, "newton_refit": point, "newton_refit_read": point,
+                         "actual": point * 1.05})
+    rows = pd.DataFrame(rows)
+    moved = {"big": 0.02, "small": -0.3, "mid": 0.2, "tiny": 0.05}  # the random sets' retrained changes
+    rows.loc[rows["kind"] == "random", "actual"] = rows.loc[rows["kind"] == "random", "occupation"].map(moved)
+    floors = {"big": 0.03, "small": 0.25, "mid": 0.1, "tiny": 0.1}
+    runs = rows[["occupation", "kind", "share"]].assign(floor=rows["occupation"].map(floors))
+    frame = script.band_frame({"g": script.with_audit(rows)}, runs, 0.9, lab=True)
+    refined = frame[frame["estimator"] == "newton_refit_read"].set_index("evaluation")
+    assert refined.loc["lab band -> g", "sets"] == 7  # 8 targeted sets, the audit set (big's top) left out
+    chance = refined.loc["lab band, random sets -> g"]
+    ratio = 1.05  # the audit set's retrained / predicted scales every point
+    covered = 0
+    for row in rows[rows["kind"] == "random"].itertuples():
+        point, f = ratio * row.newton_refit_read, REFIT_BAND_BASE + REFIT_BAND_SMALL / min(row.men, row.women) ** 0.5
+        floor = floors[row.occupation]
+        low, high = min(point / f, point * f) - floor, max(point / f, point * f) + floor
+        covered += low <= row.actual <= high
+    assert chance["sets"] == 4 and covered == 2 and chance["coverage"] == pytest.approx(covered / 4)
+    assert np.isnan(chance["half_width"])

@@ -46,6 +46,13 @@ def targeted_rows(runs: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+def random_rows(runs: pd.DataFrame) -> pd.DataFrame:
+    """The random sets of a run file, with m as :func:`targeted_rows` gives it: judged, never fitted on."""
+    rows = runs[runs["kind"] == "random"].copy()
+    rows["m"] = np.minimum(rows["men"], rows["women"]).clip(lower=1)
+    return rows
+
+
 def audit_ratio(runs: pd.DataFrame, column: str) -> float:
     """Retrained / ``column`` on the audited occupation's top 16% set (the set ``kgbias prepare``'s audit retrains):
     the ratio a point of ``column`` is scaled by, as the lab scales its step."""

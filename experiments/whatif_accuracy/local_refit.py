@@ -32,7 +32,9 @@ Two sources of retrains:
 
 Every row is written when it is done (resumable: a rerun skips the sets in OUT). ``--summary`` writes, per
 estimator, the spread of retrained / predicted and the share of sets within 30% of their point, overall and
-for occupations with fewer than 10 persons of one gender (``--summarize-only``: that alone, from OUT).
+for occupations with fewer than 10 persons of one gender (``--summarize-only``: that alone, from OUT). With
+``--random`` the runs' random sets are predicted too; the summary leaves them out (their point is about 0), and
+``--bands --lab`` judges them apart, by the lab's interval with its noise floor.
 
     python experiments/whatif_accuracy/local_refit.py --bands OUT1.csv OUT2.csv --runs R1.csv .. --out BANDS.csv
 
@@ -179,7 +181,8 @@ def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame, coverage: fl
     of the targeted sets, in-sample and with each occupation held out (the audited occupation left out of both);
     with several graphs also pooled and from graph to graph. ``audit_ratio``: each graph's, ``;``-joined. ``lab``:
     also the band the lab shows for the estimator on models of ``distance`` (:func:`lab_bands`), judged on each graph
-    and on all (``lab band -> ...``)."""
+    and on all (``lab band -> ...``), and on each graph's random sets where the rows hold some (``--random``: ``lab
+    band, random sets -> ...``, no half-width)."""
     out = []
     names = ("newton", "newton_refit", "newton_refit_read")
     for estimator in (name for name in names if all(name in rows for rows in graphs.values())):
@@ -195,6 +198,15 @@ def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame, coverage: fl
             evaluation = pd.concat([evaluation, pd.DataFrame([
                 band_fit.evaluation_row(f"lab band -> {graph}", rows, *band_fit.judged(rows, *shown[estimator]),
                               *shown[estimator]) for graph, rows in targeted.items()])], ignore_index=True)
+            # random sets: a point of about 0, judged by whether the noise floor holds the retrained change (no
+            # relative half-width: it divides by that point)
+            for graph, (rows, _) in scaled.items():
+                chance = band_fit.random_rows(rows)
+                if not chance.empty:
+                    covered, _ = band_fit.judged(chance, *shown[estimator])
+                    evaluation = pd.concat([evaluation, pd.DataFrame([band_fit.evaluation_row(
+                        f"lab band, random sets -> {graph}", chance, covered, np.full(len(chance), np.nan),
+                        *shown[estimator])])], ignore_index=True)
         ratios = [ratio for _, ratio in scaled.values()]
         out.append(evaluation.assign(estimator=estimator, audit_ratio=ratios[0] if len(ratios) == 1 else
                                      "; ".join(f"{graph} {ratio:.4f}" for graph, (_, ratio) in scaled.items())))
@@ -243,7 +255,7 @@ def _bands(args) -> None:
 def _summarize(args) -> None:
     """The summary of ``--out``'s rows, the audited occupation left out, printed and written to ``--summary``."""
     rows = pd.read_csv(args.out)
-    summary = summary_frame(rows[~rows["in_audit"].astype(bool)])
+    summary = summary_frame(rows[~rows["in_audit"].astype(bool) & (rows["kind"] != "random")])
     print(summary.round(3).to_string(index=False))
     if args.summary:
         write_text(summary.to_csv(index=False, float_format="%.4f"), str(args.summary))
@@ -262,7 +274,8 @@ def _stored_sets(args) -> tuple[ModelAnalysis, list[dict]]:
     model = load_model(args.model)
     analysis = ModelAnalysis(model)
     runs = pd.concat([pd.read_csv(p) for p in args.runs]) if args.runs else pd.DataFrame(columns=["kind"])
-    runs = runs[runs["kind"].isin(("top", "bottom"))].drop_duplicates(["occupation", "kind", "share"])
+    kinds = ("top", "bottom", "random") if args.random else ("top", "bottom")
+    runs = runs[runs["kind"].isin(kinds)].drop_duplicates(["occupation", "kind", "share"])
     sets = [{**row, **sizes(analysis, row["occupation"])} for row in runs.to_dict("records")]
     audit = saved_prediction_audit(args.model) if args.audit else None
     if args.audit and audit is None:
@@ -288,6 +301,9 @@ def main() -> None:
                              "from its kind and k, record both closed-form sums, do not require them equal")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--summary", type=Path)
+    parser.add_argument("--random", action="store_true",
+                        help="with --model: predict the random sets of --runs too (kind random: k triples of the "
+                             "whole graph, seed k; left out of the summary, judged apart by --bands --lab)")
     parser.add_argument("--audit", action="store_true",
                         help="with --model: predict the model's stored one-retrain audit set too (in_audit, in place "
                              "of the same set in --runs), whose ratio scales the band fit")
