@@ -414,3 +414,40 @@ def test_the_lab_bands_judge_random_sets_by_their_noise_floor(monkeypatch) -> No
         covered += low <= row.actual <= high
     assert chance["sets"] == 4 and covered == 2 and chance["coverage"] == pytest.approx(covered / 4)
     assert np.isnan(chance["half_width"])
+
+
+def test_the_experiment_predicts_random_sets_only_when_asked(tiny_store, tmp_path, monkeypatch) -> None:
+    """local_refit.py --random: a run's random set (k triples of the whole graph, seed k) is rebuilt, checked by its
+    closed-form sum and predicted (its step and refined prediction about 0 next to a targeted set's), and left out of
+    the summary; without --random the same runs predict the targeted set alone."""
+    import pandas as pd
+
+    from kgbias_core.embeddings.store import load_model
+
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
+    script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_random_sets")
+    model = load_model(tiny_store / "tiny-transe")
+    analysis = ModelAnalysis(model)
+    label = analysis.groups.labels[_edit(model)[1]]
+    influence = analysis.influence(label)
+    index = analysis.groups.index(label)
+    rows = []
+    for kind, k in (("top", 12), ("random", 12)):
+        removed = removal_set(influence, kind=kind, k=k)
+        rows.append({"occupation": label, "men": int(analysis.groups.n_male[index]),
+                     "women": int(analysis.groups.n_female[index]), "kind": kind, "share": 16, "k": k,
+                     "closed_form": float(influence[removed].sum()), "actual": 0.5 if kind == "top" else 0.01})
+    runs = tmp_path / "runs.csv"
+    pd.DataFrame(rows).to_csv(runs, index=False)
+    for flag, out in (([], tmp_path / "targeted.csv"), (["--random"], tmp_path / "all.csv")):
+        monkeypatch.setattr("sys.argv", ["local_refit.py", "--model", str(tiny_store / "tiny-transe"), "--runs",
+                                         str(runs), "--out", str(out), "--summary", str(out.with_suffix(".s.csv")),
+                                         *flag])
+        script.main()
+    assert pd.read_csv(tmp_path / "targeted.csv")["kind"].tolist() == ["top"]
+    both = pd.read_csv(tmp_path / "all.csv").set_index("kind")
+    assert both.loc["random", "closed_form"] == pytest.approx(rows[1]["closed_form"], rel=1e-4)
+    for column in ("newton", "newton_refit_read"):
+        assert abs(both.loc["random", column]) < 0.2 * abs(both.loc["top", column])
+    summaries = [pd.read_csv(tmp_path / name) for name in ("targeted.s.csv", "all.s.csv")]
+    assert summaries[0].equals(summaries[1]) and (summaries[1]["n"] == 1).all()
