@@ -41,16 +41,17 @@ SMALLS = np.round(np.arange(0.0, 3.001, 0.05), 2)
 
 def targeted_rows(runs: pd.DataFrame) -> pd.DataFrame:
     """The top and bottom sets of a run file, audited occupation left out, with m (the rarer gender's count)."""
-    rows = runs[(runs["kind"] != "random") & ~runs["in_audit"].astype(bool)].copy()
-    rows["m"] = np.minimum(rows["men"], rows["women"]).clip(lower=1)
-    return rows
+    return _sized(runs[(runs["kind"] != "random") & ~runs["in_audit"].astype(bool)])
 
 
 def random_rows(runs: pd.DataFrame) -> pd.DataFrame:
     """The random sets of a run file, with m as :func:`targeted_rows` gives it: judged, never fitted on."""
-    rows = runs[runs["kind"] == "random"].copy()
-    rows["m"] = np.minimum(rows["men"], rows["women"]).clip(lower=1)
-    return rows
+    return _sized(runs[runs["kind"] == "random"])
+
+
+def _sized(rows: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``rows`` with m, the rarer gender's count (at least 1: the band's 1 / sqrt(m))."""
+    return rows.assign(m=np.minimum(rows["men"], rows["women"]).clip(lower=1))
 
 
 def audit_ratio(runs: pd.DataFrame, column: str) -> float:
