@@ -51,6 +51,24 @@ def test_the_refit_is_offered_on_models_of_eight_negatives_and_squared_l2(tiny_m
         refit_removal_prediction(tiny, tiny.groups.labels[0], torch.tensor([0]))
 
 
+@pytest.mark.parametrize("graph", ["fb15k237", "fb13"])
+def test_the_real_graphs_defaults_are_models_the_refit_is_offered_on(graph: str, tiny_graph) -> None:
+    """FB15k-237's and FB13's default objectives (eight negatives since 2026-11-27 and 2026-12-06, squared L2) are
+    what the refined prediction is offered on: the tiny graph trained with the default's negatives and distance (a
+    few epochs: the objective decides the offer, not convergence) passes refit_refusal. A default moved back to one
+    negative, or to another distance, fails here with the refusal's reason."""
+    from kgbias_core.embeddings.config import default_train_config
+    from kgbias_core.embeddings.training import train_model
+    from tests.conftest import TINY_TRAINING
+
+    config = default_train_config(graph)
+    model = train_model(tiny_graph, replace(TINY_TRAINING, epochs=2, negatives_per_triple=config.negatives_per_triple,
+                                            distance=config.distance), name="default-objective",
+                        device=torch.device("cpu"))
+    analysis = ModelAnalysis(model)
+    assert refit_refusal(analysis, analysis.groups.labels[0]) is None
+
+
 def test_a_model_whose_rows_are_not_at_their_optimum_is_refused_after_its_unedited_refit(tiny_graph, eight_model,
                                                                                        tmp_path: Path) -> None:
     """The same eight-negative graph trained 25 epochs: refitted with nothing removed, the rows B_gr reads move by

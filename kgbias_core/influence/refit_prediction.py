@@ -30,11 +30,12 @@ Where it is offered (:func:`refit_refusal`): models trained here (their own froz
 :data:`REFIT_MIN_NEGATIVES` negatives per triple, squared L2. With one negative per triple it lost to the step on the
 synthetic graph of the tests (25, 100 and 400 epochs) and on the same graph with 40 works a person (persons of 19
 triples, as FB15k-237's hold 20-47), and did no better than it on FB13; with eight it met issue 25's numbers on
-FB15k-237 and matched the step on the synthetic graph. The margin terms of a row refitted alone are what it
-re-optimises: with one negative a triple, they are few and kinked. The drift guard does not stand in for this
-rule: FB13's one-negative default has its read rows at their optimum (refitted alone they move by 0.8-1.4%), and
-the refit still did no better than the step there. On FB15k-237 trained with the pseudo-Huber distance (eight
-negatives; 12 sets of sweep.py's influence check on Actor, Model and Screenwriter, 2% and 32%) it lost to the step
+FB15k-237 and FB13 (28 of 29 held-out FB13 sets at half-width 0.25, docs/results/whatif.md) and matched the step on
+the synthetic graph. The margin terms of a row refitted alone are what it re-optimises: with one negative a triple,
+they are few and kinked. The drift guard does not stand in for this rule: FB13's one-negative model (its default
+until 2026-12-06) has its read rows at their optimum (refitted alone they move by 0.8-1.4%), and the refit still did
+no better than the step there. On FB15k-237 trained with the pseudo-Huber distance (eight negatives; 12 sets of
+sweep.py's influence check on Actor, Model and Screenwriter, 2% and 32%) it lost to the step
 too: retrained / refined 1.24-2.24, against the step's 1.02-1.60, and its audit-scaled band covered 7 of the 12
 sets (the step's 9), so it stays squared-L2 only (experiments/whatif_accuracy/results/
 local_refit_sampled_fb15k237_ph.csv, 2026-12-02).
