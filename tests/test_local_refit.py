@@ -22,10 +22,10 @@ from kgbias_core.influence.retraining_check import removal_set
 from tests.conftest import REPO, load_script
 
 
-def _edit(model, k: int = 12):
+def _edit(model, k: int = 12, analysis: ModelAnalysis | None = None):
     """A top-k removal set of the occupation with the most women among those with 5 of each gender (Du's closed
-    form), and that occupation's index."""
-    analysis = ModelAnalysis(model)
+    form), and that occupation's index; ``analysis``: the model's, where the caller has one already."""
+    analysis = ModelAnalysis(model) if analysis is None else analysis
     groups = analysis.groups
     ok = ((groups.n_male >= 5) & (groups.n_female >= 5)).nonzero().squeeze(-1)
     index = int(ok[torch.argmax(groups.n_female[ok])])
@@ -428,7 +428,7 @@ def test_the_experiment_predicts_random_sets_only_when_asked(tiny_store, tmp_pat
     script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_random_sets")
     model = load_model(tiny_store / "tiny-transe")
     analysis = ModelAnalysis(model)
-    label = analysis.groups.labels[_edit(model)[1]]
+    label = analysis.groups.labels[_edit(model, analysis=analysis)[1]]
     influence = analysis.influence(label)
     index = analysis.groups.index(label)
     rows = []
