@@ -35,6 +35,7 @@ from kgbias_core.errors import (
     MeasureError,
 )
 from kgbias_core.influence.closed_form import influence_context
+from kgbias_core.influence.negatives import IMPORT_NEGATIVES, IMPORT_NEGATIVES_MAX_ROWS, import_negatives_per_triple
 from kgbias_core.tables import measures_table
 
 from .conftest import naive_groups
@@ -130,6 +131,13 @@ def test_an_imported_model_has_every_measure_and_no_frozen_negatives(graph: Know
     with pytest.raises(MeasureError) as error:
         influence_context(model)
     assert str(error.value) == NO_NEGATIVES_IMPORTED.format(model=model.name, source="npy")
+    # influence re-draws IMPORT_NEGATIVES a triple, as the import recorded (one a triple held 19% of the what-if
+    # sets of an L1 graph predicted as an import, eight 92%: docs/results/whatif.md)
+    assert model.config.negatives_per_triple == IMPORT_NEGATIVES == import_negatives_per_triple(len(model.triples))
+    drawn = ModelAnalysis(model).negatives
+    assert not drawn.exact and drawn.negatives.shape == (IMPORT_NEGATIVES * len(model.triples), 3)
+    assert import_negatives_per_triple(IMPORT_NEGATIVES_MAX_ROWS // 3) == 3  # a large graph re-draws fewer
+    assert import_negatives_per_triple(10 * IMPORT_NEGATIVES_MAX_ROWS) == 1
 
 
 def test_a_graph_label_missing_from_the_maps_exits_2_naming_it(graph: KnowledgeGraph, tmp_path: Path, capsys) -> None:

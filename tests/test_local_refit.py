@@ -451,3 +451,50 @@ def test_the_experiment_predicts_random_sets_only_when_asked(tiny_store, tmp_pat
         assert abs(both.loc["random", column]) < 0.2 * abs(both.loc["top", column])
     summaries = [pd.read_csv(tmp_path / name) for name in ("targeted.s.csv", "all.s.csv")]
     assert summaries[0].equals(summaries[1]) and (summaries[1]["n"] == 1).all()
+
+
+def test_the_experiment_predicts_an_import_as_the_lab_does(tiny_model, monkeypatch) -> None:
+    """local_refit.py --as-imported: the model without its negatives, re-drawing K a triple as an import does; its
+    step column is the lab's point on that import (predict_removal with the re-drawn negatives). --bands
+    --as-imported judges the points unscaled by the import's band of the distance (REDRAWN_BANDS), and
+    distance_bands.py keeps that graph's fit and lab rows."""
+    import numpy as np
+    import pandas as pd
+
+    from kgbias_core.influence.prediction import REDRAWN_BANDS, predict_removal
+
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
+    script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_imported")
+    imported = script.as_imported(tiny_model, 8)
+    analysis = ModelAnalysis(imported)
+    assert imported.negatives is None and not analysis.negatives.exact
+    assert analysis.negatives.negatives.shape == (8 * tiny_model.triples.shape[0], 3)
+    removed, index = _edit(imported, analysis=analysis)
+    label = analysis.groups.labels[index]
+    got = script.predictions(analysis, label, removed, step_only=True)
+    assert set(got) == {"newton", "newton_s"}
+    lab = predict_removal(analysis, label, removed)
+    assert got["newton"] == pytest.approx(lab.point, rel=2e-2) and "re-drawn" in lab.estimator
+    rng = np.random.default_rng(1)
+    rows = pd.DataFrame([{"occupation": f"o{i}", "name": f"o{i}", "men": 20, "women": 4 + i, "kind": kind,
+                          "share": share, "in_audit": False, "newton": p, "actual": p * rng.uniform(0.5, 2.5)}
+                         for i in range(4) for kind, share, p in (("top", 2, 0.3), ("bottom", 16, -0.8))])
+    frame = script.band_frame({"g": script.with_audit(rows)}, pd.DataFrame(columns=["occupation", "kind", "share"]),
+                              0.9, lab=True, distance="l1", unscaled=True)
+    shown = frame[frame["evaluation"] == "lab band -> g"].iloc[0]
+    assert (shown["a"], shown["b"]) == REDRAWN_BANDS["l1"] and float(shown["audit_ratio"]) == 1.0
+    judged = rows[~script.with_audit(rows)["in_audit"]]
+    f = REDRAWN_BANDS["l1"][0] + REDRAWN_BANDS["l1"][1] / np.sqrt(np.minimum(judged["men"], judged["women"]))
+    inside = (judged["actual"] >= np.minimum(judged["newton"] / f, judged["newton"] * f)) & (
+        judged["actual"] <= np.maximum(judged["newton"] / f, judged["newton"] * f))
+    assert shown["coverage"] == pytest.approx(inside.mean())
+    bands = load_script("experiments/whatif_accuracy/distance_bands.py", "distance_bands_script")
+    kept = bands.distance_table({"imported L1": frame})
+    assert set(kept["evaluation"]) == {"in-sample g", "leave-one-out g", "lab band -> g"}
+    assert (kept["case"] == "imported L1").all()
+    earlier = script.band_frame({"g": script.with_audit(rows)}, pd.DataFrame(columns=["occupation", "kind", "share"]),
+                                0.9, lab=True, distance="l1", unscaled=True, step_band=(1.5, 1.5))
+    both = bands.distance_table({"imported L1": frame}, {"imported L1": earlier})
+    before = both[both["evaluation"] == "lab band before -> g"]
+    assert len(both) == len(kept) + len(before) and set(before["estimator"]) == {"newton"}
+    assert (before["a"].astype(float).tolist(), before["b"].astype(float).tolist()) == ([1.5], [1.5])

@@ -430,7 +430,8 @@ def test_influence_with_k_negatives_tracks_masked_retraining(k_model) -> None:
 def test_redrawn_negatives_from_the_training_seed_are_the_frozen_k(k_model) -> None:
     assert torch.equal(redrawn_negatives(k_model, seed=k_model.config.seed), k_model.negatives)
     imported = replace(k_model, negatives=None, config=replace(k_model.config, negatives_per_triple=1))
-    assert redrawn_negatives(imported, seed=0).shape == k_model.triples.shape  # an import: one per triple
+    # an import before 2026-12-06 recorded one a triple (those since, IMPORT_NEGATIVES): its config's count is drawn
+    assert redrawn_negatives(imported, seed=0).shape == k_model.triples.shape
     assert redrawn_negatives(imported, seed=0, count=2).shape == (2 * k_model.triples.shape[0], 3)
 
 

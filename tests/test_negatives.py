@@ -32,6 +32,7 @@ from kgbias_core.influence.closed_form import influence_context, triple_influenc
 from kgbias_core.influence.negatives import (
     APPROXIMATE,
     EXACT,
+    IMPORT_NEGATIVES,
     influence_agreement,
     influence_negatives,
     redraw_stability,
@@ -158,8 +159,10 @@ def test_analysis_stability_compares_its_own_seed_and_the_next_two(tiny_model) -
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[StoredModel, Path]:
     """A TransE trained on the synthetic graph (frozen negatives from :data:`TRAIN_SEED`), its vectors in the
     npy layout of ``kgbias import`` and the model imported from them. -> (trained model, imported directory)."""
-    trained = train_model(load_dataset("synthetic"), TrainConfig(dim=8, epochs=5, batch_size=1024, lr=1e-2, l2=10.0,
-                                                                 seed=TRAIN_SEED), name="trained", device="cpu")
+    # as many negatives as an import re-draws: the oracle below re-draws them from the training seed
+    config = TrainConfig(dim=8, epochs=5, batch_size=1024, lr=1e-2, l2=10.0, seed=TRAIN_SEED,
+                         negatives_per_triple=IMPORT_NEGATIVES)
+    trained = train_model(load_dataset("synthetic"), config, name="trained", device="cpu")
     folder = tmp_path_factory.mktemp("export") / "npy"
     folder.mkdir()
     for name, vectors, labels in (("entities", trained.entity_embeddings, trained.entity_labels),

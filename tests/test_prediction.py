@@ -257,27 +257,41 @@ def test_the_step_scale_moves_the_model_by_c_times_the_step(tiny_model) -> None:
     assert predict_removal(analysis, occupation, removed, scale=1.0) == unscaled  # 1: the step as computed
 
 
-def test_a_pseudo_huber_models_scaled_step_takes_its_distances_own_band() -> None:
-    """The scaled band is the model's distance's (SCALED_BANDS): pseudo-Huber its own, an imported L1 model squared
-    L2's; the step as computed (scale 1) has the one band of every distance. Read through predict_removal."""
-    from kgbias_core.influence.prediction import PH_SCALED_BAND_BASE, PH_SCALED_BAND_SMALL, SCALED_BANDS
+def test_each_distances_step_takes_its_own_band_scaled_and_on_an_import() -> None:
+    """The scaled band is the model's distance's (SCALED_BANDS): pseudo-Huber, L1 and L2 their own, fitted on their
+    own retrains (squared L2's held 34-94% of the L1 and L2 sets); the step as computed (scale 1) takes the one band
+    on a model trained here and, on an import (negatives re-drawn), its distance's REDRAWN_BANDS where it has one.
+    Read through predict_removal."""
+    from kgbias_core.influence.prediction import (
+        L1_SCALED_BAND,
+        L2_SCALED_BAND,
+        PH_SCALED_BAND_BASE,
+        PH_SCALED_BAND_SMALL,
+        REDRAWN_BANDS,
+        SCALED_BANDS,
+    )
 
-    assert SCALED_BANDS["pseudo_huber"] != SCALED_BANDS["squared_l2"]
+    assert len({SCALED_BANDS[d] for d in ("squared_l2", "pseudo_huber", "l1", "l2")}) == 4
     for distance, (base, small) in (("pseudo_huber", (PH_SCALED_BAND_BASE, PH_SCALED_BAND_SMALL)),
-                                    ("l1", (SCALED_BAND_BASE, SCALED_BAND_SMALL))):
+                                    ("l1", L1_SCALED_BAND), ("l2", L2_SCALED_BAND)):
         model = small_distance_model(distance)
-        analysis = ModelAnalysis(model)
-        groups = analysis.groups
-        index = int(torch.argmax(torch.minimum(groups.n_male, groups.n_female)))
-        occupation = groups.labels[index]
-        removed = removal_set(analysis.influence(occupation), kind="top", k=5)
-        m = int(min(groups.n_male[index], groups.n_female[index]))
-        scaled = predict_removal(analysis, occupation, removed, scale=1.3)
-        f = base + small / m ** 0.5
-        assert (scaled.low, scaled.high) == pytest.approx(tuple(sorted((scaled.point / f, scaled.point * f))))
-        unscaled = predict_removal(analysis, occupation, removed)
-        assert (unscaled.low, unscaled.high) == pytest.approx(
-            tuple(sorted((unscaled.point / band_factor(m), unscaled.point * band_factor(m)))))
+        for imported in (False, True):
+            analysis = ModelAnalysis(replace(model, negatives=None) if imported else model)
+            assert analysis.negatives.exact is not imported
+            groups = analysis.groups
+            index = int(torch.argmax(torch.minimum(groups.n_male, groups.n_female)))
+            occupation = groups.labels[index]
+            removed = removal_set(analysis.influence(occupation), kind="top", k=5)
+            m = int(min(groups.n_male[index], groups.n_female[index]))
+            scaled = predict_removal(analysis, occupation, removed, scale=1.3)
+            f = base + small / m ** 0.5
+            assert (scaled.low, scaled.high) == pytest.approx(tuple(sorted((scaled.point / f, scaled.point * f))))
+            unscaled = predict_removal(analysis, occupation, removed)
+            own = REDRAWN_BANDS.get(distance) if imported else None
+            f = band_factor(m) if own is None else own[0] + own[1] / m ** 0.5
+            assert (imported and distance != "pseudo_huber") is (own is not None)
+            assert (unscaled.low, unscaled.high) == pytest.approx(tuple(sorted((unscaled.point / f,
+                                                                                unscaled.point * f))))
 
 
 def test_additions_refuse_a_distance_they_do_not_differentiate(tiny_model) -> None:

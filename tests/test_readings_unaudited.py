@@ -29,6 +29,9 @@ FILES = {
                           "fb15k237_k8_whatif_h200_rescored.csv", "fb15k237_k8_whatif_twelve.csv",
                           "fb13_k8_cpu_whatif.csv"),
     "pseudo_huber": ("fb15k237_ph_whatif.csv",),
+    # imports: the synthetic graphs of seeds 7 and 11 predicted as imports of each distance (eight re-drawn)
+    **{f"imported {d}": tuple(f"local_refit_read_synthetic_{seed}k8_e100_{d}_imported8.csv" for seed in ("", "seed11_"))
+       for d in ("squared_l2", "l1", "l2")},
 }
 
 
@@ -63,6 +66,9 @@ def test_each_kind_of_model_reads_its_own_evidence() -> None:
         "squared_l2", 8)
     assert UNAUDITED_EVIDENCE["other"] in unaudited_sentence("l1", 8)
     assert "nan" not in unaudited_sentence("l1", 8)
-    imported = unaudited_sentence("squared_l2", 1, imported=True)  # another engine's model: no prior, no evidence
-    assert unaudited_kind("squared_l2", 1, imported=True) == "other" and UNAUDITED_EVIDENCE["other"] in imported
-    assert "prior" not in imported and "shown as computed" in imported
+    imported = unaudited_sentence("squared_l2", 1, imported=True)  # another engine's model: no prior, no audit
+    assert unaudited_kind("squared_l2", 1, imported=True) == "imported squared_l2"
+    assert "a median 0.42 to 0.47 of the step" in imported and "synthetic graphs" in imported
+    assert "prior" not in imported and "shown as computed" in imported and "until the audit" not in imported
+    assert unaudited_kind("pseudo_huber", 8, imported=True) == "other"  # no import scores with pseudo-Huber
+    assert UNAUDITED_EVIDENCE["other"] in unaudited_sentence("pseudo_huber", 8, imported=True)

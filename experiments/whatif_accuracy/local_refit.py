@@ -25,10 +25,13 @@ Two sources of retrains:
         experiments/default_models/sweep.py's influence check: no retrain here; each set is rebuilt
         and checked by its closed-form sum, or, with ``--other-machine``, rebuilt from its kind and k only and
         its closed-form sums recorded side by side: runs made on another machine's model of the same config)
-    python experiments/whatif_accuracy/local_refit.py --out OUT.csv [--seed 7] [--epochs 25]
+    python experiments/whatif_accuracy/local_refit.py --out OUT.csv [--seed 7] [--epochs 25] [--distance l1]
         (the synthetic graph of the tests, retrained masked here: 8 occupations x top/bottom x 2, 16, 40%; --epochs
-        trains it, and every retrain, longer than the tests' 25 epochs: nearer every row's optimum; --retrained
-        EARLIER.csv reads each set's retrained change from an earlier OUT of the same seed and epochs instead)
+        trains it, and every retrain, longer than the tests' 25 epochs: nearer every row's optimum; --distance
+        trains and retrains it with an engine's L1 or L2 (what an imported model scores with), and --as-imported
+        predicts it as the lab predicts an imported model (its negatives re-drawn, one a triple; no audit) while
+        the retrains keep its own; --retrained EARLIER.csv reads each set's retrained change from an earlier OUT
+        of the same seed and epochs instead)
 
 Every row is written when it is done (resumable: a rerun skips the sets in OUT). ``--summary`` writes, per
 estimator, the spread of retrained / predicted and the share of sets within 30% of their point, overall and
@@ -41,7 +44,8 @@ for occupations with fewer than 10 persons of one gender (``--summarize-only``: 
 fits, for the Newton step and for the Newton step + refit, each scaled by its own ratio on the audited occupation's
 top 16% set (as ``kgbias prepare``'s audit scales the lab's step), the narrowest band f = a + b / sqrt(m) that
 covers ``--coverage`` of the targeted sets (experiments/whatif_accuracy/band_fit.py), in-sample and with each
-occupation held out; the noise floors come from the ``--runs`` the sets were made in. Where two files hold the same
+occupation held out; the noise floors come from the ``--runs`` the sets were made in (``NAME=RUNS.csv``: that
+graph's alone, where graphs share occupation labels, as synthetic graphs of two seeds do). Where two files hold the same
 occupation, the first one's rows are used. Files named ``NAME=OUT.csv`` are graphs of their own (unnamed ones:
 ``fb15k237``): band_fit.py's rows for every graph, pooled and across graphs, are written. A graph whose rows mark
 no audited set (the synthetic mode) reads its audit ratio from the top 16% set of the occupation that
@@ -78,7 +82,15 @@ from kgbias_core.influence.local_refit import (
     refit_rows,
     touched_rows,
 )
-from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step, scaled_band
+from kgbias_core.influence.prediction import (
+    BAND_BASE,
+    BAND_SMALL,
+    REDRAWN_BANDS,
+    _bias,
+    _moved,
+    absolute_newton_step,
+    scaled_band,
+)
 from kgbias_core.influence.refit_prediction import REFIT_BAND_BASE, REFIT_BAND_SMALL
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_index
@@ -88,21 +100,26 @@ ESTIMATORS = ("newton", "refit", "newton_refit", "newton_refit_read")
 
 
 def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int = MAX_DEGREE,
-                min_share: float = MIN_SHARE, read_persons: int | None = None, read_only: bool = False) -> dict:
+                min_share: float = MIN_SHARE, read_persons: int | None = None, read_only: bool = False,
+                step_only: bool = False) -> dict:
     """The four predictions of one set (module docstring), unscaled, with their seconds; ``read_persons``: the cap
     of persons per gender of ``newton_refit_read`` (None: all), ``read_only``: its rows without the touched ones
-    (either one adds the columns ``read_persons``, ``persons_refit`` and ``touched``)."""
+    (either one adds the columns ``read_persons``, ``persons_refit`` and ``touched``); ``step_only``: the Newton
+    step alone (the refits of a large set's touched rows take minutes)."""
     model, groups = analysis.model, analysis.groups
     index = groups.index(label)
     e, r = model.entity_embeddings, model.relation_embeddings
     out = {}
     t = time.perf_counter()
+    negatives = analysis.negatives  # the frozen ones, or re-drawn as for an imported model (--as-imported)
     step = absolute_newton_step(model, removed, tolerance=1e-3, active=analysis.active_terms,
-                                hvp=analysis.absolute_hvp)
+                                hvp=analysis.absolute_hvp, negatives=None if negatives.exact else negatives.negatives)
     out["newton"] = _bias(_moved(model, step), groups, index) - _bias(model, groups, index)
     out["newton_s"] = time.perf_counter() - t
+    if step_only:
+        return out
     rows = touched_rows(model.triples, removed, max_degree=max_degree, min_share=min_share)
-    common = dict(triples=model.triples, negatives=model.frozen_negatives, margin=model.config.margin,
+    common = dict(triples=model.triples, negatives=negatives.negatives, margin=model.config.margin,
                   l2=model.config.l2, distance=model.config.distance, rows=rows)
     # paired_refit's unedited half (the rows refitted on J at theta) is the same for both refits: made once here,
     # its seconds counted in each one's (what the lab would pay for either alone).
@@ -131,6 +148,14 @@ def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int 
     return out
 
 
+def as_imported(model, negatives: int = 1):
+    """``model`` as the lab sees one imported from another engine: no frozen negatives (influence re-draws
+    ``negatives`` a triple, :func:`kgbias_core.influence.negatives.influence_negatives`; an imported model's config
+    says 1), so no audit; its rows and objective otherwise its own (an imported model's margin and l2 are kgbias's
+    guesses: this is the proxy's best case)."""
+    return replace(model, negatives=None, config=replace(model.config, negatives_per_triple=negatives))
+
+
 def summary_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """Per estimator and group size: sets, median and range of retrained / predicted (over the sets whose point is
     not 0), median |error| / |actual|, the share of sets whose retrained change is within 30% of the point, and the
@@ -155,11 +180,13 @@ def summary_frame(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str) -> tuple[pd.DataFrame, float]:
+def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str, *,
+                unscaled: bool = False) -> tuple[pd.DataFrame, float]:
     """``rows`` as band_fit.py reads a run: ``scaled`` = the estimator's point times its audit ratio (retrained /
-    predicted on the audited occupation's top 16% set, the set ``kgbias prepare``'s audit retrains), ``floor`` the
-    noise floor of the same set in ``runs`` (0 where none). -> (rows, the ratio)."""
-    ratio = band_fit.audit_ratio(rows, estimator)
+    predicted on the audited occupation's top 16% set, the set ``kgbias prepare``'s audit retrains; 1 where
+    ``unscaled``: an imported model has no audit), ``floor`` the noise floor of the same set in ``runs`` (0 where
+    none). -> (rows, the ratio)."""
+    ratio = 1.0 if unscaled else band_fit.audit_ratio(rows, estimator)
     floor = runs.drop_duplicates(["occupation", "kind", "share"]).set_index(["occupation", "kind", "share"])
     floor = floor["floor"] if "floor" in floor else pd.Series(dtype=float)
     keys = list(zip(rows["occupation"], rows["kind"], rows["share"], strict=True))
@@ -167,31 +194,41 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str) -> tuple
                        floor=[float(floor.get(key, 0.0)) for key in keys]).fillna({"floor": 0.0}), ratio
 
 
-def lab_bands(distance: str = "squared_l2") -> dict[str, tuple[float, float]]:
+def lab_bands(distance: str = "squared_l2", *, unscaled: bool = False,
+              step_band: tuple[float, float] | None = None) -> dict[str, tuple[float, float]]:
     """The bands the lab shows, by estimator (``--lab``): the scaled step's constants for the models' ``distance``
-    (:func:`~kgbias_core.influence.prediction.scaled_band`) and the refined prediction's."""
-    return {"newton": scaled_band(distance),
+    (:func:`~kgbias_core.influence.prediction.scaled_band`), or with ``unscaled`` the step's as computed on an
+    imported model of that distance (no audit; :data:`~kgbias_core.influence.prediction.REDRAWN_BANDS`), and the
+    refined prediction's. ``step_band``: the step's (base, small) given instead (a band the lab showed before)."""
+    if step_band is not None:
+        step = step_band
+    else:
+        step = REDRAWN_BANDS.get(distance, (BAND_BASE, BAND_SMALL)) if unscaled else scaled_band(distance)
+    return {"newton": step,
             "newton_refit_read": (REFIT_BAND_BASE, REFIT_BAND_SMALL)}
 
 
-def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame, coverage: float, *,
-               lab: bool = False, distance: str = "squared_l2") -> pd.DataFrame:
+def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame | dict[str, pd.DataFrame], coverage: float, *,
+               lab: bool = False, distance: str = "squared_l2", unscaled: bool = False,
+               step_band: tuple[float, float] | None = None) -> pd.DataFrame:
     """Per estimator (Newton step, Newton step + refit, the same with the rows B_gr reads; those the rows hold), each
     scaled by its own audit ratio on each graph: band_fit.py's narrowest f = a + b / sqrt(m) that covers ``coverage``
     of the targeted sets, in-sample and with each occupation held out (the audited occupation left out of both);
     with several graphs also pooled and from graph to graph. ``audit_ratio``: each graph's, ``;``-joined. ``lab``:
     also the band the lab shows for the estimator on models of ``distance`` (:func:`lab_bands`), judged on each graph
     and on all (``lab band -> ...``), and on each graph's random sets where the rows hold some (``--random``: ``lab
-    band, random sets -> ...``, no half-width)."""
+    band, random sets -> ...``, no half-width). ``unscaled``: no audit ratio (1), and the lab's band of an imported
+    model; ``step_band``: the step judged by this band instead (:func:`lab_bands`)."""
     out = []
     names = ("newton", "newton_refit", "newton_refit_read")
     for estimator in (name for name in names if all(name in rows for rows in graphs.values())):
-        scaled = {graph: scaled_rows(rows, runs, estimator) for graph, rows in graphs.items()}
+        scaled = {graph: scaled_rows(rows, runs[graph] if isinstance(runs, dict) else runs, estimator,
+                                     unscaled=unscaled) for graph, rows in graphs.items()}
         evaluation = band_fit.evaluate({graph: band_fit.targeted_rows(rows) for graph, (rows, _) in scaled.items()},
                                        coverage)
         if len(graphs) == 1:  # one graph: its own rows only (the pooled ones repeat them)
             evaluation = evaluation[~evaluation["evaluation"].str.contains("all")]
-        shown = lab_bands(distance)
+        shown = lab_bands(distance, unscaled=unscaled, step_band=step_band)
         if lab and estimator in shown:
             targeted = {graph: band_fit.targeted_rows(rows) for graph, (rows, _) in scaled.items()}
             targeted["all"] = pd.concat(targeted.values(), ignore_index=True)
@@ -245,9 +282,15 @@ def _bands(args) -> None:
             seen |= set(frame["occupation"])
             rows.append(fresh)
         rows_of[name] = with_audit(pd.concat(rows, ignore_index=True), by_rule=args.audit_rule)
-    runs = (pd.concat([pd.read_csv(p) for p in args.runs], ignore_index=True) if args.runs
-            else pd.DataFrame(columns=["occupation", "kind", "share"]))
-    bands = band_frame(rows_of, runs, args.coverage, lab=args.lab, distance=args.distance)
+    named: dict[str, list[pd.DataFrame]] = {}  # NAME=RUNS: that graph's floors only (graphs that share labels)
+    for item in args.runs:
+        name, _, path = str(item).rpartition("=")
+        named.setdefault(name, []).append(pd.read_csv(path))
+    runs = {graph: pd.concat(named.get("", []) + named.get(graph, []) or
+                             [pd.DataFrame(columns=["occupation", "kind", "share"])], ignore_index=True)
+            for graph in rows_of}
+    bands = band_frame(rows_of, runs, args.coverage, lab=args.lab, distance=args.distance, unscaled=args.as_imported,
+                       step_band=args.lab_step_band)
     print(bands.round(3).to_string(index=False))
     write_text(bands.to_csv(index=False, float_format="%.4f"), str(args.out))
 
@@ -317,6 +360,12 @@ def main() -> None:
                              "works, more training triples per person)")
     parser.add_argument("--negatives", type=int, default=SYNTHETIC_TRAINING.negatives_per_triple,
                         help="synthetic graph (no --model): frozen negatives per triple of its training and retrains")
+    parser.add_argument("--as-imported", action="store_true",
+                        help="synthetic graph (no --model): predict it as an imported model (its negatives "
+                             "re-drawn, one a triple), retrain it with its own; with --bands: no audit ratio, "
+                             "and --lab judges the step's band as computed (an imported model's)")
+    parser.add_argument("--imported-negatives", type=int, default=1,
+                        help="with --as-imported: negatives re-drawn per triple (an imported model's config: 1)")
     parser.add_argument("--retrained", type=Path,
                         help="synthetic graph (no --model): each set's retrained change read from this earlier --out "
                              "of the same --seed and --epochs (checked by its closed-form sum) instead of retrained")
@@ -324,6 +373,8 @@ def main() -> None:
                         help="refit at most CAP persons of each gender in newton_refit_read (default: all)")
     parser.add_argument("--read-only", action="store_true",
                         help="newton_refit_read refits the rows B_gr reads alone, not the touched rows beside them")
+    parser.add_argument("--step-only", action="store_true",
+                        help="the Newton step alone, no refit (a large set's refits take minutes)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--bands", nargs="+", metavar="[GRAPH=]ROWS",
                         help="fit the band of each estimator on these files' rows (noise floors from --runs), "
@@ -333,8 +384,12 @@ def main() -> None:
                         help="with --bands: mark each graph's audit set by today's rule (audit_index), not as stored")
     parser.add_argument("--lab", action="store_true",
                         help="with --bands: also judge the bands the lab shows (the scaled step's, the refined one's)")
+    parser.add_argument("--lab-step-band", type=lambda text: tuple(float(v) for v in text.split(",")),
+                        metavar="BASE,SMALL", help="with --bands --lab: judge the step by this band instead of "
+                                                   "today's (the band the lab showed before a change)")
     parser.add_argument("--distance", choices=DISTANCES, default="squared_l2",
-                        help="with --bands --lab: the models' distance, whose scaled-step band the lab shows")
+                        help="the models' distance: the synthetic graph (no --model) trains and retrains with it; "
+                             "with --bands --lab, whose scaled-step band the lab shows")
     parser.add_argument("--summarize-only", action="store_true", help="only write the summary of --out's rows")
     args = parser.parse_args()
     if args.bands:
@@ -352,9 +407,12 @@ def main() -> None:
         analysis, sets = _stored_sets(args)
     else:
         graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed, works_per_person=args.works_per_person))
-        training = replace(SYNTHETIC_TRAINING, epochs=args.epochs, negatives_per_triple=args.negatives)
+        training = replace(SYNTHETIC_TRAINING, epochs=args.epochs, negatives_per_triple=args.negatives,
+                           distance=args.distance)
         model = train_model(graph, training, name="synthetic-transe", device=torch.device("cpu"))
-        analysis = ModelAnalysis(model)
+        # --as-imported: predicted as the lab predicts a model imported from another engine (no frozen negatives,
+        # so one re-drawn a triple, no audit), retrained with the negatives it was trained with
+        analysis = ModelAnalysis(as_imported(model, args.imported_negatives) if args.as_imported else model)
         sets = []
         for index in chosen_occupations(analysis.groups, 8):
             label = analysis.groups.labels[index]
@@ -386,14 +444,18 @@ def main() -> None:
             actual = float(earlier["actual"])
         elif not args.model:
             index = analysis.groups.index(label)
-            actual = float(masked_retrain_bias(analysis.model, removed=removed, groups=analysis.groups)[index]
-                           - base[index])
+            actual = float(masked_retrain_bias(model, removed=removed, groups=analysis.groups)[index] - base[index])
         out = {"occupation": label, "name": row.get("name", label), "men": row["men"], "women": row["women"],
                "kind": row["kind"], "share": row["share"], "k": int(row["k"]), "closed_form": raw,
                "closed_form_run": row["closed_form"], "in_audit": bool(row.get("in_audit", False)),
                **predictions(analysis, label, removed, max_degree=args.max_degree, min_share=args.min_share,
-                             read_persons=args.read_persons, read_only=args.read_only), "actual": actual}
+                             read_persons=args.read_persons, read_only=args.read_only, step_only=args.step_only),
+               "actual": actual}
         append_row(out, args.out)
+        if args.step_only:
+            print(f"{out['name']} {out['kind']} {out['share']}%: newton {out['newton']:+.3f} actual {actual:+.3f} "
+                  f"({out['newton_s']:.1f} s)", flush=True)
+            continue
         print(f"{out['name']} {out['kind']} {out['share']}%: newton {out['newton']:+.3f} refit {out['refit']:+.3f} "
               f"newton+refit {out['newton_refit']:+.3f} read rows too {out['newton_refit_read']:+.3f} "
               f"actual {actual:+.3f} ({out['newton_refit_s']:.1f} s, {out['newton_refit_read_s']:.1f} s)", flush=True)

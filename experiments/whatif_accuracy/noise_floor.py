@@ -10,9 +10,9 @@ retrains the same synthetic graph's noise band, and prints the coverage of each 
     nice python experiments/whatif_accuracy/noise_floor.py \
         --runs experiments/whatif_accuracy/results/synthetic_whatif.csv --seed 7 [--threads 1]
 
-With ``--negatives 8 --floors OUT.csv`` it reads the rows of ``local_refit.py`` on the graph trained with eight
-negatives (no interval of their own) and writes each set's floor (occupation, kind, share, floor), which
-``local_refit.py --bands --runs`` adds to the bands as the lab adds it.
+With ``--negatives 8 --floors OUT.csv`` (and that run's ``--epochs``, ``--distance``) it reads the rows of
+``local_refit.py`` on the graph trained with eight negatives (no interval of their own) and writes each set's
+floor (occupation, kind, share, floor), which ``local_refit.py --bands --runs`` adds to the bands as the lab adds it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING  # noqa: I001  (the be
 
 from kgbias_core.commands.common import write_text
 from kgbias_core.data.synthetic import generate_people_graph
+from kgbias_core.embeddings.config import DISTANCES
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.whatif.runs import noise_band
 
@@ -48,12 +49,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--negatives", type=int, default=SYNTHETIC_TRAINING.negatives_per_triple,
                         help="frozen negatives per triple of the synthetic graph's training (local_refit.py's)")
+    parser.add_argument("--epochs", type=int, default=SYNTHETIC_TRAINING.epochs,
+                        help="epochs of the synthetic graph's training (local_refit.py's --epochs)")
+    parser.add_argument("--distance", choices=DISTANCES, default=SYNTHETIC_TRAINING.distance,
+                        help="distance of the synthetic graph's training (local_refit.py's --distance)")
     parser.add_argument("--floors", type=Path, help="write each set's floor here (occupation, kind, share, floor)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start")
     graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
-    training = replace(SYNTHETIC_TRAINING, negatives_per_triple=args.negatives)
+    training = replace(SYNTHETIC_TRAINING, negatives_per_triple=args.negatives, epochs=args.epochs,
+                       distance=args.distance)
     model = train_model(graph, training, name="synthetic-transe", device=torch.device("cpu"))
     band = noise_band(model, seeds=(1, 2, 3))[["occupation", "spread"]]
     runs = pd.read_csv(args.runs).merge(band, on="occupation", how="left")

@@ -72,7 +72,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         ("--damping", real(0, above=True, high=MAX_DAMPING), "lambda of the influence Hessian (default 2|G|/|E|)"),
         ("--negatives", integer(1, MAX_NEGATIVES),
          "TransE: frozen negatives per training triple, half corrupting the head, half the tail (default: the "
-         "graph's default, 8 on FB15k-237, else 1)"),
+         "graph's default, 8 on FB15k-237 and FB13, else 1)"),
     ):
         train.add_argument(flag, type=kind, help=meaning)
     train.add_argument("--distance", choices=DISTANCES,

@@ -3,9 +3,10 @@
 Du's closed form (:mod:`kgbias_core.influence.closed_form`) needs the negative z' that each training
 triple z was trained against. A TransE trained by kgbias stores one frozen negative per triple: its
 influence is **exact** (within Du's approximation). A model trained elsewhere (``kgbias import``) has
-none: its engine drew fresh negatives every batch. kgbias then draws one negative per triple as its own
-training loop does (:func:`~kgbias_core.embeddings.training.frozen_negatives`, head or tail replaced
-50/50 by a uniform entity) from an explicit seed: the influence is **approximate (negatives re-drawn)**,
+none: its engine drew fresh negatives every batch. kgbias then draws :data:`IMPORT_NEGATIVES` negatives per
+triple (recorded in its config at import) as its own training loop does
+(:func:`~kgbias_core.embeddings.training.frozen_negatives`, head or tail replaced 50/50 by a uniform entity)
+from an explicit seed: the influence is **approximate (negatives re-drawn)**,
 and every place that shows it says so. How much the re-draw matters is measured, not assumed:
 :func:`redraw_stability` compares the top 1% across three seeds, and
 ``experiments/redrawn_negatives/redrawn_negatives.py`` compares re-drawn against the true frozen
@@ -41,6 +42,17 @@ EXACT = "exact (frozen negatives)"
 DEFAULT_NEGATIVE_SEED = 0
 #: Seeds compared by :func:`redraw_stability`: the chosen one and the next ones.
 STABILITY_SEEDS = 3
+#: Negatives re-drawn per training triple for a model imported from another engine, recorded at import as its
+#: config's ``negatives_per_triple`` (:func:`import_negatives_per_triple`). An engine drew fresh negatives every
+#: batch, so its optimum is the mean hinge over many; one re-drawn negative a triple makes each triple's margin term
+#: a coin flip, and the what-if step of the triples the closed form ranks top rides on the flips that came up active.
+#: On synthetic graphs trained with eight negatives and predicted as imports (experiments/whatif_accuracy/
+#: local_refit.py --as-imported; docs/results/whatif.md), the lab's interval held 19% of the L1 graph's targeted
+#: sets with one re-drawn negative and 92% with eight.
+IMPORT_NEGATIVES = 8
+#: At most this many re-drawn negatives in all (a [K |G|, 3] table, 24 bytes a row): a graph of more than
+#: IMPORT_NEGATIVES_MAX_ROWS / 8 triples re-draws fewer a triple, down to one (the 20M-triple graph: 480 MB).
+IMPORT_NEGATIVES_MAX_ROWS = 20_000_000
 #: Du's "top 1%": the share of the moving triples whose ranks the stability compares.
 TOP_FRACTION = 0.01
 
@@ -68,10 +80,17 @@ def negatives_label(*, seed: int | None) -> str:
     return EXACT if seed is None else f"{APPROXIMATE}, seed {seed}"
 
 
+def import_negatives_per_triple(n_triples: int) -> int:
+    """How many negatives a triple an imported TransE re-draws (:data:`IMPORT_NEGATIVES`, fewer where the table
+    would pass :data:`IMPORT_NEGATIVES_MAX_ROWS`, at least one): set once, at import, in the model's config."""
+    return max(1, min(IMPORT_NEGATIVES, IMPORT_NEGATIVES_MAX_ROWS // max(1, n_triples)))
+
+
 def redrawn_negatives(model: StoredModel, *, seed: int, count: int | None = None) -> LongTensor:
-    """``count`` negatives per training triple of ``model`` (None: its ``config.negatives_per_triple``, 1 for an
-    imported model), drawn as kgbias's training draws its frozen ones (its ``config.corruption``: half the head and
-    half the tail, or Bernoulli; an imported model's is uniform).
+    """``count`` negatives per training triple of ``model`` (None: its ``config.negatives_per_triple``; an imported
+    model's was set at import, :func:`import_negatives_per_triple`, and is 1 for one imported before 2026-12-06),
+    drawn as kgbias's training draws its frozen ones (its ``config.corruption``: half the head and half the tail, or
+    Bernoulli; an imported model's is uniform).
 
     Shapes: -> [K |G|, 3] on the model's device, row j |G| + i the j-th of triple i. With the model's own
     ``config.seed`` on an unedited kgbias model this reproduces its frozen negatives exactly (the training

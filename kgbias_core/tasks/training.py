@@ -241,6 +241,7 @@ def _read_vectors(fmt: str, path: Path | None, kg: KnowledgeGraph, *, distance: 
     from kgbias_core.embeddings.importers import READERS, onto_graph, pickle_to_read
     from kgbias_core.embeddings.pykeen_bridge import imported_weights
     from kgbias_core.errors import IMPORT_PICKLE_TRUSTED
+    from kgbias_core.influence.negatives import import_negatives_per_triple
 
     progress.update(stage="reading", message=f"read {kg.name}: {kg.training.num_triples} training triples; "
                                              f"reading the {fmt} embeddings at {path}")
@@ -257,7 +258,10 @@ def _read_vectors(fmt: str, path: Path | None, kg: KnowledgeGraph, *, distance: 
     margin = TrainConfig.margin if imported.margin is None else imported.margin
     # PyKEEN's ComplEx dimension counts complex numbers: its real rows hold (re, im) pairs.
     model_dim = int(entities.shape[1]) // (2 if imported.model == "complex" else 1)
-    config = TrainConfig(model=imported.model, dim=model_dim, epochs=0, margin=margin, distance=imported.distance)
+    # a TransE's influence and what-ifs re-draw this many negatives a triple (the engine's were fresh every batch)
+    negatives = import_negatives_per_triple(kg.training.num_triples) if imported.model == "transe" else 1
+    config = TrainConfig(model=imported.model, dim=model_dim, epochs=0, margin=margin, distance=imported.distance,
+                         negatives_per_triple=negatives)
     digest = hashlib.sha256(entities.numpy().tobytes() + relations.numpy().tobytes()).hexdigest()
     if imported.model == "transe":
         weights = {"entity_embeddings": entities, "relation_embeddings": relations}
