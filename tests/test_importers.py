@@ -131,8 +131,8 @@ def test_an_imported_model_has_every_measure_and_no_frozen_negatives(graph: Know
     with pytest.raises(MeasureError) as error:
         influence_context(model)
     assert str(error.value) == NO_NEGATIVES_IMPORTED.format(model=model.name, source="npy")
-    # influence re-draws IMPORT_NEGATIVES a triple, as the import recorded (one a triple held 19% of the what-if
-    # sets of an L1 graph predicted as an import, eight 92%: docs/results/whatif.md)
+    # influence re-draws IMPORT_NEGATIVES a triple, as the import recorded (with one a triple the lab's interval held
+    # 45% of the what-if sets of L1 graphs predicted as imports, with eight and its band 96%: docs/results/whatif.md)
     assert model.config.negatives_per_triple == IMPORT_NEGATIVES == import_negatives_per_triple(len(model.triples))
     drawn = ModelAnalysis(model).negatives
     assert not drawn.exact and drawn.negatives.shape == (IMPORT_NEGATIVES * len(model.triples), 3)
