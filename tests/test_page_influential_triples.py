@@ -90,6 +90,9 @@ def test_an_imported_model_shows_approximate_influence_and_its_stability(tiny_mo
     assert not app.exception
     assert f"Predicted from influence {APPROXIMATE}, seed 0." in texts(app.caption)
     assert f"Estimator: {ESTIMATOR}, {REDRAWN}." in texts(app.caption)  # the Newton step on re-drawn negatives
+    # an import can never be audited here: said, with the proxies' figures for its distance, not "until the audit"
+    caption = unaudited_sentence("squared_l2", 1, imported=True)
+    assert caption.startswith("Imported from another engine") and caption in texts(app.caption)
 
 
 def test_a_model_with_frozen_negatives_shows_no_approximate_badge(app_store: Path) -> None:
