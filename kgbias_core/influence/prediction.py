@@ -152,7 +152,7 @@ PH_SCALED_BAND_SMALL = 0.85
 #: and 94% (L1) and 34% and 40% (L2) of the targeted sets of two synthetic graphs (seeds 7 and 11, eight negatives,
 #: 100 epochs; each set retrained masked, the step scaled by the graph's audit set; noise floors). Fitted as above
 #: on those 94 sets of each distance (experiments/whatif_accuracy/local_refit.py --bands; docs/results/whatif.md):
-#: L1 96% in-sample, 88% with each occupation held out, median half-width 1.04 of the point; L2 92% at 1.94, the
+#: L1 96% in-sample, 88% with each occupation held out, median half-width 1.04 of the point; L2 91% at 1.94, the
 #: grid's widest pair (a retrain moves 5-7 times the |H| step there: (I - u u^T) / ||x|| is stiff at small residuals).
 L1_SCALED_BAND = (1.45, 2.5)
 L2_SCALED_BAND = (2.9, 3.0)
