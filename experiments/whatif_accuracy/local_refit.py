@@ -29,9 +29,9 @@ Two sources of retrains:
         (the synthetic graph of the tests, retrained masked here: 8 occupations x top/bottom x 2, 16, 40%; --epochs
         trains it, and every retrain, longer than the tests' 25 epochs: nearer every row's optimum; --distance
         trains and retrains it with an engine's L1 or L2 (what an imported model scores with), and --as-imported
-        predicts it as the lab predicts an imported model (its negatives re-drawn, one a triple; no audit) while
-        the retrains keep its own; --retrained EARLIER.csv reads each set's retrained change from an earlier OUT
-        of the same seed and epochs instead)
+        predicts it as the lab predicts an imported model (its negatives re-drawn, --imported-negatives K a triple;
+        no audit) while the retrains keep its own; --retrained EARLIER.csv reads each set's retrained change from
+        an earlier OUT of the same seed and epochs instead)
 
 Every row is written when it is done (resumable: a rerun skips the sets in OUT). ``--summary`` writes, per
 estimator, the spread of retrained / predicted and the share of sets within 30% of their point, overall and
@@ -150,9 +150,9 @@ def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int 
 
 def as_imported(model, negatives: int = 1):
     """``model`` as the lab sees one imported from another engine: no frozen negatives (influence re-draws
-    ``negatives`` a triple, :func:`kgbias_core.influence.negatives.influence_negatives`; an imported model's config
-    says 1), so no audit; its rows and objective otherwise its own (an imported model's margin and l2 are kgbias's
-    guesses: this is the proxy's best case)."""
+    ``negatives`` a triple, :func:`kgbias_core.influence.negatives.influence_negatives`; ``kgbias import`` records
+    IMPORT_NEGATIVES since 2026-12-06, 1 before), so no audit; its rows and objective otherwise its own (an
+    imported model's margin and l2 are kgbias's guesses: this is the proxy's best case)."""
     return replace(model, negatives=None, config=replace(model.config, negatives_per_triple=negatives))
 
 
@@ -365,7 +365,8 @@ def main() -> None:
                              "re-drawn, one a triple), retrain it with its own; with --bands: no audit ratio, "
                              "and --lab judges the step's band as computed (an imported model's)")
     parser.add_argument("--imported-negatives", type=int, default=1,
-                        help="with --as-imported: negatives re-drawn per triple (an imported model's config: 1)")
+                        help="with --as-imported: negatives re-drawn per triple (kgbias import records 8 since "
+                             "2026-12-06, 1 before)")
     parser.add_argument("--retrained", type=Path,
                         help="synthetic graph (no --model): each set's retrained change read from this earlier --out "
                              "of the same --seed and --epochs (checked by its closed-form sum) instead of retrained")
