@@ -588,11 +588,14 @@ def removal_band_factor(smaller_group: int, *, scale: float = 1.0, distance: str
         return band_factor(smaller_group, base=PRIOR_BAND_BASE, small=PRIOR_BAND_SMALL)
     if hinge:
         return band_factor(smaller_group, base=HINGE_BAND_BASE, small=HINGE_BAND_SMALL)
-    if scale == 1.0:
-        base, small = REDRAWN_BANDS.get(distance, (BAND_BASE, BAND_SMALL)) if redrawn else (BAND_BASE, BAND_SMALL)
-        return band_factor(smaller_group, base=base, small=small)
-    base, small = scaled_band(distance)
+    base, small = unscaled_band(distance, redrawn=redrawn) if scale == 1.0 else scaled_band(distance)
     return band_factor(smaller_group, base=base, small=small)
+
+
+def unscaled_band(distance: str, *, redrawn: bool = False) -> tuple[float, float]:
+    """(base, small) of the step as computed: on an imported model (``redrawn`` negatives) its distance's
+    (:data:`REDRAWN_BANDS`), otherwise (BAND_BASE, BAND_SMALL)."""
+    return REDRAWN_BANDS.get(distance, (BAND_BASE, BAND_SMALL)) if redrawn else (BAND_BASE, BAND_SMALL)
 
 
 def scaled_band(distance: str) -> tuple[float, float]:
