@@ -28,11 +28,11 @@ from kgbias_core.readings import (  # noqa: F401  (the app reads these as texts.
     is_defined,
     link_baseline_sentence,
     membership_sentence,
+    model_unaudited_sentence,
     noise_sentence,
     number,
     seed_band_of,
     sentence,
-    unaudited_sentence,
 )
 from kgbias_core.subpopulations import SubpopulationComparison
 

@@ -250,9 +250,7 @@ def unaudited_caption(model: ModelRef) -> None:
     (:func:`~kgbias_core.readings.unaudited_sentence`)."""
     if cache.step_ratio(model) is not None:
         return
-    stored = cache.analysis(model).model
-    st.caption(texts.unaudited_sentence(stored.config.distance, stored.config.negatives_per_triple,  # our words
-                                        imported=bool(stored.info.get("imported_from"))))
+    st.caption(texts.model_unaudited_sentence(cache.analysis(model).model))  # our words
 
 
 def basket(model_name: str) -> list[int]:

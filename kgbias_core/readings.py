@@ -300,6 +300,15 @@ UNAUDITED_IMPORTED = (
     "Imported from another engine: no retrain here can audit this prediction (an audit retrains, and retraining "
     "belongs to the engine that trained the model), so the step is shown as computed, from re-drawn negatives, and "
     "its interval is the imports' own band. {evidence} Read the size as a rough guide.")
+#: After :data:`UNAUDITED_IMPORTED` on a model imported before kgbias import re-drew eight negatives a triple
+#: (:func:`~kgbias_core.influence.negatives.reimport_negatives`): its band was fitted on imports of eight, and the
+#: coverage of the band shown with one, on the synthetic proxies of each distance (the "one re-drawn" rows judged by
+#: their "lab band" in experiments/whatif_accuracy/results/distance_bands_imported.csv, checked by
+#: tests/test_readings_unaudited.py).
+REIMPORT = (" This model was imported with {k} re-drawn negative(s) a triple, before kgbias import re-drew {n}: its "
+            "interval's band was fitted on imports that re-draw {n}, and with one the band shown then held only "
+            "{low} to {high} of the same synthetic sets. Import it again (kgbias import) to re-draw {n}.")
+REIMPORT_COVERAGE = (0.02, 0.62)
 #: Before its audit a model with one frozen negative per triple is predicted at the prior temperature
 #: (:data:`~kgbias_core.influence.hinge_curvature.PRIOR_TEMPERATURE`): the sentence says so, with the range of the
 #: temperatures the audits of five such graphs set (checked against experiments/whatif_accuracy/results/
@@ -338,10 +347,12 @@ def unaudited_kind(distance: str, negatives: int, *, imported: bool = False) -> 
     return distance if distance in UNAUDITED_RATIOS else "other"
 
 
-def unaudited_sentence(distance: str, negatives: int, *, imported: bool = False) -> str:
+def unaudited_sentence(distance: str, negatives: int, *, imported: bool = False, reimport: int | None = None) -> str:
     """:data:`UNAUDITED_REMOVAL` with the evidence for this kind of model (the lab, the basket and ``debias``);
     :data:`UNAUDITED_PRIOR` for a model predicted at the prior temperature (the kind "one negative");
-    :data:`UNAUDITED_IMPORTED` for a model imported from another engine, which no retrain here can audit."""
+    :data:`UNAUDITED_IMPORTED` for a model imported from another engine, which no retrain here can audit, followed
+    by :data:`REIMPORT` where it re-draws fewer negatives than an import would today (``reimport``, that count:
+    :func:`~kgbias_core.influence.negatives.reimport_negatives`)."""
     from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
 
     kind = unaudited_kind(distance, negatives, imported=imported)
@@ -350,11 +361,22 @@ def unaudited_sentence(distance: str, negatives: int, *, imported: bool = False)
         low, high = UNAUDITED_RATIOS[kind]
         evidence = evidence.format(low=f"{low:.2f}", high=f"{high:.2f}")
     if imported:
-        return UNAUDITED_IMPORTED.format(evidence=evidence)
+        again = "" if reimport is None else REIMPORT.format(
+            k=negatives, n=reimport, low=f"{REIMPORT_COVERAGE[0]:.0%}", high=f"{REIMPORT_COVERAGE[1]:.0%}")
+        return UNAUDITED_IMPORTED.format(evidence=evidence) + again
     if kind == "one negative":
         return UNAUDITED_PRIOR.format(temperature=f"{PRIOR_TEMPERATURE:.2f}", low_t=f"{PRIOR_TEMPERATURES[0]:.2f}",
                                       high_t=f"{PRIOR_TEMPERATURES[1]:.2f}", evidence=evidence)
     return UNAUDITED_REMOVAL.format(evidence=evidence)
+
+
+def model_unaudited_sentence(model) -> str:
+    """:func:`unaudited_sentence` of a stored model: its distance, its negatives a triple, whether it was imported,
+    and the count an import would re-draw today where it re-draws fewer (the lab, the basket and ``debias``)."""
+    from kgbias_core.influence.negatives import reimport_negatives
+
+    return unaudited_sentence(model.config.distance, model.config.negatives_per_triple,
+                              imported=bool(model.info.get("imported_from")), reimport=reimport_negatives(model))
 
 
 VERDICT = "Retrained change {over} {retrained}: {verdict} the {what} interval ({low} to {high}); {why}."

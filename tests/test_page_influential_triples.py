@@ -16,7 +16,7 @@ from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
-from kgbias_core.influence.negatives import APPROXIMATE
+from kgbias_core.influence.negatives import APPROXIMATE, IMPORT_NEGATIVES
 from kgbias_core.influence.prediction import DISTANCE_NOTES, ESTIMATOR, PRIOR_ESTIMATOR, REDRAWN, predict_removal
 from kgbias_core.readings import fmt, prediction_sentence, unaudited_sentence
 from tests.conftest import NO_WOMEN, TINY_GRAPH, TINY_TRAINING, button, metric, page, texts, use_store
@@ -90,9 +90,11 @@ def test_an_imported_model_shows_approximate_influence_and_its_stability(tiny_mo
     assert not app.exception
     assert f"Predicted from influence {APPROXIMATE}, seed 0." in texts(app.caption)
     assert f"Estimator: {ESTIMATOR}, {REDRAWN}." in texts(app.caption)  # the Newton step on re-drawn negatives
-    # an import can never be audited here: said, with the proxies' figures for its distance, not "until the audit"
-    caption = unaudited_sentence("squared_l2", 1, imported=True)
+    # an import can never be audited here: said, with the proxies' figures for its distance, not "until the audit";
+    # this one re-draws one negative a triple, as every import did before 2026-12-06: the caption asks for another
+    caption = unaudited_sentence("squared_l2", 1, imported=True, reimport=IMPORT_NEGATIVES)
     assert caption.startswith("Imported from another engine") and caption in texts(app.caption)
+    assert f"Import it again (kgbias import) to re-draw {IMPORT_NEGATIVES}." in caption
 
 
 def test_a_model_with_frozen_negatives_shows_no_approximate_badge(app_store: Path) -> None:

@@ -5,13 +5,18 @@ one-negative graphs set, so the text cannot drift from the results it quotes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
+from kgbias_core.influence.negatives import IMPORT_NEGATIVES, reimport_negatives
 from kgbias_core.readings import (
     PRIOR_TEMPERATURES,
+    REIMPORT_COVERAGE,
     UNAUDITED_EVIDENCE,
     UNAUDITED_RATIOS,
+    model_unaudited_sentence,
     unaudited_kind,
     unaudited_sentence,
 )
@@ -72,3 +77,30 @@ def test_each_kind_of_model_reads_its_own_evidence() -> None:
     assert "prior" not in imported and "shown as computed" in imported and "until the audit" not in imported
     assert unaudited_kind("pseudo_huber", 8, imported=True) == "other"  # no import scores with pseudo-Huber
     assert UNAUDITED_EVIDENCE["other"] in unaudited_sentence("pseudo_huber", 8, imported=True)
+
+
+def test_the_quoted_coverage_of_one_redrawn_negative_is_the_proxies() -> None:
+    """REIMPORT quotes what the band shown before 2026-12-06 held on imports of one re-drawn negative."""
+    bands = pd.read_csv(RESULTS / "distance_bands_imported.csv")
+    one = bands[bands["case"].str.contains("one re-drawn") & bands["evaluation"].str.startswith("lab band")]
+    assert len(one) == 3  # L1, L2, squared L2
+    assert REIMPORT_COVERAGE == (round(one["coverage"].min(), 2), round(one["coverage"].max(), 2))
+
+
+def test_an_import_of_fewer_negatives_than_today_is_asked_to_import_again(tiny_model) -> None:
+    """An import recorded before 2026-12-06 re-draws one negative a triple: its caption says so and asks for a new
+    import; one of today's count, and a model trained here, are not asked."""
+    assert reimport_negatives(tiny_model) is None  # trained here: its own frozen negatives
+    assert "Import it again" not in model_unaudited_sentence(tiny_model)
+    info = {**tiny_model.info, "imported_from": "npy", "negatives": "none"}
+    old = replace(tiny_model, negatives=None, info=info, config=replace(tiny_model.config, negatives_per_triple=1))
+    today = replace(old, config=replace(tiny_model.config, negatives_per_triple=IMPORT_NEGATIVES))
+    assert reimport_negatives(old) == IMPORT_NEGATIVES and reimport_negatives(today) is None
+    sentence = model_unaudited_sentence(old)
+    assert sentence.startswith("Imported from another engine")
+    assert (f"imported with 1 re-drawn negative(s) a triple, before kgbias import re-drew {IMPORT_NEGATIVES}"
+            in sentence and "held only 2% to 62% of the same synthetic sets" in sentence)
+    assert model_unaudited_sentence(today) == unaudited_sentence(tiny_model.config.distance, IMPORT_NEGATIVES,
+                                                                 imported=True)
+    untrained = replace(old, info={**info, "untrained": True})
+    assert reimport_negatives(untrained) is None

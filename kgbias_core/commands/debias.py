@@ -38,7 +38,7 @@ def _debias(args: argparse.Namespace) -> None:
     from kgbias_core.analysis import ModelAnalysis
     from kgbias_core.embeddings.store import load_model
     from kgbias_core.errors import MeasureError
-    from kgbias_core.readings import membership_sentence, old_estimate_sentence, unaudited_sentence
+    from kgbias_core.readings import membership_sentence, model_unaudited_sentence, old_estimate_sentence
     from kgbias_core.tasks import check_retrains, saved_noise_band, whatif_task
     from kgbias_core.whatif.edits import make_edit, predict_edit
     from kgbias_core.whatif.runs import (
@@ -91,9 +91,7 @@ def _debias(args: argparse.Namespace) -> None:
     else:
         _judged("predicted", prediction, retrained, kind=edit.kind)
         if ratio is None and edit.kind == "remove":
-            config = analysis.model.config
-            print(unaudited_sentence(config.distance, config.negatives_per_triple,
-                                     imported=bool(analysis.model.info.get("imported_from"))))
+            print(model_unaudited_sentence(analysis.model))
     if refined is not None:
         _judged("refined", refined, retrained, kind=edit.kind)
     elif unrefined is not None:

@@ -87,6 +87,16 @@ def import_negatives_per_triple(n_triples: int) -> int:
     return max(1, min(IMPORT_NEGATIVES, IMPORT_NEGATIVES_MAX_ROWS // max(1, n_triples)))
 
 
+def reimport_negatives(model: StoredModel) -> int | None:
+    """The negatives a triple ``kgbias import`` would re-draw today for ``model``, where it is an imported TransE whose
+    config records fewer (one imported before 2026-12-06, when an import re-drew one): the count it would get by
+    being imported again. None for every other model (trained here, untrained, or imported with today's count)."""
+    if not model.info.get("imported_from") or model.info.get("untrained") or model.config.model != "transe":
+        return None
+    today = import_negatives_per_triple(int(model.triples.shape[0]))
+    return today if int(model.config.negatives_per_triple) < today else None
+
+
 def redrawn_negatives(model: StoredModel, *, seed: int, count: int | None = None) -> LongTensor:
     """``count`` negatives per training triple of ``model`` (None: its ``config.negatives_per_triple``; an imported
     model's was set at import, :func:`import_negatives_per_triple`, and is 1 for one imported before 2026-12-06),
