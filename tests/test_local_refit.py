@@ -498,3 +498,33 @@ def test_the_experiment_predicts_an_import_as_the_lab_does(tiny_model, monkeypat
     before = both[both["evaluation"] == "lab band before -> g"]
     assert len(both) == len(kept) + len(before) and set(before["estimator"]) == {"newton"}
     assert (before["a"].astype(float).tolist(), before["b"].astype(float).tolist()) == ([1.5], [1.5])
+
+
+def test_runs_without_an_audit_column_beside_runs_with_one_mark_no_audit(tiny_store, tmp_path, monkeypatch) -> None:
+    """local_refit.py --runs SWEEP WHATIF: sweep.py's rows have no in_audit column, whatif_accuracy.py's have one;
+    read together, a sweep row is not an audit set (a missing mark once read as True and left it out of the bands)."""
+    import pandas as pd
+
+    from kgbias_core.embeddings.store import load_model
+
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
+    script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_audit_marks")
+    model = load_model(tiny_store / "tiny-transe")
+    analysis = ModelAnalysis(model)
+    label = analysis.groups.labels[_edit(model, analysis=analysis)[1]]
+    influence = analysis.influence(label)
+    index = analysis.groups.index(label)
+    files = []
+    for kind, mark in (("top", None), ("bottom", True)):
+        removed = removal_set(influence, kind=kind, k=12)
+        row = {"occupation": label, "men": int(analysis.groups.n_male[index]),
+               "women": int(analysis.groups.n_female[index]), "kind": kind, "share": 16, "k": 12,
+               "closed_form": float(influence[removed].sum()), "actual": 0.5 if kind == "top" else -0.5}
+        files.append(tmp_path / f"{kind}.csv")
+        pd.DataFrame([row if mark is None else {**row, "in_audit": mark}]).to_csv(files[-1], index=False)
+    out = tmp_path / "rows.csv"
+    monkeypatch.setattr("sys.argv", ["local_refit.py", "--model", str(tiny_store / "tiny-transe"), "--runs",
+                                     *map(str, files), "--step-only", "--out", str(out)])
+    script.main()
+    marks = pd.read_csv(out).set_index("kind")["in_audit"]
+    assert not marks["top"] and marks["bottom"]

@@ -309,6 +309,8 @@ def _stored_sets(args) -> tuple[ModelAnalysis, list[dict]]:
     runs = pd.concat([pd.read_csv(p) for p in args.runs]) if args.runs else pd.DataFrame(columns=["kind"])
     kinds = ("top", "bottom", "random") if args.random else ("top", "bottom")
     runs = runs[runs["kind"].isin(kinds)].drop_duplicates(["occupation", "kind", "share"])
+    if "in_audit" in runs:  # a file without the column (sweep.py's) beside one with it: its NaN marks no audit
+        runs = runs.assign(in_audit=runs["in_audit"].astype("boolean").fillna(False).astype(bool))
     sets = [{**row, **sizes(analysis, row["occupation"])} for row in runs.to_dict("records")]
     audit = saved_prediction_audit(args.model) if args.audit else None
     if args.audit and audit is None:
