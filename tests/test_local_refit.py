@@ -416,27 +416,34 @@ def test_the_lab_bands_judge_random_sets_by_their_noise_floor(monkeypatch) -> No
     assert np.isnan(chance["half_width"])
 
 
+def _run_rows(model_dir, sets) -> list[dict]:
+    """Run-file rows (as whatif_accuracy.py writes them, without in_audit) of 12 triples each, ``(kind, actual)`` per
+    set, of the occupation :func:`_edit` picks on the stored model, each with its closed-form sum."""
+    from kgbias_core.embeddings.store import load_model
+
+    model = load_model(model_dir)
+    analysis = ModelAnalysis(model)
+    label = analysis.groups.labels[_edit(model, analysis=analysis)[1]]
+    influence = analysis.influence(label)
+    index = analysis.groups.index(label)
+    rows = []
+    for kind, actual in sets:
+        removed = removal_set(influence, kind=kind, k=12)
+        rows.append({"occupation": label, "men": int(analysis.groups.n_male[index]),
+                     "women": int(analysis.groups.n_female[index]), "kind": kind, "share": 16, "k": 12,
+                     "closed_form": float(influence[removed].sum()), "actual": actual})
+    return rows
+
+
 def test_the_experiment_predicts_random_sets_only_when_asked(tiny_store, tmp_path, monkeypatch) -> None:
     """local_refit.py --random: a run's random set (k triples of the whole graph, seed k) is rebuilt, checked by its
     closed-form sum and predicted (its step and refined prediction about 0 next to a targeted set's), and left out of
     the summary; without --random the same runs predict the targeted set alone."""
     import pandas as pd
 
-    from kgbias_core.embeddings.store import load_model
-
     monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
     script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_random_sets")
-    model = load_model(tiny_store / "tiny-transe")
-    analysis = ModelAnalysis(model)
-    label = analysis.groups.labels[_edit(model, analysis=analysis)[1]]
-    influence = analysis.influence(label)
-    index = analysis.groups.index(label)
-    rows = []
-    for kind, k in (("top", 12), ("random", 12)):
-        removed = removal_set(influence, kind=kind, k=k)
-        rows.append({"occupation": label, "men": int(analysis.groups.n_male[index]),
-                     "women": int(analysis.groups.n_female[index]), "kind": kind, "share": 16, "k": k,
-                     "closed_form": float(influence[removed].sum()), "actual": 0.5 if kind == "top" else 0.01})
+    rows = _run_rows(tiny_store / "tiny-transe", (("top", 0.5), ("random", 0.01)))
     runs = tmp_path / "runs.csv"
     pd.DataFrame(rows).to_csv(runs, index=False)
     for flag, out in (([], tmp_path / "targeted.csv"), (["--random"], tmp_path / "all.csv")):
@@ -505,22 +512,12 @@ def test_runs_without_an_audit_column_beside_runs_with_one_mark_no_audit(tiny_st
     read together, a sweep row is not an audit set (a missing mark once read as True and left it out of the bands)."""
     import pandas as pd
 
-    from kgbias_core.embeddings.store import load_model
-
     monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
     script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_audit_marks")
-    model = load_model(tiny_store / "tiny-transe")
-    analysis = ModelAnalysis(model)
-    label = analysis.groups.labels[_edit(model, analysis=analysis)[1]]
-    influence = analysis.influence(label)
-    index = analysis.groups.index(label)
     files = []
-    for kind, mark in (("top", None), ("bottom", True)):
-        removed = removal_set(influence, kind=kind, k=12)
-        row = {"occupation": label, "men": int(analysis.groups.n_male[index]),
-               "women": int(analysis.groups.n_female[index]), "kind": kind, "share": 16, "k": 12,
-               "closed_form": float(influence[removed].sum()), "actual": 0.5 if kind == "top" else -0.5}
-        files.append(tmp_path / f"{kind}.csv")
+    for row, mark in zip(_run_rows(tiny_store / "tiny-transe", (("top", 0.5), ("bottom", -0.5))), (None, True),
+                         strict=True):
+        files.append(tmp_path / f"{row['kind']}.csv")
         pd.DataFrame([row if mark is None else {**row, "in_audit": mark}]).to_csv(files[-1], index=False)
     out = tmp_path / "rows.csv"
     monkeypatch.setattr("sys.argv", ["local_refit.py", "--model", str(tiny_store / "tiny-transe"), "--runs",
