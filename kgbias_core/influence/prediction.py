@@ -155,7 +155,7 @@ PH_SCALED_BAND_SMALL = 0.85
 #: L1 96% in-sample, 88% with each occupation held out, median half-width 1.04 of the point; L2 91% at 1.94, the
 #: grid's widest pair (a retrain moves 5-7 times the |H| step there: (I - u u^T) / ||x|| is stiff at small residuals).
 #: Checked on real graphs with L1 and eight negatives, never fitted on them: FB13 (12 of 12 targeted sets, half-width
-#: 0.45) and FB15k-237 (40 of 40, 8 + 3 occupations of which 5 have fewer than 10 of one gender, half-width 0.95;
+#: 0.45) and FB15k-237 (40 of 40, 10 occupations of which 5 have fewer than 10 of one gender, half-width 0.95;
 #: squared L2's band held 9 and 29 of them).
 L1_SCALED_BAND = (1.45, 2.5)
 L2_SCALED_BAND = (2.9, 3.0)
