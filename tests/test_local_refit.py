@@ -319,6 +319,34 @@ def test_the_band_fit_of_two_graphs_judges_the_lab_bands_by_brute_force(monkeypa
     assert not alone["evaluation"].str.contains("all|lab").any()
 
 
+def test_the_band_fit_clips_each_audit_ratio_to_the_range_of_its_distance_as_the_lab_does(monkeypatch) -> None:
+    """local_refit.py --bands scales a graph's step by its audit ratio clipped as the lab clips it: to the models'
+    distance's range (step_scale_range), or with --clip-as to another's (squared L2's: the lab before 2026-12-06)."""
+    import pandas as pd
+
+    from kgbias_core.whatif.step_ratio import step_scale_range
+
+    monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
+    script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_clip")
+    rows = []
+    for name, (men, women) in {"big": (40, 12), "small": (9, 3), "mid": (7, 6)}.items():
+        for kind, sign in (("top", 1), ("bottom", -1)):
+            for share in (2, 16):
+                rows.append({"occupation": name, "name": name, "men": men, "women": women, "kind": kind,
+                             "share": share, "in_audit": False, "newton": sign * 0.1, "actual": sign * 0.5})
+    marked = script.with_audit(pd.DataFrame(rows))  # every set moved five times its step, the audit's too
+    runs = pd.DataFrame(columns=["occupation", "kind", "share"])
+
+    def ratio(**kwargs) -> float:
+        frame = script.band_frame({"g": marked}, runs, 0.9, lab=True, **kwargs)
+        return float(frame.loc[frame["estimator"] == "newton", "audit_ratio"].iloc[0])
+
+    assert step_scale_range("l2")[1] > 5 > step_scale_range("squared_l2")[1]
+    assert ratio(distance="l2") == pytest.approx(5.0)
+    assert ratio(distance="squared_l2") == ratio(distance="l2", clip_as="squared_l2") == step_scale_range()[1]
+    assert ratio(distance="l1") == step_scale_range("l1")[1]
+
+
 def test_the_pooled_audit_retrains_the_union_once_and_judges_each_scale(eight_model, tmp_path, monkeypatch) -> None:
     """experiments/whatif_accuracy/pooled_audit.py: the audit occupation first, then others with 5 of each gender
     outside the excluded ones; one masked retrain without the union of their top-16% sets, checked against a masked

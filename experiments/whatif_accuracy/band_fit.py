@@ -33,6 +33,7 @@ import pandas as pd
 
 from kgbias_core.commands.common import write_text
 from kgbias_core.influence.prediction import band_ends
+from kgbias_core.whatif.step_ratio import step_scale_range
 
 #: The grid of (a, b) searched; a >= 1 keeps the point inside its own band.
 BASES = np.round(np.arange(1.0, 3.001, 0.05), 2)
@@ -54,13 +55,16 @@ def _sized(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(m=np.minimum(rows["men"], rows["women"]).clip(lower=1))
 
 
-def audit_ratio(runs: pd.DataFrame, column: str) -> float:
+def audit_ratio(runs: pd.DataFrame, column: str, *, distance: str | None = None) -> float:
     """Retrained / ``column`` on the audited occupation's top 16% set (the set ``kgbias prepare``'s audit retrains):
-    the ratio a point of ``column`` is scaled by, as the lab scales its step."""
+    the ratio a point of ``column`` is scaled by, as the lab scales its step. ``distance``: the models' distance,
+    whose range the ratio is clipped to as the lab clips it (:func:`~kgbias_core.whatif.step_ratio.step_scale_range`;
+    None: as measured, for a point the lab does not scale, such as the closed form)."""
     audit = runs[runs["in_audit"].astype(bool) & (runs["kind"] == "top") & (runs["share"] == 16)]
     if audit.empty:
         raise SystemExit("no audited top-16% set in the runs: no audit ratio")
-    return float(audit["actual"].iloc[0] / audit[column].iloc[0])
+    ratio = float(audit["actual"].iloc[0] / audit[column].iloc[0])
+    return ratio if distance is None else float(np.clip(ratio, *step_scale_range(distance)))
 
 
 def intervals(rows: pd.DataFrame, base, small) -> tuple[np.ndarray, np.ndarray]:

@@ -63,9 +63,12 @@ def main() -> None:
     parser.add_argument("cases", nargs="+", metavar="CASE=FILE")
     parser.add_argument("--before", nargs="*", default=[], metavar="CASE=FILE",
                         help="the same sets judged by the band the lab showed before: their lab rows only")
+    parser.add_argument("--estimators", help="comma-separated: keep these estimators' rows only")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args()
     table = distance_table(_named(args.cases), _named(args.before))
+    if args.estimators:
+        table = table[table["estimator"].isin(args.estimators.split(","))]
     print(table.round(3).to_string(index=False))
     write_text(table.to_csv(index=False, float_format="%.4f"), str(args.out))
 

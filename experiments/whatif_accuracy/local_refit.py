@@ -172,13 +172,13 @@ def summary_frame(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str, *,
-                unscaled: bool = False) -> tuple[pd.DataFrame, float]:
+def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str, *, unscaled: bool = False,
+                distance: str = "squared_l2") -> tuple[pd.DataFrame, float]:
     """``rows`` as band_fit.py reads a run: ``scaled`` = the estimator's point times its audit ratio (retrained /
-    predicted on the audited occupation's top 16% set, the set ``kgbias prepare``'s audit retrains; 1 where
-    ``unscaled``: an imported model has no audit), ``floor`` the noise floor of the same set in ``runs`` (0 where
-    none). -> (rows, the ratio)."""
-    ratio = 1.0 if unscaled else band_fit.audit_ratio(rows, estimator)
+    predicted on the audited occupation's top 16% set, the set ``kgbias prepare``'s audit retrains, clipped to the
+    range of the models' ``distance`` as the lab clips it; 1 where ``unscaled``: an imported model has no audit),
+    ``floor`` the noise floor of the same set in ``runs`` (0 where none). -> (rows, the ratio)."""
+    ratio = 1.0 if unscaled else band_fit.audit_ratio(rows, estimator, distance=distance)
     floor = runs.drop_duplicates(["occupation", "kind", "share"]).set_index(["occupation", "kind", "share"])
     floor = floor["floor"] if "floor" in floor else pd.Series(dtype=float)
     keys = list(zip(rows["occupation"], rows["kind"], rows["share"], strict=True))
@@ -200,7 +200,7 @@ def lab_bands(distance: str = "squared_l2", *, unscaled: bool = False,
 
 def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame | dict[str, pd.DataFrame], coverage: float, *,
                lab: bool = False, distance: str = "squared_l2", unscaled: bool = False,
-               step_band: tuple[float, float] | None = None) -> pd.DataFrame:
+               step_band: tuple[float, float] | None = None, clip_as: str | None = None) -> pd.DataFrame:
     """Per estimator (Newton step, Newton step + refit, the same with the rows B_gr reads; those the rows hold), each
     scaled by its own audit ratio on each graph: band_fit.py's narrowest f = a + b / sqrt(m) that covers ``coverage``
     of the targeted sets, in-sample and with each occupation held out (the audited occupation left out of both);
@@ -208,12 +208,15 @@ def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame | dict[str, p
     also the band the lab shows for the estimator on models of ``distance`` (:func:`lab_bands`), judged on each graph
     and on all (``lab band -> ...``), and on each graph's random sets where the rows hold some (``--random``: ``lab
     band, random sets -> ...``, no half-width). ``unscaled``: no audit ratio (1), and the lab's band of an imported
-    model; ``step_band``: the step judged by this band instead (:func:`lab_bands`)."""
+    model; ``step_band``: the step judged by this band instead (:func:`lab_bands`); ``clip_as``: each audit ratio
+    clipped to this distance's range instead of ``distance``'s (the lab clipped every distance as squared L2 before
+    2026-12-06)."""
     out = []
     names = ("newton", "newton_refit", "newton_refit_read")
     for estimator in (name for name in names if all(name in rows for rows in graphs.values())):
         scaled = {graph: scaled_rows(rows, runs[graph] if isinstance(runs, dict) else runs, estimator,
-                                     unscaled=unscaled) for graph, rows in graphs.items()}
+                                     unscaled=unscaled, distance=clip_as or distance)
+                  for graph, rows in graphs.items()}
         evaluation = band_fit.evaluate({graph: band_fit.targeted_rows(rows) for graph, (rows, _) in scaled.items()},
                                        coverage)
         if len(graphs) == 1:  # one graph: its own rows only (the pooled ones repeat them)
@@ -280,7 +283,7 @@ def _bands(args) -> None:
                              [pd.DataFrame(columns=["occupation", "kind", "share"])], ignore_index=True)
             for graph in rows_of}
     bands = band_frame(rows_of, runs, args.coverage, lab=args.lab, distance=args.distance, unscaled=args.as_imported,
-                       step_band=args.lab_step_band)
+                       step_band=args.lab_step_band, clip_as=args.clip_as)
     print(bands.round(3).to_string(index=False))
     write_text(bands.to_csv(index=False, float_format="%.4f"), str(args.out))
 
@@ -377,6 +380,9 @@ def main() -> None:
                         help="with --bands: mark each graph's audit set by today's rule (audit_index), not as stored")
     parser.add_argument("--lab", action="store_true",
                         help="with --bands: also judge the bands the lab shows (the scaled step's, the refined one's)")
+    parser.add_argument("--clip-as", choices=DISTANCES,
+                        help="with --bands: clip each audit ratio to this distance's range, not --distance's (the "
+                             "lab clipped every distance as squared L2 before 2026-12-06)")
     parser.add_argument("--lab-step-band", type=lambda text: tuple(float(v) for v in text.split(",")),
                         metavar="BASE,SMALL", help="with --bands --lab: judge the step by this band instead of "
                                                    "today's (the band the lab showed before a change)")

@@ -128,6 +128,8 @@ DISTANCE_NOTES = {"l2": "L2 distance", "l1": "L1 distance smoothed at its median
 #: 16.5 at 1e-3, 47 at 1e-6) and 2.4e-4 against a 1e-4 solve on the pseudo-Huber model (12.5 against 25 at 1e-3),
 #: whose term-by-term product is what a prediction there costs; 3e-2 moved it up to 2.3e-3.
 PREDICTION_TOLERANCE = 1e-2
+#: L2's curvature (I - u u^T) / ||x|| is capped where a term's residual is below this share of the median term's.
+L2_NORM_FLOOR = 1e-3
 #: At most this many CG iterations (|H| >= l2 I keeps its condition number moderate: ~30-60 are used).
 CG_ITERATIONS = 200
 #: The band's factor f = BAND_BASE + BAND_SMALL / sqrt(m), m the rarer gender's count: interval [p / f, p * f].
@@ -418,7 +420,7 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
     if distance == "l2":  # psi = ||x||: d^2 psi / dx^2 = (I - u u^T) / ||x||, u = x / ||x|| (PSD), at each term's x
         norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
         # ||x|| -> 0 sends the curvature to infinity (psi's kink at 0): capped at 1000 times the median term's.
-        norm = norm.clamp_min(max(float(norm.median()) * 1e-3, torch.finfo(x.dtype).tiny))
+        norm = norm.clamp_min(max(float(norm.median()) * L2_NORM_FLOOR, torch.finfo(x.dtype).tiny))
         u, inverse = x / norm, per_term / norm  # [m, d], [m, 1]
     elif distance == "l1":  # psi_eps = sum_i sqrt(x_i^2 + eps^2): d^2 = eps^2 / (x_i^2 + eps^2)^1.5, diagonal in x
         # the scale of the model's own residuals (module docstring), over the pairs' terms as before the merge

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from kgbias_core.embeddings.results import load_result
+from kgbias_core.embeddings.store import read_config
 
 #: The result key of the one-retrain audit in the model's results.
 PREDICTION_AUDIT = "prediction_audit"
@@ -61,7 +62,16 @@ HINGE_TEMPERATURE = "hinge_temperature"
 #: Key of the per-model record of verified plans in the model's results folder.
 VERIFICATIONS = "plan_verifications"
 #: The observed ratio is clipped to this range: one odd retrain must not make the planner remove nothing or all.
+#: Squared L2's and pseudo-Huber's (every audit of theirs measured 0.51-1.48; local_refit_bands_*.csv).
 STEP_SCALE_RANGE = (0.05, 2.0)
+#: The range per distance (:func:`step_scale_range`). A retrain moves an L1 or L2 model by more than its step, on
+#: every graph measured: audits L1 1.09 (FB15k-237) to 2.30 (synthetic), L2 2.79 (FB15k-237) to 6.54 (synthetic),
+#: with single sets up to 3.7 and 27. Clipped at squared L2's 2.0, their scaled step was not the point their bands
+#: were fitted on (the fits scaled by the audit as measured), and an L2 model's point fell short by up to 3.3 times.
+#: So each range holds every audit measured on its distance, with room of about 1.5 times the largest: an audit
+#: out of it is odd for the distance, not for the model.
+STEP_SCALE_RANGES = {"squared_l2": STEP_SCALE_RANGE, "pseudo_huber": STEP_SCALE_RANGE,
+                     "l1": (0.05, 4.0), "l2": (0.05, 10.0)}
 #: A verified change smaller than this (B_gr units) says nothing about the ratio: left out of it.
 RATIO_MIN_CHANGE = 1e-6
 
@@ -83,7 +93,7 @@ _OWN_SOURCE = "verified plans of this occupation"
 class StepRatio:
     """The ratio of retrained to predicted change of B_gr over a model's own retrains (:func:`observed_step_ratio`)."""
 
-    value: float  # the median, clipped to STEP_SCALE_RANGE
+    value: float  # the median, clipped to the distance's range (step_scale_range)
     n: int  # the retrains it is read from
     low: float  # the smallest and largest single ratio
     high: float
@@ -105,6 +115,12 @@ class StepRatio:
         text = (f"the median retrained/predicted ratio of {self.n} retrain(s) in this model's {self.source}"
                 f" (single ratios {self.low:.2f} to {self.high:.2f})")
         return text + (", borrowed: none of its own kind has been retrained yet" if self.borrowed else "")
+
+
+def step_scale_range(distance: str = "squared_l2") -> tuple[float, float]:
+    """The range a step scale of a model of ``distance`` is clipped to (:data:`STEP_SCALE_RANGES`; a distance not
+    listed takes squared L2's)."""
+    return STEP_SCALE_RANGES.get(distance, STEP_SCALE_RANGE)
 
 
 def saved_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
@@ -167,17 +183,18 @@ def _finite(ratios: list[float]) -> list[float]:
 
 def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame | None = None, *,
                         use: str, occupation: str | None = None,
-                        add_audit: pd.DataFrame | None = None) -> StepRatio | None:
+                        add_audit: pd.DataFrame | None = None, distance: str = "squared_l2") -> StepRatio | None:
     """The step scale for ``use`` (:data:`EDITS`, :data:`PLANS` or :data:`ADDITIONS`): the median of retrained /
     predicted change of B_gr over that use's own record (:func:`audit_ratios` of ``audit`` or of ``add_audit``,
     :func:`plan_ratios` of ``verifications``); for edits and plans else over the other's (borrowed); None when no
     retrain has moved a prediction by more than :data:`RATIO_MIN_CHANGE`. ``occupation`` (a label; plans only): the
-    plan's single target, whose own verified plans, where it has any, give the ratio: the latest one's."""
+    plan's single target, whose own verified plans, where it has any, give the ratio: the latest one's. The value is
+    clipped to the model's ``distance``'s range (:func:`step_scale_range`)."""
     if use not in _SOURCES:
         raise ValueError(f"a step scale is read for {EDITS!r}, {PLANS!r} or {ADDITIONS!r}, not {use!r}")
     if use == ADDITIONS:
         ratios = audit_ratios(add_audit) + plan_ratios(verified_of_kind(verifications, "add"))
-        return _median(ratios, source=_SOURCES[ADDITIONS], borrowed=False) if ratios else None
+        return _median(ratios, source=_SOURCES[ADDITIONS], borrowed=False, distance=distance) if ratios else None
     verifications = verified_of_kind(verifications, "remove")
     if use == PLANS and occupation is not None and verifications is not None and len(verifications):
         own = plan_ratios(verifications[verifications["occupation"] == occupation])
@@ -185,29 +202,32 @@ def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame 
             # the latest, not the median: the plan verified last is the nearest to the next one (verify, then plan
             # again), and the median of older, different plans can hold the loop still (FB15k-237's Voice Actor:
             # five plans 0.26-0.32, median 0.32, the latest 0.26; planned at 0.32 it took the same triples again)
-            latest = float(np.clip(own[-1], *STEP_SCALE_RANGE))
+            latest = float(np.clip(own[-1], *step_scale_range(distance)))
             return StepRatio(value=latest, n=len(own), low=min(own), high=max(own), source=_OWN_SOURCE,
                              latest=True)
     read = {EDITS: audit_ratios(audit), PLANS: plan_ratios(verifications)}
     other = PLANS if use == EDITS else EDITS
     chosen, borrowed = (use, False) if read[use] else (other, True)
     ratios = read[chosen]
-    return _median(ratios, source=_SOURCES[chosen], borrowed=borrowed) if ratios else None
+    return _median(ratios, source=_SOURCES[chosen], borrowed=borrowed, distance=distance) if ratios else None
 
 
-def _median(ratios: list[float], *, source: str, borrowed: bool) -> StepRatio:
-    value = float(np.clip(np.median(ratios), *STEP_SCALE_RANGE))
+def _median(ratios: list[float], *, source: str, borrowed: bool, distance: str) -> StepRatio:
+    value = float(np.clip(np.median(ratios), *step_scale_range(distance)))
     return StepRatio(value=value, n=len(ratios), low=min(ratios), high=max(ratios), source=source, borrowed=borrowed)
 
 
 def model_step_ratio(model_dir: Path | str, *, use: str, occupation: str | None = None) -> StepRatio | None:
     """:func:`observed_step_ratio` for ``use`` (and a plan's single target ``occupation``) of the model at
-    ``model_dir``: its audits and its verified plans; for edits read from the audit, with the hinge's temperature
-    where the audit has one (:func:`saved_hinge_temperature`)."""
+    ``model_dir``: its audits and its verified plans, clipped to its distance's range; for edits read from the audit,
+    with the hinge's temperature where the audit has one (:func:`saved_hinge_temperature`)."""
+    distance = str(read_config(model_dir).get("distance") or "squared_l2")
     if use == ADDITIONS:
-        return observed_step_ratio(saved_verifications(model_dir), use=use, add_audit=saved_add_audit(model_dir))
+        return observed_step_ratio(saved_verifications(model_dir), use=use, add_audit=saved_add_audit(model_dir),
+                                   distance=distance)
     audit = saved_prediction_audit(model_dir)
-    ratio = observed_step_ratio(saved_verifications(model_dir), audit, use=use, occupation=occupation)
+    ratio = observed_step_ratio(saved_verifications(model_dir), audit, use=use, occupation=occupation,
+                                distance=distance)
     if use != EDITS or ratio is None or ratio.borrowed:
         return ratio
     stored = saved_hinge_temperature(model_dir, audit)
@@ -252,7 +272,6 @@ def model_edit_calibration(model_dir: Path | str, kind: str = "remove") -> tuple
     within 30% on 59% / 64% / 43% of the sets of FB15k-237's one-negative model, the synthetic default and FB13's
     default, against 72% / 83% / 29% at the prior T (whatif.md, 2026-12-04). A search that found no temperature
     (stored NaN) gives the audit's scale, as before."""
-    from kgbias_core.embeddings.store import read_config
     from kgbias_core.influence.hinge_curvature import prior_temperature
 
     prior = None
