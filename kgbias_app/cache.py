@@ -36,6 +36,7 @@ from kgbias_core.influence.negatives import RedrawStability
 from kgbias_core.influence.prediction import WhatIfPrediction
 from kgbias_core.influence.refit_prediction import refit_removal_prediction
 from kgbias_core.influence.scale import PredictedChange
+from kgbias_core.influence.step_cost import StepCost, removal_step_cost
 from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
 from kgbias_core.whatif.edits import Edit, predict_edit
@@ -241,6 +242,13 @@ def prediction(model: ModelRef, edit: Edit, spread: float | None, scale: float =
     temperature its audit set, or the prior one before it: :func:`edit_calibration`); a few seconds on FB15k-237, so
     cached per edit."""
     return predict_edit(analysis(model), edit, spread=spread, scale=scale, temperature=temperature, prior=prior)
+
+
+@st.cache_data(max_entries=32, show_spinner="Estimating what a prediction costs on this model…")
+def step_cost(model: ModelRef) -> StepCost:
+    """A removal step's estimated cost on ``model`` (:func:`~kgbias_core.influence.step_cost.removal_step_cost`: |H|
+    built and one product timed here); seconds at most, once per model."""
+    return removal_step_cost(analysis(model))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

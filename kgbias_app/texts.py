@@ -108,6 +108,15 @@ def duration(seconds: float) -> str:
     return f"about {seconds / 3600:.1f} h"
 
 
+#: The distances other than squared L2 (kgbias's default), as the pages name them.
+DISTANCE_NAMES = {"l1": "L1", "l2": "L2 (unsquared)", "pseudo_huber": "pseudo-Huber"}
+
+
+def distance_name(distance: str) -> str:
+    """A TransE distance as the pages name it (:data:`DISTANCE_NAMES`; squared L2 otherwise)."""
+    return DISTANCE_NAMES.get(distance, "squared L2")
+
+
 def with_estimate(label: str, seconds: float | None) -> str:
     """A button's label with the work's estimate: 'Calibrate … (about 6 min)'."""
     return label if seconds is None else f"{label[:-1]}, {duration(seconds)})" if label.endswith(")") \

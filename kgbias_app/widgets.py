@@ -7,6 +7,7 @@ defaults of the controls (k, minimum counts) are stated here, next to the widget
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -22,10 +23,12 @@ from kgbias_app.escape import md, md_format
 from kgbias_core import tasks
 from kgbias_core.data.datasets import dataset_title
 from kgbias_core.errors import KGBiasError
+from kgbias_core.influence.prediction import WhatIfPrediction
 from kgbias_core.static_images import IMAGE_FORMATS, figure_image, slide_figure
 from kgbias_core.tables import (
     MIN_GROUP_SIZE,
 )
+from kgbias_core.whatif.edits import Edit
 
 
 @contextmanager
@@ -251,6 +254,50 @@ def unaudited_caption(model: ModelRef) -> None:
     if cache.step_ratio(model) is not None:
         return
     st.caption(texts.model_unaudited_sentence(cache.analysis(model).model))  # our words
+
+
+#: A removal's step estimated longer than this (seconds) is offered with its estimate, not run on every change of the
+#: edit (an L2 model of FB15k-237's size: minutes; kgbias_core.influence.step_cost). ``KGBIAS_SLOW_PREDICTION_S``
+#: sets another (0: every prediction is offered).
+LONG_PREDICTION_S = 30.0
+SLOW_PREDICTION_ENV = "KGBIAS_SLOW_PREDICTION_S"
+PREDICT_BUTTON = "Predict the change (one Newton step)"
+PREDICTION_OFFERED = (
+    "On this model a prediction takes about {duration}: {products} products of its curvature at {product} s each on "
+    "this machine, typical of its {distance} distance, and building it {build} s. It runs when you ask, so that "
+    "changing the edit does not wait for it each time; asked once, an edit's prediction is kept.")
+#: Session state: the (model, version, edit) whose slow prediction was asked for.
+PREDICTIONS_ASKED = "predictions_asked"
+
+
+def slow_prediction_seconds() -> float:
+    """The threshold above which a prediction is offered (:data:`SLOW_PREDICTION_ENV`, else
+    :data:`LONG_PREDICTION_S`); a value that is not a number falls back to the default."""
+    try:
+        return float(os.environ.get(SLOW_PREDICTION_ENV, LONG_PREDICTION_S))
+    except ValueError:
+        return LONG_PREDICTION_S
+
+
+def offered_prediction(model: ModelRef, edit: Edit, *, key: str) -> WhatIfPrediction | None:
+    """The edit's prediction (:func:`cache.prediction`, with the occupation's noise band and the model's calibration;
+    raises MeasureError where the model cannot have one). A removal whose step is estimated above
+    :func:`slow_prediction_seconds` (:func:`cache.step_cost`) is predicted only once asked for in this session: until
+    then its estimate and a button are shown, and None is returned."""
+    asked = st.session_state.setdefault(PREDICTIONS_ASKED, set())
+    ident = (model.path, model.version, edit)
+    if edit.kind == "remove" and ident not in asked:
+        cost = cache.step_cost(model)
+        if cost.seconds > slow_prediction_seconds():
+            st.caption(PREDICTION_OFFERED.format(
+                duration=texts.duration(cost.seconds), products=cost.products, product=texts.number(cost.product_s, 2),
+                distance=texts.distance_name(cache.analysis(model).model.config.distance),
+                build=texts.number(cost.build_s, 1)))  # our words and numbers
+            if not st.button(texts.with_estimate(PREDICT_BUTTON, cost.seconds), key=key):
+                return None
+            asked.add(ident)
+    return cache.prediction(model, edit, cache.occupation_spread(model, edit.occupation),
+                            *cache.edit_calibration(model, edit.kind))
 
 
 def basket(model_name: str) -> list[int]:

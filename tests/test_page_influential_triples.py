@@ -156,3 +156,33 @@ def test_the_basket_refines_its_removal_once_asked(eight_store: Path) -> None:
     assert sorted(chosen) != chosen
     assert metric(app, refined_section.REFINED_CHANGE) == fmt(expected.point)
     assert f"Estimator: {expected.estimator}" in texts(app.caption)
+
+
+def test_a_slow_prediction_of_the_basket_is_offered_with_its_estimate(app_store: Path, monkeypatch) -> None:
+    """Issue 25: a removal whose step is estimated above the threshold (an L2 model of FB15k-237's size takes
+    minutes) is not predicted on every change of the basket: its estimate and a button are shown, and the click
+    gives the prediction the page shows unasked where the step is quick."""
+    from kgbias_app import widgets
+    from kgbias_core.influence.step_cost import TYPICAL_PRODUCTS
+
+    def basket_page():
+        app = page("influential_triples").run()
+        app.selectbox(key="occupation").set_value("nurse").run()
+        app.session_state["removal_basket"] = {"tiny-transe": app.dataframe[0].value["triple id"].head(4).tolist()}
+        return app.run()
+
+    quick = basket_page()
+    assert not quick.exception and not any(b.key == "basket_predict" for b in quick.button)
+    direct = metric(quick, "Predicted change of B_gr")
+    monkeypatch.setenv(widgets.SLOW_PREDICTION_ENV, "0")  # every step counts as slow
+    app = basket_page()
+    assert not app.exception
+    assert "Predicted change of B_gr" not in [m.label for m in app.metric]  # not run unasked
+    offer = next(b for b in app.button if b.key == "basket_predict")
+    assert offer.label.startswith("Predict the change (one Newton step, ")
+    assert f"{TYPICAL_PRODUCTS['squared_l2']} products of its curvature" in texts(app.caption)
+    offer.click().run()
+    assert not app.exception
+    assert metric(app, "Predicted change of B_gr") == direct  # the same prediction, once asked
+    app.run()
+    assert metric(app, "Predicted change of B_gr") == direct  # asked once: kept on the next rerun

@@ -140,7 +140,7 @@ def test_every_distance_has_its_words_on_the_pages() -> None:
     """The Overview's axis and the influence badge name each distance a model may have (a missing one would be a
     KeyError on the page of such a model)."""
     from kgbias_app.charts import DISTANCE_WORDS
-    from kgbias_app.sections.influential_triples import DISTANCE_NAMES
+    from kgbias_app.texts import DISTANCE_NAMES
     from kgbias_core.embeddings.config import DISTANCES
 
     assert set(DISTANCE_WORDS) == set(DISTANCES)

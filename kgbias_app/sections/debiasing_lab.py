@@ -16,6 +16,7 @@ from kgbias_app.widgets import (
     basket,
     min_group_size,
     occupation_name,
+    offered_prediction,
     readable_name,
     show_chart,
     too_few,
@@ -178,8 +179,7 @@ def predicted_edit(model: ModelRef, edit: Edit, *, row: pd.Series) -> None:
     (st.warning if membership.changes_groups else st.caption)(sentence)
     before = row["group_bias"]
     try:
-        prediction = cache.prediction(model, edit, cache.occupation_spread(model, edit.occupation),
-                                      *cache.edit_calibration(model, edit.kind))
+        prediction = offered_prediction(model, edit, key="lab_predict")
     except MeasureError as exc:  # a prediction this model cannot have (an Add on an L1/L2 import): its line says why
         prediction = None
         st.info(NOT_PREDICTED.format(why=md(str(exc))))

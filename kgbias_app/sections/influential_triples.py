@@ -17,6 +17,7 @@ from kgbias_app.widgets import (
     basket,
     csv_name,
     download,
+    offered_prediction,
     table,
     unaudited_caption,
     with_person_links,
@@ -55,7 +56,6 @@ APPROXIMATE_DISTANCE = (
     "curvature. Against masked retrains on three FB15k-237 occupations its r was 0.988-0.997 under L1 and "
     "0.995-0.999 under pseudo-Huber, against 0.998-1.000 under squared L2 (docs/results/default_models.md)."
 )
-DISTANCE_NAMES = {"l1": "L1", "l2": "L2 (unsquared)", "pseudo_huber": "pseudo-Huber"}
 DIRECTIONS = {
     "raises": "Removing these raises B_gr (towards male-leaning)",
     "lowers": "Removing these lowers B_gr (towards female-leaning)",
@@ -121,8 +121,8 @@ def negatives_badge(model: ModelRef, occupation: str) -> None:
     squared-L2 model with frozen negatives."""
     analysis = cache.analysis(model)
     distance = analysis.model.config.distance
-    if distance in DISTANCE_NAMES:
-        st.warning(APPROXIMATE_DISTANCE.format(distance=DISTANCE_NAMES[distance]), icon="⚠️")
+    if distance in texts.DISTANCE_NAMES:
+        st.warning(APPROXIMATE_DISTANCE.format(distance=texts.DISTANCE_NAMES[distance]), icon="⚠️")
     negatives = analysis.negatives
     if negatives.exact:
         return
@@ -146,8 +146,7 @@ def removal_basket(model: ModelRef, occupation: str, row: pd.Series) -> None:
     edit = remove_edit(cache.analysis(model).model, occupation, torch.tensor(chosen, dtype=torch.long),
                        strategy=f"basket k={len(chosen)}")
     try:
-        prediction = cache.prediction(model, edit, cache.occupation_spread(model, occupation),
-                                      *cache.edit_calibration(model))
+        prediction = offered_prediction(model, edit, key="basket_predict")
     except MeasureError as exc:  # a prediction this model cannot have (an Add on an L1/L2 import): its line says why
         prediction = None
         st.info(md(str(exc)))
