@@ -263,7 +263,7 @@ LONG_PREDICTION_S = 30.0
 SLOW_PREDICTION_ENV = "KGBIAS_SLOW_PREDICTION_S"
 PREDICT_BUTTON = "Predict the change (one Newton step)"
 PREDICTION_OFFERED = (
-    "On this model a prediction takes about {duration}: {products} products of its curvature at {product} s each on "
+    "On this model a prediction takes {duration}: {products} products of its curvature at {product} s each on "
     "this machine, typical of its {distance} distance, and building it {build} s. It runs when you ask, so that "
     "changing the edit does not wait for it each time; asked once, an edit's prediction is kept.")
 #: Session state: the (model, version, edit) whose slow prediction was asked for.
