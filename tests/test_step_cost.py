@@ -61,3 +61,16 @@ def test_a_given_operator_is_timed_once_and_not_built_again() -> None:
     assert cost.build_s < cost.product_s + 1e-3  # nothing built: a check of the argument, no more
     assert removal_step_cost(analysis).products == TYPICAL_PRODUCTS["squared_l2"]
     assert analysis.absolute_hvp is memo  # the memo was used, not replaced
+
+
+def test_the_experiment_writes_each_models_estimate(tiny_model, tmp_path: Path) -> None:
+    """experiments/whatif_accuracy/step_cost.py: a model's row holds its active pairs (the analysis's count), and an
+    estimate that is the build plus the typical count of timed products."""
+    from kgbias_core.embeddings.store import save_model
+    from tests.conftest import load_script
+
+    script = load_script("experiments/whatif_accuracy/step_cost.py", "step_cost_script")
+    row = script.cost_row(save_model(tiny_model, tmp_path), repeats=2)
+    assert row["distance"] == "squared_l2" and row["products"] == TYPICAL_PRODUCTS["squared_l2"]
+    assert row["active_pairs"] == int(ModelAnalysis(tiny_model).active_terms.sum()) <= row["pairs"]
+    assert row["estimate_s"] == pytest.approx(row["build_s"] + row["products"] * row["product_s"])

@@ -1,0 +1,49 @@
+"""What a removal's step costs per model, before it runs (issue 25): kgbias_core.influence.step_cost, timed here.
+
+For each model: its active margin pairs, the |H| operator's build, one product (each timed ``--repeats`` times, the
+last kept), the distance's typical product count, and the lab's estimate of a step.
+
+    python experiments/whatif_accuracy/step_cost.py --models M1 M2 --threads 1 --out results/step_cost.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from kgbias_core.analysis import ModelAnalysis
+from kgbias_core.commands.common import write_text
+from kgbias_core.embeddings.store import load_model
+from kgbias_core.influence.step_cost import removal_step_cost
+
+
+def cost_row(path: Path, repeats: int) -> dict:
+    analysis = ModelAnalysis(load_model(path))
+    costs = [removal_step_cost(analysis) for _ in range(repeats)]
+    cost = costs[-1]
+    return {"model": path.name, "distance": analysis.model.config.distance,
+            "active_pairs": int(analysis.active_terms.sum()), "pairs": int(analysis.active_terms.numel()),
+            "build_s": cost.build_s, "product_s": cost.product_s, "products": cost.products,
+            "estimate_s": cost.seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", type=Path, required=True)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start")
+    table = pd.DataFrame([cost_row(path, args.repeats) for path in args.models])
+    print(table.round(3).to_string(index=False))
+    write_text(table.to_csv(index=False, float_format="%.4f"), str(args.out))
+
+
+if __name__ == "__main__":
+    main()
