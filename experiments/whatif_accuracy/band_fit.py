@@ -33,7 +33,7 @@ import pandas as pd
 
 from kgbias_core.commands.common import write_text
 from kgbias_core.influence.prediction import band_ends
-from kgbias_core.whatif.step_ratio import step_scale_range
+from kgbias_core.whatif.step_ratio import clipped_scale
 
 #: The grid of (a, b) searched; a >= 1 keeps the point inside its own band.
 BASES = np.round(np.arange(1.0, 3.001, 0.05), 2)
@@ -64,7 +64,7 @@ def audit_ratio(runs: pd.DataFrame, column: str, *, distance: str | None = None)
     if audit.empty:
         raise SystemExit("no audited top-16% set in the runs: no audit ratio")
     ratio = float(audit["actual"].iloc[0] / audit[column].iloc[0])
-    return ratio if distance is None else float(np.clip(ratio, *step_scale_range(distance)))
+    return ratio if distance is None else clipped_scale(ratio, distance)
 
 
 def intervals(rows: pd.DataFrame, base, small) -> tuple[np.ndarray, np.ndarray]:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from cg_tolerance import counting  # noqa: I001  (beside this file)
 from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING  # noqa: I001  (beside this file)
 
 from kgbias_core.analysis import ModelAnalysis
@@ -53,43 +54,27 @@ def active_norms(model: StoredModel, active: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(x, dim=-1)
 
 
-def counted_cg():
-    """prediction's CG with a product counter: (the counter, a restore callable)."""
-    original = prediction.conjugate_gradients
-    count = {"products": 0}
-
-    def counting(apply, rhs, **kwargs):
-        def product(vector):
-            count["products"] += 1
-            return apply(vector)
-        return original(product, rhs, **kwargs)
-
-    prediction.conjugate_gradients = counting
-
-    def restore() -> None:
-        prediction.conjugate_gradients = original
-    return count, restore
-
-
 def floor_rows(analysis: ModelAnalysis, sets: pd.DataFrame, floors: list[float]) -> pd.DataFrame:
-    """Per floor, per set of ``sets`` (columns occupation, kind, k, actual): the step with the norm floored there,
-    CG to the lab's tolerance uncapped, and the products it took."""
-    count, restore = counted_cg()
+    """Per floor, per set of ``sets`` (columns occupation, kind, k, actual): the step with the norm floored there (|H|
+    built once a floor, as a prediction builds it), CG to the lab's tolerance uncapped, and the products it took."""
+    model, groups, active = analysis.model, analysis.groups, analysis.active_terms
     saved_floor, saved_cap = prediction.L2_NORM_FLOOR, prediction.CG_ITERATIONS
     out = []
     try:
         prediction.CG_ITERATIONS = UNCAPPED
         for floor in floors:
             prediction.L2_NORM_FLOOR = floor
+            operator = prediction.absolute_curvature_hvp(model, active=active)
             for row in sets.itertuples():
                 removed = removal_set(analysis.influence(row.occupation), kind=row.kind, k=int(row.k))
-                count["products"] = 0
-                step = prediction.predict_removal(analysis, row.occupation, removed).point
+                hvp = counting(operator)
+                step = prediction.newton_removal_prediction(
+                    model, removed=removed, groups=groups, occupation_index=groups.index(row.occupation),
+                    negatives=None, tolerance=prediction.PREDICTION_TOLERANCE, active=active, hvp=hvp).point
                 out.append({"floor": floor, "occupation": row.occupation, "kind": row.kind, "k": int(row.k),
-                            "actual": row.actual, "step": step, "products": count["products"]})
+                            "actual": row.actual, "step": step, "products": hvp.calls})
     finally:
         prediction.L2_NORM_FLOOR, prediction.CG_ITERATIONS = saved_floor, saved_cap
-        restore()
     return pd.DataFrame(out)
 
 

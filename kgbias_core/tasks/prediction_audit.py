@@ -63,7 +63,7 @@ from kgbias_core.whatif.step_ratio import (
     PREDICTION_AUDIT,
     RATIO_MIN_CHANGE,
     REFIT_AUDIT,
-    STEP_SCALE_RANGE,
+    clipped_scale,
     hinge_temperature_params,
     saved_hinge_temperature,
     saved_prediction_audit,
@@ -296,7 +296,7 @@ def refit_scale(model_dir: Path | str, analysis: ModelAnalysis) -> float | None:
     if stored is None:
         return None
     ratio = float(stored.iloc[0]["ratio"])
-    return min(max(ratio, STEP_SCALE_RANGE[0]), STEP_SCALE_RANGE[1]) if math.isfinite(ratio) else 1.0
+    return clipped_scale(ratio) if math.isfinite(ratio) else 1.0
 
 
 def temperature_searched(model_dir: Path | str) -> bool:

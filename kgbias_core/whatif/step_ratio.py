@@ -124,6 +124,11 @@ def step_scale_range(distance: str = "squared_l2") -> tuple[float, float]:
     return STEP_SCALE_RANGES.get(distance, STEP_SCALE_RANGE)
 
 
+def clipped_scale(ratio: float, distance: str = "squared_l2") -> float:
+    """``ratio`` clipped to ``distance``'s range (:func:`step_scale_range`): the one clip of every step scale."""
+    return float(np.clip(ratio, *step_scale_range(distance)))
+
+
 def saved_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
     """The model's one-retrain audit (``kgbias_core.tasks.prediction_audit``), or None before it ran."""
     return load_result(model_dir, PREDICTION_AUDIT, params={})
@@ -203,7 +208,7 @@ def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame 
             # the latest, not the median: the plan verified last is the nearest to the next one (verify, then plan
             # again), and the median of older, different plans can hold the loop still (FB15k-237's Voice Actor:
             # five plans 0.26-0.32, median 0.32, the latest 0.26; planned at 0.32 it took the same triples again)
-            latest = float(np.clip(own[-1], *step_scale_range(distance)))
+            latest = clipped_scale(own[-1], distance)
             return StepRatio(value=latest, n=len(own), low=min(own), high=max(own), source=_OWN_SOURCE,
                              latest=True)
     read = {EDITS: audit_ratios(audit), PLANS: plan_ratios(verifications)}
@@ -214,7 +219,7 @@ def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame 
 
 
 def _median(ratios: list[float], *, source: str, borrowed: bool, distance: str) -> StepRatio:
-    value = float(np.clip(np.median(ratios), *step_scale_range(distance)))
+    value = clipped_scale(float(np.median(ratios)), distance)
     return StepRatio(value=value, n=len(ratios), low=min(ratios), high=max(ratios), source=source, borrowed=borrowed)
 
 
