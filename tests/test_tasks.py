@@ -8,11 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.results import save_result
 from kgbias_core.embeddings.store import list_models, load_model, read_config, save_model
+from kgbias_core.embeddings.training import train_model
 from kgbias_core.errors import LAB_K_TOO_LARGE, LAB_NO_KS, MeasureError
 from kgbias_core.evaluation.link_prediction import load_link_prediction
 from kgbias_core.influence.scale import Calibration
@@ -108,6 +110,10 @@ def test_a_stored_curve_is_predicted_again_when_the_audit_or_the_noise_band_land
     assert ((moved.predicted_high - moved.predicted_low) > (after[after.k > 0].predicted_high
                                                             - after[after.k > 0].predicted_low) + spread).all()
 
+    # a curve stored before the "scaled" column scaled the step: current on this squared-L2 model
+    assert floored["scaled"].iloc[0] == "step" and tasks.curve_is_current(base, occupation,
+                                                                          floored.drop(columns="scaled"))
+
     # A curve whose set no longer rebuilds (its closed form differs): kept as made, with its own estimator's name.
     tampered = floored.copy()
     tampered.loc[tampered.k > 0, "predicted_raw"] += 1.0
@@ -115,6 +121,36 @@ def test_a_stored_curve_is_predicted_again_when_the_audit_or_the_noise_band_land
     save_result(base, tasks.curve_key(occupation), tampered, params={"occupation": occupation})
     assert tasks.repredict_curves(base) == []
     assert tasks.saved_curve(base, occupation).equals(tampered)
+
+
+def test_an_l2_models_scaled_curve_from_before_the_change_rule_is_predicted_again(tmp_path: Path,
+                                                                                   tiny_graph) -> None:
+    """On L2 the scale multiplies the step's change (CHANGE_SCALED_DISTANCES): a scaled curve stored before the
+    ``scaled`` column (so made scaling the step) is stale and is predicted again as the lab predicts now."""
+    model = train_model(tiny_graph, replace(TINY_TRAINING, distance="l2", epochs=10), name="l2-transe",
+                        device=torch.device("cpu"))
+    save_model(model, tmp_path)
+    base = tmp_path / "l2-transe"
+    tasks.prediction_audit_task(base).run(Progress())
+    scale, temperature, prior = model_edit_calibration(base, "remove")
+    assert scale != 1.0 and temperature is None and not prior
+    occupation = pick_occupation(model)
+    curve = tasks.removal_curve_task(base, occupation=occupation, ks=[5]).run(Progress())
+    assert curve["scaled"].iloc[0] == "change" and tasks.curve_is_current(base, occupation)
+    point = curve[(curve.strategy == "IF-REMOVE") & (curve.k == 5)].iloc[0]
+    analysis = ModelAnalysis(load_model(base))
+    lab = predict_edit(analysis, make_edit(analysis, occupation, strategy="if", k=5), scale=scale)
+    before = float(curve.loc[curve.k == 0, "group_bias"].iloc[0])
+    assert point.predicted - before == pytest.approx(lab.point, rel=1e-5) and "step's change" in point.estimator
+
+    old = curve.drop(columns="scaled")
+    old.loc[old.k > 0, "predicted"] += 0.5  # as made before: another point
+    save_result(base, tasks.curve_key(occupation), old, params={"occupation": occupation})
+    assert not tasks.curve_is_current(base, occupation)
+    assert tasks.repredict_curves(base) == [occupation]
+    again = tasks.saved_curve(base, occupation)
+    assert again["scaled"].iloc[0] == "change"
+    assert again["predicted"].to_numpy() == pytest.approx(curve["predicted"].to_numpy(), rel=1e-6)
 
 
 CALIBRATION = Calibration(scale=0.25, low=0.2, high=0.3, occupations=("a", "b", "c"), per_occupation=(0.2, 0.25, 0.3))

@@ -19,11 +19,12 @@ from kgbias_core.embeddings.store import (
     check_output,
     load_model,
     model_fingerprint,
+    read_config,
     save_model,
 )
 from kgbias_core.evaluation.link_prediction import cached_link_prediction
 from kgbias_core.influence.closed_form import debiasing_removal
-from kgbias_core.influence.prediction import predict_removal
+from kgbias_core.influence.prediction import CHANGE_SCALED_DISTANCES, predict_removal
 from kgbias_core.influence.retraining_check import (
     REMOVAL_KINDS,
     influence_accuracy,
@@ -123,16 +124,22 @@ def curve_key(occupation: str) -> str:
 #: The calibration a curve's predictions were made with, kept in its frame beside them: the model's edit calibration
 #: (:func:`~kgbias_core.whatif.step_ratio.model_edit_calibration`: scale, temperature, whether the prior's), the noise
 #: floor of the occupation, and the seed of the random sets. A curve whose calibration is not the model's now is
-#: predicted again from its own sets, its retrains kept (:func:`repredict_curves`).
-CURVE_CALIBRATION = ("scale", "temperature", "prior", "floor", "seed")
+#: predicted again from its own sets, its retrains kept (:func:`repredict_curves`). ``scaled``: what the scale
+#: multiplied, "step" or "change" (:data:`~kgbias_core.influence.prediction.CHANGE_SCALED_DISTANCES`); a curve from
+#: before the column scaled the step, so only an L2 model's scaled curves are predicted again for it.
+CURVE_CALIBRATION = ("scale", "temperature", "prior", "floor", "seed", "scaled")
+#: The calibration columns a curve from before them may lack, with the value such a curve was made with.
+_CALIBRATION_BEFORE = {"scaled": "step"}
 
 
 def _curve_calibration(model_dir: Path | str, label: str, *, seed: int) -> dict:
     """The lab's calibration of a removal of ``label`` now (:data:`CURVE_CALIBRATION`; NaN for none)."""
     scale, temperature, prior = model_edit_calibration(model_dir, "remove")
     spread = noise_spread(saved_noise_band(model_dir), label)
+    distance = str(read_config(model_dir).get("distance") or "squared_l2")
     return {"scale": scale, "temperature": math.nan if temperature is None else temperature, "prior": prior,
-            "floor": math.nan if spread is None else spread, "seed": seed}
+            "floor": math.nan if spread is None else spread, "seed": seed,
+            "scaled": "change" if scale != 1.0 and distance in CHANGE_SCALED_DISTANCES else "step"}
 
 
 def _curve_set(influence: torch.Tensor, *, strategy: str, k: int, before: float, seed: int) -> torch.Tensor:
@@ -212,10 +219,11 @@ def curve_occupations(model_dir: Path | str) -> list[str]:
 
 def _same_calibration(curve: pd.DataFrame, calibration: dict) -> bool:
     """Whether ``curve``'s predictions were made with ``calibration`` (a curve from before the columns: no)."""
-    if any(column not in curve.columns for column in CURVE_CALIBRATION):
+    if any(column not in curve.columns and column not in _CALIBRATION_BEFORE for column in CURVE_CALIBRATION):
         return False
-    stored = curve.iloc[0]
+    stored = {**_CALIBRATION_BEFORE, **curve.iloc[0].to_dict()}
     return all(bool(stored[c]) == bool(calibration[c]) if c == "prior" else
+               str(stored[c]) == str(calibration[c]) if c in _CALIBRATION_BEFORE else
                math.isclose(float(stored[c]), float(calibration[c]), rel_tol=1e-9)
                or (math.isnan(float(stored[c])) and math.isnan(float(calibration[c])))
                for c in CURVE_CALIBRATION)

@@ -4,7 +4,8 @@ Two records in the model's results folder compare the Newton step (:mod:`kgbias_
 with a masked retrain of the same edit: the one-retrain audit (:data:`PREDICTION_AUDIT`, written by
 :mod:`kgbias_core.tasks.prediction_audit`) and the verified plans (:data:`VERIFICATIONS`, written by
 :func:`kgbias_core.whatif.plan.append_verifications`). Their ratio retrained / predicted is the step scale
-that a removal's step is multiplied by.
+that a removal's step is multiplied by (on L2 the step's change of B_gr instead:
+:data:`~kgbias_core.influence.prediction.CHANGE_SCALED_DISTANCES`).
 
 Why a ratio: the step is the optimum's shift (Du Eq. 2 with |H|, METHODS §4); a retrain of finite epochs
 moves part of it, and on FB15k-237 the part is much the same across occupations and edit sizes of one model (on the
