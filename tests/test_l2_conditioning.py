@@ -21,8 +21,10 @@ def test_the_floors_change_the_step_and_count_products_and_the_lab_is_left_as_it
     sets = pd.DataFrame({"occupation": [label, label], "kind": ["top", "bottom"], "k": [4, 4], "actual": [0.1, -0.1]})
     lab_solver = prediction.conjugate_gradients
     rows = script.floor_rows(analysis, sets, [prediction.L2_NORM_FLOOR, 1.0])
-    assert (prediction.L2_NORM_FLOOR, prediction.CG_ITERATIONS) == (1e-3, 200)  # restored
+    assert (prediction.L2_NORM_FLOOR, prediction.CG_ITERATIONS, prediction.L2_CG_ITERATIONS) == (1e-3, 200, 25)
     assert prediction.conjugate_gradients is lab_solver
+    monkeypatch.setattr(prediction, "L2_CG_ITERATIONS", script.UNCAPPED)  # the lab's step uncapped, as the script's
+    monkeypatch.setattr(prediction, "CG_ITERATIONS", script.UNCAPPED)
     lab = [prediction.predict_removal(analysis, label, removal_set(analysis.influence(label), kind=kind, k=4)).point
            for kind in ("top", "bottom")]
     at_lab_floor = rows[rows["floor"] == prediction.L2_NORM_FLOOR]

@@ -58,10 +58,10 @@ def floor_rows(analysis: ModelAnalysis, sets: pd.DataFrame, floors: list[float])
     """Per floor, per set of ``sets`` (columns occupation, kind, k, actual): the step with the norm floored there (|H|
     built once a floor, as a prediction builds it), CG to the lab's tolerance uncapped, and the products it took."""
     model, groups, active = analysis.model, analysis.groups, analysis.active_terms
-    saved_floor, saved_cap = prediction.L2_NORM_FLOOR, prediction.CG_ITERATIONS
+    saved = prediction.L2_NORM_FLOOR, prediction.CG_ITERATIONS, prediction.L2_CG_ITERATIONS
     out = []
     try:
-        prediction.CG_ITERATIONS = UNCAPPED
+        prediction.CG_ITERATIONS = prediction.L2_CG_ITERATIONS = UNCAPPED
         for floor in floors:
             prediction.L2_NORM_FLOOR = floor
             operator = prediction.absolute_curvature_hvp(model, active=active)
@@ -74,7 +74,7 @@ def floor_rows(analysis: ModelAnalysis, sets: pd.DataFrame, floors: list[float])
                 out.append({"floor": floor, "occupation": row.occupation, "kind": row.kind, "k": int(row.k),
                             "actual": row.actual, "step": step, "products": hvp.calls})
     finally:
-        prediction.L2_NORM_FLOOR, prediction.CG_ITERATIONS = saved_floor, saved_cap
+        prediction.L2_NORM_FLOOR, prediction.CG_ITERATIONS, prediction.L2_CG_ITERATIONS = saved
     return pd.DataFrame(out)
 
 

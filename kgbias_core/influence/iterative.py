@@ -54,13 +54,14 @@ def _dot(a: Vector, b: Vector) -> float:
 
 def conjugate_gradients(
     apply: Callable[[Vector], Vector], rhs: Vector, *, iterations: int = 100, tolerance: float = 1e-6,
-    inverse_diagonal: Vector | None = None,
+    inverse_diagonal: Vector | None = None, on_iterate: Callable[[int, Vector], None] | None = None,
 ) -> Vector:
     """x = A^{-1} rhs by conjugate gradients for a positive definite ``apply`` (v -> A v); stops when the
     residual is ``tolerance`` times the start's. A zero ``rhs`` (a set whose margins are all inactive has no
     gradient) gives x = 0 at once, not a division by zero. ``inverse_diagonal``: a Jacobi preconditioner
-    (1 / diag A, row-wise, broadcast over d), z = r * inverse_diagonal; None: plain CG. The one CG loop over
-    torch vectors (the planner's sparse solve has its own in numpy, in place, for memory)."""
+    (1 / diag A, row-wise, broadcast over d), z = r * inverse_diagonal; None: plain CG. ``on_iterate(i, x)``:
+    called with each iterate after its i-th product (the experiments read a solve stopped earlier from one run).
+    The one CG loop over torch vectors (the planner's sparse solve has its own in numpy, in place, for memory)."""
     def precondition(r: Vector) -> Vector:
         return r if inverse_diagonal is None else (r[0] * inverse_diagonal[0], r[1] * inverse_diagonal[1])
 
@@ -73,10 +74,12 @@ def conjugate_gradients(
     z = precondition(r)
     p = (z[0].clone(), z[1].clone())
     rz = _dot(r, z) if inverse_diagonal is not None else rs
-    for _ in range(iterations):
+    for i in range(iterations):
         ap = apply(p)
         step = rz / _dot(p, ap)
         x = (x[0] + step * p[0], x[1] + step * p[1])
+        if on_iterate is not None:
+            on_iterate(i + 1, x)
         r = (r[0] - step * ap[0], r[1] - step * ap[1])
         rs_new = _dot(r, r)
         if rs_new < target:

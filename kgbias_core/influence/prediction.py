@@ -144,6 +144,13 @@ PREDICTION_TOLERANCE = 1e-2
 L2_NORM_FLOOR = 1e-3
 #: At most this many CG iterations (|H| >= l2 I keeps its condition number moderate: ~30-60 are used).
 CG_ITERATIONS = 200
+#: At most this many on L2 (:func:`cg_cap`). L2's |H| is stiff at residuals near its kink, and a step needed 250-310
+#: products to the tolerance on the synthetic graphs and ran into the cap of 200 on FB15k-237 (5 minutes at one
+#: thread). But its early iterates already hold the step's change of B_gr, far inside L2's band: stopped at 25
+#: products and scaled by an audit read at 25, the point lay a median 0.3% from 200's on FB15k-237 (12 of 13 sets
+#: inside L2's band either way) and 4.6% from 1000's on the synthetic graphs (89% of 94 inside, against 91.5%; the
+#: caps 10-1000 give 89-93%; sign 98% at each) (experiments/whatif_accuracy/l2_cap.py; docs/results/whatif.md).
+L2_CG_ITERATIONS = 25
 #: The band's factor f = BAND_BASE + BAND_SMALL / sqrt(m), m the rarer gender's count: interval [p / f, p * f].
 BAND_BASE = 1.5
 BAND_SMALL = 1.5
@@ -538,16 +545,18 @@ def _term_product(heads: LongTensor, relations: LongTensor, tails: LongTensor, *
 
 
 def preconditioned_cg(apply, rhs: Vector, *, diagonal: Vector, damping: float = 0.0,
-                      iterations: int = 200, tolerance: float = 1e-6) -> Vector:
+                      iterations: int = 200, tolerance: float = 1e-6, on_iterate=None) -> Vector:
     """x = (A + damping I)^{-1} rhs by conjugate gradients with a Jacobi preconditioner (``diagonal`` of A, per
     row, broadcast over d); stops when ||r|| <= ``tolerance`` ||rhs||. A hub entity (a gender value in thousands
-    of active terms) makes |H| ill-conditioned row by row; scaling by the diagonal takes most of that out."""
+    of active terms) makes |H| ill-conditioned row by row; scaling by the diagonal takes most of that out.
+    ``on_iterate``: :func:`~kgbias_core.influence.iterative.conjugate_gradients`'s."""
     def full(v: Vector) -> Vector:
         h = apply(v)
         return h[0] + damping * v[0], h[1] + damping * v[1]
 
     inverse = (1.0 / (diagonal[0] + damping), 1.0 / (diagonal[1] + damping))
-    return conjugate_gradients(full, rhs, iterations=iterations, tolerance=tolerance, inverse_diagonal=inverse)
+    return conjugate_gradients(full, rhs, iterations=iterations, tolerance=tolerance, inverse_diagonal=inverse,
+                               on_iterate=on_iterate)
 
 
 def absolute_newton_step(model: StoredModel, removed: LongTensor, *, damping: float = 0.0,
@@ -558,7 +567,13 @@ def absolute_newton_step(model: StoredModel, removed: LongTensor, *, damping: fl
     if hvp is None:
         hvp = absolute_curvature_hvp(model, negatives=negatives, active=active)
     return preconditioned_cg(hvp, removal_gradient(model, removed, negatives=negatives), diagonal=hvp.diagonal,
-                             damping=damping, iterations=CG_ITERATIONS, tolerance=tolerance)
+                             damping=damping, iterations=cg_cap(model.config.distance), tolerance=tolerance)
+
+
+def cg_cap(distance: str) -> int:
+    """The most CG iterations a removal's step takes on a model of ``distance``: :data:`CG_ITERATIONS`, and on L2
+    :data:`L2_CG_ITERATIONS` (never more than the first)."""
+    return min(CG_ITERATIONS, L2_CG_ITERATIONS) if distance == "l2" else CG_ITERATIONS
 
 
 def newton_change(model: StoredModel, removed: LongTensor, *, groups: OccupationGroups, occupation_index: int,
