@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import band_fit  # noqa: I001  (beside this file)
@@ -34,13 +33,10 @@ import numpy as np
 import pandas as pd
 import torch
 from local_refit import scaled_rows  # noqa: I001  (beside this file)
-from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING  # noqa: I001  (beside this file)
+from whatif_accuracy import SYNTHETIC, model_or_synthetic  # noqa: I001  (beside this file)
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import write_text
-from kgbias_core.data.synthetic import generate_people_graph
-from kgbias_core.embeddings.store import load_model
-from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.prediction import (
     CG_ITERATIONS,
     PREDICTION_TOLERANCE,
@@ -146,12 +142,7 @@ def main() -> None:
         return
     torch.set_num_threads(args.threads)
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
-    if args.model:
-        model = load_model(args.model)
-    else:
-        graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
-        training = replace(SYNTHETIC_TRAINING, epochs=args.epochs, negatives_per_triple=8, distance="l2")
-        model = train_model(graph, training, name="synthetic-transe", device=torch.device("cpu"))
+    model = model_or_synthetic(args.model, seed=args.seed, epochs=args.epochs, distance="l2")
     sets = pd.read_csv(args.runs)
     rows = cap_rows(ModelAnalysis(model), sets, [int(c) for c in args.caps.split(",")])
     write_text(rows.to_csv(index=False, float_format="%.6g"), str(args.out))

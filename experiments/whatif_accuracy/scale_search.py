@@ -30,7 +30,6 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import band_fit  # noqa: I001  (beside this file)
@@ -38,13 +37,11 @@ import numpy as np
 import pandas as pd
 import torch
 from local_refit import scaled_rows, with_audit  # noqa: I001  (beside this file)
-from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING  # noqa: I001  (beside this file)
+from whatif_accuracy import SYNTHETIC, model_or_synthetic  # noqa: I001  (beside this file)
 
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import write_text
-from kgbias_core.data.synthetic import generate_people_graph
-from kgbias_core.embeddings.store import StoredModel, load_model
-from kgbias_core.embeddings.training import train_model
+from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.influence.iterative import Vector
 from kgbias_core.influence.prediction import (
     PREDICTION_TOLERANCE,
@@ -268,12 +265,7 @@ def main() -> None:
         return
     torch.set_num_threads(args.threads)
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
-    if args.model:
-        model = load_model(args.model)
-    else:
-        graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed))
-        training = replace(SYNTHETIC_TRAINING, epochs=args.epochs, negatives_per_triple=8, distance=args.distance)
-        model = train_model(graph, training, name="synthetic-transe", device=torch.device("cpu"))
+    model = model_or_synthetic(args.model, seed=args.seed, epochs=args.epochs, distance=args.distance)
     distance = model.config.distance
     runs = pd.read_csv(args.runs)
     runs = runs[runs["kind"].isin(["top", "bottom"])].assign(in_audit=lambda d: d["in_audit"].astype(bool)

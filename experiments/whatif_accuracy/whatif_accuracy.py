@@ -94,6 +94,16 @@ from kgbias_core.whatif.step_ratio import EDITS, model_edit_calibration
 #: The synthetic graph and training of tests/conftest.py (TINY_GRAPH, TINY_TRAINING).
 SYNTHETIC = SyntheticConfig(n_persons=600, seed=7, other_gender_share=0.02)
 SYNTHETIC_TRAINING = TrainConfig(dim=16, epochs=25, batch_size=256, lr=1e-2, l2=10.0, seed=3)
+
+
+def model_or_synthetic(model_dir: Path | None, *, seed: int, epochs: int, distance: str, negatives: int = 8):
+    """The stored model at ``model_dir``, else the synthetic graph of ``seed`` trained here with ``distance``,
+    ``negatives`` frozen negatives a triple and ``epochs`` (the sibling scripts' two sources of a model)."""
+    if model_dir:
+        return load_model(model_dir)
+    graph = generate_people_graph(replace(SYNTHETIC, seed=seed))
+    training = replace(SYNTHETIC_TRAINING, epochs=epochs, negatives_per_triple=negatives, distance=distance)
+    return train_model(graph, training, name="synthetic-transe", device=torch.device("cpu"))
 KINDS = ("top", "bottom", "random")
 
 
