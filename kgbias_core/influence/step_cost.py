@@ -4,8 +4,9 @@ A step (:func:`~kgbias_core.influence.prediction.predict_removal`) builds |H| (s
 distances once per prediction, their curvature holding a residual per term) and runs conjugate gradients to the
 lab's tolerance. Its cost is the build plus the products CG takes, and both depend on the model far more than on the
 edit: on FB15k-237 with eight negatives a product took 0.22 s for L1 and 1.9 s for L2 (196k against 1.74M active
-pairs), and L1's step took 3-8 s where L2's ran to the cap of 200 products, minutes (step_cost_fb15k237.csv;
-docs/results/whatif.md, "L2 on a real graph"). So the cost
+pairs), and L1's step took 3-8 s where L2's ran to the cap of 200 products, minutes; at L2's own cap of 25 since
+2026-12-06 (:data:`~kgbias_core.influence.prediction.L2_CG_ITERATIONS`) it is estimated at under a minute
+(step_cost_fb15k237.csv; docs/results/whatif.md, "L2 on a real graph", "L2's step stops at 25 products"). So the cost
 is estimated by building the operator and timing one product on this machine, at the threads the prediction will
 use, times the distance's typical count (:data:`TYPICAL_PRODUCTS`). The lab offers a step estimated above a
 threshold with its estimate, rather than freeze the page on every change of an edit.
