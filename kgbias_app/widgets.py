@@ -257,8 +257,8 @@ def unaudited_caption(model: ModelRef) -> None:
 
 
 #: A removal's step estimated longer than this (seconds) is offered with its estimate, not run on every change of the
-#: edit (an L2 model of FB15k-237's size: about a minute; kgbias_core.influence.step_cost). ``KGBIAS_SLOW_PREDICTION_S``
-#: sets another (0: every prediction is offered).
+#: edit (FB13 with L1: 45-340 s; L2 on FB15k-237: about a minute until 2026-12-07, 8 s since; kgbias_core.influence.
+#: step_cost). ``KGBIAS_SLOW_PREDICTION_S`` sets another (0: every prediction is offered).
 LONG_PREDICTION_S = 30.0
 SLOW_PREDICTION_ENV = "KGBIAS_SLOW_PREDICTION_S"
 PREDICT_BUTTON = "Predict the change (one Newton step)"

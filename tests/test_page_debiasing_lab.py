@@ -522,3 +522,43 @@ def test_a_slow_prediction_is_offered_once_per_edit_with_its_estimate(writable_s
     lab(6, app)  # another edit: offered again, not run
     assert "Predicted change of B_gr" not in [m.label for m in app.metric]
     assert any(b.key == "lab_predict" for b in app.button)
+
+
+def test_lab_offers_an_l2_audit_made_with_the_old_step_again_and_runs_it_without_a_retrain(
+    tiny_graph, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 25: L2's step changed (2026-12-07), so an L2 audit stored with the old step's estimator is no audit for
+    the ratio: the lab offers it again under its own words, estimated at a prediction's cost; once clicked, the
+    stored retrain (marked here) stands and the audit names today's step."""
+    from dataclasses import replace
+
+    from kgbias_core.embeddings.results import save_result
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.embeddings.training import train_model
+    from kgbias_core.influence.prediction import DISTANCE_NOTES
+    from kgbias_core.whatif.step_ratio import PREDICTION_AUDIT
+    from tests.conftest import TINY_TRAINING, use_store
+
+    store = tmp_path / "l2-store"
+    model = train_model(tiny_graph, replace(TINY_TRAINING, distance="l2", epochs=10), name="l2-transe",
+                        device=torch.device("cpu"))
+    save_model(model, store)
+    base = store / "l2-transe"
+    tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain
+    old = tasks.saved_prediction_audit(base).assign(estimator="Newton step, |H|, L2 distance")
+    old["retrained"] += 0.0123  # a mark: a new retrain would not reproduce it
+    save_result(base, PREDICTION_AUDIT, old, params={})
+    use_store(store, monkeypatch, tmp_path)
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    assert not app.exception
+    label = ui_texts.with_estimate(section.AUDIT_AGAIN_BUTTON, tasks.prediction_audit_seconds(base))
+    assert not [b for b in app.button if b.label.startswith(section.AUDIT_BUTTON)]
+    next(b for b in app.button if b.label == label).click().run()
+    settled(app)
+    assert not app.exception
+    audit = tasks.saved_prediction_audit(base)
+    assert audit is not None and DISTANCE_NOTES["l2"] in audit["estimator"].iloc[0]
+    assert audit["retrained"].iloc[0] == old["retrained"].iloc[0]
+    app.run()
+    assert not [b for b in app.button if b.label == label]

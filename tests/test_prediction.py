@@ -353,21 +353,27 @@ def test_the_absolute_curvature_of_l1_and_l2_is_autograds_hessian_of_every_activ
     """|H| for psi = ||x||_2, for L1 smoothed at its median residual (sqrt(x_i^2 + eps^2) summed) and for the
     pseudo-Huber distance (the same sum at its delta, exactly), against
     autograd's dense Hessian of l2/2 ||theta||^2 + sum over the active terms of psi(z) + psi(z'), both counted
-    positive; the preconditioner is its diagonal, and the step its dense solve."""
+    positive; on L2 each negative's psi is ||x||^2 / (2 ||x'||) at its trained residual x' (its curvature counted
+    in every direction); the preconditioner is its diagonal, and the step its dense solve."""
     model = distance_model
     E, R = model.entity_embeddings, model.relation_embeddings
     split = E.numel()
     active = active_terms(model)
     k = model.frozen_negatives.shape[0] // model.triples.shape[0]
+    pairs = int(active.sum())
     terms = torch.cat([model.triples.repeat(k, 1)[active], model.frozen_negatives[active]])  # each pair's two
     residuals = E[terms[:, 0]] + R[terms[:, 1]] - E[terms[:, 2]]
     # L1: smoothed at its median residual; pseudo_huber: its own delta, exactly
     eps = PSEUDO_HUBER_DELTA if model.config.distance == "pseudo_huber" else float(residuals.abs().median())
+    trained_norm = residuals.norm(dim=-1)[pairs:]  # the negatives' ||x'|| at the trained theta (L2)
 
     def positive_part(theta: torch.Tensor) -> torch.Tensor:
         e, r = theta[:split].reshape(E.shape), theta[split:].reshape(R.shape)
         x = e[terms[:, 0]] + r[terms[:, 1]] - e[terms[:, 2]]
-        psi = x.norm(dim=-1) if model.config.distance == "l2" else (x * x + eps * eps).sqrt().sum(-1)
+        if model.config.distance == "l2":
+            psi = torch.cat([x[:pairs].norm(dim=-1), (x[pairs:] * x[pairs:]).sum(-1) / (2 * trained_norm)])
+        else:
+            psi = (x * x + eps * eps).sqrt().sum(-1)
         return psi.sum() / k + model.config.l2 / 2 * (theta * theta).sum()
 
     dense = torch.autograd.functional.hessian(positive_part, torch.cat([E.reshape(-1), R.reshape(-1)]))

@@ -153,6 +153,49 @@ def test_an_l2_models_scaled_curve_from_before_the_change_rule_is_predicted_agai
     assert again["predicted"].to_numpy() == pytest.approx(curve["predicted"].to_numpy(), rel=1e-6)
 
 
+def test_an_l2_audit_made_with_the_old_step_is_predicted_again_and_its_retrain_kept(tmp_path: Path,
+                                                                                    tiny_graph) -> None:
+    """L2's step changed (its negatives' curvature, 2026-12-07): an audit whose estimator lacks today's L2 note is
+    no audit for the ratio (the lab offers it again, estimated at a prediction's cost), and the audit task predicts its
+    set again without retraining: the stored retrain (marked here) stands, the point is the lab's today."""
+    from kgbias_core.influence.prediction import DISTANCE_NOTES, predict_removal
+    from kgbias_core.tasks.prediction_audit import audit_set
+    from kgbias_core.whatif.step_ratio import (
+        EDITS,
+        PREDICTION_AUDIT,
+        model_step_ratio,
+        outdated_prediction_audit,
+        saved_prediction_audit,
+    )
+
+    model = train_model(tiny_graph, replace(TINY_TRAINING, distance="l2", epochs=10), name="l2-transe",
+                        device=torch.device("cpu"))
+    save_model(model, tmp_path)
+    base = tmp_path / "l2-transe"
+    full = tasks.prediction_audit_seconds(base)
+    audit = tasks.prediction_audit_task(base).run(Progress())
+    assert DISTANCE_NOTES["l2"] in audit["estimator"].iloc[0] and saved_prediction_audit(base) is not None
+    assert outdated_prediction_audit(base) is None and model_step_ratio(base, use=EDITS) is not None
+
+    old = audit.copy()
+    old["estimator"] = "Newton step, |H|, L2 distance"  # as the lab named L2's step before
+    old["predicted"] *= 4.0
+    old["retrained"] += 0.0123  # a mark: a new retrain would not reproduce it
+    save_result(base, PREDICTION_AUDIT, old, params={})
+    assert saved_prediction_audit(base) is None and model_step_ratio(base, use=EDITS) is None
+    assert outdated_prediction_audit(base).equals(old)
+    assert 0 < tasks.prediction_audit_seconds(base) < full / 2
+
+    again = tasks.prediction_audit_task(base).run(Progress())
+    assert again["retrained"].iloc[0] == old["retrained"].iloc[0]
+    analysis = ModelAnalysis(load_model(base))
+    occupation = again["occupation"].iloc[0]
+    point = predict_removal(analysis, occupation, audit_set(analysis, occupation)[2]).point
+    assert again["predicted"].iloc[0] == pytest.approx(point, rel=1e-6)
+    assert again["predicted"].iloc[0] == pytest.approx(audit["predicted"].iloc[0], rel=1e-6)
+    assert saved_prediction_audit(base) is not None and outdated_prediction_audit(base) is None
+
+
 CALIBRATION = Calibration(scale=0.25, low=0.2, high=0.3, occupations=("a", "b", "c"), per_occupation=(0.2, 0.25, 0.3))
 
 

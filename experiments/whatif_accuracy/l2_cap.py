@@ -93,25 +93,35 @@ def cap_summary(graphs: dict[str, pd.DataFrame], floors: dict[str, pd.DataFrame]
     cap, judged together by the lab's band of ``distance`` and by band_fit's held-out fit (module docstring)."""
     caps = sorted(int(c[5:]) for c in set.intersection(*(set(g.columns) for g in graphs.values()))
                   if c.startswith("step_"))
+    table = point_summary(graphs, floors, coverage, {cap: f"step_{cap}" for cap in caps}, f"step_{caps[-1]}",
+                          distance)
+    return table.rename(columns={"point": "cap"})
+
+
+def point_summary(graphs: dict[str, pd.DataFrame], floors: dict[str, pd.DataFrame], coverage: float,
+                  columns: dict, reference: str, distance: str = "l2") -> pd.DataFrame:
+    """Per point column (``columns``: its name in the table -> the column every graph has), each graph's sets scaled
+    by that column's own audit ratio (retrained / point on the audit set), judged together by the lab's band of
+    ``distance``, by the sign and by band_fit's narrowest band fitted without each occupation; ``off``: the point's
+    relative distance from the ``reference`` column."""
     shown = scaled_band(distance)
     out = []
-    for cap in caps:
+    for label, column in columns.items():
         rows, ratios = {}, []
         for name, data in graphs.items():
             audit = data[data["in_audit"].astype(bool)].iloc[0]
-            ratio = float(audit["actual"] / audit[f"step_{cap}"])
+            ratio = float(audit["actual"] / audit[column])
             ratios.append(f"{name} {ratio:.2f}")
-            scaled = data.assign(point=data[f"step_{cap}"] * ratio)
+            scaled = data.assign(point=data[column] * ratio)
             runs = floors.get(name, pd.DataFrame(columns=["occupation", "kind", "share"]))
             rows[name] = band_fit.targeted_rows(scaled_rows(scaled, runs, "point", unscaled=True)[0])
         every = pd.concat(rows.values(), ignore_index=True)
         covered, width = band_fit.judged(every, *shown)
         evaluation = band_fit.evaluate(rows, coverage)
         held = evaluation[evaluation["evaluation"].str.startswith("leave-one-out")].iloc[-1]
-        last = every[f"step_{caps[-1]}"]
-        off = ((every[f"step_{cap}"] - last).abs() / last.abs()).to_numpy()
-        out.append({"cap": cap, "audit_ratio": "; ".join(ratios), "sets": len(every), "coverage": covered.mean(),
-                    "half_width": float(np.median(width)),
+        off = ((every[column] - every[reference]).abs() / every[reference].abs()).to_numpy()
+        out.append({"point": label, "audit_ratio": "; ".join(ratios), "sets": len(every),
+                    "coverage": covered.mean(), "half_width": float(np.median(width)),
                     "sign_right": float((np.sign(every["scaled"]) == np.sign(every["actual"])).mean()),
                     "held_out_coverage": held["coverage"], "held_out_half_width": held["half_width"],
                     "off_median": float(np.median(off)), "off_p90": float(np.quantile(off, 0.9))})
@@ -122,29 +132,41 @@ def _named(items) -> dict[str, pd.DataFrame]:
     return {name: pd.read_csv(path) for name, _, path in (item.partition("=") for item in items)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=Path, help="a scale_search.py rows file: the sets and their retrains")
+def step_parser(doc: str, caps: str) -> argparse.ArgumentParser:
+    """The arguments this script and its sibling l2_negatives.py share: the sets and their retrains, the model (or
+    the synthetic graph), the caps, and the summary of their --out files."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--runs", type=Path, nargs="+", help="the sets and their retrains (one or more files)")
     parser.add_argument("--model", type=Path, help="a stored L2 model (else the synthetic graph with L2)")
     parser.add_argument("--seed", type=int, default=SYNTHETIC.seed)
     parser.add_argument("--epochs", type=int, default=100)
-    parser.add_argument("--caps", default="10,25,50,100,200")
+    parser.add_argument("--caps", default=caps)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--summarize", nargs="+", metavar="NAME=OUT", help="summarize these --out files instead")
     parser.add_argument("--floors", nargs="*", default=(), metavar="NAME=RUNS", help="with --summarize")
     parser.add_argument("--coverage", type=float, default=0.95)
     parser.add_argument("--out", required=True, type=Path)
-    args = parser.parse_args()
+    return parser
+
+
+def step_inputs(args: argparse.Namespace) -> tuple[ModelAnalysis, pd.DataFrame]:
+    """The analysis of ``--model`` (or of the synthetic graph of ``--seed`` with L2) and ``--runs``' sets, at
+    ``--threads`` torch threads."""
+    torch.set_num_threads(args.threads)
+    print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    model = model_or_synthetic(args.model, seed=args.seed, epochs=args.epochs, distance="l2")
+    return ModelAnalysis(model), pd.concat([pd.read_csv(path) for path in args.runs], ignore_index=True)
+
+
+def main() -> None:
+    args = step_parser(__doc__, "10,25,50,100,200").parse_args()
     if args.summarize:
         table = cap_summary(_named(args.summarize), _named(args.floors), args.coverage)
         print(table.round(3).to_string(index=False))
         write_text(table.to_csv(index=False, float_format="%.4f"), str(args.out))
         return
-    torch.set_num_threads(args.threads)
-    print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
-    model = model_or_synthetic(args.model, seed=args.seed, epochs=args.epochs, distance="l2")
-    sets = pd.read_csv(args.runs)
-    rows = cap_rows(ModelAnalysis(model), sets, [int(c) for c in args.caps.split(",")])
+    analysis, sets = step_inputs(args)
+    rows = cap_rows(analysis, sets, [int(c) for c in args.caps.split(",")])
     write_text(rows.to_csv(index=False, float_format="%.6g"), str(args.out))
 
 

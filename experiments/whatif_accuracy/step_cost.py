@@ -1,7 +1,9 @@
 """What a removal's step costs per model, before it runs (issue 25): kgbias_core.influence.step_cost, timed here.
 
 For each model: its active margin pairs, the |H| operator's build, one product (each timed ``--repeats`` times, the
-last kept), the distance's typical product count, and the lab's estimate of a step.
+last kept), the distance's typical product count, and the lab's estimate of a step. Where the analysis keeps |H|
+(squared L2, and L2 since 2026-12-07), the estimate's build is about 0 and ``kept_build_s`` is the one build every
+later step reuses; ``step_s`` is one lab prediction (``predict_removal``) of the model's audit set, timed after it.
 
     python experiments/whatif_accuracy/step_cost.py --models M1 M2 --threads 1 --out results/step_cost.csv
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -18,17 +21,28 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import write_text
 from kgbias_core.embeddings.store import load_model
+from kgbias_core.influence.prediction import predict_removal
 from kgbias_core.influence.step_cost import removal_step_cost
+from kgbias_core.tasks.prediction_audit import audit_occupation, audit_set
 
 
 def cost_row(path: Path, repeats: int) -> dict:
     analysis = ModelAnalysis(load_model(path))
+    active = analysis.active_terms
+    start = time.perf_counter()
+    kept = analysis.absolute_hvp  # built here once where the analysis keeps it
+    kept_build = time.perf_counter() - start if kept is not None else 0.0
     costs = [removal_step_cost(analysis) for _ in range(repeats)]
     cost = costs[-1]
+    occupation = audit_occupation(analysis)
+    removed = audit_set(analysis, occupation)[2]
+    start = time.perf_counter()
+    predict_removal(analysis, occupation, removed)
+    step = time.perf_counter() - start
     return {"model": path.name, "distance": analysis.model.config.distance,
-            "active_pairs": int(analysis.active_terms.sum()), "pairs": int(analysis.active_terms.numel()),
+            "active_pairs": int(active.sum()), "pairs": int(active.numel()), "kept_build_s": kept_build,
             "build_s": cost.build_s, "product_s": cost.product_s, "products": cost.products,
-            "estimate_s": cost.seconds}
+            "estimate_s": cost.seconds, "step_s": step}
 
 
 def main() -> None:

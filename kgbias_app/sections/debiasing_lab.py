@@ -74,6 +74,12 @@ AUDIT_SENTENCE = (
 #: The audit sentence's source where the audit gives no ratio (its prediction moved B_gr by less than 1e-6).
 NO_RATIO = "the step as computed: no retrain has been compared with a prediction yet"
 AUDIT_BUTTON = "Audit the prediction against one masked retrain"
+#: Where the stored audit predicted with a step the lab no longer makes (L2 before 2026-12-07): no retrain.
+AUDIT_AGAIN_BUTTON = "Predict the stored audit again with today's step (its retrain stands)"
+AUDIT_AGAIN_HELP = (
+    "The model's audit was predicted with an earlier step of this distance, so its ratio does not scale today's. "
+    "Its set is predicted again and judged against the retrain already stored: no new retrain."
+)
 AUDIT_HELP = (
     "Predicts one edit (the top 16% of the triples that move the occupation with the most persons of its rarer "
     "gender) and retrains it masked: the model's own check of the estimator, stored with its results."
@@ -259,7 +265,9 @@ def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: 
             estimator=str(row["estimator"]), removals=removals))
         temperature_offer(model, background)
     else:
-        offer_job(task, background, label=AUDIT_BUTTON, help=AUDIT_HELP,
+        again = tasks.outdated_prediction_audit(model.path) is not None
+        offer_job(task, background, label=AUDIT_AGAIN_BUTTON if again else AUDIT_BUTTON,
+                  help=AUDIT_AGAIN_HELP if again else AUDIT_HELP,
                   seconds=tasks.prediction_audit_seconds(model.path), job=texts.AUDIT_JOB.format(name=model.name))
     if (sentence := add_audit_sentence(model)) is not None:
         st.caption(sentence)

@@ -94,7 +94,7 @@ DISTANCE_FACTORS = {"squared_l2": 1.0, "l2": 1.0, "l1": 1.0, "pseudo_huber": 1.3
 
 
 def estimated_seconds(*, n_triples: int, n_entities: int, n_relations: int, dim: int, batch_size: int, epochs: int,
-                      retrains: int = 1, negatives: int = 1, distance: str = "squared_l2") -> float:
+                      retrains: float = 1, negatives: int = 1, distance: str = "squared_l2") -> float:
     """Wall time to show before work is started: per step, :data:`SECONDS_PER_STEP` plus
     :data:`SHOWN_SECONDS_PER_UPDATE` per parameter ((E + R) x d) plus :data:`SECONDS_PER_NEGATIVE_SCORE` per extra
     negative scored ((K - 1) x batch x d, K = ``negatives``), times steps (ceil(triples / batch) x epochs x

@@ -132,8 +132,8 @@ HINGE_ESTIMATOR = ("Newton step, |H| + the hinge's curvature at T = {temperature
 PRIOR_ESTIMATOR = ("Newton step, |H| + the hinge's curvature at the prior T = {temperature:.2f} margins (no "
                    "temperature from this model's audit yet)")
 #: What a removal's estimator adds to its name for an imported model's distance (:func:`absolute_curvature_hvp`).
-DISTANCE_NOTES = {"l2": "L2 distance", "l1": "L1 distance smoothed at its median residual",
-                  "pseudo_huber": "pseudo-Huber distance"}
+DISTANCE_NOTES = {"l2": "L2 distance, its negatives' curvature counted in every direction",
+                  "l1": "L1 distance smoothed at its median residual", "pseudo_huber": "pseudo-Huber distance"}
 #: CG's relative residual for a shown prediction: B_gr to about 3 digits, far inside the band (+-46% and more).
 #: On the what-if bench's 32 sets of FB15k-237 (experiments/whatif_accuracy/cg_tolerance.py) the point moved by
 #: at most 9.4e-4 of itself against a 1e-6 solve on the squared-L2 default (8 |H| products at the median against
@@ -370,19 +370,60 @@ def active_terms(model: StoredModel, *, negatives: LongTensor | None = None, row
                               distance=model.config.distance)
 
 
-def squared_l2_curvature_entries(terms: LongTensor, *, n_entities: int, weight: float
+def squared_l2_curvature_entries(terms: LongTensor, *, n_entities: int, weight: float | FloatTensor
                                  ) -> tuple[LongTensor, LongTensor, FloatTensor]:
     """The entries (rows, cols, values) of sum_terms weight a a^T over the (E + R) rows, a = e_h + e_{E + r} - e_t
     for each term (h, r, t) of ``terms`` [m, 3]: 9 per term, duplicates not yet summed. Squared L2's d^2 psi is
     2 a a^T (x) I_d, so ``weight`` 2 / K gives |H| - l2 I as one (E + R) x (E + R) matrix shared by the d
     dimensions: the one formula :func:`absolute_curvature_hvp` and the planner's
-    :class:`~kgbias_core.whatif.plan.SparseCurvature` build their matrices from."""
+    :class:`~kgbias_core.whatif.plan.SparseCurvature` build their matrices from. ``weight`` may be a [m] tensor, a
+    weight per term (L2's negatives, 1 / (K ||x'||))."""
     slots = torch.stack([terms[:, 0], n_entities + terms[:, 1], terms[:, 2]], dim=1)  # [m, 3] rows of a
     signs = torch.tensor([1.0, 1.0, -1.0], dtype=torch.float64, device=terms.device)
     rows = slots.repeat_interleave(3, dim=1).reshape(-1)
     cols = slots.repeat(1, 3).reshape(-1)
-    values = (weight * torch.outer(signs, signs).reshape(-1)).repeat(slots.shape[0])
+    if isinstance(weight, torch.Tensor):
+        values = (weight.to(torch.float64).unsqueeze(1) * torch.outer(signs, signs).reshape(1, -1)).reshape(-1)
+    else:
+        values = (weight * torch.outer(signs, signs).reshape(-1)).repeat(slots.shape[0])
     return rows, cols, values
+
+
+def _kronecker_matrix(terms: LongTensor, *, n_entities: int, size: int, weight: float | FloatTensor,
+                      dtype: torch.dtype) -> torch.Tensor:
+    """M = sum_terms weight a a^T (:func:`squared_l2_curvature_entries`) as one sparse CSR (E + R) x (E + R) matrix,
+    duplicates summed: the part of |H| that is M (x) I_d, applied to the stacked [E + R, d] rows by one product."""
+    rows, cols, values = squared_l2_curvature_entries(terms, n_entities=n_entities, weight=weight)
+    matrix = torch.sparse_coo_tensor(torch.stack([rows, cols]), values.to(dtype), (size, size),
+                                     check_invariants=False).coalesce()  # built here: valid by construction
+    with warnings.catch_warnings():  # torch's note that CSR is "beta": CSR @ dense is all this uses
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return matrix.to_sparse_csr()
+
+
+def _residual_norms(E0: FloatTensor, R0: FloatTensor, heads: LongTensor, relations: LongTensor, tails: LongTensor,
+                    *, chunk: int = 1 << 16) -> FloatTensor:
+    """||h + r - t|| of every term [m], a block of terms at a time: L2's negatives need only their norm, and their
+    [m, d] residuals (FB15k-237 with eight negatives: 1.74M x 100) would be a buffer as large as the model's
+    influence context."""
+    out = E0.new_empty(heads.shape[0])
+    for start in range(0, heads.shape[0], chunk):
+        end = min(start + chunk, heads.shape[0])
+        x = torch.index_select(E0, 0, heads[start:end]).add_(torch.index_select(R0, 0, relations[start:end]))
+        out[start:end] = torch.linalg.vector_norm(x.sub_(torch.index_select(E0, 0, tails[start:end])), dim=-1)
+    return out
+
+
+def _row_sums(term: FloatTensor, heads: LongTensor, relations: LongTensor, tails: LongTensor, *, n_entities: int,
+              n_relations: int, start: float = 0.0) -> tuple[FloatTensor, FloatTensor]:
+    """``start`` plus each row's sum of ``term`` [m, w] over the terms in which it holds a_row = +-1 (head, relation,
+    tail; an entity that is both head and tail of a term has a_e = 0 there): |H|'s diagonal, l2 + the curvature's."""
+    relation_sum = term.new_full((n_relations, term.shape[1]), start).index_add_(0, relations, term)
+    differs = heads != tails
+    if not bool(differs.all()):  # a self-loop's rows (rare: copied once, [m', w])
+        term, heads, tails = term[differs], heads[differs], tails[differs]
+    entity_sum = term.new_full((n_entities, term.shape[1]), start).index_add_(0, heads, term)
+    return entity_sum.index_add_(0, tails, term), relation_sum
 
 
 def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None = None,
@@ -405,7 +446,17 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
     ones). ``active``: :func:`active_terms` (over the pairs), when already known.
 
     Other distances (imported models, ``config.distance``): for psi = ||x||_2 each term's d^2 psi is
-    (I - u u^T) / ||x|| in the residual x = h + r - t (u = x / ||x||; positive semi-definite), applied as above.
+    (I - u u^T) / ||x|| in the residual x = h + r - t (u = x / ||x||; positive semi-definite). The positive terms
+    keep it, applied as above. A negative's is counted as I / ||x'||, the curvature of ||x||^2 / (2 ||x'||) at x'
+    (its own plus u u^T / ||x'||: stiff along its residual too, where L2 alone has none and where the hinge turns
+    the negative off once it is pushed a margin away). So the negatives are one matrix M_neg (x) I_d, as squared
+    L2's terms are, applied by one sparse product, and their [m, d] residuals are never held. Measured against the
+    exact curvature of every term (experiments/whatif_accuracy/l2_negatives.py, each scaled by its own audit and
+    judged by L2's band): two synthetic graphs, 94 sets, 94% inside against 89%, signs 98% both; FB15k-237 with
+    eight negatives, 26 sets, 24 inside both, signs all right both (its band fitted without each occupation is
+    wider, 1.62 of the point against 1.36). Counting every term in every direction lost (83%), and so did
+    leaving the negatives out (87%). On FB15k-237 a product fell from 1.9 s to 0.27 s at one thread, and a lab
+    prediction takes 7.6 s (docs/results/whatif.md, "L2's negatives").
     For psi = ||x||_1 it is 0 wherever no coordinate of x is 0: all the curvature sits on the kinks, where a
     trained residual coordinate stays pinned, and |H| = l2 I misses it (on the synthetic graph of the tests the
     step's retrained/predicted ratio then spread from -0.87 to 2.97 and a sign was wrong). So L1 is smoothed
@@ -435,14 +486,21 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
         both = torch.cat([triples[positive], negatives[active]])  # [m, 3]
         per_term = torch.cat([count.to(E0.dtype), E0.new_ones(int(active.sum()))]).unsqueeze(1) / k  # [m, 1]
     heads, relations, tails = both[:, 0], both[:, 1], both[:, 2]
-    if distance != "squared_l2":  # each active term's residual, [m, d], in one buffer (fresh temporaries page-fault)
-        x = torch.index_select(E0, 0, heads).add_(torch.index_select(R0, 0, relations))
+    n_entities, n_relations = E0.shape[0], R0.shape[0]
+    if distance in ("l1", "pseudo_huber"):  # each active term's residual, [m, d], in one buffer (fresh temporaries
+        x = torch.index_select(E0, 0, heads).add_(torch.index_select(R0, 0, relations))  # page-fault)
         x.sub_(torch.index_select(E0, 0, tails))
     if distance == "l2":  # psi = ||x||: d^2 psi / dx^2 = (I - u u^T) / ||x||, u = x / ||x|| (PSD), at each term's x
-        norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        norm = _residual_norms(E0, R0, heads, relations, tails)  # [m]
         # ||x|| -> 0 sends the curvature to infinity (psi's kink at 0): capped at 1000 times the median term's.
-        norm = norm.clamp_min(max(float(norm.median()) * L2_NORM_FLOOR, torch.finfo(x.dtype).tiny))
-        u, inverse = x / norm, per_term / norm  # [m, d], [m, 1]
+        norm = norm.clamp_min(max(float(norm.median()) * L2_NORM_FLOOR, torch.finfo(norm.dtype).tiny))
+        inverse = per_term.squeeze(1) / norm  # [m]: 1 / (K ||x||) times the term's pairs
+        p = positive.shape[0]  # the positive terms come first: (I - u u^T) / ||x||, term by term
+        x = torch.index_select(E0, 0, heads[:p]).add_(torch.index_select(R0, 0, relations[:p]))
+        u = x.sub_(torch.index_select(E0, 0, tails[:p])).div_(norm[:p].unsqueeze(1))  # [p, d]
+        # the negatives' I / ||x'||: one (E + R) x (E + R) matrix M_neg, |H| = terms + M_neg (x) I_d
+        negative_matrix = _kronecker_matrix(both[p:], n_entities=n_entities, size=n_entities + n_relations,
+                                            weight=inverse[p:], dtype=E0.dtype)
     elif distance == "l1":  # psi_eps = sum_i sqrt(x_i^2 + eps^2): d^2 = eps^2 / (x_i^2 + eps^2)^1.5, diagonal in x
         # the scale of the model's own residuals (module docstring), over the pairs' terms as before the merge
         eps = float(torch.cat([x[:positive.shape[0]].repeat_interleave(count, dim=0),
@@ -456,14 +514,8 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
         # positive term and many pairs share entity couplings, so with duplicates summed M holds far fewer entries
         # than the terms' gathers and scatters touch (FB15k-237 with eight negatives: 1.9M against 8.7M; a
         # prediction there took 88 s through the scatters at one thread).
-        n_entities = E0.shape[0]
-        rows, cols, values = squared_l2_curvature_entries(both, n_entities=n_entities, weight=weight)
-        size = n_entities + R0.shape[0]
-        matrix = torch.sparse_coo_tensor(torch.stack([rows, cols]), values.to(E0.dtype), (size, size),
-                                         check_invariants=False).coalesce()  # built here: valid by construction
-        with warnings.catch_warnings():  # torch's note that CSR is "beta": CSR @ dense is all this uses
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            matrix = matrix.to_sparse_csr()
+        matrix = _kronecker_matrix(both, n_entities=n_entities, size=n_entities + n_relations, weight=weight,
+                                   dtype=E0.dtype)
 
         def hvp(vector: Vector) -> Vector:
             stacked = torch.cat([vector[0], vector[1]])
@@ -471,26 +523,34 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
             return out[:n_entities], out[n_entities:]
 
         hvp.terms = matrix  # M without l2: the planner's SparseCurvature reads it rather than build it again
-    else:  # L1 / L2 / pseudo-Huber: each term's curvature depends on its residual, applied by gathers and scatters
-        hvp = _term_product(heads, relations, tails, n_entities=E0.shape[0], n_relations=R0.shape[0], l2=l2,
-                            curvature=(u, inverse) if distance == "l2" else coordinate)
+    elif distance == "l2":  # the positives term by term (gathers and scatters), the negatives by M_neg
+        positives = _term_product(heads[:p], relations[:p], tails[:p], n_entities=n_entities,
+                                  n_relations=n_relations, l2=l2, curvature=(u, inverse[:p].unsqueeze(1)))
+
+        def hvp(vector: Vector) -> Vector:
+            out_e, out_r = positives(vector)
+            negative = torch.sparse.mm(negative_matrix, torch.cat([vector[0], vector[1]]))
+            return out_e.add_(negative[:n_entities]), out_r.add_(negative[n_entities:])
+    else:  # L1 / pseudo-Huber: each term's curvature depends on its residual, applied by gathers and scatters
+        hvp = _term_product(heads, relations, tails, n_entities=n_entities, n_relations=n_relations, l2=l2,
+                            curvature=coordinate)
 
     # The diagonal of |H| (a Jacobi preconditioner): l2 + the term's curvature per active term in which a row
-    # holds a_row = +-1 (an entity that is both head and tail of a term has a_e = 0 there): 2 / K for squared
-    # L2, (1 - u_i^2) / (K ||x||) per coordinate for L2, eps^2 / (K (x_i^2 + eps^2)^1.5) for L1.
-    differs = heads != tails
+    # holds a_row = +-1 (:func:`_row_sums`): 2 / K for squared L2, (1 - u_i^2) / (K ||x||) per coordinate for L2's
+    # positives and 1 / (K ||x'||) for its negatives, eps^2 / (K (x_i^2 + eps^2)^1.5) for L1.
+    sizes = {"n_entities": n_entities, "n_relations": n_relations, "start": l2}
     if distance == "l2":
-        term = inverse * (1 - u * u)  # [m, d]
+        entity_sum, relation_sum = _row_sums(inverse[:p].unsqueeze(1) * (1 - u * u), heads[:p], relations[:p],
+                                             tails[:p], **sizes)  # [E, d], [R, d]
+        negative_e, negative_r = _row_sums(inverse[p:].unsqueeze(1), heads[p:], relations[p:], tails[p:],
+                                           n_entities=n_entities, n_relations=n_relations)  # [E, 1], [R, 1]
+        entity_sum, relation_sum = entity_sum.add_(negative_e), relation_sum.add_(negative_r)
     elif distance in ("l1", "pseudo_huber"):
-        term = coordinate  # [m, d]
+        entity_sum, relation_sum = _row_sums(coordinate, heads, relations, tails, **sizes)  # [E, d], [R, d]
     else:
-        term = (weight * torch.ones_like(heads, dtype=E0.dtype)).unsqueeze(-1)  # [m, 1]
-    width = term.shape[1]
-    relation_diagonal = R0.new_full((R0.shape[0], width), l2).index_add_(0, relations, term)
-    if not bool(differs.all()):  # a self-loop's rows (rare: copied once, [m', d])
-        term, heads, tails = term[differs], heads[differs], tails[differs]
-    entity_diagonal = E0.new_full((E0.shape[0], width), l2).index_add_(0, heads, term).index_add_(0, tails, term)
-    hvp.diagonal = (entity_diagonal, relation_diagonal)  # ([E, 1], [R, 1]), or [E, d], [R, d] for L1 / L2
+        entity_sum, relation_sum = _row_sums(E0.new_full((heads.shape[0], 1), weight), heads, relations, tails,
+                                             **sizes)  # [E, 1], [R, 1]
+    hvp.diagonal = (entity_sum, relation_sum)  # ([E, 1], [R, 1]), or [E, d], [R, d] for L1 / L2
     return hvp
 
 
@@ -662,6 +722,16 @@ def _check_distance(model: StoredModel) -> None:
 def distance_estimator(estimator: str, distance: str) -> str:
     """The estimator's name with the model's distance where it is not kgbias's squared L2 (:data:`DISTANCE_NOTES`)."""
     return estimator if distance == "squared_l2" else f"{estimator}, {DISTANCE_NOTES[distance]}"
+
+
+def made_by_current_step(estimator: str, distance: str) -> bool:
+    """Whether a stored prediction named ``estimator`` (an audit's) was made with the step the lab makes today on a
+    model of ``distance``: it names the distance's note (:data:`DISTANCE_NOTES`). L2's step changed on 2026-12-07
+    (its negatives' curvature, :func:`absolute_curvature_hvp`) and its note with it, so an L2 audit made before
+    predicted with another step (a larger one: FB15k-237's audit ratio 2.79, against 4.39 with today's), and its
+    ratio is not this step's."""
+    note = DISTANCE_NOTES.get(distance)
+    return note is None or note in estimator
 
 
 def _damping(model: StoredModel) -> float:

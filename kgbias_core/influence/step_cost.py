@@ -1,12 +1,13 @@
 """What a removal's Newton step will cost, before it runs (issue 25): the |H| operator timed, and its products counted.
 
-A step (:func:`~kgbias_core.influence.prediction.predict_removal`) builds |H| (squared L2 once per model; the other
-distances once per prediction, their curvature holding a residual per term) and runs conjugate gradients to the
-lab's tolerance. Its cost is the build plus the products CG takes, and both depend on the model far more than on the
-edit: on FB15k-237 with eight negatives a product took 0.22 s for L1 and 1.9 s for L2 (196k against 1.74M active
-pairs), and L1's step took 3-8 s where L2's ran to the cap of 200 products, minutes; at L2's own cap of 25 since
-2026-12-06 (:data:`~kgbias_core.influence.prediction.L2_CG_ITERATIONS`) it is estimated at under a minute
-(step_cost_fb15k237.csv; docs/results/whatif.md, "L2 on a real graph", "L2's step stops at 25 products"). So the cost
+A step (:func:`~kgbias_core.influence.prediction.predict_removal`) builds |H| (squared L2 and L2 once per model
+analysis; L1 and pseudo-Huber once per prediction, their curvature holding a residual per active pair) and runs
+conjugate gradients to the lab's tolerance. Its cost is the build plus the products CG takes, and both depend on the
+model far more than on the edit: on FB15k-237 with eight negatives a product took 0.22 s for L1 and 1.9 s for L2
+(196k against 1.74M active pairs), and L1's step took 3-8 s where L2's ran to the cap of 200 products, minutes; at
+L2's own cap of 25 since 2026-12-06 (:data:`~kgbias_core.influence.prediction.L2_CG_ITERATIONS`) it was estimated at
+51 s (step_cost_fb15k237.csv), and since 2026-12-07, L2's negatives one sparse matrix, a product takes 0.27 s and a
+prediction 7.6 s (step_cost_fb15k237_l2_negatives.csv; docs/results/whatif.md, "L2's negatives"). So the cost
 is estimated by building the operator and timing one product on this machine, at the threads the prediction will
 use, times the distance's typical count (:data:`TYPICAL_PRODUCTS`). The lab offers a step estimated above a
 threshold with its estimate, rather than freeze the page on every change of an edit.
@@ -32,7 +33,8 @@ from kgbias_core.influence.prediction import (
 #: distance (experiments/whatif_accuracy/results): squared L2 8 and pseudo-Huber 12.5 on FB15k-237
 #: (cg_tolerance_fb15k237*_summary.csv), L1 34.5 on the built-in synthetic graph
 #: (cg_tolerance_synthetic_l1_summary.csv), L2 its cap (L2_CG_ITERATIONS): the tolerance took 250-270 on the
-#: synthetic graphs (l2_conditioning_s*.csv) and more than 200 on FB15k-237, and every step stops at the cap.
+#: synthetic graphs (l2_conditioning_s*.csv) and more than 200 on FB15k-237, and every step stops at the cap (with
+#: the negatives' matrix of 2026-12-07 too: FB15k-237's steps took 25 products' time, l2_negatives_fb15k237_l2_k8.csv).
 TYPICAL_PRODUCTS = {"squared_l2": 8, "pseudo_huber": 13, "l1": 35, "l2": L2_CG_ITERATIONS}
 
 

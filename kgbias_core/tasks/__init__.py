@@ -107,6 +107,7 @@ from kgbias_core.whatif.step_ratio import (
     ADD_AUDIT,
     PREDICTION_AUDIT,
     model_step_ratio,
+    outdated_prediction_audit,
     saved_add_audit,
     saved_prediction_audit,
 )
@@ -185,6 +186,7 @@ __all__ = [
     "refit_scale",
     "temperature_search_seconds",
     "temperature_searched",
+    "outdated_prediction_audit",
     "saved_prediction_audit",
     "model_step_ratio",
 ]

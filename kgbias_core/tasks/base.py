@@ -97,7 +97,7 @@ def check_retrains(model_dir: Path | str, *, what: str, retrains: int) -> None:
 AUTO_BACKGROUND_SECONDS = 180.0
 
 
-def model_retrain_seconds(model_dir: Path | str, *, retrains: int = 1) -> float | None:
+def model_retrain_seconds(model_dir: Path | str, *, retrains: float = 1) -> float | None:
     """Estimated seconds of ``retrains`` retrains of the model at ``model_dir``, from its config.json alone
     (:func:`~kgbias_core.embeddings.training_cost.estimated_seconds`); None without a model there."""
     from kgbias_core.embeddings.training_cost import estimated_seconds

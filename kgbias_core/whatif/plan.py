@@ -519,12 +519,15 @@ _CURVATURE_LOCK = threading.Lock()
 def sparse_curvature(analysis: ModelAnalysis) -> SparseCurvature | TermCurvature:
     """The model's :class:`SparseCurvature` (squared L2), built once per analysis (the lab's analysis is shared: a
     second plan reuses it) from the analysis's |H| of the what-if predictions (``absolute_hvp``: one matrix for
-    both, and a lab that has predicted an edit has it built already); for pseudo-Huber its :class:`TermCurvature`,
-    built per plan."""
+    both, and a lab that has predicted an edit has it built already); for the other distances its
+    :class:`TermCurvature` (L2's the analysis's |H|, the others' built per plan)."""
     if analysis.model.config.distance != "squared_l2":
-        # built per plan, as each prediction builds its own (ModelAnalysis.absolute_hvp keeps squared L2's only):
-        # a curvature per term and coordinate, [m, d] (FB15k-237's pseudo-Huber model: 413,183 x 100; 1.5 s)
-        return TermCurvature(analysis.model, absolute_curvature_hvp(analysis.model, active=analysis.active_terms))
+        # L2: the analysis's |H| where its negatives are the model's frozen ones (ModelAnalysis.absolute_hvp keeps
+        # squared L2's and L2's); else built per plan, as each prediction builds its own: a curvature per term and
+        # coordinate, [m, d] (FB15k-237's pseudo-Huber model: 413,183 x 100; 1.5 s)
+        kept = analysis.absolute_hvp if analysis.negatives.exact else None
+        return TermCurvature(analysis.model, kept if kept is not None else
+                             absolute_curvature_hvp(analysis.model, active=analysis.active_terms))
     with _CURVATURE_LOCK:
         curvature = _CURVATURES.get(analysis)
         if curvature is None:

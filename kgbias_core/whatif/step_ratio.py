@@ -48,6 +48,7 @@ import pandas as pd
 
 from kgbias_core.embeddings.results import load_result
 from kgbias_core.embeddings.store import read_config
+from kgbias_core.influence.prediction import made_by_current_step
 
 #: The result key of the one-retrain audit in the model's results.
 PREDICTION_AUDIT = "prediction_audit"
@@ -71,9 +72,11 @@ STEP_SCALE_RANGE = (0.05, 2.0)
 #: with single sets up to 3.7 and 27. Clipped at squared L2's 2.0, their scaled step was not the point their bands
 #: were fitted on (the fits scaled by the audit as measured), and an L2 model's point fell short by up to 3.3 times.
 #: So each range holds every audit measured on its distance, with room of 1.5-1.7 times the largest: an audit
-#: out of it is odd for the distance, not for the model.
+#: out of it is odd for the distance, not for the model. L2's step counts its negatives' curvature in every
+#: direction since 2026-12-07 (:func:`~kgbias_core.influence.prediction.absolute_curvature_hvp`), a smaller step:
+#: audits 4.39 (FB15k-237) to 11.83 (synthetic; experiments/whatif_accuracy/results/l2_negatives_*), so 20.
 STEP_SCALE_RANGES = {"squared_l2": STEP_SCALE_RANGE, "pseudo_huber": STEP_SCALE_RANGE,
-                     "l1": (0.05, 4.0), "l2": (0.05, 10.0)}
+                     "l1": (0.05, 4.0), "l2": (0.05, 20.0)}
 #: A verified change smaller than this (B_gr units) says nothing about the ratio: left out of it.
 RATIO_MIN_CHANGE = 1e-6
 
@@ -131,8 +134,26 @@ def clipped_scale(ratio: float, distance: str = "squared_l2") -> float:
 
 
 def saved_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
-    """The model's one-retrain audit (``kgbias_core.tasks.prediction_audit``), or None before it ran."""
-    return load_result(model_dir, PREDICTION_AUDIT, params={})
+    """The model's one-retrain audit (``kgbias_core.tasks.prediction_audit``), or None before it ran, and None where
+    it predicted with a step the lab no longer makes (:func:`~kgbias_core.influence.prediction.made_by_current_step`:
+    its ratio is not this step's). Such an audit's retrain stands: :func:`outdated_prediction_audit` reads it, and
+    the audit task predicts its set again without retraining."""
+    audit = load_result(model_dir, PREDICTION_AUDIT, params={})
+    return None if audit is not None and _outdated(model_dir, audit) else audit
+
+
+def outdated_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
+    """The model's stored removal audit where its prediction was made with a step the lab no longer makes (else
+    None): its set and retrain, for the audit task to predict again (:func:`saved_prediction_audit`)."""
+    audit = load_result(model_dir, PREDICTION_AUDIT, params={})
+    return audit if audit is not None and _outdated(model_dir, audit) else None
+
+
+def _outdated(model_dir: Path | str, audit: pd.DataFrame) -> bool:
+    distance = str(read_config(model_dir).get("distance") or "squared_l2")
+    # an audit written without the column (a test's, a hand-made one) names no step: taken as today's
+    return len(audit) > 0 and "estimator" in audit and not made_by_current_step(str(audit.iloc[0]["estimator"]),
+                                                                                distance)
 
 
 def saved_add_audit(model_dir: Path | str) -> pd.DataFrame | None:
