@@ -142,7 +142,7 @@ class ModelAnalysis:
         """|H| v of the what-if predictions (:func:`~kgbias_core.influence.prediction.absolute_curvature_hvp`), built
         once per analysis for squared L2 and L2: squared L2's sparse matrix took 1.5 s of a 2 s prediction on the
         eight-negative FB15k-237 default (24 MB); L2's holds its positive terms' residuals and its negatives' matrix
-        (FB15k-237 with eight negatives: 272k x 100 and 5.6M entries, about 0.4 GB with the product's buffers). None
+        (FB15k-237 with eight negatives: 272k x 100 and 5.2M entries, about 0.4 GB with the product's buffers). None
         for L1 / pseudo-Huber, whose curvature holds a residual per active pair ([m, d]: too large to keep) and is
         built per prediction."""
         if self.model.config.distance not in ("squared_l2", "l2"):

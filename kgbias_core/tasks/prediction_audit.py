@@ -160,6 +160,8 @@ def _audit_task(model_dir: Path | str, audit, *, key: str, what: str, message: s
     device = resolve_device(device)
 
     def run(progress: Progress) -> pd.DataFrame:
+        # An outdated audit's retrain stands: no retrain, so nothing to refuse. (Its set is the audit's today unless
+        # the audit's rule changed; then prediction_audit retrains, as the model's first audit once passed this check.)
         stored = None if outdated is None else outdated(model_dir)
         if stored is None:
             check_retrains(model_dir, what=what, retrains=1)
