@@ -166,12 +166,10 @@ def _audit_task(model_dir: Path | str, audit, *, key: str, what: str, message: s
         if stored is None:
             check_retrains(model_dir, what=what, retrains=1)
         analysis = ModelAnalysis(load_model(model_dir, device=device))
-        if stored is None:
-            progress.update(stage="retraining", message=message)
-            frame = audit(analysis, should_stop=progress.should_stop)
-        else:
-            progress.update(stage="predicting", message=AUDIT_PREDICTED_AGAIN)
-            frame = audit(analysis, should_stop=progress.should_stop, outdated=stored)
+        progress.update(stage="retraining" if stored is None else "predicting",
+                        message=message if stored is None else AUDIT_PREDICTED_AGAIN)
+        again = {} if stored is None else {"outdated": stored}  # the add audit takes no outdated one
+        frame = audit(analysis, should_stop=progress.should_stop, **again)
         save_result(model_dir, key, frame, params={})
         if then is not None:
             then(analysis)

@@ -138,22 +138,25 @@ def saved_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
     it predicted with a step the lab no longer makes (:func:`~kgbias_core.influence.prediction.made_by_current_step`:
     its ratio is not this step's). Such an audit's retrain stands: :func:`outdated_prediction_audit` reads it, and
     the audit task predicts its set again without retraining."""
-    audit = load_result(model_dir, PREDICTION_AUDIT, params={})
-    return None if audit is not None and _outdated(model_dir, audit) else audit
+    audit, outdated = _stored_audit(model_dir)
+    return None if outdated else audit
 
 
 def outdated_prediction_audit(model_dir: Path | str) -> pd.DataFrame | None:
     """The model's stored removal audit where its prediction was made with a step the lab no longer makes (else
     None): its set and retrain, for the audit task to predict again (:func:`saved_prediction_audit`)."""
+    audit, outdated = _stored_audit(model_dir)
+    return audit if outdated else None
+
+
+def _stored_audit(model_dir: Path | str) -> tuple[pd.DataFrame | None, bool]:
+    """The stored removal audit as written (None before it ran), and whether its step is not today's. An audit
+    written without the estimator column (a test's, a hand-made one) names no step: taken as today's."""
     audit = load_result(model_dir, PREDICTION_AUDIT, params={})
-    return audit if audit is not None and _outdated(model_dir, audit) else None
-
-
-def _outdated(model_dir: Path | str, audit: pd.DataFrame) -> bool:
+    if audit is None or not len(audit) or "estimator" not in audit:
+        return audit, False
     distance = str(read_config(model_dir).get("distance") or "squared_l2")
-    # an audit written without the column (a test's, a hand-made one) names no step: taken as today's
-    return len(audit) > 0 and "estimator" in audit and not made_by_current_step(str(audit.iloc[0]["estimator"]),
-                                                                                distance)
+    return audit, not made_by_current_step(str(audit.iloc[0]["estimator"]), distance)
 
 
 def saved_add_audit(model_dir: Path | str) -> pd.DataFrame | None:
