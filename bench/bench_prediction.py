@@ -7,7 +7,8 @@ Du's Add (c = 0.5), each predicted by :func:`kgbias_core.whatif.edits.predict_ed
 Times separately what a first prediction of a model pays once (the groups and the influence context, which
 choose the set) and each prediction itself, with the CG iterations it used. Prints the load average before
 and after, since the machine is shared, and the seconds of each prediction spent building |H| (a
-pseudo-Huber or L1 / L2 model builds it per prediction; squared L2's is the analysis's, built by the first).
+the analysis's since 2026-12-07 for every distance, built by the first; before, a pseudo-Huber or L1 model built it
+per prediction).
 ``--device`` loads the model there, so every measure and solve runs there
 (issue 25's GPU target: <= 1 s); each time is taken after the device has finished its queued work. ``--refined``
 also times the lab's refined prediction of each removal (:func:`kgbias_core.influence.refit_prediction.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 
 import torch
@@ -118,7 +120,8 @@ def main() -> None:
             t4 = clock()
             print(f"    Add c=0.5 ({len(edit.added_entities)} dummies): prediction {t4 - t3:.2f} s, "
                   f"{counted[0]} |H| products: {got.summary()}")
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"load average after: {os.getloadavg()[0]:.2f}; peak resident memory {peak:,.0f} MiB")
 
 
 if __name__ == "__main__":

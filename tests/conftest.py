@@ -249,6 +249,13 @@ def eight_model(tiny_graph: KnowledgeGraph) -> StoredModel:
                        name="eight-transe", device=torch.device("cpu"))
 
 
+@pytest.fixture(scope="session")
+def eight_l2_model(tiny_graph: KnowledgeGraph) -> StoredModel:
+    """:func:`eight_model` trained with the L2 distance: the L2 model the refined prediction is given on."""
+    return train_model(tiny_graph, replace(TINY_TRAINING, negatives_per_triple=8, epochs=EIGHT_EPOCHS, distance="l2"),
+                       name="eight-l2-transe", device=torch.device("cpu"))
+
+
 @pytest.fixture
 def eight_store(eight_model: StoredModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A fresh store holding only ``eight-transe``, as the app's model store."""

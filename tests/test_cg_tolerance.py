@@ -1,5 +1,5 @@
 """experiments/whatif_accuracy/cg_tolerance.py (issue 25's cost): each set solved at each CG tolerance against the
-tightest solve, on a squared-L2 model (the analysis's |H| memo) and a pseudo-Huber one (|H| built per prediction)."""
+tightest solve, on a squared-L2 model and a pseudo-Huber one (each with the analysis's |H| memo)."""
 
 from __future__ import annotations
 

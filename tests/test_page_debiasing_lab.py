@@ -236,6 +236,47 @@ def test_lab_refines_a_removal_once_asked_with_its_estimator_and_interval(eight_
     assert not fresh.exception and judged in texts(fresh.caption)
 
 
+def test_lab_refines_a_removal_on_an_l2_model_with_its_own_band(eight_l2_model, monkeypatch,
+                                                                tmp_path: Path) -> None:
+    """Issue 25: on a model trained with L2 and eight negatives, once audited, the refined prediction is offered
+    and shown as the core makes it: L2's estimator words and L2's own band (1.0 + 1.65/sqrt(m)), not squared L2's."""
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.influence.refit_prediction import REFIT_BANDS, refit_band_factor
+    from tests.conftest import use_store
+
+    save_model(eight_l2_model, tmp_path / "l2")
+    base = use_store(tmp_path / "l2", monkeypatch, tmp_path) / "eight-l2-transe"
+    noise = tasks.noise_band_task(base).run(Progress())  # before the page: a band mid-test would widen the interval
+    tasks.prediction_audit_task(base).run(Progress())  # one real masked retrain, then its refit audit
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(20).run()
+    button(app, refined_section.REFINE_BUTTON).click().run()
+    assert not app.exception
+    threads = torch.get_num_threads()
+    torch.set_num_threads(PAGE_TORCH_THREADS)
+    try:
+        analysis = ModelAnalysis(load_model(base))
+        edit = make_edit(analysis, "nurse", strategy="if", k=20)
+        expected = refit_removal_prediction(analysis, "nurse", torch.tensor(edit.removed),
+                                            scale=tasks.refit_scale(base, analysis),
+                                            spread=noise_spread(noise, "nurse"))
+    finally:
+        torch.set_num_threads(threads)
+    groups = analysis.groups
+    index = groups.index("nurse")
+    f = refit_band_factor(int(min(groups.n_male[index], groups.n_female[index])), "l2")
+    assert REFIT_BANDS["l2"] != REFIT_BANDS["squared_l2"]
+    point, floor = expected.point, expected.floor
+    assert max((expected.high - floor) / point, (expected.low + floor) / point) == pytest.approx(f, rel=1e-6)
+    before = float(analysis.group_bias("nurse"))
+    assert metric(app, refined_section.REFINED_CHANGE) == ui_texts.fmt(expected.point)
+    shown = texts(app.caption)
+    assert f"Estimator: {expected.estimator}" in shown and "L2 distance" in expected.estimator
+    assert f"{ui_texts.fmt(before + expected.low)} to {ui_texts.fmt(before + expected.high)}" in shown
+
+
 def test_lab_refuses_to_refine_where_the_models_rows_are_not_at_their_optimum(tiny_graph, monkeypatch,
                                                                                 tmp_path: Path) -> None:
     """Issue 25: the tests' graph with eight negatives but only 25 epochs passes the model's guard (the button is

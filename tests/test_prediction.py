@@ -400,10 +400,10 @@ def test_the_absolute_curvature_of_l1_and_l2_is_autograds_hessian_of_every_activ
 
 
 @pytest.mark.parametrize("kind", ["coordinate", "l2"])
-def test_the_term_product_is_every_terms_plain_scatter_to_the_bit_and_again(kind) -> None:
-    """The buffered, sorted-scatter |H| product against the plain formula (each term's d^2 psi a^T v gathered, then
-    index_add_ at h, r and -t in the terms' order), in float32 with many terms to a row: equal to the bit, and so on a
-    second product through the same buffers."""
+def test_the_term_product_is_every_terms_plain_scatter_and_repeats_to_the_bit(kind) -> None:
+    """The bagged |H| product against the plain formula (each term's d^2 psi a^T v gathered, then index_add_ at h,
+    r and -t), in float32 with many terms to a row, against the formula in float64; a second product of the same v,
+    after another one, equal to the bit (nothing held between products leaks into the next)."""
     generator = torch.Generator().manual_seed(4)
     n_e, n_r, m, d, l2 = 7, 3, 500, 5, 0.5
     heads, relations, tails = (torch.randint(0, n, (m,), generator=generator) for n in (n_e, n_r, n_e))
@@ -414,21 +414,28 @@ def test_the_term_product_is_every_terms_plain_scatter_to_the_bit_and_again(kind
         curvature = (u, inverse)
 
         def plain_curvature(a):
-            return inverse * (a - u * (u * a).sum(-1, keepdim=True))
+            u64 = u.double()
+            return inverse.double() * (a - u64 * (u64 * a).sum(-1, keepdim=True))
     else:
         curvature = torch.rand(m, d, generator=generator)
 
         def plain_curvature(a):
-            return curvature * a
+            return curvature.double() * a
     product = _term_product(heads, relations, tails, n_entities=n_e, n_relations=n_r, l2=l2,
-                             curvature=curvature)
+                            curvature=curvature)
     for _ in range(2):
         v = (torch.randn(n_e, d, generator=generator), torch.randn(n_r, d, generator=generator))
-        w = plain_curvature(v[0][heads] + v[1][relations] - v[0][tails])
-        expected = ((l2 * v[0]).index_add_(0, heads, w).index_add_(0, tails, -w),
-                    (l2 * v[1]).index_add_(0, relations, w))
+        v64 = (v[0].double(), v[1].double())
+        w = plain_curvature(v64[0][heads] + v64[1][relations] - v64[0][tails])
+        expected = ((l2 * v64[0]).index_add_(0, heads, w).index_add_(0, tails, -w),
+                    (l2 * v64[1]).index_add_(0, relations, w))
         got = product(v)
-        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+        for g, e in zip(got, expected, strict=True):
+            assert g.dtype == torch.float32
+            assert torch.allclose(g.double(), e, rtol=1e-5, atol=1e-5 * float(e.abs().max()))
+        product((torch.randn(n_e, d, generator=generator), torch.randn(n_r, d, generator=generator)))
+        again = product(v)
+        assert torch.equal(again[0], got[0]) and torch.equal(again[1], got[1])
 
 
 @pytest.mark.parametrize("distance", ["l2", "l1"])

@@ -45,7 +45,7 @@ def test_the_estimate_is_the_build_plus_the_distances_count_of_one_timed_product
 
 
 def test_a_given_operator_is_timed_once_and_not_built_again() -> None:
-    """removal_step_cost takes the analysis's memoised |H| (squared L2 keeps one a model): one product of it, on
+    """removal_step_cost takes the analysis's memoised |H| (the analysis keeps one a model): one product of it, on
     vectors shaped as the embeddings, and nothing built."""
     model = small_distance_model("squared_l2", negatives=8)
     analysis = ModelAnalysis(model)

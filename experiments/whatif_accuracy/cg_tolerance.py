@@ -4,8 +4,9 @@ For every set of the what-if bench (whatif_accuracy.py's chosen occupations, its
 of the triples that move B_gr), the Newton-step prediction as the lab makes it
 (:func:`kgbias_core.influence.prediction.predict_removal`'s arguments) is solved at each ``--tolerances`` (CG's
 relative residual): the first, the smallest, is the reference. Each row: the |H| products the solve used, its
-seconds (one thread; squared L2's |H| memo built before any of them, as the lab's first prediction builds it once;
-another distance's |H| built in each, as the lab builds it per prediction), the point,
+seconds (one thread; the analysis's |H| memo built before any of them, as the lab's first prediction builds it once;
+before 2026-12-07 a pseudo-Huber or L1 model's |H| was built in each, as the lab then built it per prediction: the
+results of that date's runs include it), the point,
 its deviation from the reference in units of the reference, and the band's half-width in the same units, so the
 deviation reads against the interval it hides in. No retrain: seconds on squared L2, minutes on pseudo-Huber.
 
@@ -30,7 +31,7 @@ from whatif_accuracy import chosen_occupations
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import append_row, write_text
 from kgbias_core.embeddings.store import load_model
-from kgbias_core.influence.prediction import CG_ITERATIONS, absolute_curvature_hvp, newton_removal_prediction
+from kgbias_core.influence.prediction import CG_ITERATIONS, newton_removal_prediction
 from kgbias_core.influence.retraining_check import removal_set
 
 
@@ -80,9 +81,8 @@ def main() -> None:
     groups = analysis.groups
     active = analysis.active_terms
     started = time.perf_counter()
-    memo = analysis.absolute_hvp  # squared L2: built once, as the lab's first prediction of a model builds it
-    print(f"|H| memo {'built' if memo is not None else 'none (built per prediction)'} in "
-          f"{time.perf_counter() - started:.1f} s", flush=True)
+    memo = analysis.absolute_hvp  # built once, as the lab's first prediction of a model builds it
+    print(f"|H| memo built in {time.perf_counter() - started:.1f} s", flush=True)
     done = pd.read_csv(args.runs) if args.runs.exists() else None
     seen = set() if done is None else set(zip(done["model"], done["occupation"], done["kind"], done["share"],
                                               done["tolerance"], strict=True))
@@ -98,8 +98,8 @@ def main() -> None:
                 removed = removal_set(influence, kind=kind, k=k)
                 reference = None
                 for tolerance in tolerances:
-                    t = time.perf_counter()  # a distance without the memo builds |H| per prediction, as the lab does
-                    hvp = counting(memo if memo is not None else absolute_curvature_hvp(model, active=active))
+                    t = time.perf_counter()
+                    hvp = counting(memo)
                     p = newton_removal_prediction(model, removed=removed, groups=groups, occupation_index=index,
                                                   negatives=None, tolerance=tolerance, active=active, hvp=hvp)
                     seconds = time.perf_counter() - t

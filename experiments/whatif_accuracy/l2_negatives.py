@@ -43,6 +43,7 @@ from kgbias_core.influence.prediction import (
     _damping,
     _kronecker_matrix,
     _moved,
+    _residual_bags,
     _residual_norms,
     _row_sums,
     _term_product,
@@ -67,7 +68,8 @@ def variant_operator(model, active: torch.Tensor, variant: str):
     both = torch.cat([triples[positive], negatives[active]])
     heads, relations, tails = both[:, 0], both[:, 1], both[:, 2]
     per_term = torch.cat([count.to(E0.dtype), E0.new_ones(int(active.sum()))]) / k
-    norm = _residual_norms(E0, R0, heads, relations, tails)
+    bags = _residual_bags(heads, relations, tails, n_entities=E0.shape[0], like=E0)
+    norm = _residual_norms(torch.cat([E0, R0]), bags)
     norm = norm.clamp_min(max(float(norm.median()) * L2_NORM_FLOOR, torch.finfo(norm.dtype).tiny))
     inverse = per_term / norm
     sizes = {"n_entities": E0.shape[0], "n_relations": R0.shape[0]}

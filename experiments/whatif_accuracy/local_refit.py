@@ -83,7 +83,7 @@ from kgbias_core.influence.local_refit import (
     touched_rows,
 )
 from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step, scaled_band, unscaled_band
-from kgbias_core.influence.refit_prediction import REFIT_BAND_BASE, REFIT_BAND_SMALL
+from kgbias_core.influence.refit_prediction import REFIT_BANDS
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_index
 from kgbias_core.whatif.step_ratio import saved_prediction_audit
@@ -189,13 +189,14 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str, *, unsca
 def lab_bands(distance: str = "squared_l2", *, unscaled: bool = False,
               step_band: tuple[float, float] | None = None) -> dict[str, tuple[float, float]]:
     """The bands the lab shows, by estimator (``--lab``): the scaled step's constants for the models' ``distance``
-    (:func:`~kgbias_core.influence.prediction.scaled_band`), or with ``unscaled`` the step's as computed on an
-    imported model of that distance (no audit; :func:`~kgbias_core.influence.prediction.unscaled_band`), and the
-    refined prediction's. ``step_band``: the step's (base, small) given instead (a band the lab showed before)."""
+    (:func:`~kgbias_core.influence.prediction.scaled_band`), or with ``unscaled`` the step's as computed on an imported
+    model of that distance (no audit; :func:`~kgbias_core.influence.prediction.unscaled_band`), and the
+    refined prediction's (its distance's where it has one of its own, else squared L2's). ``step_band``: the step's
+    (base, small) given instead (a band the lab showed before)."""
     if step_band is None:
         step_band = unscaled_band(distance, redrawn=True) if unscaled else scaled_band(distance)
     return {"newton": step_band,
-            "newton_refit_read": (REFIT_BAND_BASE, REFIT_BAND_SMALL)}
+            "newton_refit_read": REFIT_BANDS.get(distance, REFIT_BANDS["squared_l2"])}
 
 
 def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame | dict[str, pd.DataFrame], coverage: float, *,

@@ -5,10 +5,11 @@ B_gr of an occupation reads: without the edit and with it. Where a model's rows 
 barely moves them; where they are not (a model trained too briefly) it moves them far, and the refined prediction
 spreads (local_refit_read_synthetic_k8.csv against local_refit_read_synthetic_k8_e100.csv). This script measures
 that move (``read_drift``: mean ||refitted - trained|| / mean ||trained||) and the unedited refit's own change of
-B_gr, per occupation, on the synthetic graph of the tests trained with eight negatives for each of ``--epochs``, and
-on a stored ``--model`` for the occupations of ``--rows`` (local_refit.py outputs).
+B_gr, per occupation, on the synthetic graph of the tests (``--seed``) trained with eight negatives and
+``--distance`` for each of ``--epochs``, and on a stored ``--model`` for the occupations of ``--rows``
+(local_refit.py outputs).
 
-    python experiments/whatif_accuracy/read_drift.py --epochs 25 50 100 \\
+    python experiments/whatif_accuracy/read_drift.py --epochs 25 50 100 [--seed 7] [--distance l2] \\
         [--model DIR --rows R1.csv ..] --out results/read_drift.csv
 """
 
@@ -52,6 +53,8 @@ def drift_rows(analysis: ModelAnalysis, occupations: list[str], *, model: str) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, nargs="*", default=[], help="synthetic graph trained this long")
+    parser.add_argument("--seed", type=int, default=SYNTHETIC.seed, help="the synthetic graph's seed")
+    parser.add_argument("--distance", default=SYNTHETIC_TRAINING.distance, help="the synthetic graph's distance")
     parser.add_argument("--model", help="a stored model")
     parser.add_argument("--rows", nargs="*", default=[], help="with --model: local_refit.py outputs (occupations)")
     parser.add_argument("--out", required=True, type=Path)
@@ -60,10 +63,12 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
     rows = []
-    graph = generate_people_graph(SYNTHETIC) if args.epochs else None
+    graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed)) if args.epochs else None
     for epochs in args.epochs:
-        model = train_model(graph, replace(SYNTHETIC_TRAINING, negatives_per_triple=8, epochs=epochs),
-                            name=f"synthetic-k8-e{epochs}", device=torch.device("cpu"))
+        training = replace(SYNTHETIC_TRAINING, negatives_per_triple=8, epochs=epochs, distance=args.distance)
+        suffix = "" if (args.seed, args.distance) == (SYNTHETIC.seed, SYNTHETIC_TRAINING.distance) else \
+            f"-s{args.seed}-{args.distance}"
+        model = train_model(graph, training, name=f"synthetic-k8-e{epochs}{suffix}", device=torch.device("cpu"))
         analysis = ModelAnalysis(model)
         labels = [analysis.groups.labels[i] for i in chosen_occupations(analysis.groups, 8)]
         rows += drift_rows(analysis, labels, model=model.name)

@@ -2,8 +2,11 @@
 
 For each model: its active margin pairs, the |H| operator's build, one product (each timed ``--repeats`` times, the
 last kept), the distance's typical product count, and the lab's estimate of a step. Where the analysis keeps |H|
-(squared L2, and L2 since 2026-12-07), the estimate's build is about 0 and ``kept_build_s`` is the one build every
-later step reuses; ``step_s`` is one lab prediction (``predict_removal``) of the model's audit set, timed after it.
+(squared L2; L2 since 2026-12-07; every distance since the afternoon of that day), the estimate's build is about 0
+and ``kept_build_s`` is the one build every later step reuses;
+``step_s`` is one lab prediction (``predict_removal``) of the model's audit set, timed after it.
+``first_step_s`` is that prediction as an analysis's first, its |H| built inside it: a fresh analysis whose active
+terms are already read (the lab's influence table reads them before anyone predicts).
 
     python experiments/whatif_accuracy/step_cost.py --models M1 M2 --threads 1 --out results/step_cost.csv
 """
@@ -26,7 +29,17 @@ from kgbias_core.influence.step_cost import removal_step_cost
 from kgbias_core.tasks.prediction_audit import audit_occupation, audit_set
 
 
+def first_step(path: Path) -> float:
+    analysis = ModelAnalysis(load_model(path))
+    occupation = audit_occupation(analysis)
+    removed = audit_set(analysis, occupation)[2]
+    start = time.perf_counter()
+    predict_removal(analysis, occupation, removed)
+    return time.perf_counter() - start
+
+
 def cost_row(path: Path, repeats: int) -> dict:
+    first = first_step(path)
     analysis = ModelAnalysis(load_model(path))
     active = analysis.active_terms
     start = time.perf_counter()
@@ -42,7 +55,7 @@ def cost_row(path: Path, repeats: int) -> dict:
     return {"model": path.name, "distance": analysis.model.config.distance,
             "active_pairs": int(active.sum()), "pairs": int(active.numel()), "kept_build_s": kept_build,
             "build_s": cost.build_s, "product_s": cost.product_s, "products": cost.products,
-            "estimate_s": cost.seconds, "step_s": step}
+            "estimate_s": cost.seconds, "step_s": step, "first_step_s": first}
 
 
 def main() -> None:

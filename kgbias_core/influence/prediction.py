@@ -64,7 +64,6 @@ active term and one bag sum per row), and the CG of a shown prediction stops at 
 from __future__ import annotations
 
 import math
-import threading
 import warnings
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -392,29 +391,52 @@ def squared_l2_curvature_entries(terms: LongTensor, *, n_entities: int, weight: 
 def _kronecker_matrix(terms: LongTensor, *, n_entities: int, size: int, weight: float | FloatTensor,
                       dtype: torch.dtype) -> torch.Tensor:
     """M = sum_terms weight a a^T (:func:`squared_l2_curvature_entries`) as one sparse CSR (E + R) x (E + R) matrix,
-    duplicates summed: the part of |H| that is M (x) I_d, applied to the stacked [E + R, d] rows by one product."""
+    duplicates summed: the part of |H| that is M (x) I_d, applied to the stacked [E + R, d] rows by one product.
+
+    Built from the entries' row-major keys row * size + col, sorted once and summed per key (in float64, in the
+    sorted order: the same on every run and device), not by a sparse tensor's ``coalesce``: the keys fit an int32
+    below 46,341 rows, and the CSR's row pointers are then a count per row. L2's negatives on FB15k-237 (15.7M
+    entries, 5.2M distinct): 1.6 s against coalesce's 3.1 s at one thread, quiet."""
     rows, cols, values = squared_l2_curvature_entries(terms, n_entities=n_entities, weight=weight)
-    matrix = torch.sparse_coo_tensor(torch.stack([rows, cols]), values.to(dtype), (size, size),
-                                     check_invariants=False).coalesce()  # built here: valid by construction
+    key_type = torch.int32 if size * size <= torch.iinfo(torch.int32).max else torch.int64
+    keys, order = torch.sort((rows * size + cols).to(key_type))
+    keys, counts = torch.unique_consecutive(keys, return_counts=True)
+    summed = torch.segment_reduce(values[order], "sum", lengths=counts)
+    keys = keys.long()
+    row = torch.div(keys, size, rounding_mode="floor")
+    crow = torch.zeros(size + 1, dtype=torch.int64, device=terms.device)
+    crow[1:] = torch.cumsum(torch.bincount(row, minlength=size), 0)
     with warnings.catch_warnings():  # torch's note that CSR is "beta": CSR @ dense is all this uses
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        csr = matrix.to_sparse_csr()
-        # the CSR's columns are a view of the uncoalesced indices (9 per term: L2's negatives on FB15k-237, 239 MiB
-        # for 40 MiB of columns): copied, so a kept matrix holds only its own entries
-        return torch.sparse_csr_tensor(csr.crow_indices(), csr.col_indices().clone(), csr.values().clone(),
-                                       csr.shape, check_invariants=False)
+        return torch.sparse_csr_tensor(crow, keys - row * size, summed.to(dtype), (size, size),
+                                       check_invariants=False)  # built here: valid by construction
 
 
-def _residual_norms(E0: FloatTensor, R0: FloatTensor, heads: LongTensor, relations: LongTensor, tails: LongTensor,
-                    *, chunk: int = 1 << 16) -> FloatTensor:
-    """||h + r - t|| of every term [m], a block of terms at a time: L2's negatives need only their norm, and their
-    [m, d] residuals (FB15k-237 with eight negatives: 1.74M x 100) would be a buffer as large as the model's
-    influence context."""
-    out = E0.new_empty(heads.shape[0])
-    for start in range(0, heads.shape[0], chunk):
-        end = min(start + chunk, heads.shape[0])
-        x = torch.index_select(E0, 0, heads[start:end]).add_(torch.index_select(R0, 0, relations[start:end]))
-        out[start:end] = torch.linalg.vector_norm(x.sub_(torch.index_select(E0, 0, tails[start:end])), dim=-1)
+def _residual_bags(heads: LongTensor, relations: LongTensor, tails: LongTensor, *, n_entities: int,
+                   like: FloatTensor) -> tuple[LongTensor, FloatTensor]:
+    """Each term's residual h + r - t (or a^T v = v_h + v_r - v_t) as a bag of three rows of the stacked [E + R, d]
+    table, signs +1, +1, -1: ([m, 3] rows, [m, 3] signs) for one ``embedding_bag`` sum, which writes the [m, d]
+    result once, where three ``index_select`` and two adds write five arrays."""
+    rows = torch.stack([heads, n_entities + relations, tails], dim=1)
+    return rows, like.new_tensor([1.0, 1.0, -1.0]).expand(rows.shape[0], 3).contiguous()
+
+
+def _bagged_residuals(stacked: FloatTensor, bags: tuple[LongTensor, FloatTensor]) -> FloatTensor:
+    """The [m, d] sums of :func:`_residual_bags`'s bags over ``stacked`` [E + R, d]."""
+    return torch.nn.functional.embedding_bag(bags[0], stacked, mode="sum", per_sample_weights=bags[1])
+
+
+def _residual_norms(stacked: FloatTensor, bags: tuple[LongTensor, FloatTensor], *, chunk: int = 1 << 16
+                    ) -> FloatTensor:
+    """||h + r - t|| of every term [m] (``bags``: :func:`_residual_bags`), a block of terms at a time: L2's
+    negatives need only their norm, and their [m, d] residuals (FB15k-237 with eight negatives: 1.74M x 100) would
+    be a buffer as large as the model's influence context. FB15k-237's negatives: 0.26 s at one thread (0.75 s by
+    three gathers a block)."""
+    rows, signs = bags
+    out = stacked.new_empty(rows.shape[0])
+    for start in range(0, rows.shape[0], chunk):
+        block = _bagged_residuals(stacked, (rows[start:start + chunk], signs[start:start + chunk]))
+        out[start:start + chunk] = torch.linalg.vector_norm(block, dim=-1)
     return out
 
 
@@ -495,7 +517,8 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
         x = torch.index_select(E0, 0, heads).add_(torch.index_select(R0, 0, relations))  # page-fault)
         x.sub_(torch.index_select(E0, 0, tails))
     if distance == "l2":  # psi = ||x||: d^2 psi / dx^2 = (I - u u^T) / ||x||, u = x / ||x|| (PSD), at each term's x
-        norm = _residual_norms(E0, R0, heads, relations, tails)  # [m]
+        norm = _residual_norms(torch.cat([E0, R0]), _residual_bags(heads, relations, tails, n_entities=n_entities,
+                                                                   like=E0))  # [m]
         # ||x|| -> 0 sends the curvature to infinity (psi's kink at 0): capped at 1000 times the median term's.
         norm = norm.clamp_min(max(float(norm.median()) * L2_NORM_FLOOR, torch.finfo(norm.dtype).tiny))
         inverse = per_term.squeeze(1) / norm  # [m]: 1 / (K ||x||) times the term's pairs
@@ -566,45 +589,38 @@ def _term_product(heads: LongTensor, relations: LongTensor, tails: LongTensor, *
     :func:`absolute_curvature_hvp` for a distance whose curvature holds a residual per term. ``curvature``: the
     [m, d] coordinate curvature (L1, pseudo-Huber), or (u, 1 / ||x||) of L2's (I - u u^T) / ||x||.
 
-    A product is memory traffic over [m, d] arrays (FB15k-237's pseudo-Huber model: 413,183 x 100, 165 MB), so it
-    works in two buffers held for the operator's life: fresh temporaries cost half its time in page faults
-    (``sys`` 56 s of 100 s in bench_prediction). The three scatters (+ at h and r, - at t) are one
-    ``embedding_bag`` sum over the rows: a row's bag reads its l2 v, then its head terms in the terms' order, then
-    its tail terms, each once, where a permuted copy and an ``index_add_`` per scatter read and wrote every
-    [m, d] array twice (one CPU thread, FB15k-237's sizes: 0.26 -> 0.08 s of a 0.45 s product). The bag adds in
-    the order the plain ``index_add_`` of every term would, so the product equals it to the bit. The buffers
-    make one product at a time: a lock keeps two threads from sharing them."""
+    A product is memory traffic over [m, d] arrays (FB15k-237's pseudo-Huber model: 413,183 x 100, 165 MB), so each
+    pass over one counts. The gather a^T v = v_h + v_r - v_t is one ``embedding_bag`` over the stacked [E + R, d]
+    rows (a bag of three rows a term, signs +1, +1, -1): one [m, d] array written, where three ``index_select`` and
+    two adds wrote five. L2's (a - u (u . a)) / ||x|| is a batched dot and one ``addcmul_``. The three scatters
+    (+ at h and r, - at t) are one ``embedding_bag`` sum over the rows: a row's bag reads its head terms in the
+    terms' order, then its tail terms, each once, and l2 v is added after. Nothing [m, d] is held between products,
+    so two threads may share the operator. On FB15k-237's L2 positives (272k terms, one thread): 0.12 s a product
+    against 0.19 s with the three gathers and held buffers (docs/results/whatif.md, "The term product")."""
     like = curvature[0] if isinstance(curvature, tuple) else curvature  # [m, d]
     m, n_rows = heads.shape[0], n_entities + n_relations
-    held = like.new_empty((m + n_rows, like.shape[1]))  # the terms' a, then the rows' l2 v: what the bags read
-    work, scaled_e, scaled_r = held[:m], held[m:m + n_entities], held[m + n_entities:]
-    moved = torch.empty_like(like)
-    # Each bag entry: the row it adds to, the buffer row it reads, its sign. Stable-sorted by row from the order
-    # (l2 v, heads, tails, relations): a row's own l2 v first, then its terms in order, heads before tails.
-    own = torch.arange(n_rows, device=heads.device)
+    bags = _residual_bags(heads, relations, tails, n_entities=n_entities, like=like)  # a^T v's, [m, 3]
+    # Each scatter entry: the row it adds to, the term it reads, its sign. Stable-sorted by row from the order
+    # (heads, tails, relations): a row's terms in order, heads before tails.
     terms = torch.arange(m, device=heads.device)
-    target = torch.cat([own, heads, tails, n_entities + relations])
+    target = torch.cat([heads, tails, n_entities + relations])
     order = torch.sort(target, stable=True).indices
-    reads = torch.cat([m + own, terms, terms, terms])[order]
-    signs = torch.cat([like.new_ones(n_rows + m), like.new_full((m,), -1.0), like.new_ones(m)])[order]
-    counts = torch.bincount(target, minlength=n_rows)  # >= 1: every row reads its own l2 v
+    reads = terms.repeat(3)[order]
+    signs = torch.cat([like.new_ones(m), like.new_full((m,), -1.0), like.new_ones(m)])[order]
+    counts = torch.bincount(target, minlength=n_rows)  # a row in no term has an empty bag: a sum of 0
     offsets = torch.cumsum(counts, 0) - counts
-    lock = threading.Lock()
 
     def hvp(vector: Vector) -> Vector:
-        v_e, v_r = vector
-        with lock:
-            a = torch.index_select(v_e, 0, heads, out=work)  # a^T v = v_h + v_r - v_t, [m, d]
-            a.add_(torch.index_select(v_r, 0, relations, out=moved)).sub_(torch.index_select(v_e, 0, tails, out=moved))
-            if isinstance(curvature, tuple):  # L2: (a - u (u . a)) / ||x||
-                u, inverse = curvature
-                along = torch.mul(u, a, out=moved).sum(-1, keepdim=True)
-                a.sub_(torch.mul(u, along, out=moved)).mul_(inverse)
-            else:
-                a.mul_(curvature)  # the term's d^2 psi a^T v / K
-            torch.mul(v_e, l2, out=scaled_e)
-            torch.mul(v_r, l2, out=scaled_r)
-            out = torch.nn.functional.embedding_bag(reads, held, offsets, mode="sum", per_sample_weights=signs)
+        stacked = torch.cat([vector[0], vector[1]])  # [E + R, d]
+        a = _bagged_residuals(stacked, bags)  # [m, d]
+        if isinstance(curvature, tuple):  # L2: (a - u (u . a)) / ||x||
+            u, inverse = curvature
+            along = torch.bmm(u.unsqueeze(1), a.unsqueeze(2)).squeeze(2).mul_(inverse)  # [m, 1]
+            a.mul_(inverse).addcmul_(u, along, value=-1.0)
+        else:
+            a.mul_(curvature)  # the term's d^2 psi a^T v / K
+        out = torch.nn.functional.embedding_bag(reads, a, offsets, mode="sum", per_sample_weights=signs)
+        out.add_(stacked, alpha=l2)
         return out[:n_entities], out[n_entities:]
 
     return hvp

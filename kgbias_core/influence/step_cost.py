@@ -1,7 +1,7 @@
 """What a removal's Newton step will cost, before it runs (issue 25): the |H| operator timed, and its products counted.
 
-A step (:func:`~kgbias_core.influence.prediction.predict_removal`) builds |H| (squared L2 and L2 once per model
-analysis; L1 and pseudo-Huber once per prediction, their curvature holding a residual per active pair) and runs
+A step (:func:`~kgbias_core.influence.prediction.predict_removal`) builds |H| (once per model analysis, every
+distance since 2026-12-07; L1 and pseudo-Huber once per prediction before) and runs
 conjugate gradients to the lab's tolerance. Its cost is the build plus the products CG takes, and both depend on the
 model far more than on the edit: on FB15k-237 with eight negatives a product took 0.22 s for L1 and 1.9 s for L2
 (196k against 1.74M active pairs), and L1's step took 3-8 s where L2's ran to the cap of 200 products, minutes; at

@@ -520,13 +520,12 @@ def sparse_curvature(analysis: ModelAnalysis) -> SparseCurvature | TermCurvature
     """The model's :class:`SparseCurvature` (squared L2), built once per analysis (the lab's analysis is shared: a
     second plan reuses it) from the analysis's |H| of the what-if predictions (``absolute_hvp``: one matrix for
     both, and a lab that has predicted an edit has it built already); for the other distances its
-    :class:`TermCurvature` (L2's the analysis's |H|, the others' built per plan)."""
+    :class:`TermCurvature` (the analysis's |H| too)."""
     if analysis.model.config.distance != "squared_l2":
-        # L2: the analysis's |H| where its negatives are the model's frozen ones (ModelAnalysis.absolute_hvp keeps
-        # squared L2's and L2's); else built per plan, as each prediction builds its own: a curvature per term and
-        # coordinate, [m, d] (FB15k-237's pseudo-Huber model: 413,183 x 100; 1.5 s)
-        kept = analysis.absolute_hvp if analysis.negatives.exact else None
-        return TermCurvature(analysis.model, kept if kept is not None else
+        # the analysis's |H| where its negatives are the model's frozen ones (the planner's); an import's is built
+        # here with its frozen negatives, a curvature per term and coordinate (FB15k-237's pseudo-Huber model:
+        # 413,183 x 100; 1.5 s)
+        return TermCurvature(analysis.model, analysis.absolute_hvp if analysis.negatives.exact else
                              absolute_curvature_hvp(analysis.model, active=analysis.active_terms))
     with _CURVATURE_LOCK:
         curvature = _CURVATURES.get(analysis)
