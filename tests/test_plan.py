@@ -18,7 +18,7 @@ from kgbias_core.embeddings.results import RESULTS
 from kgbias_core.embeddings.store import StoredModel, load_model, read_config
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.errors import PLAN_BAD_INTERVAL, PLAN_CAPPED, PLAN_NO_TARGETS, PLAN_TARGET_NOT_PLANNED, MeasureError
-from kgbias_core.influence.prediction import predict_removal
+from kgbias_core.influence.prediction import DISTANCE_NOTES, predict_removal
 from kgbias_core.influence.retraining_check import masked_retrain_bias
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks.plan import plan_run_dir, verify_plan_task
@@ -356,6 +356,15 @@ def test_the_observed_ratio_is_the_median_of_retrained_over_unscaled_predicted_c
     assert observed_step_ratio(record.iloc[::-1], audit, use=PLANS, occupation="a").value == pytest.approx(0.4)
     assert observed_step_ratio(record, audit, use=PLANS, occupation="c").n == 3  # no plan of its own: the model's
     assert observed_step_ratio(record, audit, use=EDITS, occupation="a").value == pytest.approx(0.6)  # edits: audit
+    # On L2, a plan verified before its step changed (its estimator without today's note) holds that step's ratio:
+    # left out, as an audit of that time is; a squared-L2 model reads every row, named or not.
+    note = DISTANCE_NOTES["l2"]
+    named = record.assign(estimator=["Newton step, |H|, L2 distance", f"Newton step, |H|, {note}", np.nan,
+                                     f"Newton step, |H|, {note} x 0.50"])
+    l2 = observed_step_ratio(named, None, use=PLANS, distance="l2")
+    assert (l2.n, l2.value) == (1, pytest.approx(0.25))  # the second row only: -0.05 / (-0.1 / 0.5)
+    assert observed_step_ratio(named.iloc[[0, 2]], None, use=PLANS, distance="l2") is None
+    assert observed_step_ratio(named, None, use=PLANS).n == 3
 
 
 def test_a_scaled_step_predicts_a_proportionally_smaller_change_and_plans_more_triples(

@@ -184,6 +184,18 @@ def verified_of_kind(verifications: pd.DataFrame | None, kind: str) -> pd.DataFr
     return verifications[edit == kind]
 
 
+def current_step_rows(verifications: pd.DataFrame | None, distance: str) -> pd.DataFrame | None:
+    """The verified plans predicted with the step the lab makes today on a model of ``distance``
+    (:func:`~kgbias_core.influence.prediction.made_by_current_step` of each row's estimator; a row without one is from
+    a record made before plans named it). A plan of an L2 model verified before its step changed (2026-12-07) holds
+    that step's ratio, as an audit of that time does (:func:`saved_prediction_audit`): no ratio of today's."""
+    if verifications is None:
+        return None
+    named = (verifications["estimator"].fillna("").astype(str) if "estimator" in verifications
+             else pd.Series("", index=verifications.index))
+    return verifications[[made_by_current_step(estimator, distance) for estimator in named]]
+
+
 def plan_ratios(verifications: pd.DataFrame | None) -> list[float]:
     """Retrained / unscaled predicted change of B_gr of each verified plan (each prediction divided by the
     ``step_scale`` it was planned with); a plan predicted to move less than :data:`RATIO_MIN_CHANGE` says nothing.
@@ -219,10 +231,12 @@ def observed_step_ratio(verifications: pd.DataFrame | None, audit: pd.DataFrame 
     predicted change of B_gr over that use's own record (:func:`audit_ratios` of ``audit`` or of ``add_audit``,
     :func:`plan_ratios` of ``verifications``); for edits and plans else over the other's (borrowed); None when no
     retrain has moved a prediction by more than :data:`RATIO_MIN_CHANGE`. ``occupation`` (a label; plans only): the
-    plan's single target, whose own verified plans, where it has any, give the ratio: the latest one's. The value is
-    clipped to the model's ``distance``'s range (:func:`step_scale_range`)."""
+    plan's single target, whose own verified plans, where it has any, give the ratio: the latest one's. Only plans
+    predicted with today's step of ``distance`` count (:func:`current_step_rows`). The value is clipped to the model's
+    ``distance``'s range (:func:`step_scale_range`)."""
     if use not in _SOURCES:
         raise ValueError(f"a step scale is read for {EDITS!r}, {PLANS!r} or {ADDITIONS!r}, not {use!r}")
+    verifications = current_step_rows(verifications, distance)
     if use == ADDITIONS:
         ratios = audit_ratios(add_audit) + plan_ratios(verified_of_kind(verifications, "add"))
         return _median(ratios, source=_SOURCES[ADDITIONS], borrowed=False, distance=distance) if ratios else None
