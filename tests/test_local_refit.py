@@ -9,6 +9,7 @@ import torch
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.objective import transe_objective
 from kgbias_core.influence.local_refit import (
+    EXPANDED_DISTANCES,
     paired_refit,
     read_refit_change,
     read_rows,
@@ -74,11 +75,12 @@ def test_read_rows_are_the_rows_b_gr_reads(tiny_model) -> None:
     assert abs(_bias(_moved(tiny_model, (one, torch.zeros_like(r))), groups, index) - before) > 1e-3
 
 
-@pytest.mark.parametrize("distance", ["squared_l2", "l1"])
+@pytest.mark.parametrize("distance", ["squared_l2", "l2", "l1"])
 def test_the_restricted_objective_moves_as_the_full_one(tiny_model, distance) -> None:
     """refit_objective is J_{-S} up to a constant: for any move of the rows, its change equals the full
     objective's (every triple, every negative, the l2 of every row), and so does its gradient (autograd); under
-    squared L2 its terms with one moving row take the expanded form, the others (and every L1 term) the residual."""
+    squared L2 and L2 its terms with one moving row take the expanded form (L2 its square root), the others (and
+    every L1 term) the residual."""
     removed, _ = _edit(tiny_model)
     # float64: J sums thousands of terms, and a change of 0.3 in it is at float32's rounding
     e, r = tiny_model.entity_embeddings.double(), tiny_model.relation_embeddings.double()
@@ -86,9 +88,10 @@ def test_the_restricted_objective_moves_as_the_full_one(tiny_model, distance) ->
     terms = refit_terms(entities=e, relations=r, triples=tiny_model.triples, negatives=tiny_model.frozen_negatives,
                         removed=removed, rows=rows, distance=distance)
     assert all(block.slots.numel() for block in terms.positive_blocks + terms.negative_blocks)  # both kinds read
-    # on the CPU a squared-L2 single block is sorted by row and read a row at a time (_RowDots), the path checked here
+    # on the CPU a squared-L2 or L2 single block is sorted by row and read a row at a time (_RowDots), the path
+    # checked here
     single = [terms.positive_blocks[0], terms.negative_blocks[0]]
-    assert all(bool(b.segments) == (distance == "squared_l2") for b in single)
+    assert all(bool(b.segments) == (distance in EXPANDED_DISTANCES) for b in single)
     torch.manual_seed(0)
     for size in (0.05, 0.5):
         moved = (e[rows] + size * torch.randn_like(e[rows])).requires_grad_(True)
@@ -102,6 +105,23 @@ def test_the_restricted_objective_moves_as_the_full_one(tiny_model, distance) ->
         (g_part,) = torch.autograd.grad(part, moved)
         (g_full,) = torch.autograd.grad(full, moved)
         torch.testing.assert_close(g_part, g_full, rtol=1e-9, atol=1e-9)
+
+
+def test_an_l2_refit_works_in_float64_and_returns_the_models_dtype(tiny_model) -> None:
+    """Under L2 a term's psi is the root of its expanded square, which cancels in float32 for small residuals: the
+    refit of a float32 model is its float64 copy's refit, cast back, bit for bit; squared L2 stays in float32."""
+    removed, _ = _edit(tiny_model)
+    e, r = tiny_model.entity_embeddings, tiny_model.relation_embeddings
+    assert e.dtype == torch.float32
+    common = dict(triples=tiny_model.triples, negatives=tiny_model.frozen_negatives, removed=removed,
+                  margin=tiny_model.config.margin, l2=tiny_model.config.l2)
+    got = refit_rows(entities=e, relations=r, distance="l2", **common)
+    wide = refit_rows(entities=e.double(), relations=r.double(), distance="l2", **common)
+    assert got.dtype == torch.float32 and torch.equal(got, wide.float())
+    assert not torch.equal(got, e)  # it moved rows
+    squared = refit_rows(entities=e, relations=r, distance="squared_l2", **common)
+    assert not torch.equal(squared, refit_rows(entities=e.double(), relations=r.double(), distance="squared_l2",
+                                               **common).float())
 
 
 def test_the_refit_lowers_the_edited_objective_and_moves_only_its_rows(tiny_model) -> None:

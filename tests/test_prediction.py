@@ -399,6 +399,32 @@ def test_the_absolute_curvature_of_l1_and_l2_is_autograds_hessian_of_every_activ
                           atol=1e-6 * float(expected.abs().max()))
 
 
+def test_the_kronecker_matrix_is_the_sum_of_each_terms_outer_product() -> None:
+    """M = sum_terms w a a^T, a = e_h + e_(E + r) - e_t, built by one sort of int32 keys: against the dense sum of a
+    loop over the terms (self-loops among them, whose a is e_(E + r) alone), per-term and shared weights; no terms is
+    the zero matrix."""
+    from kgbias_core.influence.prediction import _kronecker_matrix
+
+    generator = torch.Generator().manual_seed(2)
+    n_e, n_r, m = 6, 3, 200
+    terms = torch.stack([torch.randint(0, n, (m,), generator=generator) for n in (n_e, n_r, n_e)], dim=1)
+    terms[:5, 2] = terms[:5, 0]  # self-loops
+    weights = torch.rand(m, generator=generator, dtype=torch.float64)
+    for weight in (weights, 0.25):
+        expected = torch.zeros(n_e + n_r, n_e + n_r, dtype=torch.float64)
+        for i, (h, r, t) in enumerate(terms.tolist()):
+            a = torch.zeros(n_e + n_r, dtype=torch.float64)
+            a[h] += 1
+            a[n_e + r] += 1
+            a[t] -= 1
+            expected += (weight[i] if isinstance(weight, torch.Tensor) else weight) * torch.outer(a, a)
+        got = _kronecker_matrix(terms, n_entities=n_e, size=n_e + n_r, weight=weight, dtype=torch.float64)
+        assert got.layout == torch.sparse_csr
+        torch.testing.assert_close(got.to_dense(), expected, rtol=1e-12, atol=1e-12)
+    empty = _kronecker_matrix(terms[:0], n_entities=n_e, size=n_e + n_r, weight=weights[:0], dtype=torch.float32)
+    assert torch.equal(empty.to_dense(), torch.zeros(n_e + n_r, n_e + n_r))
+
+
 @pytest.mark.parametrize("kind", ["coordinate", "l2"])
 def test_the_term_product_is_every_terms_plain_scatter_and_repeats_to_the_bit(kind) -> None:
     """The bagged |H| product against the plain formula (each term's d^2 psi a^T v gathered, then index_add_ at h,
