@@ -231,6 +231,48 @@ def test_predict_removal_is_the_newton_prediction_of_the_analysis(tiny_model) ->
     assert (got.low, got.high) == tuple(sorted((got.point / f, got.point * f)))
 
 
+def test_an_operator_keeps_its_last_steps_and_the_refined_prediction_reuses_the_labs(eight_model) -> None:
+    """absolute_newton_step through a given |H| keeps its last KEPT_STEPS steps: the same set, in any order, is the
+    kept step (the same tensors, no product), a step is evicted after KEPT_STEPS others, and another tolerance is
+    another step; the refined prediction of an edit the lab has just predicted costs no |H| product for its step,
+    and its point is the one of a fresh analysis."""
+    from kgbias_core.influence.prediction import KEPT_STEPS, absolute_newton_step
+    from kgbias_core.influence.refit_prediction import refit_change
+
+    analysis = ModelAnalysis(eight_model)
+    hvp = analysis.absolute_hvp
+    products = [0]
+
+    def counted(vector):
+        products[0] += 1
+        return hvp(vector)
+
+    counted.diagonal = hvp.diagonal
+    influence = analysis.influence("actor")
+    sets = [removal_set(influence, kind=kind, k=k) for kind, k in (("top", 12), ("bottom", 12), ("top", 30))]
+    first = absolute_newton_step(eight_model, sets[0], tolerance=PREDICTION_TOLERANCE, hvp=counted)
+    solved = products[0]
+    assert solved > 0
+    again = absolute_newton_step(eight_model, sets[0].flip(0), tolerance=PREDICTION_TOLERANCE, hvp=counted)
+    assert products[0] == solved and again[0] is first[0] and again[1] is first[1]
+    assert absolute_newton_step(eight_model, sets[0], tolerance=1e-6, hvp=counted)[0] is not first[0]
+    assert KEPT_STEPS == 2
+    for removed in sets[1:]:  # two more: the first is evicted
+        absolute_newton_step(eight_model, removed, tolerance=PREDICTION_TOLERANCE, hvp=counted)
+    before = products[0]
+    fresh = absolute_newton_step(eight_model, sets[0], tolerance=PREDICTION_TOLERANCE, hvp=counted)
+    assert products[0] > before and torch.equal(fresh[0], first[0])
+    # the lab's step, then the refined prediction of the same edit: its step is the kept one
+    analysis = ModelAnalysis(eight_model)
+    predict_removal(analysis, "actor", sets[2])
+    kept = analysis.absolute_hvp.steps
+    assert len(kept) == 1
+    (step,) = kept.values()
+    refined = refit_change(analysis, "actor", sets[2])
+    assert len(kept) == 1 and next(iter(kept.values())) is step
+    assert refined == refit_change(ModelAnalysis(eight_model), "actor", sets[2])
+
+
 def test_the_step_scale_moves_the_model_by_c_times_the_step(tiny_model) -> None:
     """Issue 25, the step scale: the scaled prediction is B_gr exact at theta + c Delta theta (the |H| step, moved
     here by hand and measured by a fresh analysis of the moved model), its band is relative to the scaled point,

@@ -89,7 +89,7 @@ REFIT_NOT_AT_OPTIMUM = ("refitted with nothing removed, the rows B_gr of {name} 
 #: The error where a refined prediction is asked of a model it is not offered on.
 NO_REFINED = "no refined prediction for this model: {reason}"
 #: Why a refit is not offered.
-REFIT_NEEDS_SQUARED_L2 = ("the refit is offered on squared-L2 and L2 models only (on a pseudo-Huber model it spread "
+REFIT_NEEDS_DISTANCE = ("the refit is offered on squared-L2 and L2 models only (on a pseudo-Huber model it spread "
                           "wider than the Newton step; on L1 it is not measured), and this one uses {distance}")
 REFIT_NEEDS_OWN_NEGATIVES = "the refit is measured on models trained here, with their own frozen negatives"
 REFIT_FEW_NEGATIVES = ("{name} was trained with {k} negative(s) per triple, fewer than {minimum}: with one, a refit "
@@ -103,7 +103,7 @@ def refit_refusal(analysis: AnalysedModel, occupation: str | None = None) -> str
     if occupation is not None:
         analysis.groups.index(occupation)
     if model.config.distance not in REFIT_BANDS:
-        return REFIT_NEEDS_SQUARED_L2.format(distance=model.config.distance)
+        return REFIT_NEEDS_DISTANCE.format(distance=model.config.distance)
     if _negatives_of(analysis) is not None:
         return REFIT_NEEDS_OWN_NEGATIVES
     k = negatives_count(model.frozen_negatives, model.triples.shape[0])
