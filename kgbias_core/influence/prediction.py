@@ -517,18 +517,17 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
         per_term = torch.cat([count.to(E0.dtype), E0.new_ones(int(active.sum()))]).unsqueeze(1) / k  # [m, 1]
     heads, relations, tails = both[:, 0], both[:, 1], both[:, 2]
     n_entities, n_relations = E0.shape[0], R0.shape[0]
-    if distance in ("l1", "pseudo_huber"):  # each active term's residual, [m, d], in one buffer (fresh temporaries
-        x = torch.index_select(E0, 0, heads).add_(torch.index_select(R0, 0, relations))  # page-fault)
-        x.sub_(torch.index_select(E0, 0, tails))
+    stacked = torch.cat([E0, R0])  # the rows the terms' residual bags read
+    bags = _residual_bags(heads, relations, tails, n_entities=n_entities, like=E0)
+    if distance in ("l1", "pseudo_huber"):  # each active term's residual, [m, d], written once
+        x = _bagged_residuals(stacked, bags)
     if distance == "l2":  # psi = ||x||: d^2 psi / dx^2 = (I - u u^T) / ||x||, u = x / ||x|| (PSD), at each term's x
-        norm = _residual_norms(torch.cat([E0, R0]), _residual_bags(heads, relations, tails, n_entities=n_entities,
-                                                                   like=E0))  # [m]
+        norm = _residual_norms(stacked, bags)  # [m]
         # ||x|| -> 0 sends the curvature to infinity (psi's kink at 0): capped at 1000 times the median term's.
         norm = norm.clamp_min(max(float(norm.median()) * L2_NORM_FLOOR, torch.finfo(norm.dtype).tiny))
         inverse = per_term.squeeze(1) / norm  # [m]: 1 / (K ||x||) times the term's pairs
         p = positive.shape[0]  # the positive terms come first: (I - u u^T) / ||x||, term by term
-        x = torch.index_select(E0, 0, heads[:p]).add_(torch.index_select(R0, 0, relations[:p]))
-        u = x.sub_(torch.index_select(E0, 0, tails[:p])).div_(norm[:p].unsqueeze(1))  # [p, d]
+        u = _bagged_residuals(stacked, (bags[0][:p], bags[1][:p])).div_(norm[:p].unsqueeze(1))  # [p, d]
         # the negatives' I / ||x'||: one (E + R) x (E + R) matrix M_neg, |H| = terms + M_neg (x) I_d
         negative_matrix = _kronecker_matrix(both[p:], n_entities=n_entities, size=n_entities + n_relations,
                                             weight=inverse[p:], dtype=E0.dtype)

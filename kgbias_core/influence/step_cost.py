@@ -7,7 +7,8 @@ model far more than on the edit: on FB15k-237 with eight negatives a product too
 (196k against 1.74M active pairs), and L1's step took 3-8 s where L2's ran to the cap of 200 products, minutes; at
 L2's own cap of 25 since 2026-12-06 (:data:`~kgbias_core.influence.prediction.L2_CG_ITERATIONS`) it was estimated at
 51 s (step_cost_fb15k237.csv), and since 2026-12-07, L2's negatives one sparse matrix, a product takes 0.27 s and a
-prediction 7.6 s (step_cost_fb15k237_l2_negatives.csv; docs/results/whatif.md, "L2's negatives"). So the cost
+prediction 7.6 s (step_cost_fb15k237_l2_negatives.csv; docs/results/whatif.md, "L2's negatives"), 6.4 s with the
+term product's bags (step_cost_term_product.csv). So the cost
 is estimated by building the operator and timing one product on this machine, at the threads the prediction will
 use, times the distance's typical count (:data:`TYPICAL_PRODUCTS`). The lab offers a step estimated above a
 threshold with its estimate, rather than freeze the page on every change of an edit.
