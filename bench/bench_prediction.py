@@ -14,6 +14,10 @@ per prediction).
 also times the lab's refined prediction of each removal (:func:`kgbias_core.influence.refit_prediction.
 refit_removal_prediction`: its own Newton step, then the rows B_gr reads refitted; unscaled, as the step here),
 then of a second removal of the same occupation (2k triples), which shares the first one's unedited half.
+``--refined-first`` starts each occupation with the refined prediction of a set of k / 2 triples, before anything
+else of that occupation is computed (its own step, its own unedited half: what a refined what-if costs as an
+occupation's first); the first one of the process also pays PyTorch's one-time import of ``torch._dynamo`` (about
+1 s), which any optimizer's first step makes, and says so.
 ``--temperature T`` predicts each removal as the lab does once the model's audit has set the hinge's temperature T
 (:mod:`kgbias_core.influence.hinge_curvature`; squared L2): H_T is built once, timed apart, then each prediction.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import time
 
 import torch
@@ -45,6 +50,8 @@ def main() -> None:
     parser.add_argument("--add", action="store_true", help="also time Du's Add (c = 0.5)")
     parser.add_argument("--device", default="cpu", help="cpu | cuda | auto (where the model's tensors go)")
     parser.add_argument("--refined", action="store_true", help="also time the refined prediction of each removal")
+    parser.add_argument("--refined-first", action="store_true",
+                        help="start each occupation with a refined prediction of k / 2 triples (nothing shared)")
     parser.add_argument("--temperature", type=float, help="predict removals with the hinge's curvature at this T")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -93,6 +100,15 @@ def main() -> None:
         print(f"H_T at T = {args.temperature:g} margins built in {clock() - t0:.1f} s (|H| in {built[0]:.1f} s of it)")
     for index in chosen:
         label, name = groups.labels[index], groups.names[index]
+        if args.refined_first:  # nothing of this occupation computed yet: no step kept, no unedited half
+            half = make_edit(analysis, label, strategy="if", k=max(1, args.k // 2))
+            imported = "torch._dynamo" in sys.modules  # an optimizer's first step in a process imports it
+            counted[0], built[0] = 0, 0.0
+            t0 = clock()
+            got = refit_removal_prediction(analysis, label, torch.tensor(half.removed, dtype=torch.long))
+            print(f"{name}: refined first, k={len(half.removed)}: {clock() - t0:.2f} s (its own step, "
+                  f"{counted[0]} |H| products, |H| built in {built[0]:.1f} s, its own unedited half"
+                  f"{'' if imported else ', the import of torch._dynamo'}): {got.summary()}")
         t0 = clock()
         edit = make_edit(analysis, label, strategy="if", k=args.k)
         t1 = clock()

