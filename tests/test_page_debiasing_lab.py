@@ -277,6 +277,49 @@ def test_lab_refines_a_removal_on_an_l2_model_with_its_own_band(eight_l2_model, 
     assert f"{ui_texts.fmt(before + expected.low)} to {ui_texts.fmt(before + expected.high)}" in shown
 
 
+def test_lab_refines_a_removal_on_an_l2_import_without_an_audit(eight_l2_model, monkeypatch, tmp_path: Path) -> None:
+    """Issue 25: on a model imported from another engine (its negatives re-drawn; no retrain here can audit it) with
+    L2, the refined prediction is offered at once, no audit asked for, and shown as the core makes it: the import's
+    prior scale and band, its words naming the re-drawn negatives and the prior; the step's caption says a retrain
+    moved several times the step and points to it."""
+    from dataclasses import replace
+
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.influence.refit_prediction import REFIT_REDRAWN_SCALES, refit_band_factor
+    from kgbias_core.readings import model_unaudited_sentence
+    from tests.conftest import use_store
+
+    imported = replace(eight_l2_model, name="l2-import", negatives=None,
+                       info={**eight_l2_model.info, "imported_from": "npy", "negatives": "none"})
+    save_model(imported, tmp_path / "import")
+    base = use_store(tmp_path / "import", monkeypatch, tmp_path) / "l2-import"
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(20).run()
+    assert not app.exception
+    assert refined_section.REFINE_NEEDS_AUDIT not in texts(app.caption) + texts(app.info)
+    assert model_unaudited_sentence(load_model(base)) in texts(app.caption)
+    button(app, refined_section.REFINE_BUTTON).click().run()
+    assert not app.exception
+    threads = torch.get_num_threads()
+    torch.set_num_threads(PAGE_TORCH_THREADS)
+    try:
+        analysis = ModelAnalysis(load_model(base))
+        edit = make_edit(analysis, "nurse", strategy="if", k=20)
+        expected = refit_removal_prediction(analysis, "nurse", torch.tensor(edit.removed))
+    finally:
+        torch.set_num_threads(threads)
+    groups = analysis.groups
+    index = groups.index("nurse")
+    f = refit_band_factor(int(min(groups.n_male[index], groups.n_female[index])), "l2", redrawn=True)
+    assert max(expected.high / expected.point, expected.low / expected.point) == pytest.approx(f, rel=1e-6)
+    assert metric(app, refined_section.REFINED_CHANGE) == ui_texts.fmt(expected.point)
+    shown = texts(app.caption)
+    assert f"Estimator: {expected.estimator}" in shown
+    assert "negatives re-drawn" in expected.estimator and f"x {REFIT_REDRAWN_SCALES['l2']:.2f} (a prior" in shown
+
+
 def test_lab_refuses_to_refine_where_the_models_rows_are_not_at_their_optimum(tiny_graph, monkeypatch,
                                                                                 tmp_path: Path) -> None:
     """Issue 25: the tests' graph with eight negatives but only 25 epochs passes the model's guard (the button is

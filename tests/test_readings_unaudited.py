@@ -38,7 +38,11 @@ FILES = {
     "l1": ("local_refit_step_fb13_l1_k8.csv", "local_refit_step_fb15k237_l1_k8.csv"),
     # imports: the synthetic graphs of seeds 7 and 11 predicted as imports of each distance (eight re-drawn)
     **{f"imported {d}": tuple(f"local_refit_read_synthetic_{seed}k8_e100_{d}_imported8.csv" for seed in ("", "seed11_"))
-       for d in ("squared_l2", "l1", "l2")},
+       for d in ("squared_l2", "l1")},
+    # L2 since its step of 2026-12-07: the same graphs' sets and FB15k-237's, predicted with today's step
+    "imported l2": ("local_refit_read_synthetic_k8_e100_l2_lab_imported8.csv",
+                    "local_refit_read_synthetic_seed11_k8_e100_l2_lab_imported8.csv",
+                    "local_refit_read_fb15k237_l2_k8_imported8.csv"),
 }
 
 
@@ -81,6 +85,8 @@ def test_each_kind_of_model_reads_its_own_evidence() -> None:
     assert "prior" not in imported and "shown as computed" in imported and "until the audit" not in imported
     assert unaudited_kind("pseudo_huber", 8, imported=True) == "other"  # no import scores with pseudo-Huber
     assert UNAUDITED_EVIDENCE["other"] in unaudited_sentence("pseudo_huber", 8, imported=True)
+    l2 = unaudited_sentence("l2", 8, imported=True)  # its step under-predicts: the sentence points to the refit
+    assert "a median 5.78 to 8.05 times the step" in l2 and "refined prediction" in l2
 
 
 def test_the_quoted_coverage_of_one_redrawn_negative_is_the_proxies() -> None:

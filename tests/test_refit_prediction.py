@@ -229,3 +229,63 @@ def test_the_refined_prediction_covers_masked_retrains_of_an_eight_negative_mode
             inside += predicted.low <= retrained <= predicted.high
             signs += (predicted.point > 0) == (retrained > 0)
     assert signs == 6 and inside >= 5
+
+
+def _imported(model):
+    """``model`` as kgbias import stores one from another engine: no frozen negatives (influence re-draws
+    IMPORT_NEGATIVES a triple from seed 0, not the training's seed 3), the engine's name in its info."""
+    return replace(model, name=f"{model.name}-imported", negatives=None,
+                   info={**model.info, "imported_from": "npy", "negatives": "none"})
+
+
+def test_the_refit_is_offered_on_imports_of_l2_with_eight_redrawn_negatives(eight_model, eight_l2_model,
+                                                                            tmp_path) -> None:
+    """An import re-draws its negatives: its refit is offered on L2 (its own band, unscaled: no audit to wait for,
+    so ``refit_offer`` gives the scale 1 at once), refused on squared L2 with the reason, and refused where it
+    re-draws fewer than eight a triple (an import made before kgbias import re-drew eight)."""
+    stored = save_model(_imported(eight_l2_model), tmp_path / "store")
+    imported = ModelAnalysis(load_model(stored))
+    assert not imported.negatives.exact
+    assert not torch.equal(imported.negatives.negatives, eight_l2_model.frozen_negatives)  # truly re-drawn
+    assert refit_refusal(imported, "nurse") is None
+    assert tasks.saved_prediction_audit(stored) is None
+    assert tasks.refit_not_offered(stored, imported, "nurse") is None
+    assert tasks.refit_offer(stored, imported, "nurse") == (1.0, None)
+    squared = ModelAnalysis(_imported(eight_model))
+    assert "L2 only" in refit_refusal(squared, "nurse") and "squared_l2" in refit_refusal(squared, "nurse")
+    with pytest.raises(MeasureError, match="no refined prediction for this model: .*L2 only"):
+        refit_removal_prediction(squared, "nurse", _edit(squared, "nurse"))
+    one = _imported(eight_l2_model)
+    one = ModelAnalysis(replace(one, config=replace(one.config, negatives_per_triple=1)))
+    assert f"re-draws 1 negative(s) per triple, fewer than {REFIT_MIN_NEGATIVES}" in refit_refusal(one, "nurse")
+
+
+def test_the_refined_prediction_of_an_l2_import_covers_masked_retrains(eight_l2_model) -> None:
+    """The tests' graph trained with L2 and eight negatives, predicted as an import (negatives re-drawn, no audit,
+    no scale) and retrained masked with its own: the refined prediction of the top and bottom 16% sets of three
+    occupations its band never saw (the fit read this graph's eight largest; these have 27, 5 and 2 women; the sets
+    chosen by the import's own closed form, as its user would) covers at least 5 of the 6 retrained changes, every
+    sign right, in the import's band, named with its re-drawn negatives (the benches: 90% of 121 sets of
+    FB15k-237 and two synthetic graphs; docs/results/whatif.md)."""
+    from kgbias_core.influence.retraining_check import masked_retrain_bias
+
+    analysis = ModelAnalysis(_imported(eight_l2_model))
+    groups = analysis.groups
+    unedited = masked_retrain_bias(eight_l2_model, removed=None, groups=groups)
+    inside, signs = 0, 0
+    for occupation in ("singer", "nurse", "soldier"):
+        influence = analysis.influence(occupation)
+        k = int((influence != 0).sum()) * 16 // 100
+        index = groups.index(occupation)
+        f = refit_band_factor(int(min(groups.n_male[index], groups.n_female[index])), "l2", redrawn=True)
+        assert f != refit_band_factor(int(min(groups.n_male[index], groups.n_female[index])), "l2")
+        for kind in ("top", "bottom"):
+            removed = removal_set(influence, kind=kind, k=k)
+            predicted = refit_removal_prediction(analysis, occupation, removed)
+            assert (predicted.low, predicted.high) == pytest.approx(tuple(map(float, band_ends(predicted.point, f))))
+            assert "negatives re-drawn" in predicted.estimator and "L2 distance" in predicted.estimator
+            retrained = float(masked_retrain_bias(eight_l2_model, removed=removed, groups=groups)[index]
+                              - unedited[index])
+            inside += predicted.low <= retrained <= predicted.high
+            signs += (predicted.point > 0) == (retrained > 0)
+    assert signs == 6 and inside >= 5

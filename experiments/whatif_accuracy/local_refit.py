@@ -31,7 +31,9 @@ Two sources of retrains:
         trains and retrains it with an engine's L1 or L2 (what an imported model scores with), and --as-imported
         predicts it as the lab predicts an imported model (its negatives re-drawn, --imported-negatives K a triple;
         no audit) while the retrains keep its own; --retrained EARLIER.csv reads each set's retrained change from
-        an earlier OUT of the same seed and epochs instead)
+        an earlier OUT of the same seed and epochs instead, and with --as-imported --own-sets the sets of a run
+        without --as-imported, chosen by the model's own closed form; with --model, --as-imported predicts the
+        runs' sets so)
 
 Every row is written when it is done (resumable: a rerun skips the sets in OUT). ``--summary`` writes, per
 estimator, the spread of retrained / predicted and the share of sets within 30% of their point, overall and
@@ -83,7 +85,7 @@ from kgbias_core.influence.local_refit import (
     touched_rows,
 )
 from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step, scaled_band, unscaled_band
-from kgbias_core.influence.refit_prediction import REFIT_BANDS
+from kgbias_core.influence.refit_prediction import REFIT_BANDS, REFIT_REDRAWN_BANDS, REFIT_REDRAWN_SCALES
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_index
 from kgbias_core.whatif.step_ratio import saved_prediction_audit
@@ -176,9 +178,13 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str, *, unsca
                 distance: str = "squared_l2") -> tuple[pd.DataFrame, float]:
     """``rows`` as band_fit.py reads a run: ``scaled`` = the estimator's point times its audit ratio (retrained /
     predicted on the audited occupation's top 16% set, the set ``kgbias prepare``'s audit retrains, clipped to the
-    range of the models' ``distance`` as the lab clips it; 1 where ``unscaled``: an imported model has no audit),
+    range of the models' ``distance`` as the lab clips it; where ``unscaled`` (an imported model has no audit) 1 for
+    the step and the refit's prior scale for the refits, :data:`REFIT_REDRAWN_SCALES`, where the distance has one),
     ``floor`` the noise floor of the same set in ``runs`` (0 where none). -> (rows, the ratio)."""
-    ratio = 1.0 if unscaled else band_fit.audit_ratio(rows, estimator, distance=distance)
+    if unscaled:
+        ratio = 1.0 if estimator == "newton" else REFIT_REDRAWN_SCALES.get(distance, 1.0)
+    else:
+        ratio = band_fit.audit_ratio(rows, estimator, distance=distance)
     floor = runs.drop_duplicates(["occupation", "kind", "share"]).set_index(["occupation", "kind", "share"])
     floor = floor["floor"] if "floor" in floor else pd.Series(dtype=float)
     keys = list(zip(rows["occupation"], rows["kind"], rows["share"], strict=True))
@@ -191,12 +197,15 @@ def lab_bands(distance: str = "squared_l2", *, unscaled: bool = False,
     """The bands the lab shows, by estimator (``--lab``): the scaled step's constants for the models' ``distance``
     (:func:`~kgbias_core.influence.prediction.scaled_band`), or with ``unscaled`` the step's as computed on an imported
     model of that distance (no audit; :func:`~kgbias_core.influence.prediction.unscaled_band`), and the
-    refined prediction's (its distance's where it has one of its own, else squared L2's). ``step_band``: the step's
-    (base, small) given instead (a band the lab showed before)."""
+    refined prediction's (its distance's where it has one of its own, else squared L2's; with ``unscaled`` an
+    import's, where the distance has one). ``step_band``: the step's (base, small) given instead (a band the lab
+    showed before)."""
     if step_band is None:
         step_band = unscaled_band(distance, redrawn=True) if unscaled else scaled_band(distance)
-    return {"newton": step_band,
-            "newton_refit_read": REFIT_BANDS.get(distance, REFIT_BANDS["squared_l2"])}
+    refined = REFIT_BANDS.get(distance, REFIT_BANDS["squared_l2"])
+    if unscaled:
+        refined = REFIT_REDRAWN_BANDS.get(distance, refined)
+    return {"newton": step_band, "newton_refit_read": refined}
 
 
 def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame | dict[str, pd.DataFrame], coverage: float, *,
@@ -358,8 +367,16 @@ def main() -> None:
                         help="synthetic graph (no --model): frozen negatives per triple of its training and retrains")
     parser.add_argument("--as-imported", action="store_true",
                         help="synthetic graph (no --model): predict it as an imported model (its negatives "
-                             "re-drawn, one a triple), retrain it with its own; with --bands: no audit ratio, "
+                             "re-drawn, one a triple), retrain it with its own; with --model: the runs' sets (made "
+                             "by the model's own closed form) predicted so; with --bands: no audit ratio, "
                              "and --lab judges the step's band as computed (an imported model's)")
+    parser.add_argument("--redraw-seed", type=int, default=0,
+                        help="with --as-imported: the seed the negatives are re-drawn from (the lab's is 0; a model "
+                             "trained here with seed 0 would get its own back, so --model needs another)")
+    parser.add_argument("--own-sets", action="store_true",
+                        help="synthetic graph with --as-imported: the sets chosen by the model's own closed form "
+                             "(its frozen negatives), as a run without --as-imported chose them, so that --retrained "
+                             "can read that run's retrains")
     parser.add_argument("--imported-negatives", type=int, default=1,
                         help="with --as-imported: negatives re-drawn per triple (kgbias import records 8 since "
                              "2026-12-06, 1 before)")
@@ -405,6 +422,14 @@ def main() -> None:
     stored = {}  # the synthetic graph's earlier retrained changes (--retrained), by set
     if args.model:
         analysis, sets = _stored_sets(args)
+        # --as-imported: each set rebuilt by the model's own closed form (the set its run retrained), then predicted
+        # as the lab predicts the model imported from another engine (its negatives re-drawn, no audit)
+        predictor = (ModelAnalysis(as_imported(analysis.model, args.imported_negatives),
+                                   negative_seed=args.redraw_seed) if args.as_imported else analysis)
+        if args.as_imported and torch.equal(predictor.negatives.negatives, analysis.model.frozen_negatives):
+            # a kgbias model re-drawn from its own training seed gets its own negatives back: no import at all
+            raise SystemExit(f"--redraw-seed {args.redraw_seed} re-draws {args.model}'s own frozen negatives "
+                             f"(its training seed): pass another")
     else:
         graph = generate_people_graph(replace(SYNTHETIC, seed=args.seed, works_per_person=args.works_per_person))
         training = replace(SYNTHETIC_TRAINING, epochs=args.epochs, negatives_per_triple=args.negatives,
@@ -412,7 +437,12 @@ def main() -> None:
         model = train_model(graph, training, name="synthetic-transe", device=torch.device("cpu"))
         # --as-imported: predicted as the lab predicts a model imported from another engine (no frozen negatives,
         # so one re-drawn a triple, no audit), retrained with the negatives it was trained with
-        analysis = ModelAnalysis(as_imported(model, args.imported_negatives) if args.as_imported else model)
+        predictor = ModelAnalysis(as_imported(model, args.imported_negatives) if args.as_imported else model,
+                                  negative_seed=args.redraw_seed)
+        # the sets: by the closed form of the analysis that predicts them (an imported model's, re-drawn negatives),
+        # or with --own-sets by the model's own (the sets of a run without --as-imported, whose retrains
+        # --retrained reads)
+        analysis = ModelAnalysis(model) if args.own_sets else predictor
         sets = []
         for index in chosen_occupations(analysis.groups, 8):
             label = analysis.groups.labels[index]
@@ -448,7 +478,7 @@ def main() -> None:
         out = {"occupation": label, "name": row.get("name", label), "men": row["men"], "women": row["women"],
                "kind": row["kind"], "share": row["share"], "k": int(row["k"]), "closed_form": raw,
                "closed_form_run": row["closed_form"], "in_audit": bool(row.get("in_audit", False)),
-               **predictions(analysis, label, removed, max_degree=args.max_degree, min_share=args.min_share,
+               **predictions(predictor, label, removed, max_degree=args.max_degree, min_share=args.min_share,
                              read_persons=args.read_persons, read_only=args.read_only, step_only=args.step_only),
                "actual": actual}
         append_row(out, args.out)

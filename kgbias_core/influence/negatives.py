@@ -50,6 +50,8 @@ STABILITY_SEEDS = 3
 #: local_refit.py --as-imported; docs/results/whatif.md), with one re-drawn negative the lab's interval held 2%
 #: (squared L2), 45% (L1) and 62% (L2) of their targeted sets, and no band at all more than 9%, 75% and 81%; with
 #: eight, bands hold 86%, 96% and 73% (:data:`~kgbias_core.influence.prediction.REDRAWN_BANDS`): L2 gains nothing.
+#: (L2's step since 2026-12-07 is smaller and its band holds 21%: an L2 import's refined prediction is offered,
+#: :mod:`kgbias_core.influence.refit_prediction`.)
 IMPORT_NEGATIVES = 8
 #: At most this many re-drawn negatives in all (a [K |G|, 3] table, 24 bytes a row): a graph of more than
 #: IMPORT_NEGATIVES_MAX_ROWS / 8 triples re-draws fewer a triple, down to one (the 20M-triple graph: 480 MB).

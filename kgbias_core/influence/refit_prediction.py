@@ -49,6 +49,20 @@ groups too), so the size-dependent pair stays. The L2 step's band covers 93% at 
 refit band holds FB15k-237's L2 sets (93% at 0.23) but not the synthetic graphs' (70% and 79%), whose rows are at
 their optimum as well (refitted alone they move 0.1-0.6%). The refit is not measured on L1 and is not offered
 there.
+
+On a model imported from another engine (since 2026-12-07, later) it is offered on L2 with IMPORT_NEGATIVES re-drawn
+negatives a triple. Such a model has no audit, and its step is far from a retrain: on the two synthetic L2 graphs and
+FB15k-237 with L2 (trained here with eight negatives, predicted as imports with negatives re-drawn from another seed,
+each set retrained with the model's own), a retrain moved a median 5.8-8.1 times the step, and the band shown for
+an import's step held 21% of the 121 targeted sets. The refined prediction's retrained / refined ratio has a median
+of 1.40-1.63 on each graph (1.46 pooled), so it is shown at the prior scale :data:`REFIT_REDRAWN_SCALES` (1.45),
+with the band :data:`REFIT_REDRAWN_BANDS` (1.75 + 1.75 / sqrt(m)): the narrowest pair covering 90% of the 121 sets at
+that scale (median half-width 1.07; 88% with each occupation held out; FB15k-237 26 of 27, and a band fitted on
+either synthetic graph alone holds 25 of FB15k-237's 27). Every sign was right on FB15k-237 and 96% on the synthetic
+graphs (experiments/whatif_accuracy/local_refit.py --as-imported; docs/results/whatif.md). Imports of L1 keep their
+step, whose band holds 96% of their synthetic proxies' sets at 1.07, where the refit's needed 1.24 (2026-12-06);
+imports of squared L2 too: on their synthetic proxies the refit's band held 90% at 1.37, the step's 86% at 1.85, and
+no real graph has measured it.
 """
 
 from __future__ import annotations
@@ -58,6 +72,7 @@ from kgbias_core.errors import MeasureError
 from kgbias_core.influence.local_refit import READ_PERSONS, read_refit_change
 from kgbias_core.influence.prediction import (
     PREDICTION_TOLERANCE,
+    REDRAWN,
     AnalysedModel,
     WhatIfPrediction,
     _negatives_of,
@@ -80,6 +95,15 @@ REFIT_BAND_BASE = 1.15
 REFIT_BAND_SMALL = 0.1
 #: The band's (base, small) per distance the refit is offered on (module docstring).
 REFIT_BANDS = {"squared_l2": (REFIT_BAND_BASE, REFIT_BAND_SMALL), "l2": (1.0, 1.65)}
+#: The refit's prior scale per distance on a model imported from another engine (its negatives re-drawn,
+#: IMPORT_NEGATIVES a triple), which no retrain here can audit: the median retrained / refined ratio of L2 models
+#: trained here and predicted as imports (module docstring). The distances the refit is offered on there.
+REFIT_REDRAWN_SCALES = {"l2": 1.45}
+#: The band's (base, small) of such an import's refined prediction, around the point at that scale.
+REFIT_REDRAWN_BANDS = {"l2": (1.75, 1.75)}
+#: The estimator's words on an import: the prior scale and where it comes from.
+REFIT_PRIOR_SCALED = ("x {scale:.2f} (a prior: the median retrained/refined ratio of L2 models trained here and "
+                      "predicted as imports; no retrain here can audit an import)")
 #: The most the read rows may move, relative to their length, when refitted with nothing removed (the unedited
 #: half): a model whose rows are not at their optimum (module docstring).
 REFIT_MAX_DRIFT = 0.4
@@ -91,7 +115,10 @@ NO_REFINED = "no refined prediction for this model: {reason}"
 #: Why a refit is not offered.
 REFIT_NEEDS_DISTANCE = ("the refit is offered on squared-L2 and L2 models only (on a pseudo-Huber model it spread "
                           "wider than the Newton step; on L1 it is not measured), and this one uses {distance}")
-REFIT_NEEDS_OWN_NEGATIVES = "the refit is measured on models trained here, with their own frozen negatives"
+REFIT_NEEDS_OWN_NEGATIVES = ("on a model imported from another engine (its negatives re-drawn) the refit is measured "
+                             "on L2 only, and this one uses {distance}")
+REFIT_FEW_REDRAWN = ("{name} re-draws {k} negative(s) per triple, fewer than {minimum}: the refit of an import was "
+                     "measured with {minimum} (import it again, kgbias import, to re-draw {minimum})")
 REFIT_FEW_NEGATIVES = ("{name} was trained with {k} negative(s) per triple, fewer than {minimum}: with one, a refit "
                        "of the rows lost to the Newton step on every graph it was measured on")
 
@@ -104,8 +131,14 @@ def refit_refusal(analysis: AnalysedModel, occupation: str | None = None) -> str
         analysis.groups.index(occupation)
     if model.config.distance not in REFIT_BANDS:
         return REFIT_NEEDS_DISTANCE.format(distance=model.config.distance)
-    if _negatives_of(analysis) is not None:
-        return REFIT_NEEDS_OWN_NEGATIVES
+    redrawn = _negatives_of(analysis)
+    if redrawn is not None:  # an import: its own band, measured with IMPORT_NEGATIVES re-drawn a triple
+        if model.config.distance not in REFIT_REDRAWN_BANDS:
+            return REFIT_NEEDS_OWN_NEGATIVES.format(distance=model.config.distance)
+        k = negatives_count(redrawn, model.triples.shape[0])
+        if k < REFIT_MIN_NEGATIVES:
+            return REFIT_FEW_REDRAWN.format(name=model.name, k=k, minimum=REFIT_MIN_NEGATIVES)
+        return None
     k = negatives_count(model.frozen_negatives, model.triples.shape[0])
     if k < REFIT_MIN_NEGATIVES:
         return REFIT_FEW_NEGATIVES.format(name=model.name, k=k, minimum=REFIT_MIN_NEGATIVES)
@@ -132,10 +165,11 @@ def drift_refusal(analysis: AnalysedModel, occupation: str) -> str | None:
     return REFIT_NOT_AT_OPTIMUM.format(name=groups.names[groups.index(occupation)], drift=drift, limit=REFIT_MAX_DRIFT)
 
 
-def refit_band_factor(smaller_group: int, distance: str = "squared_l2") -> float:
+def refit_band_factor(smaller_group: int, distance: str = "squared_l2", *, redrawn: bool = False) -> float:
     """f of the refined prediction's band [p / f, p * f]: :func:`~kgbias_core.influence.prediction.band_factor`
-    with the refined constants of ``distance`` (:data:`REFIT_BANDS`, module docstring)."""
-    base, small = REFIT_BANDS[distance]
+    with the refined constants of ``distance`` (:data:`REFIT_BANDS`), or of an import's (``redrawn`` negatives,
+    :data:`REFIT_REDRAWN_BANDS`; module docstring)."""
+    base, small = (REFIT_REDRAWN_BANDS if redrawn else REFIT_BANDS)[distance]
     return band_factor(smaller_group, base=base, small=small)
 
 
@@ -165,7 +199,8 @@ def refit_change(analysis: AnalysedModel, occupation: str, removed: LongTensor, 
 def refit_removal_prediction(analysis: AnalysedModel, occupation: str, removed: LongTensor, *,
                              spread: float | None = None, scale: float = 1.0) -> WhatIfPrediction:
     """The refined prediction of removing ``removed``: :func:`refit_change` times ``scale`` (the model's ratio on
-    its audit set), the band of :func:`refit_band_factor`, widened by the noise floor ``spread``. Raises
+    its audit set; on an import, which has none, the prior :data:`REFIT_REDRAWN_SCALES`), the band of
+    :func:`refit_band_factor`, widened by the noise floor ``spread``. Raises
     MeasureError where :func:`refit_refusal` gives a reason (callers ask it first: one clear line, not a trace), or
     where the occupation's read rows are not at their optimum (:func:`drift_refusal`, known after the refit)."""
     reason = refit_refusal(analysis, occupation) or drift_refusal(analysis, occupation)
@@ -174,8 +209,15 @@ def refit_removal_prediction(analysis: AnalysedModel, occupation: str, removed: 
     groups = analysis.groups
     index = groups.index(occupation)
     distance = analysis.model.config.distance
-    point = scale * refit_change(analysis, occupation, removed)
+    redrawn = _negatives_of(analysis) is not None
+    if redrawn and scale != 1.0:
+        raise ValueError("an import has no audit to scale its refit: its prior scale is applied here")
+    point = (REFIT_REDRAWN_SCALES[distance] if redrawn else scale) * refit_change(analysis, occupation, removed)
     low, high = map(float, band_ends(point, refit_band_factor(int(min(groups.n_male[index], groups.n_female[index])),
-                                                              distance)))
-    estimator = scaled_estimator(distance_estimator(REFIT_ESTIMATOR, distance), scale)
+                                                              distance, redrawn=redrawn)))
+    if redrawn:
+        estimator = (f"{distance_estimator(f'{REFIT_ESTIMATOR}, {REDRAWN}', distance)} "
+                     f"{REFIT_PRIOR_SCALED.format(scale=REFIT_REDRAWN_SCALES[distance])}")
+    else:
+        estimator = scaled_estimator(distance_estimator(REFIT_ESTIMATOR, distance), scale)
     return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator), spread)
