@@ -39,6 +39,10 @@ FILES = {
     # imports: the synthetic graphs of seeds 7 and 11 predicted as imports of each distance (eight re-drawn)
     **{f"imported {d}": tuple(f"local_refit_read_synthetic_{seed}k8_e100_{d}_imported8.csv" for seed in ("", "seed11_"))
        for d in ("squared_l2", "l1")},
+    # squared L2 on a real graph too: FB15k-237's default predicted as an import (2026-12-07)
+    "imported squared_l2": ("local_refit_read_synthetic_k8_e100_squared_l2_imported8.csv",
+                            "local_refit_read_synthetic_seed11_k8_e100_squared_l2_imported8.csv",
+                            "local_refit_read_fb15k237_k8_imported8.csv"),
     # L2 since its step of 2026-12-07: the same graphs' sets and FB15k-237's, predicted with today's step
     "imported l2": ("local_refit_read_synthetic_k8_e100_l2_lab_imported8.csv",
                     "local_refit_read_synthetic_seed11_k8_e100_l2_lab_imported8.csv",
@@ -81,7 +85,7 @@ def test_each_kind_of_model_reads_its_own_evidence() -> None:
     assert "nan" not in unaudited_sentence("l2", 8)
     imported = unaudited_sentence("squared_l2", 1, imported=True)  # another engine's model: no prior, no audit
     assert unaudited_kind("squared_l2", 1, imported=True) == "imported squared_l2"
-    assert "a median 0.42 to 0.47 of the step" in imported and "synthetic graphs" in imported
+    assert "a median 0.42 to 1.74 times the step" in imported and "FB15k-237 and two synthetic graphs" in imported
     assert "prior" not in imported and "shown as computed" in imported and "until the audit" not in imported
     assert unaudited_kind("pseudo_huber", 8, imported=True) == "other"  # no import scores with pseudo-Huber
     assert UNAUDITED_EVIDENCE["other"] in unaudited_sentence("pseudo_huber", 8, imported=True)
