@@ -19,6 +19,7 @@ with widgets.errors_shown(stop=True):
     analysis = cache.analysis(model)
     occupation, row, _ = widgets.occupation_section(cache.measures(model), key="lab_occupation")
     noise = tasks.saved_noise_band(model.path)
+    unretrainable = analysis.model.retrain_refusal()  # an import: every retrain below would fail, so none is offered
 
 st.subheader("Edit and predicted change")
 choice = section.edit_choice()
@@ -28,7 +29,9 @@ with widgets.errors_shown():
         section.predicted_edit(model, edit, row=row)
         name = tasks.whatif_name(model.name, edit, occupation_name=row["name"])
         whatif = tasks.whatif_task(base=model.path, edit=edit, out=model.beside(name), evaluate=True, overwrite=True)
-        if name in cache.catalog():
+        if unretrainable is not None:
+            st.caption(texts.NO_RETRAIN_HERE.format(why=md(unretrainable)))
+        elif name in cache.catalog():
             st.info(texts.RUN_IN_STORE.format(name=md(name)))
         elif jobs_ui.is_running(whatif):
             st.caption(texts.RUN_RETRAINING.format(name=md(name)))
@@ -41,20 +44,24 @@ jobs_ui.progress_panel(jobs_ui.session_tasks("lab"), heading=texts.JOBS_OF_SESSI
 
 st.subheader("Noise band, audit and calibration")
 background: list = []
-with widgets.errors_shown():
-    # Computed by default, once per model: every comparison below is read against it.
-    jobs_ui.stored_per_model([model], title=texts.NOISE_BAND_JOB, load=lambda m: noise,
-                             task=lambda m: tasks.noise_band_task(m.path), pending=background,
-                             priority=Priority.BACKGROUND,
-                             estimate=lambda m: tasks.model_retrain_seconds(m.path, retrains=len(tasks.NOISE_SEEDS)))
 spread = noise_spread(noise, occupation)
-if noise is not None:
-    st.caption(texts.NOISE_BAND.format(name=md(row["name"]), seeds=", ".join(map(str, tasks.NOISE_SEEDS)),
-                                       spread=texts.fmt(spread)))
+if unretrainable is not None:
+    st.caption(texts.NO_RETRAINS_BELOW)
 else:
-    st.info(texts.NOISE_BAND_PENDING)
-section.audit_and_calibration(model, analysis, background)
-jobs_ui.progress_panel(background, key="background")
+    with widgets.errors_shown():
+        # Computed by default, once per model: every comparison below is read against it.
+        jobs_ui.stored_per_model([model], title=texts.NOISE_BAND_JOB, load=lambda m: noise,
+                                 task=lambda m: tasks.noise_band_task(m.path), pending=background,
+                                 priority=Priority.BACKGROUND,
+                                 estimate=lambda m: tasks.model_retrain_seconds(m.path,
+                                                                                retrains=len(tasks.NOISE_SEEDS)))
+    if noise is not None:
+        st.caption(texts.NOISE_BAND.format(name=md(row["name"]), seeds=", ".join(map(str, tasks.NOISE_SEEDS)),
+                                           spread=texts.fmt(spread)))
+    else:
+        st.info(texts.NOISE_BAND_PENDING)
+    section.audit_and_calibration(model, analysis, background)
+    jobs_ui.progress_panel(background, key="background")
 
 st.subheader("Runs of this model")
 with widgets.errors_shown():
@@ -62,7 +69,8 @@ with widgets.errors_shown():
     if stale:
         st.warning(md_format(texts.STALE_RUNS, n=len(stale), model=model.name, names=", ".join(stale)))
     if not runs:
-        st.info(texts.NO_RUNS)
+        (st.caption if unretrainable is not None else st.info)(
+            texts.NO_RUNS_HERE if unretrainable is not None else texts.NO_RUNS)
     else:
         run = section.run_picker(runs)
         edited = cache.config(run)["edit"]
@@ -89,7 +97,8 @@ with widgets.errors_shown():
 
 st.subheader("B_gr against k (Du Fig 4d-f)")
 with widgets.errors_shown():
-    section.removal_curve(model, occupation, row, spread=spread, run_point=run_point)
+    section.removal_curve(model, occupation, row, spread=spread, run_point=run_point,
+                          retrainable=unretrainable is None)
 
 with widgets.errors_shown():
     plan_section.show(model, analysis, occupation=occupation, noise=noise)

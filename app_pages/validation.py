@@ -18,8 +18,11 @@ with widgets.errors_shown(stop=True):
     analysis = cache.analysis(model)
     measures = cache.measures(model)
     occupation, row, defined = widgets.occupation_section(measures, header=False)
+    unretrainable = analysis.model.retrain_refusal()  # an import: the check retrains, so it is not offered
     if not defined:
         st.warning(texts.NEEDS_BOTH_GENDERS)
+    elif unretrainable is not None:
+        st.caption(texts.NO_RETRAIN_HERE.format(why=md(unretrainable)))
     else:
         ks = section.removal_ks(analysis, occupation=occupation, name=row["name"])
         kinds = links.multiselect("Removed sets", list(REMOVAL_KINDS), default=list(REMOVAL_KINDS), key="val_kinds",

@@ -389,6 +389,13 @@ NOISE_BAND_PENDING = (
     "model). Until they are done, no change below can be told apart from retraining drift."
 )
 NOISE_BAND_JOB = "{name}: noise band"
+#: Where the model cannot be retrained here (an import, a debiased model): said once, under the edit, instead of the
+#: retrain button; the retrains below (noise band, audits, calibration, the curve) are then neither started nor offered.
+NO_RETRAIN_HERE = "No retrain here: {why}."
+NO_RETRAINS_BELOW = ("No noise band, audit or calibration for this model: each retrains it, and it cannot be "
+                     "retrained here (above).")
+NO_CURVE_HERE = "No retrained curve for this model: it cannot be retrained here (above)."
+NO_RUNS_HERE = "No what-if runs: this model cannot be retrained here (above)."
 CALIBRATE_BUTTON = "Calibrate the old closed form (13 masked retrains over 6 occupations)"
 NOISE_BAND = "B_gr of {name} across retrains of the unedited graph under seeds {seeds}: spread {spread} (max − min)."
 NO_RUNS = "No what-if of this model yet: choose an edit above and retrain."

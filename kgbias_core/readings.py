@@ -257,6 +257,8 @@ def membership_sentence(membership: EditMembership, *, name: str, relation: str 
 PREDICTION_INTERVAL = "Estimator: {estimator}. Predicted {what}: {low} to {high}{floor}."
 PREDICTION_FLOOR = ", the retraining noise band (±{spread}) included"
 PREDICTION_NO_FLOOR = "; no noise band yet, so retraining noise comes on top"
+#: The same for an import (its negatives re-drawn): no retrain here, so no noise band will come.
+PREDICTION_NO_FLOOR_IMPORTED = "; no noise band (an import is not retrained here), so retraining noise comes on top"
 PREDICTION_NO_INTERVAL = (
     "Estimator: {estimator}. No interval: this estimator's error was not measured well enough to give one; "
     "retrain to see the change.")
@@ -272,8 +274,10 @@ def prediction_sentence(prediction: WhatIfPrediction, *, before: float | None = 
     if not prediction.has_interval:
         return PREDICTION_NO_INTERVAL.format(estimator=prediction.estimator)
     shift = 0.0 if before is None else before
+    from kgbias_core.influence.prediction import REDRAWN
+
     floor = (PREDICTION_FLOOR.format(spread=f"{prediction.floor:.{digits}f}") if prediction.floor
-             else PREDICTION_NO_FLOOR)
+             else PREDICTION_NO_FLOOR_IMPORTED if REDRAWN in prediction.estimator else PREDICTION_NO_FLOOR)
     return PREDICTION_INTERVAL.format(estimator=prediction.estimator,
                                       what="change" if before is None else "B_gr after",
                                       low=fmt(shift + prediction.low, digits),

@@ -159,3 +159,45 @@ def test_a_curve_of_an_earlier_calibration_is_predicted_again_on_request(tiny_mo
     again = tasks.saved_curve(base, "actor")
     assert again["estimator"].tolist() == fresh["estimator"].tolist()
     assert again["predicted"].to_numpy() == pytest.approx(fresh["predicted"].to_numpy(), rel=1e-5)
+
+
+def test_refine_a_removal_of_an_l2_import_with_no_audit(eight_l2_model, tmp_path: Path) -> None:
+    """An L2 model imported from another engine (negatives re-drawn), never audited: a person reads, under the step,
+    that a retrain moves several times it and that the refined prediction is the one to ask for; one click shows the
+    refined change (the core's figure) and its estimator, which names the re-drawn negatives and the prior scale."""
+    from dataclasses import replace
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kgbias_core.readings import UNAUDITED_EVIDENCE, UNAUDITED_RATIOS
+
+    store = tmp_path / "store"
+    imported = replace(eight_l2_model, name="l2-import", negatives=None,
+                       info={**eight_l2_model.info, "imported_from": "npy", "negatives": "none"})
+    base = save_model(imported, store)
+    low, high = UNAUDITED_RATIOS["imported l2"]
+    evidence = UNAUDITED_EVIDENCE["imported l2"].format(low=f"{low:.2f}", high=f"{high:.2f}")
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
+        wait = WebDriverWait(driver, 240)
+        driver.get(f"{url}/debiasing_lab?lab_occupation=actor")
+        main = (By.CSS_SELECTOR, '[data-testid="stMain"]')
+        wait.until(ec.text_to_be_present_in_element(main, evidence))
+        click(driver, (By.XPATH, f'//button[.//p[text()="{section.REFINE_BUTTON}"]]'), timeout=120)
+        wait.until(ec.text_to_be_present_in_element(main, section.REFINED_CHANGE))
+        wait.until(ec.text_to_be_present_in_element(main, "negatives re-drawn"))
+        time.sleep(1.0)
+        driver.save_screenshot(str(tmp_path / "refined-import.png"))
+        assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+        metrics = {m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text:
+                   m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]').text
+                   for m in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]')}
+        text = driver.find_element(*main).text
+    analysis = ModelAnalysis(load_model(base))
+    edit = make_edit(analysis, "actor", strategy="if", k=20)  # the lab's default edit
+    expected = refit_removal_prediction(analysis, "actor", torch.tensor(edit.removed))
+    assert metrics[section.REFINED_CHANGE] == ui_texts.fmt(expected.point)
+    assert f"Estimator: {expected.estimator}" in text and "x 1.45 (a prior" in expected.estimator
+    assert section.REFINE_NEEDS_AUDIT not in text

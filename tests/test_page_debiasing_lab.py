@@ -286,6 +286,7 @@ def test_lab_refines_a_removal_on_an_l2_import_without_an_audit(eight_l2_model, 
 
     from kgbias_core.embeddings.store import save_model
     from kgbias_core.influence.refit_prediction import REFIT_REDRAWN_SCALES, refit_band_factor
+    from kgbias_core.jobs import default_registry
     from kgbias_core.readings import model_unaudited_sentence
     from tests.conftest import use_store
 
@@ -300,6 +301,16 @@ def test_lab_refines_a_removal_on_an_l2_import_without_an_audit(eight_l2_model, 
     assert not app.exception
     assert refined_section.REFINE_NEEDS_AUDIT not in texts(app.caption) + texts(app.info)
     assert model_unaudited_sentence(load_model(base)) in texts(app.caption)
+    # no retrain can run on an import: none is offered or started (the noise band failed in the background before)
+    shown = texts(app.caption)
+    assert ui_texts.NO_RETRAIN_HERE.format(why="")[:-1] in shown and "imported from npy" in shown
+    assert ui_texts.NO_RETRAINS_BELOW in shown and ui_texts.NO_CURVE_HERE in shown and ui_texts.NO_RUNS_HERE in shown
+    assert ui_texts.NO_RUNS not in texts(app.info)
+    assert ui_texts.NOISE_BAND_PENDING not in texts(app.info) and not app.error
+    labels = [b.label for b in app.button]
+    assert ui_texts.RETRAIN_BUTTON not in labels and not any("retrain" in label.lower() for label in labels)
+    assert default_registry().latest(tasks.noise_band_task(base).key) is None
+    assert "no noise band (an import is not retrained here)" in shown
     button(app, refined_section.REFINE_BUTTON).click().run()
     assert not app.exception
     threads = torch.get_num_threads()

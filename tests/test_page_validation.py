@@ -43,3 +43,28 @@ def test_validation_no_women_and_census_without_pairing(app_store: Path) -> None
     assert not app.exception
     assert "needs at least one man and one woman" in texts(app.warning)
     assert "No census pairing exists for the synthetic graph" in texts(app.info)
+
+
+def test_validation_offers_no_retrain_of_an_import(tiny_model, monkeypatch, tmp_path: Path) -> None:
+    """A model imported from another engine cannot be retrained here: the influence check and the calibration (each
+    masked retrains) are not offered; one line says why, naming the import, and nothing fails."""
+    from dataclasses import replace
+
+    from kgbias_app import texts as ui_texts
+    from kgbias_app.escape import md
+    from kgbias_core.embeddings.store import save_model
+    from tests.conftest import use_store
+
+    imported = replace(tiny_model, name="tiny-import", negatives=None,
+                       info={**tiny_model.info, "imported_from": "npy", "negatives": "none"})
+    save_model(imported, tmp_path / "store")
+    use_store(tmp_path / "store", monkeypatch, tmp_path)
+    app = page("validation").run()
+    app.selectbox(key="occupation").set_value("nurse").run()
+    assert not app.exception and not app.error
+    why = load_model(tmp_path / "store" / "tiny-import").retrain_refusal()
+    assert why is not None and "imported from npy" in why
+    shown = texts(app.caption)
+    assert shown.count(ui_texts.NO_RETRAIN_HERE.format(why=md(why))) == 2  # the check, then the calibration
+    labels = [b.label for b in app.button]
+    assert "Run the check" not in labels and not any("Calibrate" in label for label in labels)

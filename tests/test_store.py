@@ -303,3 +303,15 @@ def test_a_claim_of_another_process_refuses_and_a_dead_ones_is_recovered(tiny_mo
     save_model(tiny_model, tmp_path)  # the kernel released the dead holder's lock: the claim is recovered
     assert list_models(tmp_path) == [tiny_model.name]
     assert [p.name for p in tmp_path.iterdir()] == [tiny_model.name]
+
+
+def test_retrain_refusal_names_why_a_model_cannot_be_retrained_here(tiny_model) -> None:
+    """A model trained here can be retrained (None); an import (no frozen negatives) and a debiased model cannot, each
+    with the named error its frozen negatives raise, which the pages show instead of a retrain button."""
+    from kgbias_core.errors import DEBIASED_NO_RETRAIN, NO_NEGATIVES_IMPORTED
+
+    assert tiny_model.retrain_refusal() is None
+    imported = replace(tiny_model, name="imp", negatives=None, info={**tiny_model.info, "imported_from": "npy"})
+    assert imported.retrain_refusal() == NO_NEGATIVES_IMPORTED.format(model="imp", source="npy")
+    debiased = replace(tiny_model, name="proj", info={**tiny_model.info, "debias": {"method": "project"}})
+    assert debiased.retrain_refusal() == DEBIASED_NO_RETRAIN.format(model="proj", method="project")

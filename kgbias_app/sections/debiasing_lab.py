@@ -334,9 +334,13 @@ def run_picker(runs: list[ModelRef]) -> ModelRef:
 
 
 def removal_curve(model: ModelRef, occupation: str, row: pd.Series, *, spread: float | None,
-                  run_point: tuple[int, float] | None) -> None:
+                  run_point: tuple[int, float] | None, retrainable: bool = True) -> None:
     """Du Fig 4d-f: the k values, the button that retrains the curve as a job, and the curve once stored
-    (``run_point``: the selected run, when it removed triples of this occupation)."""
+    (``run_point``: the selected run, when it removed triples of this occupation). ``retrainable``: False for a
+    model no retrain can run on here (an import), which is told so, not offered the button."""
+    if not retrainable:
+        st.caption(texts.NO_CURVE_HERE)
+        return
     ks = links.multiselect("k values", CURVE_KS, default=CURVE_DEFAULT, key="lab_curve_ks", what="k")
     removal = tasks.removal_curve_task(model.path, occupation=occupation, ks=sorted(ks))
     if not jobs_ui.is_running(removal) and st.button(f"Compute the curve ({2 * len(ks)} retrains from scratch)",

@@ -66,6 +66,7 @@ ADD_CAPTION = "Target [{low}, {high}]: {source}. {chosen} dummies, of at most {c
 BUILD_BUTTON = "Build the plan"
 VERIFY_BUTTON = "Verify by retraining"
 VERIFY_HELP = "A masked retrain from the model's seed without the plan's triples, saved as a run of this model."
+VERIFY_NOT_HERE = "No verification by retraining: this model cannot be retrained here (the lab's edit above says why)."
 FEASIBLE = "The plan meets its bounds: {what}."
 INFEASIBLE = "No plan found within the bounds; shown is the closest plan: {what}."
 TARGET_CAPTION = "Target [{low}, {high}]: {source}. {chosen} of {candidates} candidate triples."
@@ -229,6 +230,9 @@ def _plan(model: ModelRef, analysis: ModelAnalysis, plan: Plan, *, noise: pd.Dat
 
 
 def _verify_button(model: ModelRef, plan: Plan) -> None:
+    if cache.analysis(model).model.retrain_refusal() is not None:  # an import: verifying retrains (the lab says why)
+        st.caption(VERIFY_NOT_HERE)
+        return
     task = verify_plan_task(base=model.path, plan=plan, device=cache.device())
     run = plan_run_dir(model.path, plan)
     if jobs_ui.is_running(task):

@@ -8,6 +8,7 @@ import streamlit as st
 
 from kgbias_app import cache, jobs_ui, texts
 from kgbias_app.cache import ModelRef
+from kgbias_app.escape import md
 from kgbias_app.widgets import (
     csv_name,
     download,
@@ -91,6 +92,10 @@ def calibration_section(model: ModelRef) -> None:
             st.dataframe(shown, hide_index=True)
             download(table, csv_name(model.name, "calibration"), key="calibration:csv",
                      label="Download the calibration runs (CSV)")
+    why = stored.retrain_refusal()  # an import: its 13 masked retrains would fail, so they are not offered
+    if why is not None:
+        st.caption(texts.NO_RETRAIN_HERE.format(why=md(why)))
+        return
     task = tasks.calibration_task(model.path)
     if jobs_ui.is_running(task):
         st.caption(CALIBRATION_RUNNING)

@@ -150,6 +150,16 @@ class StoredModel:
             raise MeasureError(NO_NEGATIVES_IMPORTED.format(model=self.name, source=self.info["imported_from"]))
         raise MeasureError(NO_NEGATIVES.format(model=self.name))
 
+    def retrain_refusal(self) -> str | None:
+        """Why no retrain of this model can run here (what-if, noise band, audit, calibration, curve: each needs
+        :attr:`frozen_negatives`), in words, or None: a model imported from another engine, a debiased one, a
+        model that is no TransE. Pages ask it before they offer or start a retrain."""
+        try:
+            self.frozen_negatives  # noqa: B018 -- its named error is the reason
+        except MeasureError as exc:
+            return str(exc)
+        return None
+
     @property
     def n_entities(self) -> int:
         return len(self.entity_labels)
