@@ -79,6 +79,8 @@ def test_an_imported_model_shows_approximate_influence_and_its_stability(tiny_mo
     app.selectbox(key="occupation").set_value("nurse").run()
     assert not app.exception
     assert f"Influence {APPROXIMATE}, seed 0" in texts(app.warning)
+    # the count the influence re-drew: this import's one (recorded before 2026-12-06), not a fixed "one"
+    assert "so 1 negative(s) per training triple were re-drawn" in texts(app.warning)
     expected = ModelAnalysis(imported).redraw_stability("nurse")
     assert metric(app, "Top-1% stability across 3 negative seeds") == f"ρ ≥ {expected.spearman_min:.2f}"
     assert (f"({expected.n_union} triples), for each pair of the negative seeds 0, 1, 2: lowest "

@@ -22,6 +22,7 @@ from kgbias_app.widgets import (
     unaudited_caption,
     with_person_links,
 )
+from kgbias_core.embeddings.objective import negatives_count
 from kgbias_core.errors import MeasureError
 from kgbias_core.readings import old_estimate_sentence, prediction_sentence
 from kgbias_core.tables import (
@@ -34,8 +35,8 @@ from kgbias_core.whatif.edits import remove_edit
 # Texts of this page alone (shared sentences stay in kgbias_app/texts.py).
 #: The badge beside influence computed from re-drawn negatives (a model kgbias did not train).
 APPROXIMATE_INFLUENCE = (
-    "Influence {label}: this model has no frozen negatives (it was trained elsewhere and imported), so one "
-    "negative per training triple was re-drawn, as kgbias's training draws them. Which triples lead, and their "
+    "Influence {label}: this model has no frozen negatives (it was trained elsewhere and imported), so {k} "
+    "negative(s) per training triple were re-drawn, as kgbias's training draws them. Which triples lead, and their "
     "δ_z, depend on that draw; the stability beside this says how much. Checked on a FB15k-237 model whose true "
     "negatives are known, re-drawn ones found about 6% of its true top 1% (README): read these triples as "
     "examples of what can move B_gr, not as the ones that do."
@@ -127,7 +128,8 @@ def negatives_badge(model: ModelRef, occupation: str) -> None:
     if negatives.exact:
         return
     badge, number = st.columns([3, 1])
-    badge.warning(APPROXIMATE_INFLUENCE.format(label=negatives.label), icon="⚠️")
+    k = negatives_count(negatives.negatives, analysis.model.triples.shape[0])  # the import's count (8 since 12-06)
+    badge.warning(APPROXIMATE_INFLUENCE.format(label=negatives.label, k=k), icon="⚠️")
     stability = cache.redraw_stability(model, occupation)
     number.metric(STABILITY_METRIC, f"ρ ≥ {texts.number(stability.spearman_min, 2)}")
     st.caption(STABILITY_CAPTION.format(
