@@ -221,6 +221,13 @@ def an_earlier_curve(base: Path, occupation: str):
     return fresh
 
 
+def imported_copy(model: StoredModel, name: str) -> StoredModel:
+    """``model`` as ``kgbias import`` stores one trained by another engine: named ``name``, no frozen negatives
+    (influence re-draws them from seed 0; the tests' models train with seed 3, so truly other ones), its engine in
+    its info."""
+    return replace(model, name=name, negatives=None, info={**model.info, "imported_from": "npy", "negatives": "none"})
+
+
 def use_store(store: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Point the app at ``store`` and at a data directory holding no graph (only the synthetic one)."""
     monkeypatch.setenv("KGBIAS_MODEL_DIR", str(store))

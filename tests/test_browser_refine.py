@@ -19,12 +19,21 @@ from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.influence.refit_prediction import REFIT_ESTIMATOR, refit_removal_prediction
 from kgbias_core.jobs import Progress
 from kgbias_core.whatif.edits import make_edit
-from tests.conftest import an_earlier_curve
+from tests.conftest import an_earlier_curve, imported_copy
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
 ]
+
+
+def _metrics(driver) -> dict[str, str]:
+    """Label -> value of every metric on the page, as a person reads them."""
+    from selenium.webdriver.common.by import By
+
+    return {m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text:
+            m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]').text
+            for m in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]')}
 
 
 def test_refine_a_removal_and_read_its_estimator(eight_model, tmp_path: Path) -> None:
@@ -53,9 +62,7 @@ def test_refine_a_removal_and_read_its_estimator(eight_model, tmp_path: Path) ->
         time.sleep(1.0)
         driver.save_screenshot(str(tmp_path / "refined.png"))
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
-        metrics = {m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text:
-                   m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]').text
-                   for m in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]')}
+        metrics = _metrics(driver)
         judged = driver.find_element(By.XPATH, '//*[starts-with(text(), "Refined before retraining: change")]').text
     analysis = ModelAnalysis(load_model(base))
     expected = refit_removal_prediction(analysis, "actor", torch.tensor(edit.removed),
@@ -91,9 +98,7 @@ def test_the_lab_names_the_prior_temperature_then_the_audits(tiny_model, tmp_pat
 
     def metrics_of(driver) -> dict[str, str] | bool:  # the page's metrics once the predicted change is among them
         try:
-            metrics = {m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text:
-                       m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]').text
-                       for m in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]')}
+            metrics = _metrics(driver)
         except StaleElementReferenceException:  # a rerun replaced the elements while they were read
             return False
         return metrics if ui_texts.PREDICTED_CHANGE in metrics else False
@@ -165,8 +170,6 @@ def test_refine_a_removal_of_an_l2_import_with_no_audit(eight_l2_model, tmp_path
     """An L2 model imported from another engine (negatives re-drawn), never audited: a person reads, under the step,
     that a retrain moves several times it and that the refined prediction is the one to ask for; one click shows the
     refined change (the core's figure) and its estimator, which names the re-drawn negatives and the prior scale."""
-    from dataclasses import replace
-
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -174,9 +177,7 @@ def test_refine_a_removal_of_an_l2_import_with_no_audit(eight_l2_model, tmp_path
     from kgbias_core.readings import UNAUDITED_EVIDENCE, UNAUDITED_RATIOS
 
     store = tmp_path / "store"
-    imported = replace(eight_l2_model, name="l2-import", negatives=None,
-                       info={**eight_l2_model.info, "imported_from": "npy", "negatives": "none"})
-    base = save_model(imported, store)
+    base = save_model(imported_copy(eight_l2_model, "l2-import"), store)
     low, high = UNAUDITED_RATIOS["imported l2"]
     evidence = UNAUDITED_EVIDENCE["imported l2"].format(low=f"{low:.2f}", high=f"{high:.2f}")
     env = os.environ | {"KGBIAS_MODEL_DIR": str(store), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
@@ -191,9 +192,7 @@ def test_refine_a_removal_of_an_l2_import_with_no_audit(eight_l2_model, tmp_path
         time.sleep(1.0)
         driver.save_screenshot(str(tmp_path / "refined-import.png"))
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
-        metrics = {m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricLabel"]').text:
-                   m.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]').text
-                   for m in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMetric"]')}
+        metrics = _metrics(driver)
         text = driver.find_element(*main).text
     analysis = ModelAnalysis(load_model(base))
     edit = make_edit(analysis, "actor", strategy="if", k=20)  # the lab's default edit

@@ -236,6 +236,22 @@ def test_lab_refines_a_removal_once_asked_with_its_estimator_and_interval(eight_
     assert not fresh.exception and judged in texts(fresh.caption)
 
 
+def _refined_as_the_page(base: Path, occupation: str, *, k: int, audited: bool = False, spread: float | None = None):
+    """(a fresh analysis of the model at ``base``, the refined prediction of its IF-REMOVE of ``k`` triples) as the
+    lab's page makes it, at the page's torch threads (the refit's float sums follow them): scaled by the model's
+    refit audit where ``audited`` (an import has none), widened by ``spread``."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(PAGE_TORCH_THREADS)
+    try:
+        analysis = ModelAnalysis(load_model(base))
+        edit = make_edit(analysis, occupation, strategy="if", k=k)
+        scale = tasks.refit_scale(base, analysis) if audited else 1.0
+        return analysis, refit_removal_prediction(analysis, occupation, torch.tensor(edit.removed), scale=scale,
+                                                  spread=spread)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_lab_refines_a_removal_on_an_l2_model_with_its_own_band(eight_l2_model, monkeypatch,
                                                                 tmp_path: Path) -> None:
     """Issue 25: on a model trained with L2 and eight negatives, once audited, the refined prediction is offered
@@ -254,16 +270,7 @@ def test_lab_refines_a_removal_on_an_l2_model_with_its_own_band(eight_l2_model, 
     app.number_input(key="lab_k").set_value(20).run()
     button(app, refined_section.REFINE_BUTTON).click().run()
     assert not app.exception
-    threads = torch.get_num_threads()
-    torch.set_num_threads(PAGE_TORCH_THREADS)
-    try:
-        analysis = ModelAnalysis(load_model(base))
-        edit = make_edit(analysis, "nurse", strategy="if", k=20)
-        expected = refit_removal_prediction(analysis, "nurse", torch.tensor(edit.removed),
-                                            scale=tasks.refit_scale(base, analysis),
-                                            spread=noise_spread(noise, "nurse"))
-    finally:
-        torch.set_num_threads(threads)
+    analysis, expected = _refined_as_the_page(base, "nurse", k=20, audited=True, spread=noise_spread(noise, "nurse"))
     groups = analysis.groups
     index = groups.index("nurse")
     f = refit_band_factor(int(min(groups.n_male[index], groups.n_female[index])), "l2")
@@ -282,17 +289,13 @@ def test_lab_refines_a_removal_on_an_l2_import_without_an_audit(eight_l2_model, 
     L2, the refined prediction is offered at once, no audit asked for, and shown as the core makes it: the import's
     prior scale and band, its words naming the re-drawn negatives and the prior; the step's caption says a retrain
     moved several times the step and points to it."""
-    from dataclasses import replace
-
     from kgbias_core.embeddings.store import save_model
     from kgbias_core.influence.refit_prediction import REFIT_REDRAWN_SCALES, refit_band_factor
     from kgbias_core.jobs import default_registry
     from kgbias_core.readings import model_unaudited_sentence
-    from tests.conftest import use_store
+    from tests.conftest import imported_copy, use_store
 
-    imported = replace(eight_l2_model, name="l2-import", negatives=None,
-                       info={**eight_l2_model.info, "imported_from": "npy", "negatives": "none"})
-    save_model(imported, tmp_path / "import")
+    save_model(imported_copy(eight_l2_model, "l2-import"), tmp_path / "import")
     base = use_store(tmp_path / "import", monkeypatch, tmp_path) / "l2-import"
     app = page("debiasing_lab").run()
     app.selectbox(key="lab_occupation").set_value("nurse").run()
@@ -313,14 +316,7 @@ def test_lab_refines_a_removal_on_an_l2_import_without_an_audit(eight_l2_model, 
     assert "no noise band (an import is not retrained here)" in shown
     button(app, refined_section.REFINE_BUTTON).click().run()
     assert not app.exception
-    threads = torch.get_num_threads()
-    torch.set_num_threads(PAGE_TORCH_THREADS)
-    try:
-        analysis = ModelAnalysis(load_model(base))
-        edit = make_edit(analysis, "nurse", strategy="if", k=20)
-        expected = refit_removal_prediction(analysis, "nurse", torch.tensor(edit.removed))
-    finally:
-        torch.set_num_threads(threads)
+    analysis, expected = _refined_as_the_page(base, "nurse", k=20)
     groups = analysis.groups
     index = groups.index("nurse")
     f = refit_band_factor(int(min(groups.n_male[index], groups.n_female[index])), "l2", redrawn=True)

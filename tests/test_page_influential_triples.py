@@ -19,7 +19,7 @@ from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
 from kgbias_core.influence.negatives import APPROXIMATE, IMPORT_NEGATIVES
 from kgbias_core.influence.prediction import DISTANCE_NOTES, ESTIMATOR, PRIOR_ESTIMATOR, REDRAWN, predict_removal
 from kgbias_core.readings import fmt, prediction_sentence, unaudited_sentence
-from tests.conftest import NO_WOMEN, TINY_GRAPH, TINY_TRAINING, button, metric, page, texts, use_store
+from tests.conftest import NO_WOMEN, TINY_GRAPH, TINY_TRAINING, button, imported_copy, metric, page, texts, use_store
 
 
 def test_influential_triples_and_the_removal_basket(app_store: Path) -> None:
@@ -71,8 +71,7 @@ def test_an_imported_model_shows_approximate_influence_and_its_stability(tiny_mo
                                                                           tmp_path: Path) -> None:
     """A model without frozen negatives: the page re-draws them (seed 0), says so beside the tables, and shows
     the top-1% stability across seeds 0, 1, 2 as the core computes it."""
-    imported = replace(tiny_model, name="tiny-imported", negatives=None,
-                       info={**tiny_model.info, "imported_from": "npy", "negatives": "none"})
+    imported = imported_copy(tiny_model, "tiny-imported")
     save_model(imported, tmp_path / "imported-store")
     use_store(tmp_path / "imported-store", monkeypatch, tmp_path)
     app = page("influential_triples").run()

@@ -48,16 +48,12 @@ def test_validation_no_women_and_census_without_pairing(app_store: Path) -> None
 def test_validation_offers_no_retrain_of_an_import(tiny_model, monkeypatch, tmp_path: Path) -> None:
     """A model imported from another engine cannot be retrained here: the influence check and the calibration (each
     masked retrains) are not offered; one line says why, naming the import, and nothing fails."""
-    from dataclasses import replace
-
     from kgbias_app import texts as ui_texts
     from kgbias_app.escape import md
     from kgbias_core.embeddings.store import save_model
-    from tests.conftest import use_store
+    from tests.conftest import imported_copy, use_store
 
-    imported = replace(tiny_model, name="tiny-import", negatives=None,
-                       info={**tiny_model.info, "imported_from": "npy", "negatives": "none"})
-    save_model(imported, tmp_path / "store")
+    save_model(imported_copy(tiny_model, "tiny-import"), tmp_path / "store")
     use_store(tmp_path / "store", monkeypatch, tmp_path)
     app = page("validation").run()
     app.selectbox(key="occupation").set_value("nurse").run()

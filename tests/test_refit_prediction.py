@@ -29,6 +29,7 @@ from kgbias_core.influence.retraining_check import removal_set
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks import prediction_audit
 from kgbias_core.whatif.step_ratio import PREDICTION_AUDIT
+from tests.conftest import imported_copy
 
 
 def _edit(analysis: ModelAnalysis, occupation: str = "actor", k: int = 30):
@@ -232,10 +233,8 @@ def test_the_refined_prediction_covers_masked_retrains_of_an_eight_negative_mode
 
 
 def _imported(model):
-    """``model`` as kgbias import stores one from another engine: no frozen negatives (influence re-draws
-    IMPORT_NEGATIVES a triple from seed 0, not the training's seed 3), the engine's name in its info."""
-    return replace(model, name=f"{model.name}-imported", negatives=None,
-                   info={**model.info, "imported_from": "npy", "negatives": "none"})
+    """``model`` as kgbias import stores one from another engine (IMPORT_NEGATIVES re-drawn a triple)."""
+    return imported_copy(model, f"{model.name}-imported")
 
 
 def test_the_refit_is_offered_on_imports_of_l2_with_eight_redrawn_negatives(eight_model, eight_l2_model,
