@@ -61,8 +61,9 @@ that scale (median half-width 1.07; 88% with each occupation held out; FB15k-237
 either synthetic graph alone holds 25 of FB15k-237's 27). Every sign was right on FB15k-237 and 96% on the synthetic
 graphs (experiments/whatif_accuracy/local_refit.py --as-imported; docs/results/whatif.md). Imports of L1 keep their
 step, whose band holds 96% of their synthetic proxies' sets at 1.07, where the refit's needed 1.24 (2026-12-06);
-imports of squared L2 too: on their synthetic proxies the refit's band held 90% at 1.37, the step's 86% at 1.85, and
-no real graph has measured it.
+imports of squared L2 too: on their synthetic proxies the refit's band held 90% at 1.37, the step's 86% at 1.85, but
+the level differs by graph (retrained / refined a median 0.74 there, 2.0 on FB15k-237 predicted as an import), so no
+prior scale holds.
 """
 
 from __future__ import annotations

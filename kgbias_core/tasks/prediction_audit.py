@@ -284,17 +284,18 @@ def refit_not_offered(model_dir: Path | str, analysis: ModelAnalysis, occupation
     """Why the refined prediction of ``occupation`` is not offered on the model at ``model_dir``, in words, or None
     where it is: the model's reason (:func:`~kgbias_core.influence.refit_prediction.refit_refusal`), or
     :data:`NO_REFIT_AUDIT` before its removal audit, which gives the scale (an import, which has none, is offered
-    its refit unscaled). The lab, the basket, ``debias`` and the
+    its refit at its prior scale). The lab, the basket, ``debias`` and the
     report decide the same way."""
     why = refit_refusal(analysis, occupation)
     if why is None and analysis.negatives.exact and saved_prediction_audit(model_dir) is None:
-        return NO_REFIT_AUDIT  # an import has no audit to wait for: its refined prediction is unscaled
+        return NO_REFIT_AUDIT  # an import has no audit to wait for: its refined prediction takes a prior scale
     return why
 
 
 def refit_offer(model_dir: Path | str, analysis: ModelAnalysis, occupation: str) -> tuple[float | None, str | None]:
     """(the refined prediction's scale, None) where it is given on ``occupation`` (:func:`refit_scale`: its refit
-    audit made first where missing, seconds; 1 on an import, which no retrain here can audit), else (None, why
+    audit made first where missing, seconds; 1 on an import, which no retrain here can audit: its prior scale is
+    applied by :func:`~kgbias_core.influence.refit_prediction.refit_removal_prediction`), else (None, why
     not): :func:`refit_not_offered`, or the rows B_gr reads not at their optimum
     (:func:`~kgbias_core.influence.refit_prediction.drift_refusal`: the occupation's unedited refit, seconds, which
     its prediction then shares)."""
@@ -304,7 +305,7 @@ def refit_offer(model_dir: Path | str, analysis: ModelAnalysis, occupation: str)
     why = drift_refusal(analysis, occupation)  # the occupation's unedited refit, which its prediction reads anyway
     if why is not None:
         return None, why
-    if not analysis.negatives.exact:  # an import: no retrain here can audit it, so the refit as computed
+    if not analysis.negatives.exact:  # an import: no audit; refit_removal_prediction applies its prior scale
         return 1.0, None
     try:
         return refit_scale(model_dir, analysis), None
