@@ -36,13 +36,14 @@ FILES = {
     "pseudo_huber": ("fb15k237_ph_whatif.csv",),
     # L1 with eight negatives: FB13's influence-check sets and FB15k-237's (those and the bench's eight occupations)
     "l1": ("local_refit_step_fb13_l1_k8.csv", "local_refit_step_fb15k237_l1_k8.csv"),
-    # imports: the synthetic graphs of seeds 7 and 11 predicted as imports of each distance (eight re-drawn)
-    **{f"imported {d}": tuple(f"local_refit_read_synthetic_{seed}k8_e100_{d}_imported8.csv" for seed in ("", "seed11_"))
-       for d in ("squared_l2", "l1")},
-    # squared L2 on a real graph too: FB15k-237's default predicted as an import (2026-12-07)
+    # imports: the synthetic graphs of seeds 7 and 11 predicted as imports of each distance (eight re-drawn), and
+    # FB15k-237 predicted as an import (2026-12-07)
     "imported squared_l2": ("local_refit_read_synthetic_k8_e100_squared_l2_imported8.csv",
                             "local_refit_read_synthetic_seed11_k8_e100_squared_l2_imported8.csv",
                             "local_refit_read_fb15k237_k8_imported8.csv"),
+    "imported l1": ("local_refit_read_synthetic_k8_e100_l1_imported8.csv",
+                    "local_refit_read_synthetic_seed11_k8_e100_l1_imported8.csv",
+                    "local_refit_step_fb15k237_l1_k8_imported8.csv"),
     # L2 since its step of 2026-12-07: the same graphs' sets and FB15k-237's, predicted with today's step
     "imported l2": ("local_refit_read_synthetic_k8_e100_l2_lab_imported8.csv",
                     "local_refit_read_synthetic_seed11_k8_e100_l2_lab_imported8.csv",
