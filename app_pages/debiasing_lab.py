@@ -9,7 +9,6 @@ from kgbias_app.sections import debiasing_lab as section
 from kgbias_app.sections import plan as plan_section
 from kgbias_app.sections import refined_prediction as refined_section
 from kgbias_core import tasks
-from kgbias_core.jobs import Priority
 from kgbias_core.whatif.runs import noise_spread, random_baseline
 
 model = sidebar.page_header("Debiasing lab")
@@ -43,34 +42,18 @@ with widgets.errors_shown():
 jobs_ui.progress_panel(jobs_ui.session_tasks("lab"), heading=texts.JOBS_OF_SESSION)
 
 st.subheader("Noise band, audit and calibration")
-background: list = []
 spread = noise_spread(noise, occupation)
-if unretrainable is not None:
-    st.caption(texts.NO_RETRAINS_BELOW)
-else:
-    with widgets.errors_shown():
-        # Computed by default, once per model: every comparison below is read against it.
-        jobs_ui.stored_per_model([model], title=texts.NOISE_BAND_JOB, load=lambda m: noise,
-                                 task=lambda m: tasks.noise_band_task(m.path), pending=background,
-                                 priority=Priority.BACKGROUND,
-                                 estimate=lambda m: tasks.model_retrain_seconds(m.path,
-                                                                                retrains=len(tasks.NOISE_SEEDS)))
-    if noise is not None:
-        st.caption(texts.NOISE_BAND.format(name=md(row["name"]), seeds=", ".join(map(str, tasks.NOISE_SEEDS)),
-                                           spread=texts.fmt(spread)))
-    else:
-        st.info(texts.NOISE_BAND_PENDING)
-    section.audit_and_calibration(model, analysis, background)
-    jobs_ui.progress_panel(background, key="background")
+section.noise_and_audits(model, analysis, noise=noise, name=row["name"], spread=spread, unretrainable=unretrainable)
 
 st.subheader("Runs of this model")
 with widgets.errors_shown():
     runs, stale = cache.whatif_runs(model)
     if stale:
         st.warning(md_format(texts.STALE_RUNS, n=len(stale), model=model.name, names=", ".join(stale)))
-    if not runs:
-        (st.caption if unretrainable is not None else st.info)(
-            texts.NO_RUNS_HERE if unretrainable is not None else texts.NO_RUNS)
+    if not runs and unretrainable is not None:
+        st.caption(texts.NO_RUNS_HERE)
+    elif not runs:
+        st.info(texts.NO_RUNS)
     else:
         run = section.run_picker(runs)
         edited = cache.config(run)["edit"]

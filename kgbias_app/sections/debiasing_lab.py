@@ -14,6 +14,7 @@ from kgbias_app.escape import md, md_format
 from kgbias_app.sections.refined_prediction import refined_prediction
 from kgbias_app.widgets import (
     basket,
+    errors_shown,
     min_group_size,
     occupation_name,
     offered_prediction,
@@ -238,6 +239,31 @@ def offer_job(task, background: list, *, label: str, help: str, seconds: float |
     elif st.button(texts.with_estimate(label, seconds), help=help):
         jobs_ui.submit(job, task, group="lab", priority=Priority.BACKGROUND, estimate=seconds)
         st.rerun()
+
+
+def noise_and_audits(model: ModelRef, analysis: ModelAnalysis, *, noise: pd.DataFrame | None, name: str,
+                     spread: float | None, unretrainable: str | None) -> None:
+    """The noise band (started by default, once per model: every comparison below is read against it), the
+    occupation ``name``'s ``spread`` in it, and the audits and calibration (:func:`audit_and_calibration`), with the
+    panel of their jobs; on a model no retrain can run on here (``unretrainable``: why), one line instead, and no
+    job started."""
+    if unretrainable is not None:
+        st.caption(texts.NO_RETRAINS_BELOW)
+        return
+    background: list = []
+    with errors_shown():
+        jobs_ui.stored_per_model([model], title=texts.NOISE_BAND_JOB, load=lambda m: noise,
+                                 task=lambda m: tasks.noise_band_task(m.path), pending=background,
+                                 priority=Priority.BACKGROUND,
+                                 estimate=lambda m: tasks.model_retrain_seconds(m.path,
+                                                                                retrains=len(tasks.NOISE_SEEDS)))
+    if noise is not None:
+        st.caption(texts.NOISE_BAND.format(name=md(name), seeds=", ".join(map(str, tasks.NOISE_SEEDS)),
+                                           spread=texts.fmt(spread)))
+    else:
+        st.info(texts.NOISE_BAND_PENDING)
+    audit_and_calibration(model, analysis, background)
+    jobs_ui.progress_panel(background, key="background")
 
 
 def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: list) -> None:
