@@ -18,6 +18,9 @@ then of a second removal of the same occupation (2k triples), which shares the f
 else of that occupation is computed (its own step, its own unedited half: what a refined what-if costs as an
 occupation's first); the first one of the process also pays PyTorch's one-time import of ``torch._dynamo`` (about
 1 s), which any optimizer's first step makes, and says so.
+``--warm`` first does what the dashboard does before a page asks: ``torch._dynamo``'s import at launch
+(:mod:`kgbias_app.launch`) and :meth:`~kgbias_core.analysis.ModelAnalysis.warm_up` when the model opens (the
+influence context, then |H|), timed apart, so the lines after it are what a person waits for in the lab.
 ``--temperature T`` predicts each removal as the lab does once the model's audit has set the hinge's temperature T
 (:mod:`kgbias_core.influence.hinge_curvature`; squared L2): H_T is built once, timed apart, then each prediction.
 """
@@ -25,6 +28,7 @@ occupation's first); the first one of the process also pays PyTorch's one-time i
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import resource
 import sys
@@ -53,6 +57,9 @@ def main() -> None:
     parser.add_argument("--refined-first", action="store_true",
                         help="start each occupation with a refined prediction of k / 2 triples (nothing shared)")
     parser.add_argument("--temperature", type=float, help="predict removals with the hinge's curvature at this T")
+    parser.add_argument("--warm", action="store_true",
+                        help="first do what the app does when a model opens (torch._dynamo's import at launch, then "
+                             "ModelAnalysis.warm_up: the influence context and |H|), timed apart")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
@@ -94,6 +101,13 @@ def main() -> None:
 
     prediction.absolute_curvature_hvp = timed_build
     analysis_module.absolute_curvature_hvp = timed_build  # squared L2's memo builds it from there
+    if args.warm:  # what the app does when a model opens, before a page asks for anything
+        t0 = clock()
+        importlib.import_module("torch._dynamo")  # at launch (kgbias_app.launch.PRELOAD): an optimizer's step needs it
+        t1 = clock()
+        analysis.warm_up().join()
+        print(f"the app's warm-up: torch._dynamo imported in {t1 - t0:.1f} s (at launch), then in the background "
+              f"the influence context and |H| in {clock() - t1:.1f} s (|H| {built[0]:.1f} s of it)")
     if args.temperature is not None:  # H_T, once per analysis and T (the lab's memo), on |H| built first
         t0 = clock()
         analysis.hinge_hvp(args.temperature)

@@ -45,6 +45,11 @@ from kgbias_core.types import BoolTensor, FloatTensor, LongTensor
 
 T = TypeVar("T")
 
+#: The most margin pairs (triples x negatives per triple) whose |H| :meth:`ModelAnalysis.warm_up` builds unasked.
+#: Its size grows with the pairs (FB15k-237 with L2 and eight negatives, 2.2M pairs: 184 MiB, 2.5 s at one thread;
+#: FB13 with eight, 2.5M); a graph of 20M triples would hold gigabytes for a lab page that may never be opened.
+WARM_CURVATURE_PAIRS = 4_000_000
+
 
 class _Memo:
     """Values computed once per key, even when threads race for one (the warm-up thread, pages).
@@ -82,12 +87,21 @@ class ModelAnalysis:
         self._memo = _Memo()
 
     def warm_up(self) -> threading.Thread | None:
-        """Precompute the influence context in a background thread, so the first influence query is fast."""
+        """Precompute the influence context in a background thread, so the first influence query is fast; then,
+        below :data:`WARM_CURVATURE_PAIRS` margin pairs, the what-if predictions' |H| (:attr:`absolute_hvp`), so
+        the lab's first prediction does not build it either (FB15k-237 with L2 and eight negatives: 2.5 s of the
+        first step's 8.5 s at one thread; docs/results/speed.md)."""
         if self.model.config.model != "transe":
             return None
         if self.model.info.get("debias"):  # its influence is refused (DEBIASED_NO_RETRAIN): nothing to warm up
             return None
-        thread = threading.Thread(target=lambda: self.context, name="kgbias-warm-up", daemon=True)
+
+        def warm() -> None:
+            self.context  # noqa: B018 -- memoised on first read
+            if self.negatives.negatives.shape[0] <= WARM_CURVATURE_PAIRS:
+                self.absolute_hvp  # noqa: B018
+
+        thread = threading.Thread(target=warm, name="kgbias-warm-up", daemon=True)
         thread.start()
         return thread
 

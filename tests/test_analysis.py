@@ -37,6 +37,28 @@ def test_warm_up_computes_the_influence_context_once(tiny_model, monkeypatch) ->
     assert context.groups is analysis.groups  # the context shares the analysis's groups
 
 
+def test_warm_up_builds_the_whatif_curvature_once_and_the_prediction_uses_it(tiny_model, monkeypatch) -> None:
+    from kgbias_core.influence.prediction import predict_removal
+
+    calls = counting(monkeypatch, "absolute_curvature_hvp")
+    analysis = ModelAnalysis(tiny_model)
+    analysis.warm_up().join()
+    assert len(calls) == 1
+    groups = analysis.groups
+    index = int(torch.argmax(torch.minimum(groups.n_male, groups.n_female)))
+    removed = torch.topk(analysis.influence(groups.labels[index]).abs(), 5).indices
+    prediction = predict_removal(analysis, groups.labels[index], removed)
+    assert len(calls) == 1 and prediction.point != 0.0  # the lab's step read the warmed |H|
+
+
+def test_warm_up_leaves_the_curvature_of_a_large_graph_unbuilt(tiny_model, monkeypatch) -> None:
+    calls = counting(monkeypatch, "absolute_curvature_hvp")
+    monkeypatch.setattr(analysis_module, "WARM_CURVATURE_PAIRS", tiny_model.triples.shape[0] - 1)
+    analysis = ModelAnalysis(tiny_model)
+    analysis.warm_up().join()
+    assert calls == [] and "context" in analysis._memo._values
+
+
 def test_racing_threads_compute_each_tensor_once(tiny_model, monkeypatch) -> None:
     calls = {name: counting(monkeypatch, name) for name in ("occupation_groups", "influence_context",
                                                              "triple_influence", "fisher_person_changes")}

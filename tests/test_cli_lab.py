@@ -157,6 +157,52 @@ def test_debias_errors_are_one_line(base: Path, tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "x").exists()  # nothing saved by a failed command
 
 
+def test_debias_predict_only_prints_the_prediction_and_retrains_nothing(base: Path, tmp_path: Path, capsys) -> None:
+    """Seconds, no retrain: the same prediction line as the retrained what-if's, B_gr before, no verdict, nothing
+    saved."""
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.commands.debias import NOT_RETRAINED
+    from kgbias_core.whatif.edits import make_edit, predict_edit
+
+    assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "5", "--predict-only"]) == 0
+    captured = capsys.readouterr()
+    analysis = ModelAnalysis(load_model(base))
+    assert f"B_gr before {float(analysis.group_bias('nurse')):+.4f} (" in captured.out and NOT_RETRAINED in captured.out
+    line = next(x for x in captured.out.splitlines() if x.startswith("predicted change "))
+    expected = predict_edit(analysis, make_edit(analysis, "nurse", strategy="if", k=5), temperature=1.0, prior=True)
+    assert float(re.match(r"predicted change (\S+) ", line).group(1)) == pytest.approx(expected.point, abs=1e-4)
+    assert "epoch" not in captured.err and "saved" not in captured.out and "inside" not in captured.out
+    assert main(["debias", "--model", str(base), "--occupation", "nurse", "--remove-k", "5"]) == 2  # no --out
+    from kgbias_core.commands.debias import DEBIAS_NEEDS_OUT
+
+    assert capsys.readouterr().err.splitlines() == [f"error: {DEBIAS_NEEDS_OUT}"]
+
+
+def test_debias_on_an_import_refuses_the_retrain_at_once_and_predicts_only(base: Path, tmp_path: Path,
+                                                                          capsys) -> None:
+    """An import is not retrained here: one line naming why and the way to its prediction, before anything is
+    computed or printed; --predict-only gives the step with re-drawn negatives, named."""
+    from kgbias_core.commands.debias import PREDICT_ONLY_HINT
+    from kgbias_core.errors import NO_NEGATIVES_IMPORTED
+    from kgbias_core.influence.prediction import REDRAWN
+
+    from .conftest import imported_copy
+
+    imported = save_model(imported_copy(load_model(base), "imported"), tmp_path)
+    out = tmp_path / "whatif"
+    assert main(["debias", "--model", str(imported), "--occupation", "nurse", "--remove-k", "5",
+                 "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not out.exists()
+    assert captured.err.splitlines() == [
+        f"error: {NO_NEGATIVES_IMPORTED.format(model='imported', source='npy')}; {PREDICT_ONLY_HINT}"]
+    assert main(["debias", "--model", str(imported), "--occupation", "nurse", "--remove-k", "5", "--refined",
+                 "--predict-only"]) == 0
+    printed = capsys.readouterr().out
+    line = next(x for x in printed.splitlines() if x.startswith("predicted change "))
+    assert REDRAWN in line and "refined prediction: none (" in printed  # one negative: no refined prediction
+
+
 def test_validate_influence_writes_the_runs(tiny_store: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "acc.csv"  # the converged tiny model: the 6-epoch one is too far from an optimum
     assert main(["validate", "influence", "--model", str(tiny_store / "tiny-transe"), "--occupation", "nurse",

@@ -16,6 +16,11 @@ from kgbias_core.commands.common import (
 )
 from kgbias_core.errors import DataError
 
+DEBIAS_NEEDS_OUT = "debias needs --out, the what-if model's directory (or --predict-only: no retrain, nothing saved)"
+#: After an imported model's refusal to retrain (its NO_NEGATIVES_IMPORTED line).
+PREDICT_ONLY_HINT = "kgbias debias --predict-only gives this what-if's prediction without a retrain"
+NOT_RETRAINED = "not retrained (--predict-only): the retrained change is not known"
+
 
 def _read_indices(path: str) -> list[int]:
     """Training-triple indices from a file: integers separated by white space or commas, # comments."""
@@ -50,8 +55,14 @@ def _debias(args: argparse.Namespace) -> None:
     )
     from kgbias_core.whatif.step_ratio import model_edit_calibration, model_step_ratio, use_for
 
-    check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
+    if not args.predict_only:
+        if args.out is None:
+            raise DataError(DEBIAS_NEEDS_OUT)
+        check_retrains(args.model, what="debias (a full retrain)", retrains=1)  # before the model is even read
     analysis = ModelAnalysis(load_model(args.model, device=args.device))
+    refusal = analysis.model.retrain_refusal()
+    if refusal is not None and not args.predict_only and analysis.model.info.get("imported_from"):
+        raise DataError(f"{refusal}; {PREDICT_ONLY_HINT}")  # before anything is computed or printed
     occupation = args.occupation
     strategy = "add" if args.add else args.strategy if args.remove_k is not None else "basket"
     indices = _read_indices(args.remove_indices) if strategy == "basket" else ()
@@ -73,6 +84,10 @@ def _debias(args: argparse.Namespace) -> None:
         old = analysis.predicted_removal(occupation, torch.tensor(edit.removed, dtype=torch.long))
     refined, unrefined = (_refined(analysis, args.model, edit, spread) if args.refined and edit.kind == "remove"
                           else (None, None))
+    if args.predict_only:
+        _predicted_only(analysis, edit, prediction=prediction, unpredicted=None if prediction else unpredicted,
+                        refined=refined, unrefined=unrefined, old=old, audited=ratio is not None)
+        return
     task = whatif_task(base=Path(args.model), edit=edit, out=Path(args.out), overwrite=args.force,
                        device=args.device)
     path = task.run(PrintedProgress())
@@ -100,13 +115,41 @@ def _debias(args: argparse.Namespace) -> None:
         print(old_estimate_sentence(old, digits=4))
 
 
+def _predicted_only(analysis, edit, *, prediction, unpredicted: str | None, refined, unrefined: str | None, old,
+                    audited: bool) -> None:
+    """``--predict-only``: B_gr before and each prediction of ``edit`` with its estimator and interval, the same lines
+    as after a retrain without the retrained change (nothing is trained or saved)."""
+    from kgbias_core.readings import model_unaudited_sentence, old_estimate_sentence
+
+    index = analysis.groups.index(edit.occupation)
+    print(f"B_gr before {float(analysis.group_bias(edit.occupation)):+.4f} ({analysis.groups.names[index]}, "
+          f"{edit.strategy}); {NOT_RETRAINED}")
+    if prediction is None:
+        print(f"predicted change: none ({unpredicted})")
+    else:
+        _prediction_line("predicted", prediction)
+        if not audited and edit.kind == "remove":
+            print(model_unaudited_sentence(analysis.model))
+    if refined is not None:
+        _prediction_line("refined", refined)
+    elif unrefined is not None:
+        print(f"refined prediction: none ({unrefined})")
+    if old is not None:
+        print(old_estimate_sentence(old, digits=4))
+
+
+def _prediction_line(what: str, prediction) -> None:
+    """A prediction's line: point, interval, estimator, noise floor."""
+    print(f"{what} change {prediction.point:+.4f} [{prediction.low:+.4f}, {prediction.high:+.4f}] "
+          f"(estimator: {prediction.estimator}"
+          + (f"; noise floor ±{prediction.floor:.4f})" if prediction.floor else "; no noise band yet)"))
+
+
 def _judged(what: str, prediction, retrained: float, *, kind: str) -> None:
     """A prediction's line (point, interval, estimator, noise floor) and the retrained change judged against it."""
     from kgbias_core.readings import verdict_sentence
 
-    print(f"{what} change {prediction.point:+.4f} [{prediction.low:+.4f}, {prediction.high:+.4f}] "
-          f"(estimator: {prediction.estimator}"
-          + (f"; noise floor ±{prediction.floor:.4f})" if prediction.floor else "; no noise band yet)"))
+    _prediction_line(what, prediction)
     print(verdict_sentence(prediction, retrained, kind=kind, what=what, digits=4))
 
 
@@ -145,7 +188,8 @@ def _compare_debiasing(args: argparse.Namespace) -> None:
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add debias, debias-embedding, compare-debiasing to the command line."""
-    debias = commands.add_parser("debias", help="Du's Add / IF-REMOVE / Random-REMOVE what-if, retrained and saved")
+    debias = commands.add_parser("debias", help="Du's Add / IF-REMOVE / Random-REMOVE what-if, retrained and saved "
+                                 "(--predict-only: predicted alone)")
     debias.add_argument("--model", required=True, help="base model directory (only read)")
     debias.add_argument("--occupation", required=True, help="occupation label or readable name")
     edit = debias.add_mutually_exclusive_group(required=True)
@@ -161,7 +205,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     debias.add_argument("--refined", action="store_true",
                         help="removals: also the refined prediction (the rows B_gr reads refitted after the step; "
                              "models of eight negatives, after their prediction audit), judged against the retrain")
-    debias.add_argument("--out", required=True, help="model directory of the what-if (never the --model)")
+    debias.add_argument("--predict-only", action="store_true",
+                        help="print the predictions (step, --refined, the closed form) and retrain nothing: seconds, "
+                             "and the what-if of a model imported from another engine, which is not retrained here")
+    debias.add_argument("--out", help="model directory of the what-if (never the --model); needed unless "
+                                      "--predict-only")
     debias.add_argument("--force", action="store_true", help="replace a what-if already at --out")
     debias.set_defaults(handler=_debias)
 
