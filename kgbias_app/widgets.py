@@ -249,8 +249,8 @@ BASKET_KEY = "removal_basket"
 
 def unaudited_caption(model: ModelRef) -> None:
     """Under a removal's prediction (the lab and the basket) while no retrain of the model has been compared with a
-    prediction: the step is shown as computed, and what kgbias's retrains say of its size on models of this kind
-    (:func:`~kgbias_core.readings.unaudited_sentence`)."""
+    prediction: the step is shown as computed (an L1 import's at its prior scale), and what kgbias's retrains say of
+    its size on models of this kind (:func:`~kgbias_core.readings.unaudited_sentence`)."""
     if cache.step_ratio(model) is not None:
         return
     st.caption(texts.model_unaudited_sentence(cache.analysis(model).model))  # our words

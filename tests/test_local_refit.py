@@ -511,12 +511,12 @@ def test_the_experiment_predicts_random_sets_only_when_asked(tiny_store, tmp_pat
 def test_the_experiment_predicts_an_import_as_the_lab_does(tiny_model, monkeypatch) -> None:
     """local_refit.py --as-imported: the model without its negatives, re-drawing K a triple as an import does; its
     step column is the lab's point on that import (predict_removal with the re-drawn negatives). --bands
-    --as-imported judges the points unscaled by the import's band of the distance (REDRAWN_BANDS), and
-    distance_bands.py keeps that graph's fit and lab rows."""
+    --as-imported judges the points at the import's prior scale of the distance (REDRAWN_SCALES, 1 where none) by
+    its band (REDRAWN_BANDS), and distance_bands.py keeps that graph's fit and lab rows."""
     import numpy as np
     import pandas as pd
 
-    from kgbias_core.influence.prediction import REDRAWN_BANDS, predict_removal
+    from kgbias_core.influence.prediction import REDRAWN_BANDS, REDRAWN_SCALES, predict_removal
 
     monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
     script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_imported")
@@ -537,11 +537,13 @@ def test_the_experiment_predicts_an_import_as_the_lab_does(tiny_model, monkeypat
     frame = script.band_frame({"g": script.with_audit(rows)}, pd.DataFrame(columns=["occupation", "kind", "share"]),
                               0.9, lab=True, distance="l1", unscaled=True)
     shown = frame[frame["evaluation"] == "lab band -> g"].iloc[0]
-    assert (shown["a"], shown["b"]) == REDRAWN_BANDS["l1"] and float(shown["audit_ratio"]) == 1.0
+    prior = REDRAWN_SCALES["l1"]  # L1's step on an import takes a prior scale (2026-12-07)
+    assert (shown["a"], shown["b"]) == REDRAWN_BANDS["l1"] and float(shown["audit_ratio"]) == prior != 1.0
     judged = rows[~script.with_audit(rows)["in_audit"]]
     f = REDRAWN_BANDS["l1"][0] + REDRAWN_BANDS["l1"][1] / np.sqrt(np.minimum(judged["men"], judged["women"]))
-    inside = (judged["actual"] >= np.minimum(judged["newton"] / f, judged["newton"] * f)) & (
-        judged["actual"] <= np.maximum(judged["newton"] / f, judged["newton"] * f))
+    point = judged["newton"] * prior
+    inside = (judged["actual"] >= np.minimum(point / f, point * f)) & (
+        judged["actual"] <= np.maximum(point / f, point * f))
     assert shown["coverage"] == pytest.approx(inside.mean())
     bands = load_script("experiments/whatif_accuracy/distance_bands.py", "distance_bands_script")
     kept = bands.distance_table({"imported L1": frame})

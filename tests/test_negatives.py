@@ -230,7 +230,10 @@ def test_a_whatif_on_an_imported_model_is_still_refused(exported, tmp_path: Path
                  "--out", str(tmp_path / "whatif")])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
-    assert err.strip().splitlines()[-1] == "error: " + NO_NEGATIVES_IMPORTED.format(model="imported", source="npy")
+    from kgbias_core.commands.debias import PREDICT_ONLY_HINT
+
+    assert err.strip().splitlines() == [  # at once, one line: why, and the way to the prediction
+        f"error: {NO_NEGATIVES_IMPORTED.format(model='imported', source='npy')}; {PREDICT_ONLY_HINT}"]
     assert not (tmp_path / "whatif").exists()
 
 

@@ -327,6 +327,43 @@ def test_lab_refines_a_removal_on_an_l2_import_without_an_audit(eight_l2_model, 
     assert "negatives re-drawn" in expected.estimator and f"x {REFIT_REDRAWN_SCALES['l2']:.2f} (a prior" in shown
 
 
+def test_lab_predicts_an_l1_import_at_its_prior_scale_and_says_so(tiny_graph, monkeypatch, tmp_path: Path) -> None:
+    """Issue 25: an L1 model imported from another engine (eight negatives re-drawn, no audit possible) gets the step
+    times the prior scale of L1 imports (REDRAWN_SCALES), its interval the imports' L1 band around that point, its
+    estimator naming the prior, and the caption saying the step was multiplied by it."""
+    from dataclasses import replace
+
+    from kgbias_core.embeddings.store import save_model
+    from kgbias_core.embeddings.training import train_model
+    from kgbias_core.influence.prediction import REDRAWN_BANDS, REDRAWN_SCALES
+    from kgbias_core.readings import model_unaudited_sentence
+    from tests.conftest import TINY_TRAINING, imported_copy, use_store
+
+    model = train_model(tiny_graph, replace(TINY_TRAINING, negatives_per_triple=8, distance="l1"), name="l1",
+                        device=torch.device("cpu"))
+    save_model(imported_copy(model, "l1-import"), tmp_path / "import")
+    base = use_store(tmp_path / "import", monkeypatch, tmp_path) / "l1-import"
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(10).run()
+    assert not app.exception
+    analysis = ModelAnalysis(load_model(base))
+    edit = make_edit(analysis, "nurse", strategy="if", k=10)
+    expected = predict_edit(analysis, edit)
+    prior = REDRAWN_SCALES["l1"]
+    assert expected.point == pytest.approx(predict_edit(analysis, edit, scale=prior).point)
+    assert metric(app, "Predicted change of B_gr") == ui_texts.fmt(expected.point)
+    groups = analysis.groups
+    index = groups.index("nurse")
+    a, b = REDRAWN_BANDS["l1"]
+    f = a + b / int(min(groups.n_male[index], groups.n_female[index])) ** 0.5
+    assert max(expected.high / expected.point, expected.low / expected.point) == pytest.approx(f, rel=1e-6)
+    shown = texts(app.caption)
+    assert f"Estimator: {expected.estimator}" in shown and f"x {prior:.2f} (a prior" in expected.estimator
+    assert model_unaudited_sentence(load_model(base)) in shown and f"prior scale of {prior:.2f}" in shown
+
+
 def test_lab_refuses_to_refine_where_the_models_rows_are_not_at_their_optimum(tiny_graph, monkeypatch,
                                                                                 tmp_path: Path) -> None:
     """Issue 25: the tests' graph with eight negatives but only 25 epochs passes the model's guard (the button is

@@ -333,14 +333,17 @@ def test_on_l2_the_scale_multiplies_the_steps_change_and_elsewhere_the_step() ->
 def test_each_distances_step_takes_its_own_band_scaled_and_on_an_import() -> None:
     """The scaled band is the model's distance's (SCALED_BANDS): pseudo-Huber, L1 and L2 their own, fitted on their
     own retrains (squared L2's held 34-94% of the L1 and L2 sets); the step as computed (scale 1) takes the one band
-    on a model trained here and, on an import (negatives re-drawn), its distance's REDRAWN_BANDS where it has one.
-    Read through predict_removal."""
+    on a model trained here and, on an import (negatives re-drawn), its distance's REDRAWN_BANDS where it has one,
+    around the step at its distance's prior scale (REDRAWN_SCALES: L1) where it has one. Read through
+    predict_removal."""
     from kgbias_core.influence.prediction import (
         L1_SCALED_BAND,
         L2_SCALED_BAND,
         PH_SCALED_BAND_BASE,
         PH_SCALED_BAND_SMALL,
         REDRAWN_BANDS,
+        REDRAWN_PRIOR_SCALED,
+        REDRAWN_SCALES,
         SCALED_BANDS,
     )
 
@@ -365,6 +368,13 @@ def test_each_distances_step_takes_its_own_band_scaled_and_on_an_import() -> Non
             assert (imported and distance != "pseudo_huber") is (own is not None)
             assert (unscaled.low, unscaled.high) == pytest.approx(tuple(sorted((unscaled.point / f,
                                                                                 unscaled.point * f))))
+            prior = REDRAWN_SCALES.get(distance) if imported else None  # L1's import: the step at its prior scale
+            assert (prior is not None) is (imported and distance == "l1")
+            if prior is not None:
+                assert unscaled.estimator.endswith(REDRAWN_PRIOR_SCALED.format(scale=prior, distance="L1"))
+                assert unscaled.point == pytest.approx(predict_removal(analysis, occupation, removed,
+                                                                       scale=prior).point)
+                assert " x " not in predict_removal(ModelAnalysis(model), occupation, removed).estimator
 
 
 def test_additions_refuse_a_distance_they_do_not_differentiate(tiny_model) -> None:

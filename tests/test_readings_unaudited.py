@@ -37,13 +37,13 @@ FILES = {
     # L1 with eight negatives: FB13's influence-check sets and FB15k-237's (those and the bench's eight occupations)
     "l1": ("local_refit_step_fb13_l1_k8.csv", "local_refit_step_fb15k237_l1_k8.csv"),
     # imports: the synthetic graphs of seeds 7 and 11 predicted as imports of each distance (eight re-drawn), and
-    # FB15k-237 predicted as an import (2026-12-07)
+    # FB15k-237 and FB13 predicted as imports (2026-12-07)
     "imported squared_l2": ("local_refit_read_synthetic_k8_e100_squared_l2_imported8.csv",
                             "local_refit_read_synthetic_seed11_k8_e100_squared_l2_imported8.csv",
-                            "local_refit_read_fb15k237_k8_imported8.csv"),
+                            "local_refit_read_fb15k237_k8_imported8.csv", "local_refit_step_fb13_k8_imported8.csv"),
     "imported l1": ("local_refit_read_synthetic_k8_e100_l1_imported8.csv",
                     "local_refit_read_synthetic_seed11_k8_e100_l1_imported8.csv",
-                    "local_refit_step_fb15k237_l1_k8_imported8.csv"),
+                    "local_refit_step_fb15k237_l1_k8_imported8.csv", "local_refit_step_fb13_l1_k8_imported8.csv"),
     # L2 since its step of 2026-12-07: the same graphs' sets and FB15k-237's, predicted with today's step
     "imported l2": ("local_refit_read_synthetic_k8_e100_l2_lab_imported8.csv",
                     "local_refit_read_synthetic_seed11_k8_e100_l2_lab_imported8.csv",
@@ -86,8 +86,10 @@ def test_each_kind_of_model_reads_its_own_evidence() -> None:
     assert "nan" not in unaudited_sentence("l2", 8)
     imported = unaudited_sentence("squared_l2", 1, imported=True)  # another engine's model: no prior, no audit
     assert unaudited_kind("squared_l2", 1, imported=True) == "imported squared_l2"
-    assert "a median 0.42 to 1.74 times the step" in imported and "FB15k-237 and two synthetic graphs" in imported
+    assert "a median 0.42 to 1.74 times the step" in imported and "FB15k-237, FB13 and two synthetic" in imported
     assert "prior" not in imported and "shown as computed" in imported and "until the audit" not in imported
+    l1 = unaudited_sentence("l1", 8, imported=True)  # L1's import: the step at its prior scale, and why
+    assert "multiplied by a prior scale of 2.15" in l1 and "shown as computed" not in l1
     assert unaudited_kind("pseudo_huber", 8, imported=True) == "other"  # no import scores with pseudo-Huber
     assert UNAUDITED_EVIDENCE["other"] in unaudited_sentence("pseudo_huber", 8, imported=True)
     l2 = unaudited_sentence("l2", 8, imported=True)  # its step under-predicts: the sentence points to the refit
@@ -119,3 +121,23 @@ def test_an_import_of_fewer_negatives_than_today_is_asked_to_import_again(tiny_m
                                                                  imported=True)
     untrained = replace(old, info={**info, "untrained": True})
     assert reimport_negatives(untrained) is None
+
+
+def test_the_l1_imports_prior_and_band_are_the_fitted_ones_and_quoted() -> None:
+    """REDRAWN_SCALES['l1'] and REDRAWN_BANDS['l1'] are import_prior.py's pooled fit over four graphs predicted as
+    imports, and the L1 import's sentence quotes that fit's coverage: pooled, on the two real graphs, and with each
+    real graph held out."""
+    from kgbias_core.influence.prediction import REDRAWN_BANDS, REDRAWN_SCALES
+
+    frame = pd.read_csv(RESULTS / "import_prior_l1.csv").set_index("evaluation")
+    pooled = frame.loc["all -> all"]
+    assert REDRAWN_SCALES["l1"] == round(float(pooled["scale"]), 2)
+    assert REDRAWN_BANDS["l1"] == (float(pooled["a"]), float(pooled["b"]))
+    now = frame.loc["as now -> all"]
+    real = frame.loc[["as now -> fb15k237", "as now -> fb13"]]
+    held = frame.loc[["held out fb15k237", "held out fb13"]]
+    said = unaudited_sentence("l1", 8, imported=True)
+    assert f"the band held {float(now['coverage']):.0%} of their sets" in said
+    assert (f"({int(real['covered'].sum())} of {int(real['sets'].sum())} on the two real graphs, "
+            f"{int(held['covered'].sum())} of {int(held['sets'].sum())} with each one's prior") in said
+    assert f"a median {UNAUDITED_RATIOS['imported l1'][0]:.2f} to {UNAUDITED_RATIOS['imported l1'][1]:.2f}" in said

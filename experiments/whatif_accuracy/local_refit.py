@@ -84,7 +84,14 @@ from kgbias_core.influence.local_refit import (
     refit_rows,
     touched_rows,
 )
-from kgbias_core.influence.prediction import _bias, _moved, absolute_newton_step, scaled_band, unscaled_band
+from kgbias_core.influence.prediction import (
+    REDRAWN_SCALES,
+    _bias,
+    _moved,
+    absolute_newton_step,
+    scaled_band,
+    unscaled_band,
+)
 from kgbias_core.influence.refit_prediction import REFIT_BANDS, REFIT_REDRAWN_BANDS, REFIT_REDRAWN_SCALES
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_index
@@ -178,11 +185,12 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str, *, unsca
                 distance: str = "squared_l2") -> tuple[pd.DataFrame, float]:
     """``rows`` as band_fit.py reads a run: ``scaled`` = the estimator's point times its audit ratio (retrained /
     predicted on the audited occupation's top 16% set, the set ``kgbias prepare``'s audit retrains, clipped to the
-    range of the models' ``distance`` as the lab clips it; where ``unscaled`` (an imported model has no audit) 1 for
-    the step and the refit's prior scale for the refits, :data:`REFIT_REDRAWN_SCALES`, where the distance has one),
+    range of the models' ``distance`` as the lab clips it; where ``unscaled`` (an imported model has no audit) the
+    step's prior scale, :data:`REDRAWN_SCALES` (L1 since 2026-12-07), and the refit's for the refits,
+    :data:`REFIT_REDRAWN_SCALES`, where the distance has one, else 1),
     ``floor`` the noise floor of the same set in ``runs`` (0 where none). -> (rows, the ratio)."""
     if unscaled:
-        ratio = 1.0 if estimator == "newton" else REFIT_REDRAWN_SCALES.get(distance, 1.0)
+        ratio = (REDRAWN_SCALES if estimator == "newton" else REFIT_REDRAWN_SCALES).get(distance, 1.0)
     else:
         ratio = band_fit.audit_ratio(rows, estimator, distance=distance)
     floor = runs.drop_duplicates(["occupation", "kind", "share"]).set_index(["occupation", "kind", "share"])
@@ -368,8 +376,9 @@ def main() -> None:
     parser.add_argument("--as-imported", action="store_true",
                         help="synthetic graph (no --model): predict it as an imported model (its negatives "
                              "re-drawn, one a triple), retrain it with its own; with --model: the runs' sets (made "
-                             "by the model's own closed form) predicted so; with --bands: no audit ratio, "
-                             "and --lab judges the step's band as computed (an imported model's)")
+                             "by the model's own closed form) predicted so; with --bands: no audit ratio (the step "
+                             "at its distance's prior scale where it has one, REDRAWN_SCALES), and --lab judges the "
+                             "step by an imported model's band")
     parser.add_argument("--redraw-seed", type=int, default=0,
                         help="with --as-imported: the seed the negatives are re-drawn from (the lab's is 0; a model "
                              "trained here with seed 0 would get its own back, so --model needs another)")
