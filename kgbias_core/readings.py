@@ -259,6 +259,10 @@ PREDICTION_FLOOR = ", the retraining noise band (±{spread}) included"
 PREDICTION_NO_FLOOR = "; no noise band yet, so retraining noise comes on top"
 #: The same for an import (its negatives re-drawn): no retrain here, so no noise band will come.
 PREDICTION_NO_FLOOR_IMPORTED = "; no noise band (an import is not retrained here), so retraining noise comes on top"
+#: An import's floor: the prior of :data:`~kgbias_core.whatif.runs.IMPORT_NOISE_FLOOR`, not a band of its own.
+PREDICTION_FLOOR_IMPORTED = (", a prior retraining noise (±{spread}) included: an import has no noise band, so this is "
+                             "what the bands of models trained here give at this model's spread of B_gr over its "
+                             "occupations and this occupation's rarer gender")
 PREDICTION_NO_INTERVAL = (
     "Estimator: {estimator}. No interval: this estimator's error was not measured well enough to give one; "
     "retrain to see the change.")
@@ -276,8 +280,10 @@ def prediction_sentence(prediction: WhatIfPrediction, *, before: float | None = 
     shift = 0.0 if before is None else before
     from kgbias_core.influence.prediction import REDRAWN
 
-    floor = (PREDICTION_FLOOR.format(spread=f"{prediction.floor:.{digits}f}") if prediction.floor
-             else PREDICTION_NO_FLOOR_IMPORTED if REDRAWN in prediction.estimator else PREDICTION_NO_FLOOR)
+    imported = REDRAWN in prediction.estimator
+    floor = ((PREDICTION_FLOOR_IMPORTED if imported else PREDICTION_FLOOR).format(
+        spread=f"{prediction.floor:.{digits}f}") if prediction.floor
+        else PREDICTION_NO_FLOOR_IMPORTED if imported else PREDICTION_NO_FLOOR)
     return PREDICTION_INTERVAL.format(estimator=prediction.estimator,
                                       what="change" if before is None else "B_gr after",
                                       low=fmt(shift + prediction.low, digits),

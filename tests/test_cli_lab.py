@@ -201,6 +201,12 @@ def test_debias_on_an_import_refuses_the_retrain_at_once_and_predicts_only(base:
     printed = capsys.readouterr().out
     line = next(x for x in printed.splitlines() if x.startswith("predicted change "))
     assert REDRAWN in line and "refined prediction: none (" in printed  # one negative: no refined prediction
+    # its floor: the imports' prior, named (no retrain here gives an import a noise band)
+    from kgbias_core.analysis import ModelAnalysis
+    from kgbias_core.whatif.runs import import_noise_spread
+
+    spread = import_noise_spread(ModelAnalysis(load_model(imported)), "nurse")
+    assert spread > 0 and f"; noise floor ±{spread:.4f} (a prior: an import has no noise band))" in line
 
 
 def test_validate_influence_writes_the_runs(tiny_store: Path, tmp_path: Path, capsys) -> None:

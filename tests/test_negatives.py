@@ -246,3 +246,20 @@ def test_findings_on_an_imported_model_label_claim_3_approximate(exported, tmp_p
     claim3 = [row for row in rows if row["claim"].startswith("3")]
     assert claim3 and all(f"influence {APPROXIMATE}, seed 2" in row["detail"] for row in claim3)
     assert not any(APPROXIMATE in row["detail"] for row in rows if not row["claim"].startswith("3"))
+
+
+def test_an_import_gets_the_prior_noise_floor_and_a_model_trained_here_none(tiny_model) -> None:
+    """Issue 25: an import has no noise band; its floor is c * sd(B_gr over occupations with both genders) / sqrt(m),
+    computed here by numpy from the B_gr table; a model trained here has its own band, so no prior."""
+    from kgbias_core.whatif.runs import IMPORT_NOISE_FLOOR, import_noise_spread
+
+    own = ModelAnalysis(tiny_model)
+    groups = own.groups
+    index = occupation_with_both(own.context)
+    label = groups.labels[index]
+    assert import_noise_spread(own, label) is None
+    imported = ModelAnalysis(imported_copy(tiny_model))
+    values = imported.group_bias().numpy()
+    m = int(min(groups.n_male[index], groups.n_female[index]))
+    expected = IMPORT_NOISE_FLOOR * np.std(values[np.isfinite(values)]) / np.sqrt(m)
+    assert import_noise_spread(imported, label) == pytest.approx(expected, rel=1e-6) and expected > 0

@@ -313,7 +313,12 @@ def test_lab_refines_a_removal_on_an_l2_import_without_an_audit(eight_l2_model, 
     labels = [b.label for b in app.button]
     assert ui_texts.RETRAIN_BUTTON not in labels and not any("retrain" in label.lower() for label in labels)
     assert default_registry().latest(tasks.noise_band_task(base).key) is None
-    assert "no noise band (an import is not retrained here)" in shown
+    # its interval's floor: the imports' prior (IMPORT_NOISE_FLOOR), named, not a band of its own
+    from kgbias_core.readings import PREDICTION_FLOOR_IMPORTED
+    from kgbias_core.whatif.runs import import_noise_spread
+
+    spread = import_noise_spread(ModelAnalysis(load_model(base)), "nurse")
+    assert PREDICTION_FLOOR_IMPORTED.format(spread=f"{spread:.3f}") in shown
     button(app, refined_section.REFINE_BUTTON).click().run()
     assert not app.exception
     analysis, expected = _refined_as_the_page(base, "nurse", k=20)

@@ -6,6 +6,7 @@ one-negative graphs set, so the text cannot drift from the results it quotes."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -141,3 +142,20 @@ def test_the_l1_imports_prior_and_band_are_the_fitted_ones_and_quoted() -> None:
     assert (f"({int(real['covered'].sum())} of {int(real['sets'].sum())} on the two real graphs, "
             f"{int(held['covered'].sum())} of {int(held['sets'].sum())} with each one's prior") in said
     assert f"a median {UNAUDITED_RATIOS['imported l1'][0]:.2f} to {UNAUDITED_RATIOS['imported l1'][1]:.2f}" in said
+
+
+def test_the_imports_noise_floor_is_the_fitted_quantile() -> None:
+    """IMPORT_NOISE_FLOOR is import_noise_floor.py's pooled 90th percentile of spread * sqrt(m) / sd over the noise
+    bands of models trained here, and with it the random sets of the graphs predicted as imports fall inside as its
+    docstring says (without it, most fell outside)."""
+    from kgbias_core.whatif import runs
+
+    frame = pd.read_csv(RESULTS / "import_noise_floor.csv").set_index("evaluation")
+    assert runs.IMPORT_NOISE_FLOOR == round(float(frame.loc["fit pooled", "quantile"]), 2)
+    random = frame[frame.index.str.contains(" random, ")]
+    floored = random[random.index.str.endswith("prior floor")]
+    bare = random[random.index.str.endswith("no floor")]
+    n = int(floored["sets"].sum())
+    assert f"{int(floored['covered'].sum())} of\n#: the {n} random sets" in Path(runs.__file__).read_text()
+    assert f"({int(bare['covered'].sum())} without)" in Path(runs.__file__).read_text()
+    assert floored["covered"].sum() > 2 * bare["covered"].sum()

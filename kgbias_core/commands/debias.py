@@ -49,6 +49,7 @@ def _debias(args: argparse.Namespace) -> None:
     from kgbias_core.whatif.runs import (
         AFTER_GROUPS_CHOICE,
         bias_change,
+        import_noise_spread,
         judged_change,
         membership_of_record,
         noise_spread,
@@ -73,6 +74,8 @@ def _debias(args: argparse.Namespace) -> None:
         print(f"only {len(edit.removed)} triples move B_gr towards 0: IF-REMOVE removes those", file=sys.stderr)
     # Predicted before the retrain (seconds), with the noise band as its floor where the model has one.
     spread = noise_spread(saved_noise_band(args.model), occupation)
+    if spread is None:  # an import: the prior floor (no retrain here gives it a band)
+        spread = import_noise_spread(analysis, occupation)
     ratio = model_step_ratio(args.model, use=use_for(edit.kind))  # what the model's audit of this kind showed
     try:
         scale, temperature, prior = model_edit_calibration(args.model, edit.kind)
@@ -139,10 +142,15 @@ def _predicted_only(analysis, edit, *, prediction, unpredicted: str | None, refi
 
 
 def _prediction_line(what: str, prediction) -> None:
-    """A prediction's line: point, interval, estimator, noise floor."""
+    """A prediction's line: point, interval, estimator, noise floor (an import's: the prior, named)."""
+    from kgbias_core.influence.prediction import REDRAWN
+
+    floor = "; no noise band yet"
+    if prediction.floor:
+        prior = " (a prior: an import has no noise band)" if REDRAWN in prediction.estimator else ""
+        floor = f"; noise floor ±{prediction.floor:.4f}{prior}"
     print(f"{what} change {prediction.point:+.4f} [{prediction.low:+.4f}, {prediction.high:+.4f}] "
-          f"(estimator: {prediction.estimator}"
-          + (f"; noise floor ±{prediction.floor:.4f})" if prediction.floor else "; no noise band yet)"))
+          f"(estimator: {prediction.estimator}{floor})")
 
 
 def _judged(what: str, prediction, retrained: float, *, kind: str) -> None:

@@ -214,6 +214,37 @@ def noise_band(
     return frame
 
 
+#: An imported model's prior noise floor, c in c * sd / sqrt(m) (:func:`import_noise_spread`): no retrain here can
+#: give an import a noise band. Across the models trained here the band's spread scales with how far B_gr spreads over
+#: the model's occupations (sd) and shrinks with the rarer gender's count m: spread * sqrt(m) / sd is about the same on
+#: FB13's squared-L2 default and FB15k-237 with L2, whose spreads differ 15-fold. c is its pooled 90th percentile over
+#: their 249 occupations (experiments/whatif_accuracy/import_noise_floor.py; docs/results/whatif.md). With it, 36 of
+#: the 40 random sets of four real graphs predicted as imports fall inside their interval (5 without).
+IMPORT_NOISE_FLOOR = 0.28
+
+
+def bias_sd(analysis: ModelAnalysis) -> float:
+    """How far B_gr spreads over the model's occupations: the standard deviation over those with both genders."""
+    values = analysis.group_bias()
+    values = values[torch.isfinite(values)]
+    return float(values.double().std(correction=0)) if values.numel() > 1 else 0.0
+
+
+def import_floor(sd: float, rarer: int, *, c: float = IMPORT_NOISE_FLOOR) -> float:
+    """c * sd / sqrt(m), m the rarer gender's count (at least 1): the prior floor of :data:`IMPORT_NOISE_FLOOR`."""
+    return c * sd / max(1, rarer) ** 0.5
+
+
+def import_noise_spread(analysis: ModelAnalysis, occupation: str) -> float | None:
+    """An imported model's prior noise floor for ``occupation`` (:data:`IMPORT_NOISE_FLOOR`); None for a model
+    trained here, whose floor is its own noise band (:func:`noise_spread`)."""
+    if analysis.negatives.exact:
+        return None
+    groups = analysis.groups
+    index = groups.index(occupation)
+    return import_floor(bias_sd(analysis), int(min(groups.n_male[index], groups.n_female[index])))
+
+
 def noise_spread(noise: pd.DataFrame | None, occupation: str) -> float | None:
     """The spread of ``occupation``'s B_gr in a :func:`noise_band` table; None without a band or a row."""
     if noise is None:
