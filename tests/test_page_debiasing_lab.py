@@ -284,24 +284,32 @@ def test_lab_refines_a_removal_on_an_l2_model_with_its_own_band(eight_l2_model, 
     assert f"{ui_texts.fmt(before + expected.low)} to {ui_texts.fmt(before + expected.high)}" in shown
 
 
+def _lab_on_import(model, name: str, monkeypatch, tmp_path: Path, *, k: int):
+    """The lab on ``model`` imported from another engine (:func:`~tests.conftest.imported_copy`, the only model of
+    the store), IF-REMOVE of ``k`` from Nurse chosen: (the app, the import's directory)."""
+    from kgbias_core.embeddings.store import save_model
+    from tests.conftest import imported_copy, use_store
+
+    save_model(imported_copy(model, name), tmp_path / "import")
+    base = use_store(tmp_path / "import", monkeypatch, tmp_path) / name
+    app = page("debiasing_lab").run()
+    app.selectbox(key="lab_occupation").set_value("nurse").run()
+    app.radio(key="lab_strategy").set_value("if").run()
+    app.number_input(key="lab_k").set_value(k).run()
+    assert not app.exception
+    return app, base
+
+
 def test_lab_refines_a_removal_on_an_l2_import_without_an_audit(eight_l2_model, monkeypatch, tmp_path: Path) -> None:
     """Issue 25: on a model imported from another engine (its negatives re-drawn; no retrain here can audit it) with
     L2, the refined prediction is offered at once, no audit asked for, and shown as the core makes it: the import's
     prior scale and band, its words naming the re-drawn negatives and the prior; the step's caption says a retrain
     moved several times the step and points to it."""
-    from kgbias_core.embeddings.store import save_model
     from kgbias_core.influence.refit_prediction import REFIT_REDRAWN_SCALES, refit_band_factor
     from kgbias_core.jobs import default_registry
     from kgbias_core.readings import model_unaudited_sentence
-    from tests.conftest import imported_copy, use_store
 
-    save_model(imported_copy(eight_l2_model, "l2-import"), tmp_path / "import")
-    base = use_store(tmp_path / "import", monkeypatch, tmp_path) / "l2-import"
-    app = page("debiasing_lab").run()
-    app.selectbox(key="lab_occupation").set_value("nurse").run()
-    app.radio(key="lab_strategy").set_value("if").run()
-    app.number_input(key="lab_k").set_value(20).run()
-    assert not app.exception
+    app, base = _lab_on_import(eight_l2_model, "l2-import", monkeypatch, tmp_path, k=20)
     assert refined_section.REFINE_NEEDS_AUDIT not in texts(app.caption) + texts(app.info)
     assert model_unaudited_sentence(load_model(base)) in texts(app.caption)
     # no retrain can run on an import: none is offered or started (the noise band failed in the background before)
@@ -338,21 +346,14 @@ def test_lab_predicts_an_l1_import_at_its_prior_scale_and_says_so(tiny_graph, mo
     estimator naming the prior, and the caption saying the step was multiplied by it."""
     from dataclasses import replace
 
-    from kgbias_core.embeddings.store import save_model
     from kgbias_core.embeddings.training import train_model
     from kgbias_core.influence.prediction import REDRAWN_BANDS, REDRAWN_SCALES
     from kgbias_core.readings import model_unaudited_sentence
-    from tests.conftest import TINY_TRAINING, imported_copy, use_store
+    from tests.conftest import TINY_TRAINING
 
     model = train_model(tiny_graph, replace(TINY_TRAINING, negatives_per_triple=8, distance="l1"), name="l1",
                         device=torch.device("cpu"))
-    save_model(imported_copy(model, "l1-import"), tmp_path / "import")
-    base = use_store(tmp_path / "import", monkeypatch, tmp_path) / "l1-import"
-    app = page("debiasing_lab").run()
-    app.selectbox(key="lab_occupation").set_value("nurse").run()
-    app.radio(key="lab_strategy").set_value("if").run()
-    app.number_input(key="lab_k").set_value(10).run()
-    assert not app.exception
+    app, base = _lab_on_import(model, "l1-import", monkeypatch, tmp_path, k=10)
     analysis = ModelAnalysis(load_model(base))
     edit = make_edit(analysis, "nurse", strategy="if", k=10)
     expected = predict_edit(analysis, edit)
