@@ -21,7 +21,7 @@ made for (its groups and B_gr). ``--judge NAME=ROWS.csv:MODEL:DISTANCE``: a ``lo
 and the model it predicted as an import: each set's point as the lab shows it on an import of that distance (the
 step at the distance's prior scale, :data:`~kgbias_core.influence.prediction.REDRAWN_SCALES`, its band
 :data:`~kgbias_core.influence.prediction.REDRAWN_BANDS`), judged with and without the floor, random and targeted
-sets apart.
+sets apart; on L2, whose imports are offered the refined prediction, that one's too (its prior scale and band).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.commands.common import write_text
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.influence.prediction import REDRAWN_BANDS, REDRAWN_SCALES, band_ends
+from kgbias_core.influence.refit_prediction import REFIT_REDRAWN_BANDS, REFIT_REDRAWN_SCALES
 from kgbias_core.whatif.runs import bias_sd, import_floor
 
 
@@ -53,11 +54,16 @@ def band_ratios(band: pd.DataFrame, sd: float, rarer: dict[str, int]) -> pd.Seri
     return band["spread"] * np.sqrt(m) / sd
 
 
-def judged(rows: pd.DataFrame, *, distance: str, sd: float, c: float | None) -> np.ndarray:
-    """Whether each set's retrained change lies inside the lab's interval on an import (floor c * sd / sqrt(m))."""
+def judged(rows: pd.DataFrame, *, distance: str, sd: float, c: float | None, refined: bool = False) -> np.ndarray:
+    """Whether each set's retrained change lies inside the lab's interval on an import (floor c * sd / sqrt(m)): the
+    step's, or with ``refined`` the refined prediction's (its prior scale and band, where the distance has them)."""
     m = np.minimum(rows["men"], rows["women"]).clip(lower=1).to_numpy(float)
-    base, small = REDRAWN_BANDS[distance]
-    point = rows["newton"].to_numpy(float) * REDRAWN_SCALES.get(distance, 1.0)
+    if refined:
+        base, small = REFIT_REDRAWN_BANDS[distance]
+        point = rows["newton_refit_read"].to_numpy(float) * REFIT_REDRAWN_SCALES[distance]
+    else:
+        base, small = REDRAWN_BANDS[distance]
+        point = rows["newton"].to_numpy(float) * REDRAWN_SCALES.get(distance, 1.0)
     floor = np.zeros_like(m) if c is None else np.array([import_floor(sd, int(k), c=c) for k in m])
     low, high = band_ends(point, base + small / np.sqrt(m), floor)
     actual = rows["actual"].to_numpy(float)
@@ -91,10 +97,13 @@ def main() -> None:
         for kind, part in (("random", rows[rows["kind"] == "random"]), ("targeted", rows[rows["kind"] != "random"])):
             if part.empty:
                 continue
-            for floor, value in (("prior floor", c), ("no floor", None)):
-                inside = judged(part, distance=distance, sd=sd, c=value)
-                out.append({"evaluation": f"{name} {kind}, {floor}", "sets": len(part), "sd": sd,
-                            "covered": int(inside.sum()), "coverage": float(inside.mean())})
+            refinable = distance in REFIT_REDRAWN_SCALES and "newton_refit_read" in part
+            for estimator in ("step", "refined") if refinable else ("step",):
+                for floor, value in (("prior floor", c), ("no floor", None)):
+                    inside = judged(part, distance=distance, sd=sd, c=value, refined=estimator == "refined")
+                    what = "" if estimator == "step" else " (refined)"
+                    out.append({"evaluation": f"{name} {kind}{what}, {floor}", "sets": len(part), "sd": sd,
+                                "covered": int(inside.sum()), "coverage": float(inside.mean())})
     frame = pd.DataFrame(out)
     print(frame.round(4).to_string(index=False))
     write_text(frame.to_csv(index=False, float_format="%.4f"), args.out)
