@@ -49,6 +49,10 @@ T = TypeVar("T")
 #: Its size grows with the pairs (FB15k-237 with L2 and eight negatives, 2.2M pairs: 184 MiB, 2.5 s at one thread;
 #: FB13 with eight, 2.5M); a graph of 20M triples would hold gigabytes for a lab page that may never be opened.
 WARM_CURVATURE_PAIRS = 4_000_000
+#: The distances whose |H| the warm-up builds: a sparse matrix (squared L2; L2's negatives) and L2's positives'
+#: residuals. L1's and pseudo-Huber's hold a curvature per active term and coordinate (FB15k-237's L1 model: 150 MiB,
+#: built in 1.3 s), too much to hold for a page that may never ask, and FB13's L1 step is offered, not run unasked.
+WARM_CURVATURE_DISTANCES = ("squared_l2", "l2")
 
 
 class _Memo:
@@ -88,9 +92,9 @@ class ModelAnalysis:
 
     def warm_up(self) -> threading.Thread | None:
         """Precompute the influence context in a background thread, so the first influence query is fast; then,
-        below :data:`WARM_CURVATURE_PAIRS` margin pairs, the what-if predictions' |H| (:attr:`absolute_hvp`), so
-        the lab's first prediction does not build it either (FB15k-237 with L2 and eight negatives: 2.5 s of the
-        first step's 8.5 s at one thread; docs/results/speed.md)."""
+        below :data:`WARM_CURVATURE_PAIRS` margin pairs and for :data:`WARM_CURVATURE_DISTANCES`, the what-if
+        predictions' |H| (:attr:`absolute_hvp`), so the lab's first prediction does not build it either (FB15k-237
+        with L2 and eight negatives: 2.5 s of the first step's 8.5 s at one thread; docs/results/whatif.md)."""
         if self.model.config.model != "transe":
             return None
         if self.model.info.get("debias"):  # its influence is refused (DEBIASED_NO_RETRAIN): nothing to warm up
@@ -98,7 +102,8 @@ class ModelAnalysis:
 
         def warm() -> None:
             self.context  # noqa: B018 -- memoised on first read
-            if self.negatives.negatives.shape[0] <= WARM_CURVATURE_PAIRS:
+            if (self.model.config.distance in WARM_CURVATURE_DISTANCES
+                    and self.negatives.negatives.shape[0] <= WARM_CURVATURE_PAIRS):
                 self.absolute_hvp  # noqa: B018
 
         thread = threading.Thread(target=warm, name="kgbias-warm-up", daemon=True)

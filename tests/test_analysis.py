@@ -51,12 +51,19 @@ def test_warm_up_builds_the_whatif_curvature_once_and_the_prediction_uses_it(tin
     assert len(calls) == 1 and prediction.point != 0.0  # the lab's step read the warmed |H|
 
 
-def test_warm_up_leaves_the_curvature_of_a_large_graph_unbuilt(tiny_model, monkeypatch) -> None:
+def test_warm_up_leaves_the_curvature_of_a_large_graph_or_a_dense_one_unbuilt(tiny_model, monkeypatch) -> None:
+    from dataclasses import replace
+
     calls = counting(monkeypatch, "absolute_curvature_hvp")
     monkeypatch.setattr(analysis_module, "WARM_CURVATURE_PAIRS", tiny_model.triples.shape[0] - 1)
     analysis = ModelAnalysis(tiny_model)
     analysis.warm_up().join()
     assert calls == [] and "context" in analysis._memo._values
+    monkeypatch.undo()
+    calls = counting(monkeypatch, "absolute_curvature_hvp")
+    l1 = ModelAnalysis(replace(tiny_model, config=replace(tiny_model.config, distance="l1")))
+    l1.warm_up().join()  # a curvature per term and coordinate: not held unasked
+    assert calls == [] and "context" in l1._memo._values
 
 
 def test_racing_threads_compute_each_tensor_once(tiny_model, monkeypatch) -> None:
