@@ -200,3 +200,8 @@ def test_refine_a_removal_of_an_l2_import_with_no_audit(eight_l2_model, tmp_path
     assert metrics[section.REFINED_CHANGE] == ui_texts.fmt(expected.point)
     assert f"Estimator: {expected.estimator}" in text and "x 1.45 (a prior" in expected.estimator
     assert section.REFINE_NEEDS_AUDIT not in text
+    # no noise band on an import: its intervals' floor is the imports' prior, and the page says so
+    from kgbias_core.readings import PREDICTION_FLOOR_IMPORTED
+    from kgbias_core.whatif.runs import import_noise_spread
+
+    assert PREDICTION_FLOOR_IMPORTED.format(spread=f"{import_noise_spread(analysis, 'actor'):.3f}") in text
