@@ -12,7 +12,9 @@ the pooled targeted sets). Both are fitted the way a new import meets them:
 - ``all -> G``: the pooled S and band (the constants the lab would use), on G's sets;
 - ``as now -> G``: the band the lab shows today (:data:`~kgbias_core.influence.prediction.REDRAWN_BANDS`) at the
   prior the lab uses today (:data:`~kgbias_core.influence.prediction.REDRAWN_SCALES`, 1 where none);
-- ``before -> G`` (``--before S,A,B``): a scale and band the lab showed before.
+- ``before -> G`` (``--before S,A,B``): a scale and band the lab showed before;
+- ``judged G`` (``--judge NAME=OUT.csv``): a graph's sets that no fit saw, judged by the lab's constants (and
+  ``--before``'s) alone.
 
     python experiments/whatif_accuracy/import_prior.py --distance l1 \
         --graphs synthetic7=results/local_refit_read_synthetic_k8_e100_l1_imported8.csv fb13=... \
@@ -50,9 +52,10 @@ def at_scale(rows: pd.DataFrame, scale: float) -> pd.DataFrame:
 
 
 def prior_frame(graphs: dict[str, pd.DataFrame], coverage: float, *, distance: str,
-                before: tuple[float, float, float] | None = None) -> pd.DataFrame:
+                before: tuple[float, float, float] | None = None,
+                judge: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """One row per graph and evaluation (module docstring): S, the band (a, b), sets covered, median half-width.
-    ``before``: (S, a, b) the lab showed before, judged the same way."""
+    ``before``: (S, a, b) the lab showed before, judged the same way; ``judge``: graphs judged, not fitted on."""
     out = []
 
     def row(evaluation: str, graph: str, rows: pd.DataFrame, scale: float, a: float, b: float) -> None:
@@ -75,6 +78,10 @@ def prior_frame(graphs: dict[str, pd.DataFrame], coverage: float, *, distance: s
         row(f"as now -> {graph}", graph, rows, now_scale, now_a, now_b)
         if before is not None:
             row(f"before -> {graph}", graph, rows, *before)
+    for graph, rows in (judge or {}).items():
+        row(f"judged {graph}, as now", graph, rows, now_scale, now_a, now_b)
+        if before is not None:
+            row(f"judged {graph}, before", graph, rows, *before)
     row("all -> all", "all", pooled, scale, a, b)
     row("as now -> all", "all", pooled, now_scale, now_a, now_b)
     if before is not None:
@@ -88,6 +95,8 @@ def main() -> None:
     parser.add_argument("--graphs", nargs="+", required=True, metavar="NAME=OUT.csv")
     parser.add_argument("--coverage", type=float, default=0.9)
     parser.add_argument("--before", metavar="S,A,B", help="a prior scale and band the lab showed before, judged too")
+    parser.add_argument("--judge", nargs="*", default=[], metavar="NAME=OUT.csv",
+                        help="graphs' sets judged by the lab's constants, not fitted on")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     before = tuple(float(x) for x in args.before.split(",")) if args.before else None
@@ -95,7 +104,8 @@ def main() -> None:
     for item in args.graphs:
         name, _, path = item.partition("=")
         graphs[name] = graph_rows(path)
-    frame = prior_frame(graphs, args.coverage, distance=args.distance, before=before)
+    judge = {name: graph_rows(path) for name, _, path in (item.partition("=") for item in args.judge)}
+    frame = prior_frame(graphs, args.coverage, distance=args.distance, before=before, judge=judge)
     print(frame.round(3).to_string(index=False))
     write_text(frame.to_csv(index=False, float_format="%.4f"), args.out)
 
