@@ -40,7 +40,7 @@ from kgbias_core.influence.step_cost import StepCost, removal_step_cost
 from kgbias_core.measures import prediction_fairness
 from kgbias_core.measures.prediction_fairness import FairnessReport, model_fairness
 from kgbias_core.whatif.edits import Edit, predict_edit
-from kgbias_core.whatif.runs import EditMembership, import_noise_spread, made_from, membership_of_record, noise_spread
+from kgbias_core.whatif.runs import EditMembership, made_from, membership_of_record, noise_floor
 from kgbias_core.whatif.runs import bias_change as run_bias_change
 from kgbias_core.whatif.step_ratio import StepRatio, model_edit_calibration, use_for
 
@@ -278,8 +278,7 @@ def occupation_spread(model: ModelRef, occupation: str) -> float | None:
     """The occupation's noise band spread (B_gr's max - min over retrains of the unedited graph); None before. On an
     import, which no retrain here gives a band, the prior floor of
     :func:`~kgbias_core.whatif.runs.import_noise_spread`."""
-    spread = noise_spread(tasks.saved_noise_band(model.path), occupation)
-    return spread if spread is not None else import_noise_spread(analysis(model), occupation)
+    return noise_floor(tasks.saved_noise_band(model.path), analysis(model), occupation)
 
 
 def whatif_run(model: ModelRef, run: ModelRef, *, refined: bool = False) -> reports.WhatIfRun:

@@ -49,10 +49,9 @@ def _debias(args: argparse.Namespace) -> None:
     from kgbias_core.whatif.runs import (
         AFTER_GROUPS_CHOICE,
         bias_change,
-        import_noise_spread,
         judged_change,
         membership_of_record,
-        noise_spread,
+        noise_floor,
     )
     from kgbias_core.whatif.step_ratio import model_edit_calibration, model_step_ratio, use_for
 
@@ -73,9 +72,7 @@ def _debias(args: argparse.Namespace) -> None:
     if strategy == "if" and len(edit.removed) < args.remove_k:
         print(f"only {len(edit.removed)} triples move B_gr towards 0: IF-REMOVE removes those", file=sys.stderr)
     # Predicted before the retrain (seconds), with the noise band as its floor where the model has one.
-    spread = noise_spread(saved_noise_band(args.model), occupation)
-    if spread is None:  # an import: the prior floor (no retrain here gives it a band)
-        spread = import_noise_spread(analysis, occupation)
+    spread = noise_floor(saved_noise_band(args.model), analysis, occupation)  # an import's: the prior
     ratio = model_step_ratio(args.model, use=use_for(edit.kind))  # what the model's audit of this kind showed
     try:
         scale, temperature, prior = model_edit_calibration(args.model, edit.kind)

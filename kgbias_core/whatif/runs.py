@@ -245,6 +245,15 @@ def import_noise_spread(analysis: ModelAnalysis, occupation: str) -> float | Non
     return import_floor(bias_sd(analysis), int(min(groups.n_male[index], groups.n_female[index])))
 
 
+def noise_floor(noise: pd.DataFrame | None, analysis: ModelAnalysis, occupation: str) -> float | None:
+    """The floor of a prediction's interval for ``occupation``: its spread in the model's noise band ``noise``
+    (:func:`noise_spread`), or on an import, which no retrain here gives a band, the prior of
+    :func:`import_noise_spread`; None for a model trained here whose band is not made yet. The lab, the basket and
+    ``debias`` read it here."""
+    spread = noise_spread(noise, occupation)
+    return spread if spread is not None else import_noise_spread(analysis, occupation)
+
+
 def noise_spread(noise: pd.DataFrame | None, occupation: str) -> float | None:
     """The spread of ``occupation``'s B_gr in a :func:`noise_band` table; None without a band or a row."""
     if noise is None:
