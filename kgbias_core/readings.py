@@ -278,9 +278,7 @@ def prediction_sentence(prediction: WhatIfPrediction, *, before: float | None = 
     if not prediction.has_interval:
         return PREDICTION_NO_INTERVAL.format(estimator=prediction.estimator)
     shift = 0.0 if before is None else before
-    from kgbias_core.influence.prediction import REDRAWN
-
-    imported = REDRAWN in prediction.estimator
+    imported = prediction.redrawn
     floor = ((PREDICTION_FLOOR_IMPORTED if imported else PREDICTION_FLOOR).format(
         spread=f"{prediction.floor:.{digits}f}") if prediction.floor
         else PREDICTION_NO_FLOOR_IMPORTED if imported else PREDICTION_NO_FLOOR)

@@ -363,6 +363,7 @@ def test_each_distances_step_takes_its_own_band_scaled_and_on_an_import() -> Non
             f = base + small / m ** 0.5
             assert (scaled.low, scaled.high) == pytest.approx(tuple(sorted((scaled.point / f, scaled.point * f))))
             unscaled = predict_removal(analysis, occupation, removed)
+            assert scaled.redrawn is unscaled.redrawn is imported  # what readers ask, not the estimator's words
             own = REDRAWN_BANDS.get(distance) if imported else None
             f = band_factor(m) if own is None else own[0] + own[1] / m ** 0.5
             assert (imported and distance != "pseudo_huber") is (own is not None)

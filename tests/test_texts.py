@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -68,6 +69,11 @@ def test_a_prediction_names_its_estimator_and_interval_and_the_old_one_is_labell
     assert prediction_sentence(floored, before=0.6) == (f"Estimator: {ESTIMATOR}. Predicted B_gr after: +0.100 to "
                                                         "+0.450, the retraining noise band (±0.050) included.")
     assert with_noise_floor(bare, None) == bare and with_noise_floor(bare, math.nan) == bare
+    # an import's floor is named a prior: read from the prediction's field, whatever its estimator's words
+    imported = with_noise_floor(replace(bare, redrawn=True), 0.05)
+    assert imported.redrawn and "an import has no noise band" in prediction_sentence(imported)
+    assert "an import" not in prediction_sentence(floored)
+    assert "an import is not retrained here" in prediction_sentence(replace(bare, redrawn=True))
     assert "ranks the triples" in old_estimate_sentence(predict(-1.131, scale=None))
     ranged = predict(-1.0, scale=0.3, calibration=Calibration(scale=0.3, low=0.25, high=0.35, occupations=("a", "b"),
                                                                 per_occupation=(0.25, 0.35)))

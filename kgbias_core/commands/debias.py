@@ -140,11 +140,9 @@ def _predicted_only(analysis, edit, *, prediction, unpredicted: str | None, refi
 
 def _prediction_line(what: str, prediction) -> None:
     """A prediction's line: point, interval, estimator, noise floor (an import's: the prior, named)."""
-    from kgbias_core.influence.prediction import REDRAWN
-
     floor = "; no noise band yet"
     if prediction.floor:
-        prior = " (a prior: an import has no noise band)" if REDRAWN in prediction.estimator else ""
+        prior = " (a prior: an import has no noise band)" if prediction.redrawn else ""
         floor = f"; noise floor ±{prediction.floor:.4f}{prior}"
     print(f"{what} change {prediction.point:+.4f} [{prediction.low:+.4f}, {prediction.high:+.4f}] "
           f"(estimator: {prediction.estimator}{floor})")

@@ -251,6 +251,9 @@ class WhatIfPrediction:
     high: float
     estimator: str
     floor: float = 0.0  # the noise band's spread the interval was widened by on both sides (0: no band yet)
+    #: Made with re-drawn negatives (an imported model's, :data:`REDRAWN` in ``estimator``): its floor, if any, is
+    #: a prior (:func:`kgbias_core.whatif.runs.noise_floor`). The one field readers ask, not the estimator's words.
+    redrawn: bool = False
 
     @property
     def has_interval(self) -> bool:
@@ -863,7 +866,8 @@ def newton_removal_prediction(
         estimator = f"{estimator} {REDRAWN_PRIOR_SCALED.format(scale=scale, distance=model.config.distance.upper())}"
     else:
         estimator = scaled_estimator(estimator, scale, model.config.distance)
-    return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator), spread)
+    return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator,
+                                             redrawn=negatives is not None), spread)
 
 
 def with_noise_floor(prediction: WhatIfPrediction, spread: float | None) -> WhatIfPrediction:
@@ -1021,4 +1025,5 @@ def newton_addition_prediction(
                     base=ADD_BAND_BASE)
     low, high = map(float, band_ends(point, f))
     estimator = scaled_estimator(ADD_ESTIMATOR if negatives is None else f"{ADD_ESTIMATOR}, {REDRAWN}", scale)
-    return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator), spread)
+    return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator,
+                                             redrawn=negatives is not None), spread)

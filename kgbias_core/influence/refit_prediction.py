@@ -221,4 +221,5 @@ def refit_removal_prediction(analysis: AnalysedModel, occupation: str, removed: 
                      f"{REFIT_PRIOR_SCALED.format(scale=REFIT_REDRAWN_SCALES[distance])}")
     else:
         estimator = scaled_estimator(distance_estimator(REFIT_ESTIMATOR, distance), scale)
-    return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator), spread)
+    return with_noise_floor(WhatIfPrediction(point=point, low=low, high=high, estimator=estimator, redrawn=redrawn),
+                            spread)

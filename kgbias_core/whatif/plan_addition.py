@@ -155,7 +155,8 @@ def plan_addition(analysis: ModelAnalysis, target: Target, *, noise: pd.DataFram
     low, high = map(float, band_ends(point, f))
     outcome = TargetOutcome(target=target, name=name, before=start,
                             prediction=WhatIfPrediction(point=point, low=low, high=high,
-                                                        estimator=addition_estimator(analysis, config.step_scale)),
+                                                        estimator=addition_estimator(analysis, config.step_scale),
+                                                        redrawn=not analysis.negatives.exact),
                             n_candidates=max(largest, 0), n_chosen=count)
     if not outcome.inside and not problems:
         problems.append(PLAN_ADD_SHORT.format(name=name, after=outcome.after, low=target.low, high=target.high,
