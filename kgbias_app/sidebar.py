@@ -31,7 +31,8 @@ from kgbias_core.tasks import DEFAULT_MODEL_NAMES, Task, train_task
 
 #: Config fields shown in the sidebar, in this order.
 CONFIG_FIELDS = (
-    "model", "distance", "negatives_per_triple", "corruption", "dim", "epochs", "batch_size", "lr", "margin", "l2",
+    "model", "distance", "negatives_per_triple", "corruption", "negative_entities", "dim", "epochs", "batch_size", "lr",
+    "margin", "l2",
     "seed", "damping", "influence_scale", "final_loss", "train_seconds", "device",
 )
 

@@ -164,6 +164,11 @@ NEGATIVES_NOT_TRANSE = (
 )
 UNKNOWN_DISTANCE = "unknown distance {distance!r}: choose one of {known}"
 UNKNOWN_CORRUPTION = "unknown corruption {corruption!r}: choose one of {known}"
+UNKNOWN_NEGATIVE_ENTITIES = "unknown negative entities {draw!r}: choose one of {known}"
+NEGATIVE_ENTITIES_NOT_TRANSE = (
+    "negative entities {draw}: only TransE trains on frozen negatives ({model} draws its own through PyKEEN); leave "
+    "--negative-entities out"
+)
 CORRUPTION_NOT_TRANSE = (
     "corruption {corruption}: only TransE trains on frozen negatives ({model} draws its own through PyKEEN); leave "
     "--corruption out"

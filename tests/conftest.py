@@ -41,6 +41,8 @@ TINY_GRAPH = SyntheticConfig(n_persons=600, seed=7, other_gender_share=0.02)
 TINY_TRAINING = TrainConfig(dim=16, epochs=25, batch_size=256, lr=1e-2, l2=10.0, seed=3)
 #: Epochs of the eight-negative tiny model (``eight_model``): its read rows at their optimum.
 EIGHT_EPOCHS = 100
+#: Negatives per triple of the degree-drawn tiny model (``degree_model``).
+DEGREE_K = 3
 #: The person of the two-gender graph that holds both the male and the female value.
 TWO_GENDER_PERSON = "person_00000"
 
@@ -88,6 +90,14 @@ def tiny_graph() -> KnowledgeGraph:
 @pytest.fixture(scope="session")
 def tiny_model(tiny_graph: KnowledgeGraph) -> StoredModel:
     return train_model(tiny_graph, TINY_TRAINING, name="tiny-transe", device=torch.device("cpu"))
+
+
+@pytest.fixture(scope="session")
+def degree_model(tiny_graph: KnowledgeGraph) -> StoredModel:
+    """The tiny model with DEGREE_K negatives a triple whose entities are drawn by training degree^0.75 (10 epochs):
+    tests/test_negative_entities.py and the draw's refusals in tests/test_corruption.py."""
+    config = replace(TINY_TRAINING, negatives_per_triple=DEGREE_K, negative_entities="degree", epochs=10)
+    return train_model(tiny_graph, config, name="tiny-degree", device=torch.device("cpu"))
 
 
 @pytest.fixture(scope="session")

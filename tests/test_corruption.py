@@ -1,6 +1,8 @@
 """Bernoulli corruption of the frozen negatives (issue 24, part 2: better models, influence still exact): the
 relation shares against a brute-force count, the draw, fewer false negatives than uniform, the fingerprint, masked
-retraining bit for bit, re-drawn negatives, the store's check and ``kgbias train --corruption``."""
+retraining bit for bit, re-drawn negatives; and for both settings of the draw (``--corruption``,
+``--negative-entities``: tests/test_negative_entities.py has the rest of the second) the store's check and
+``kgbias train``'s flag."""
 
 from __future__ import annotations
 
@@ -21,19 +23,36 @@ from kgbias_core.embeddings.store import config_fingerprint, load_model, save_mo
 from kgbias_core.embeddings.training import (
     bernoulli_head_probability,
     corruption_head_probability,
+    degree_weights,
     frozen_negatives,
     train_model,
 )
-from kgbias_core.errors import CORRUPTION_NOT_TRANSE, UNKNOWN_CORRUPTION, KGBiasError, ModelStoreError
+from kgbias_core.errors import (
+    CORRUPTION_NOT_TRANSE,
+    NEGATIVE_ENTITIES_NOT_TRANSE,
+    UNKNOWN_CORRUPTION,
+    UNKNOWN_NEGATIVE_ENTITIES,
+    KGBiasError,
+    ModelStoreError,
+)
 from kgbias_core.influence.negatives import redrawn_negatives
 from kgbias_core.influence.retraining_check import masked_retrain_bias
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.measures.groups import occupation_groups
 from kgbias_core.whatif.edits import _ADDED_NEGATIVES_STREAM, add_edit, addition, retrain
 
-from .conftest import REPO, TINY_TRAINING
+from .conftest import DEGREE_K, REPO, TINY_TRAINING
 
-K = 3
+K = DEGREE_K  # the Bernoulli model's too: one count for both draws' models
+
+#: The two settings of how frozen negatives are drawn: (TrainConfig field, the unknown value's error and its name in
+#: it, the PyKEEN-model error, the train flag, a value the flag takes, its fixture of a model trained with it).
+DRAWS = {
+    "corruption": (UNKNOWN_CORRUPTION, "corruption", CORRUPTION_NOT_TRANSE, "--corruption", "bernoulli",
+                   "bern_model"),
+    "negative_entities": (UNKNOWN_NEGATIVE_ENTITIES, "draw", NEGATIVE_ENTITIES_NOT_TRANSE, "--negative-entities",
+                          "degree", "degree_model"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -110,25 +129,33 @@ def test_bernoulli_draws_fewer_true_triples_as_negatives(tiny_graph) -> None:
     assert false_share(bern) < 0.5 * false_share(uniform)
 
 
-def test_uniform_keeps_every_stored_fingerprint_and_bernoulli_has_its_own() -> None:
+@pytest.mark.parametrize("field", sorted(DRAWS))
+def test_uniform_keeps_every_stored_fingerprint_and_another_draw_has_its_own(field: str) -> None:
     old = {**TrainConfig().to_dict(), "dataset": "fb15k237", "data_hash": "x"}
-    assert "corruption" not in old  # uniform's config.json is the one written before the field existed
-    uniform = {**old, "corruption": "uniform"}
-    bern = {**old, "corruption": "bernoulli"}
+    assert field not in old  # uniform's config.json is the one written before the field existed
+    uniform = {**old, field: "uniform"}
+    other = {**old, field: DRAWS[field][4]}
     assert config_fingerprint(uniform) == config_fingerprint(old)
-    assert config_fingerprint(bern)["config_hash"] != config_fingerprint(old)["config_hash"]
+    assert config_fingerprint(other)["config_hash"] != config_fingerprint(old)["config_hash"]
+    assert TrainConfig.from_dict(other).to_dict()[field] == DRAWS[field][4]
 
 
-def test_a_bernoulli_model_stores_its_draw_and_an_unedited_retrain_reproduces_it(bern_model, tmp_path: Path) -> None:
-    triples = bern_model.triples
-    expected = frozen_negatives(triples, n_entities=bern_model.n_entities, seed=bern_model.config.seed, count=K,
-                                head_probability=bernoulli_head_probability(
-                                    triples, n_relations=bern_model.n_relations, triples=triples))
-    assert torch.equal(bern_model.frozen_negatives, expected)
+@pytest.mark.parametrize("field", ["corruption", "negative_entities"])
+def test_a_model_stores_its_draw_and_an_unedited_retrain_reproduces_it(field: str, request, tmp_path: Path) -> None:
+    """For either setting of the draw (Bernoulli sides, entities by degree)."""
+    model = request.getfixturevalue(DRAWS[field][5])
+    triples = model.triples
+    drawn = (dict(head_probability=bernoulli_head_probability(triples, n_relations=model.n_relations,
+                                                              triples=triples)) if field == "corruption"
+             else dict(entity_weights=degree_weights(triples, n_entities=model.n_entities)))
+    common = dict(n_entities=model.n_entities, seed=model.config.seed, count=K)
+    expected = frozen_negatives(triples, **common, **drawn)
+    assert torch.equal(model.frozen_negatives, expected)
+    assert not torch.equal(expected, frozen_negatives(triples, **common))  # not the uniform draw
     # Re-drawn from the model's own seed and config: its frozen negatives.
-    assert torch.equal(redrawn_negatives(bern_model, seed=bern_model.config.seed), expected)
-    loaded = load_model(save_model(bern_model, tmp_path))
-    assert loaded.config.corruption == "bernoulli"
+    assert torch.equal(redrawn_negatives(model, seed=model.config.seed), expected)
+    loaded = load_model(save_model(model, tmp_path))
+    assert getattr(loaded.config, field) == DRAWS[field][4]
     assert torch.equal(loaded.frozen_negatives, expected)
     groups = occupation_groups(loaded)
     stored = group_bias(entity_embeddings=loaded.entity_embeddings, relation_embeddings=loaded.relation_embeddings,
@@ -155,30 +182,34 @@ def test_an_add_edits_negatives_follow_the_models_corruption(bern_model) -> None
     assert torch.equal(negatives_of(retrained.negatives, torch.arange(n, m), m), added.negatives)
 
 
-def test_an_unknown_corruption_is_refused_in_training_and_in_the_store(tiny_graph, bern_model,
-                                                                       tmp_path: Path) -> None:
+@pytest.mark.parametrize("field", sorted(DRAWS))
+def test_an_unknown_draw_is_refused_in_training_and_in_the_store(tiny_graph, field: str, request,
+                                                                  tmp_path: Path) -> None:
+    unknown, name, not_transe, _, good, fixture = DRAWS[field]
+    known = ", ".join(("uniform", good))
     with pytest.raises(KGBiasError) as error:
-        train_model(tiny_graph, replace(TINY_TRAINING, epochs=1, corruption="sideways"), name="x", device="cpu")
-    assert str(error.value) == UNKNOWN_CORRUPTION.format(corruption="sideways", known="uniform, bernoulli")
+        train_model(tiny_graph, replace(TINY_TRAINING, epochs=1, **{field: "sideways"}), name="x", device="cpu")
+    assert str(error.value) == unknown.format(**{name: "sideways"}, known=known)
     with pytest.raises(KGBiasError) as error:
-        train_model(tiny_graph, replace(TINY_TRAINING, model="distmult", corruption="bernoulli"), name="d",
-                    device="cpu")
-    assert str(error.value) == CORRUPTION_NOT_TRANSE.format(corruption="bernoulli", model="distmult")
-    path = save_model(bern_model, tmp_path)
+        train_model(tiny_graph, replace(TINY_TRAINING, model="distmult", **{field: good}), name="d", device="cpu")
+    assert str(error.value) == not_transe.format(**{name: good}, model="distmult")
+    path = save_model(request.getfixturevalue(fixture), tmp_path)
     config = json.loads((path / "config.json").read_text())
-    (path / "config.json").write_text(json.dumps({**config, "corruption": "sideways"}))
-    with pytest.raises(ModelStoreError, match="unknown corruption 'sideways'"):
+    (path / "config.json").write_text(json.dumps({**config, field: "sideways"}))
+    with pytest.raises(ModelStoreError, match=f"unknown {field.replace('_', ' ')} 'sideways'"):
         load_model(path)
 
 
-def test_kgbias_train_corruption_bernoulli(tmp_path: Path) -> None:
+@pytest.mark.parametrize("field", sorted(DRAWS))
+def test_kgbias_train_takes_each_draw_and_refuses_an_unknown_one(field: str, tmp_path: Path) -> None:
+    _, _, _, flag, good, _ = DRAWS[field]
     out = tmp_path / "m"
     assert main(["train", "--dataset", "synthetic", "--dim", "8", "--epochs", "1", "--negatives", "2",
-                 "--corruption", "bernoulli", "--out", str(out)]) == 0
-    assert json.loads((out / "config.json").read_text())["corruption"] == "bernoulli"
+                 flag, good, "--out", str(out)]) == 0
+    assert json.loads((out / "config.json").read_text())[field] == good
     result = subprocess.run(
-        [sys.executable, "-m", "kgbias_core", "train", "--dataset", "synthetic", "--corruption", "sideways",
+        [sys.executable, "-m", "kgbias_core", "train", "--dataset", "synthetic", flag, "sideways",
          "--out", str(tmp_path / "x")], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 2
-    assert len(result.stderr.strip().splitlines()) == 1 and "--corruption" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and flag in result.stderr
     assert not (tmp_path / "x").exists()

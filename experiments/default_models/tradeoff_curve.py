@@ -67,6 +67,7 @@ SOURCES = (
     Source("fb15k237", HERE / "fb15k237_l1_k8_grid_lp_models.csv"),
     Source("fb15k237", HERE / "fb15k237_l1_k64_lp_models.csv"),
     Source("fb15k237", HERE / "fb15k237_l1_k128_lp_models.csv"),
+    Source("fb15k237", HERE / "fb15k237_degree_lp_models.csv"),
     # FB13's default was checked by validate_influence.py (3 occupations, sets of up to 1,398 triples), not by a sweep.
     Source("fb13", HERE / "fb13_k1_at_k8_sizes_models.csv", VALIDATION / "fb13_l2_80_e160_summary.csv"),
     Source("fb13", HERE / "fb13_k8_influence_models.csv", HERE / "fb13_k8_influence_summary.csv"),
@@ -75,6 +76,7 @@ SOURCES = (
            HERE / "fb13_pseudo_huber_l2_20_influence_summary.csv"),
     Source("fb13", HERE / "fb13_k8_lp_models.csv"),
     Source("fb13", HERE / "fb13_pseudo_huber_lp_models.csv"),
+    Source("fb13", HERE / "fb13_degree_influence_models.csv"),
 )
 
 COLUMNS = ("graph", "distance", "negatives", "l2", "changes", "config_hash", "mrr", "hits@10", "lp_machine", "check",

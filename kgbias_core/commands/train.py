@@ -20,7 +20,14 @@ from kgbias_core.commands.common import (
     integer,
     real,
 )
-from kgbias_core.embeddings.config import CORRUPTIONS, DISTANCES, MODELS, PSEUDO_HUBER_DELTA
+from kgbias_core.embeddings.config import (
+    CORRUPTIONS,
+    DEGREE_EXPONENT,
+    DISTANCES,
+    MODELS,
+    NEGATIVE_ENTITIES,
+    PSEUDO_HUBER_DELTA,
+)
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -34,6 +41,7 @@ def _train(args: argparse.Namespace) -> None:
             "batch_size": args.batch_size, "lr": args.lr, "l2": args.l2, "margin": args.margin,
             "damping": args.damping, "optimizer": args.optimizer, "negatives_per_triple": args.negatives,
             "distance": args.distance, "corruption": args.corruption,
+            "negative_entities": args.negative_entities,
         }.items()
         if v is not None
     }
@@ -84,6 +92,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="TransE: which side the frozen negatives replace: uniform (half the head, half the tail; "
                             "the default) or bernoulli (the head with probability tph / (tph + hpt) of the relation, "
                             "Wang et al. 2014); influence stays exact either way")
+    train.add_argument("--negative-entities", choices=NEGATIVE_ENTITIES,
+                       help="TransE: which entity the frozen negatives put in: uniform (any entity; the default) or "
+                            f"degree (by training degree^{DEGREE_EXPONENT}, word2vec's draw: the hubs become "
+                            "negatives; FB13's squared-L2 model then predicts links 2.4 times as well, "
+                            "docs/results/default_models.md); influence stays exact either way")
     train.add_argument("--optimizer", choices=("adam", "sparse_adam"),
                        help="adam: dense Adam over every row per step (default); sparse_adam: row-wise updates of "
                             "the rows a batch touches, the same objective (for graphs of millions of entities)")

@@ -26,6 +26,15 @@ PSEUDO_HUBER_DELTA = 0.05
 #: the tail (every model before 2026-12-06); bernoulli: the head with probability tph / (tph + hpt) of the triple's
 #: relation (Wang et al. 2014, "bern"; kgbias_core.embeddings.training.bernoulli_head_probability).
 CORRUPTIONS = ("uniform", "bernoulli")
+#: TrainConfig.negative_entities: which entity a frozen negative puts on the corrupted side. uniform: any entity of the
+#: graph, equally likely (every model before 2026-12-07); degree: an entity with probability proportional to its count
+#: in the training triples to the power DEGREE_EXPONENT (word2vec's unigram^0.75, Mikolov et al. 2013), so that the
+#: hubs a uniform draw almost never names (a gender, a country) become negatives of the queries they do not answer.
+#: On FB13 (l2 80, eight negatives) uniform negatives are mostly persons, whose rows sit near the origin, and every
+#: query of a relation got one hub as its top answer (docs/results/default_models.md).
+NEGATIVE_ENTITIES = ("uniform", "degree")
+#: The power of an entity's training degree in the ``degree`` draw (word2vec's; not fitted on these graphs).
+DEGREE_EXPONENT = 0.75
 #: Formats of embeddings trained elsewhere that :mod:`kgbias_core.embeddings.importers` reads.
 IMPORT_FORMATS = ("npy", "pykeen", "dglke", "pbg")
 #: ``import --format random``: no files read, random untrained vectors (graphs too large to train here).
@@ -66,12 +75,16 @@ class TrainConfig:
     # before the field existed; bernoulli draws fewer false negatives on one-to-many relations. Influence is exact
     # either way: it reads the stored negatives, however they were drawn.
     corruption: str = "uniform"
+    # Which entity replaces the corrupted side (NEGATIVE_ENTITIES): uniform keeps the fingerprint of every model stored
+    # before the field existed; degree draws by training degree^0.75. Influence is exact either way, as above.
+    negative_entities: str = "uniform"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        # Uniform is every model's draw before the field existed: their config.json, result files and keys stay.
-        if data["corruption"] == "uniform":
-            del data["corruption"]
+        # Uniform is every model's draw before these fields existed: their config.json, result files and keys stay.
+        for key in ("corruption", "negative_entities"):
+            if data[key] == "uniform":
+                del data[key]
         return data
 
     @classmethod

@@ -12,13 +12,22 @@ from typing import Any
 
 import torch
 
-from kgbias_core.embeddings.config import CORRUPTIONS, DISTANCES, IMPORTED_MODELS, MODELS, Calibration, TrainConfig
+from kgbias_core.embeddings.config import (
+    CORRUPTIONS,
+    DISTANCES,
+    IMPORTED_MODELS,
+    MODELS,
+    NEGATIVE_ENTITIES,
+    Calibration,
+    TrainConfig,
+)
 from kgbias_core.errors import (
     MODEL_CORRUPT,
     MODEL_DISAGREES,
     UNKNOWN_CORRUPTION,
     UNKNOWN_DISTANCE,
     UNKNOWN_MODEL,
+    UNKNOWN_NEGATIVE_ENTITIES,
     ModelStoreError,
 )
 
@@ -105,6 +114,9 @@ def config_train_config(config: dict[str, Any], file: Path) -> TrainConfig:
         raise corrupt(UNKNOWN_DISTANCE.format(distance=train_config.distance, known=", ".join(DISTANCES)))
     if train_config.corruption not in CORRUPTIONS:
         raise corrupt(UNKNOWN_CORRUPTION.format(corruption=train_config.corruption, known=", ".join(CORRUPTIONS)))
+    if train_config.negative_entities not in NEGATIVE_ENTITIES:
+        raise corrupt(UNKNOWN_NEGATIVE_ENTITIES.format(draw=train_config.negative_entities,
+                                                       known=", ".join(NEGATIVE_ENTITIES)))
     return train_config
 
 

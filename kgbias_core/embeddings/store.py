@@ -587,6 +587,8 @@ def weight_settings(config: dict[str, Any]) -> dict[str, Any]:
         extra["negatives_per_triple"] = config["negatives_per_triple"]
     if config.get("corruption") not in (None, "uniform"):  # uniform (every stored model) keeps its fingerprint
         extra["corruption"] = config["corruption"]
+    if config.get("negative_entities") not in (None, "uniform"):  # the same for the entity a negative draws
+        extra["negative_entities"] = config["negative_entities"]
     if extra.get("distance") == "squared_l2":
         del extra["distance"]
     return {**{k: config.get(k) for k in keys}, **extra}

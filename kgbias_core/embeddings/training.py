@@ -28,7 +28,14 @@ from kgbias_core.data.graph import KnowledgeGraph
 
 # The device rules live in kgbias_core.device; re-exported here, where callers long found them.
 from kgbias_core.device import default_device, retrain_device  # noqa: F401
-from kgbias_core.embeddings.config import CORRUPTIONS, MODELS, PYKEEN_MODELS, TrainConfig
+from kgbias_core.embeddings.config import (
+    CORRUPTIONS,
+    DEGREE_EXPONENT,
+    MODELS,
+    NEGATIVE_ENTITIES,
+    PYKEEN_MODELS,
+    TrainConfig,
+)
 from kgbias_core.embeddings.objective import (
     distance_gradient,
     margin_loss,
@@ -43,10 +50,12 @@ from kgbias_core.errors import (
     CANCELLED,
     CORRUPTION_NOT_TRANSE,
     DISTANCE_NOT_TRANSE,
+    NEGATIVE_ENTITIES_NOT_TRANSE,
     NEGATIVES_NOT_TRANSE,
     REGULARISER_MISSING,
     UNKNOWN_CORRUPTION,
     UNKNOWN_MODEL,
+    UNKNOWN_NEGATIVE_ENTITIES,
     UNKNOWN_OPTIMIZER,
     CancelledError,
     KGBiasError,
@@ -92,9 +101,10 @@ def reproducible(device: torch.device) -> Iterator[None]:
 
 def frozen_negatives(
     triples: LongTensor, *, n_entities: int, seed: int, stream: int = 0, count: int = 1,
-    head_probability: FloatTensor | None = None,
+    head_probability: FloatTensor | None = None, entity_weights: FloatTensor | None = None,
 ) -> LongTensor:
-    """``count`` (K) negatives per triple, each with its head or its tail replaced by a uniform entity.
+    """``count`` (K) negatives per triple, each with its head or its tail replaced by a uniform entity (or one drawn
+    by ``entity_weights``).
 
     Shapes: triples [n, 3] (, head_probability [n]) -> negatives [K n, 3], row j n + i the j-th negative of
     triple i (the layout of :mod:`kgbias_core.embeddings.objective`). Drawn once from ``seed`` (METHODS §2) so
@@ -108,17 +118,31 @@ def frozen_negatives(
     ``head_probability`` given (:func:`bernoulli_head_probability`): each negative's side is its own coin,
     the head with triple i's probability. Either way the first K' rows of K's table are K''s table: more
     negatives only add to the objective's negatives, never replace them.
+
+    ``entity_weights`` [n_entities] (:func:`degree_weights`): each replacement is entity e with probability
+    w_e / sum(w), drawn where the uniform one is (same stream, same order of coins and draws); None: uniform.
     """
     generator = torch.Generator().manual_seed(seed + _NEGATIVE_STREAM + stream)
     n = triples.shape[0]
     corrupt_head = torch.rand(n, generator=generator) < (0.5 if head_probability is None else head_probability)
-    replacement = torch.randint(n_entities, (n,), generator=generator)
+
+    # by inverse CDF (torch.multinomial refuses more than 2^24 categories: a 20M-triple graph has more entities);
+    # an entity of weight 0 adds no width to the CDF, so no uniform number lands on it
+    cdf = None if entity_weights is None else torch.cumsum(entity_weights.double().cpu(), 0)
+
+    def draw() -> LongTensor:
+        if cdf is None:
+            return torch.randint(n_entities, (n,), generator=generator)
+        u = torch.rand(n, generator=generator, dtype=torch.float64) * cdf[-1]
+        return torch.searchsorted(cdf, u, right=True).clamp_(max=n_entities - 1)
+
+    replacement = draw()
     negatives = triples.repeat(count, 1)  # [K n, 3]: K copies, each corrupted below
     for j in range(count):
         if j:
             if head_probability is not None:  # a coin of its own, drawn before the replacement as for j = 0
                 corrupt_head = torch.rand(n, generator=generator) < head_probability
-            replacement = torch.randint(n_entities, (n,), generator=generator)
+            replacement = draw()
         head = corrupt_head if head_probability is not None or j % 2 == 0 else ~corrupt_head
         block = negatives[j * n : (j + 1) * n]  # a view: triple i's j-th negative is row j n + i
         block[head, 0] = replacement[head]
@@ -156,6 +180,31 @@ def corruption_head_probability(corruption: str, *, statistics: LongTensor, n_re
     if corruption == "bernoulli":
         return bernoulli_head_probability(statistics, n_relations=n_relations, triples=triples)
     raise KGBiasError(UNKNOWN_CORRUPTION.format(corruption=corruption, known=", ".join(CORRUPTIONS)))
+
+
+def degree_weights(statistics: LongTensor, *, n_entities: int) -> FloatTensor:
+    """The ``degree`` draw's weights (:data:`~kgbias_core.embeddings.config.NEGATIVE_ENTITIES`): each entity's count
+    as head or tail of ``statistics`` (the training triples [m, 3]) to the power
+    :data:`~kgbias_core.embeddings.config.DEGREE_EXPONENT`. -> [n_entities], float64; 0 for an entity in no training
+    triple (a dummy of an Add edit, an entity of the test split only), which is then never drawn."""
+    degree = torch.bincount(statistics[:, [0, 2]].reshape(-1).cpu(), minlength=n_entities).double()
+    return degree.pow(DEGREE_EXPONENT)
+
+
+def negative_draw(config: TrainConfig, *, statistics: LongTensor, n_entities: int, n_relations: int,
+                  triples: LongTensor) -> dict[str, FloatTensor | None]:
+    """The keyword arguments of :func:`frozen_negatives` that draw ``triples``' negatives as ``config`` says: the
+    side (``corruption``, :func:`corruption_head_probability`) and the entity (``negative_entities``, uniform or
+    :func:`degree_weights`), both counted over ``statistics`` (the model's training triples, which an edit's own
+    negatives also count by). The one home of "how a model's negatives are drawn": its training, an Add edit's
+    triples and an import's re-drawn negatives all ask it. An unknown value is a named error."""
+    if config.negative_entities not in NEGATIVE_ENTITIES:
+        raise KGBiasError(UNKNOWN_NEGATIVE_ENTITIES.format(draw=config.negative_entities,
+                                                           known=", ".join(NEGATIVE_ENTITIES)))
+    weights = (degree_weights(statistics, n_entities=n_entities) if config.negative_entities == "degree" else None)
+    return {"head_probability": corruption_head_probability(config.corruption, statistics=statistics,
+                                                            n_relations=n_relations, triples=triples),
+            "entity_weights": weights}
 
 
 def initial_embeddings(
@@ -607,9 +656,8 @@ def train_model(
     if config.model == "transe":
         negatives = frozen_negatives(triples, n_entities=n_entities, seed=config.seed,
                                      count=config.negatives_per_triple,
-                                     head_probability=corruption_head_probability(
-                                         config.corruption, statistics=triples, n_relations=n_relations,
-                                         triples=triples))
+                                     **negative_draw(config, statistics=triples, n_entities=n_entities,
+                                                     n_relations=n_relations, triples=triples))
         result = train_transe(
             triples=triples, negatives=negatives, n_entities=n_entities, n_relations=n_relations,
             config=config, device=device, on_epoch=on_epoch, should_stop=should_stop,
@@ -626,6 +674,8 @@ def train_model(
             raise KGBiasError(DISTANCE_NOT_TRANSE.format(distance=config.distance, model=config.model))
         if config.corruption != "uniform":  # the same: PyKEEN's sampler draws its own
             raise KGBiasError(CORRUPTION_NOT_TRANSE.format(corruption=config.corruption, model=config.model))
+        if config.negative_entities != "uniform":  # the same
+            raise KGBiasError(NEGATIVE_ENTITIES_NOT_TRANSE.format(draw=config.negative_entities, model=config.model))
         weights, losses, seconds = train_pykeen(
             graph, config, device=device, on_epoch=on_epoch, should_stop=should_stop
         )

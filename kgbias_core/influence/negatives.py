@@ -30,7 +30,7 @@ import torch
 from scipy import stats
 
 from kgbias_core.embeddings.store import StoredModel
-from kgbias_core.embeddings.training import corruption_head_probability, frozen_negatives
+from kgbias_core.embeddings.training import frozen_negatives, negative_draw
 from kgbias_core.influence.closed_form import top_influence
 from kgbias_core.types import FloatTensor, LongTensor
 
@@ -103,7 +103,7 @@ def redrawn_negatives(model: StoredModel, *, seed: int, count: int | None = None
     """``count`` negatives per training triple of ``model`` (None: its ``config.negatives_per_triple``; an imported
     model's was set at import, :func:`import_negatives_per_triple`, and is 1 for one imported before 2026-12-06),
     drawn as kgbias's training draws its frozen ones (its ``config.corruption``: half the head and half the tail, or
-    Bernoulli; an imported model's is uniform).
+    Bernoulli; its ``config.negative_entities``; an imported model's are uniform).
 
     Shapes: -> [K |G|, 3] on the model's device, row j |G| + i the j-th of triple i. With the model's own
     ``config.seed`` on an unedited kgbias model this reproduces its frozen negatives exactly (the training
@@ -112,9 +112,8 @@ def redrawn_negatives(model: StoredModel, *, seed: int, count: int | None = None
     count = model.config.negatives_per_triple if count is None else count
     triples = model.triples.cpu()
     drawn = frozen_negatives(triples, n_entities=model.n_entities, seed=seed, count=count,  # a CPU generator
-                             head_probability=corruption_head_probability(
-                                 model.config.corruption, statistics=triples, n_relations=model.n_relations,
-                                 triples=triples))
+                             **negative_draw(model.config, statistics=triples, n_entities=model.n_entities,
+                                             n_relations=model.n_relations, triples=triples))
     return drawn.to(model.triples.device)
 
 

@@ -26,9 +26,9 @@ from kgbias_core.embeddings.objective import join_negatives, negatives_count, ne
 from kgbias_core.embeddings.store import StoredModel
 from kgbias_core.embeddings.training import (
     EpochCallback,
-    corruption_head_probability,
     frozen_negatives,
     initial_embeddings,
+    negative_draw,
     train_transe,
 )
 from kgbias_core.errors import (
@@ -204,13 +204,13 @@ def retrain(
 
 def added_frozen_negatives(model: StoredModel, added: LongTensor, *, n_entities: int) -> LongTensor:
     """The frozen negatives of an Add edit's triples [a, 3] -> [K a, 3]: as many per triple as the model has, from
-    the model's seed on a stream of their own, each side drawn as the model's own were (its ``corruption``; the
-    Bernoulli shares counted over the model's training triples, which the edit does not change)."""
+    the model's seed on a stream of their own, each drawn as the model's own were (its ``corruption`` and
+    ``negative_entities``, counted over the model's training triples, which the edit does not change: a dummy is
+    never a degree-drawn negative)."""
     return frozen_negatives(added, n_entities=n_entities, seed=model.config.seed, stream=_ADDED_NEGATIVES_STREAM,
                             count=negatives_count(model.frozen_negatives, model.triples.shape[0]),
-                            head_probability=corruption_head_probability(
-                                model.config.corruption, statistics=model.triples.cpu(),
-                                n_relations=model.n_relations, triples=added))
+                            **negative_draw(model.config, statistics=model.triples.cpu(), n_entities=n_entities,
+                                            n_relations=model.n_relations, triples=added))
 
 
 def addition(model: StoredModel, edit: Edit) -> Addition:
