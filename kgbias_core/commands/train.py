@@ -95,7 +95,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--negative-entities", choices=NEGATIVE_ENTITIES,
                        help="TransE: which entity the frozen negatives put in: uniform (any entity; the default) or "
                             f"degree (by training degree^{DEGREE_EXPONENT}, word2vec's draw: the hubs become "
-                            "negatives; FB13's squared-L2 model then predicts links 2.4 times as well, "
+                            "negatives; FB13's squared-L2 model: MRR 0.089 -> 0.221, still under its popularity count, "
                             "docs/results/default_models.md); influence stays exact either way")
     train.add_argument("--optimizer", choices=("adam", "sparse_adam"),
                        help="adam: dense Adam over every row per step (default); sparse_adam: row-wise updates of "
