@@ -252,8 +252,13 @@ def test_a_model_stored_before_k_loads_with_one_negative(tiny_model, tmp_path: P
 
 
 # --- influence -------------------------------------------------------------------------------------------
-def test_closed_form_influence_with_k_negatives_equals_autograd(k_model) -> None:
-    """delta_z = sum_e grad_e B_gr . grad_e L(z) / alpha_e, L(z) the mean of z's K hinges by autograd (Du Eq. 3)."""
+@pytest.mark.parametrize("fixture", ["k_model", "degree_model"])
+def test_closed_form_influence_with_k_negatives_equals_autograd(fixture: str, request) -> None:
+    """delta_z = sum_e grad_e B_gr . grad_e L(z) / alpha_e, L(z) the mean of z's K hinges by autograd (Du Eq. 3);
+    also on a model whose negatives' entities were drawn by degree (influence reads the stored negatives, however
+    they were drawn)."""
+    k_model = request.getfixturevalue(fixture)
+    K = negatives_count(k_model.negatives, k_model.triples.shape[0])  # noqa: N806 (the module's K, per model)
     context = influence_context(k_model)
     assert context.n_negatives == K
     index = occupation_with_both(context)

@@ -1,7 +1,8 @@
 """Frozen negatives whose entity is drawn by training degree^0.75 (issue 24, part 2: better models, influence still
-exact): the weights against a brute-force count, the draw's frequencies, its extension with K, the closed form
-against autograd and an Add's negatives (the fingerprint, masked retraining bit for bit, re-drawn negatives, the
-store's check and ``kgbias train --negative-entities``: tests/test_corruption.py, beside ``--corruption``'s)."""
+exact): the weights against a brute-force count, the draw's frequencies, its extension with K and an Add's negatives.
+Elsewhere: the closed form against autograd (tests/test_multiple_negatives.py); the fingerprint, masked retraining
+bit for bit, re-drawn negatives, the store's check and ``kgbias train --negative-entities`` (tests/test_corruption.py,
+beside ``--corruption``'s)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,11 @@ import pytest
 import torch
 
 from kgbias_core.embeddings.config import DEGREE_EXPONENT
-from kgbias_core.embeddings.objective import negatives_of, transe_objective
+from kgbias_core.embeddings.objective import negatives_of
 from kgbias_core.embeddings.training import degree_weights, frozen_negatives, negative_draw
-from kgbias_core.influence.closed_form import group_bias_gradient, influence_context, triple_influence
 from kgbias_core.whatif.edits import _ADDED_NEGATIVES_STREAM, add_edit, addition, retrain
 
 from .conftest import DEGREE_K as K
-from .conftest import occupation_with_both
 
 
 def test_the_weights_are_a_brute_force_count_to_the_power() -> None:
@@ -48,26 +47,6 @@ def test_a_degree_draw_follows_its_weights_and_extends_with_k() -> None:
                            minlength=6).double() / (4 * n)
     assert share[0] == share[5] == 0  # weight 0: never drawn
     assert share[1:5].tolist() == pytest.approx((weights[1:5] / weights.sum()).tolist(), abs=0.02)
-
-
-def test_the_closed_form_of_a_degree_model_equals_autograd(degree_model) -> None:
-    """Influence reads the stored negatives however they were drawn: delta_z = sum_e grad_e B_gr . grad_e L(z) /
-    alpha_e (Du Eq. 3) with L(z) the mean of z's K hinges, grad L(z) by autograd."""
-    context = influence_context(degree_model)
-    index = occupation_with_both(context)
-    influence = triple_influence(context, index)
-    grad_b = group_bias_gradient(context, index)
-    n = degree_model.triples.shape[0]
-    picks = torch.cat([torch.topk(influence.abs(), 20).indices, torch.arange(0, n, max(1, n // 20))])
-    for i in picks.tolist():
-        E = degree_model.entity_embeddings.clone().requires_grad_(True)
-        loss = transe_objective(entities=E, relations=degree_model.relation_embeddings,
-                                triples=degree_model.triples[i : i + 1],
-                                negatives=negatives_of(degree_model.negatives, torch.tensor([i]), n),
-                                margin=degree_model.config.margin, l2=0.0)
-        (grad_l,) = torch.autograd.grad(loss, E)
-        expected = float((grad_b * grad_l / context.alpha[:, None]).sum())
-        assert float(influence[i]) == pytest.approx(expected, rel=1e-4, abs=1e-6)
 
 
 def test_an_add_edits_negatives_follow_the_models_draw_and_never_name_a_dummy(degree_model) -> None:
