@@ -10,7 +10,7 @@ setting turns that off (Streamlit 1.67, ``PagesManager.uses_pages_directory``).
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
-from kgbias_app import links
+from kgbias_app import links, reruns
 
 st.set_page_config(page_title="kgbias: gender bias in knowledge-graph embeddings", layout="wide")
 
@@ -34,5 +34,7 @@ except StopException:
     # A page that stops (waiting for its model) still gets the sidebar's choice into the URL; one
     # that reruns does not: the rerun writes it, as one history entry.
     links.publish(page.url_path)
+    reruns.rerun_if_asked()  # a page that waits for its model still follows the job that makes it
     raise
 links.publish(page.url_path)
+reruns.rerun_if_asked()  # after the page has read its buttons: a rerun asked for mid-page would lose a click

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from kgbias_app import texts
+from kgbias_app import reruns, texts
 from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md
 from kgbias_core.jobs import FINISHED_STATES, JobState, JobStatus, Priority, default_registry, seconds_ahead
@@ -118,7 +118,7 @@ def progress_panel(tasks: Sequence[Task[Any]], *, heading: str | None = None, ke
             seen.add(status.job_id)
             finished_now = True
     if finished_now:
-        st.rerun()  # the whole app: the sidebar lists new models, the pages show new results
+        reruns.rerun_app()  # the whole app: the sidebar lists new models, the pages show new results
 
 
 def is_for_this_session(status: JobStatus) -> bool:
@@ -187,4 +187,4 @@ def queue_panel() -> None:
         for status in stopped:
             stopped_notice(status, key=f"queue:{status.job_id}")
     if before - listed:
-        st.rerun()  # a job ended: the whole app, so that the pages show what it made
+        reruns.rerun_app()  # a job ended: the whole app, so that the pages show what it made

@@ -25,10 +25,10 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from kgbias_app import texts
 from kgbias_app.escape import md
+from kgbias_app.reruns import fragment_run
 
 #: Session keys: the query parameters this session wrote last, the ones of the URL still to apply in
 #: this run, and the values the linked widgets of this run hold.
@@ -172,11 +172,6 @@ def tabs(labels: Sequence[str], *, key: str, what: str = "tab") -> list[Any]:
                    make=lambda seeded: list(st.tabs(labels, key=key, on_change="rerun")))
 
 
-def _fragment_run() -> bool:
-    ctx = get_script_run_ctx()
-    return bool(ctx is not None and ctx.fragment_ids_this_run)
-
-
 def publish(url_path: str) -> None:
     """At the end of a full run: write the linked widgets' values to the URL (one history entry when
     they changed) and show the link to page ``url_path`` in the sidebar."""
@@ -190,7 +185,7 @@ def publish(url_path: str) -> None:
 def publish_fragment() -> None:
     """At the end of a fragment (``@st.fragment``) that holds linked widgets: when the fragment reran
     alone, write its widgets' values (the page's others are in the URL already); else nothing."""
-    if _fragment_run():
+    if fragment_run():
         _write(_url() | st.session_state.get(HELD, {}))
 
 

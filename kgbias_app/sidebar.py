@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from kgbias_app import cache, jobs_ui, links, presenter, texts
+from kgbias_app import cache, jobs_ui, links, presenter, reruns, texts
 from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md
 from kgbias_core import tasks
@@ -148,7 +148,7 @@ def _training(graph: str, names: list[str], *, store: Path, data_dir: Path) -> T
     status = default_registry().latest(task.key)  # any session's: one training per model
     if status is not None and status.state is JobState.DONE:
         if (store / model_name / "config.json").is_file():
-            st.rerun()  # it was saved after this run listed the store
+            reruns.rerun_app()  # it was saved after this run listed the store
         status = None  # its model was removed since: it may be trained again
     if status is not None and status.state not in FINISHED_STATES:
         return task  # queued or running: no button, the panel shows its progress
@@ -231,7 +231,7 @@ def await_model(path: str) -> None:
     """Poll the store for the model at ``path`` (trained here, by another session or by ``kgbias prepare``)
     and rerun the app the moment it is saved, so the dashboard opens without a refresh."""
     if (Path(path) / "config.json").is_file():
-        st.rerun()
+        reruns.rerun_app()
 
 
 def follow_up(model: ModelRef) -> None:

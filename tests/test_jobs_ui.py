@@ -89,3 +89,41 @@ def test_try_again_runs_a_failed_job_anew_and_the_panel_says_done(app: AppTest) 
     assert not app.exception
     assert "slow job: done." in texts(app.success)
     assert not app.error
+
+
+def page_script() -> None:
+    """A page as the dashboard draws it: the queue (sidebar) above, a button of the page body below it."""
+    import streamlit as st
+
+    from kgbias_app import jobs_ui, reruns
+    from tests import test_jobs_ui as here
+
+    st.session_state["runs"] = st.session_state.get("runs", 0) + 1
+    jobs_ui.queue_panel()
+    if st.button("Submit"):
+        jobs_ui.submit("slow job", here.TASK, group="tests")
+    if st.button("Count"):
+        st.session_state["clicks"] = st.session_state.get("clicks", 0) + 1
+    jobs_ui.progress_panel(jobs_ui.session_tasks("tests"), heading="Jobs of the test")
+    reruns.rerun_if_asked()  # as the router does
+
+
+def test_a_click_in_the_run_that_sees_a_job_end_is_not_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CI failure of 2026-12-07 (the L2 audit offered again, clicked, never run): a job left the queue between
+    two polls, and the click's run was the first to see it. The queue panel, drawn above the page, reran the app
+    at once, and a rerun the script asks for resets every button: the click was lost. It is not now: the panels
+    ask for the rerun and the router makes it after the page has handled its clicks."""
+    GATE.clear()
+    monkeypatch.setattr(f"{__name__}.TASK", Task(key=f"test-jobs-ui-{uuid.uuid4().hex}", run=wait_at_the_gate))
+    app = AppTest.from_function(page_script, default_timeout=PAGE_TIMEOUT).run()
+    button(app, "Submit").click().run()
+    until(JobState.RUNNING)
+    app.run()  # the queue lists the job
+    GATE.set()
+    until(JobState.DONE)  # it ends between two polls
+    runs = app.session_state["runs"]
+    button(app, "Count").click().run()
+    assert not app.exception
+    assert app.session_state["clicks"] == 1
+    assert app.session_state["runs"] == runs + 2  # the click's run, then the rerun that the job's end asked for
+    assert "slow job: done." in texts(app.success)
