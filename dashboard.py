@@ -33,8 +33,10 @@ try:
 except StopException:
     # A page that stops (waiting for its model) still gets the sidebar's choice into the URL; one
     # that reruns does not: the rerun writes it, as one history entry.
-    links.publish(page.url_path)
     reruns.rerun_if_asked()  # a page that waits for its model still follows the job that makes it
+    links.publish(page.url_path)
     raise
+# After the page has read its buttons (a rerun asked for mid-page would lose a click), before the URL is written: a
+# run that reruns leaves that to the rerun, so a link's first run applies it again and says again what it refused.
+reruns.rerun_if_asked()
 links.publish(page.url_path)
-reruns.rerun_if_asked()  # after the page has read its buttons: a rerun asked for mid-page would lose a click

@@ -5,7 +5,8 @@ are drawn above the page's own buttons (the queue in the sidebar) or among them,
 of the run that carries a person's click threw the click away: in the CI run of 2026-12-07 the L2 audit's "Predict
 the stored audit again" was clicked in the run that first saw the noise band's job end, and never ran. So such a
 rerun is made at once only from a fragment's own run (no click of the page is in it), and otherwise at the end of
-the run, by the router (``dashboard.py``), once every button of the page has been read.
+the run, by the router (``dashboard.py``), once every button of the page has been read and before the URL is written
+(a run that reruns leaves the URL to the rerun, as a stopped run did: a link's refused value is named again).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from kgbias_app import reruns
 from kgbias_app.escape import md
 from kgbias_app.sections.influential_triples import TOP_TRIPLES
 from kgbias_app.texts import EXPLORER_TABS, LINK_UNKNOWN
@@ -72,6 +73,20 @@ def test_an_unknown_occupation_or_model_in_a_link_is_named_and_the_default_shown
     assert app.session_state["model"] == "tiny-transe"
     assert app.header[0].value == "Actor"  # the default: the occupation with the most persons
     assert url(app)["occupation"] == ["actor"]  # and the link now names what is shown
+
+
+def test_what_a_link_refused_is_still_said_after_a_rerun_that_a_job_asked_for(app_store: Path) -> None:
+    """A job that ends during a link's first run asks the router for a rerun (:mod:`kgbias_app.reruns`): that run
+    leaves the URL to the rerun, which applies it again and names the refused value again (the CI run of
+    2026-12-07 lost the warning: the first run wrote the URL, the rerun saw nothing to apply)."""
+    app = dashboard()
+    app.query_params["occupation"] = "no_such_job"
+    app.session_state[reruns.ASKED_KEY] = True  # as the progress panel asks when a job ended before it was drawn
+    app.switch_page("app_pages/occupation_explorer.py").run()
+    assert not app.exception
+    assert reruns.ASKED_KEY not in app.session_state  # the rerun was made
+    assert LINK_UNKNOWN.format(what="occupation", value=md("no_such_job")) in texts(app.warning)
+    assert url(app)["occupation"] == ["actor"]
 
 
 def test_a_link_may_name_an_option_by_its_title_and_numbers_out_of_range_are_refused(app_store: Path) -> None:
