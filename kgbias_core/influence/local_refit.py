@@ -47,11 +47,15 @@ from kgbias_core.types import FloatTensor, LongTensor
 #: to 100 and by 0.9-1.5% from 10 to 100, at 23-27, 58-74 and 15 s for the pair on one CPU thread beside a retrain
 #: (2026-11-28): the iterations are the refit's cost, and 30 keep the point.
 REFIT_ITERATIONS = 30
-#: The distances whose psi of a term with one moving row x is read from its square ||c||^2 + 2 s (x . c) + ||x||^2
-#: (:func:`refit_objective`): squared L2 itself, and L2 its square root. L2's refit works in float64
-#: (:func:`refit_rows`): in float32 the square of a small residual cancels (||c||^2 + ||x||^2 against 2 x . c), and
-#: its root and gradient with it; FB15k-237's L2 model then gave Theatre Director's top sets a refined +0.05 and
-#: +0.08 where the residuals gave +0.34 (retrained +0.40 and +0.44).
+#: The distances whose psi of a term with one moving row x is read from its square ||c||^2 + 2 s (delta . c) +
+#: ||delta||^2 (:func:`refit_objective`), c the term's residual at the row's start x0 and delta = x - x0: squared L2
+#: itself, and L2 its square root. Expanded around x0, every part is of the residual's own size. Expanded around 0
+#: (c the offset r + the frozen endpoint, as until 2026-12-07), ||c||^2 + ||x||^2 cancelled against 2 x . c in
+#: float32 down to a small residual, and L2's root and gradient with it (FB15k-237's L2 model gave Theatre
+#: Director's top sets a refined +0.05 and +0.08 where the residuals gave +0.34, retrained +0.40 and +0.44), so L2's
+#: refit held its terms in float64 at twice the memory traffic. L2's refit still optimises in float64 (its root's
+#: gradient near a small residual), but now holds the residuals c in float32 (:func:`refit_rows`): the objective's
+#: pass over them is its cost.
 EXPANDED_DISTANCES = ("squared_l2", "l2")
 #: L2's psi from that square is sqrt(max(square, L2_SQUARE_FLOOR)): a residual under 1e-6 reads as 1e-6, so a square
 #: that cancels to 0 or just below (float rounding) gives a finite gradient, not sqrt's infinite one.
@@ -66,10 +70,13 @@ MIN_SHARE = 0.25
 
 @dataclass(frozen=True)
 class TermBlock:
-    """Terms whose residual h + r - t is ``offset + sign * moving[first] - moving[second]``.
+    """Terms whose residual h + r - t is ``offset + sign * moving[first] - moving[second]`` (both rows moving), or
+    ``offset + sign * (moving[first] - start[first])`` (``single``: one moving row, :class:`RefitTerms`' ``start``).
 
     ``slots`` [c]: where each term sits in its vector of losses (:class:`RefitTerms`); ``offset`` [c, d]: the part
-    of the residual no moving row changes (r, and a frozen head or tail); ``first`` [c]: a moving row the term reads
+    of the residual no moving row changes (r, and a frozen head or tail), and for a single block the whole residual
+    at the rows' start (so the objective reads each term as its start residual plus the row's move, every part of
+    the residual's own size: :data:`EXPANDED_DISTANCES`); ``first`` [c]: a moving row the term reads
     (0..m-1), ``sign`` [c]: +1 where it is the head, -1 the tail; ``second`` [c]: the moving tail of a term whose
     head moves too, else m (the zero row the objective appends). ``single``: no term has a second moving row.
     ``offset_square`` [c]: ||offset||^2.
@@ -92,24 +99,27 @@ class _RowDots(torch.autograd.Function):
     matrix-vector product per moving row over its contiguous run of offsets. The gather it replaces built a [c, d]
     copy of the rows every evaluation, and its backward an index_add of [c, d]; on one CPU thread, 165,000 terms of
     d = 100 (Actor's read rows' negatives) took 0.14 s that way and 0.015 s this way, the same gradient
-    (2026-11-29)."""
+    (2026-11-29). The products run in ``offset``'s dtype (float32 under a float64 L2 refit: a pass over the
+    offsets is the objective's memory traffic), dots and gradient come back in x's."""
 
     @staticmethod
     def forward(ctx, padded: torch.Tensor, offset: torch.Tensor, segments: tuple) -> torch.Tensor:
         ctx.save_for_backward(offset)
-        ctx.segments, ctx.shape = segments, padded.shape
+        ctx.segments, ctx.shape, ctx.dtype = segments, padded.shape, padded.dtype
+        rows = padded.to(offset.dtype)
         out = offset.new_empty(offset.shape[0])
         for row, start, end in segments:
-            torch.mv(offset[start:end], padded[row], out=out[start:end])
-        return out
+            torch.mv(offset[start:end], rows[row], out=out[start:end])
+        return out.to(padded.dtype)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         (offset,) = ctx.saved_tensors
+        grad = grad.to(offset.dtype)
         padded_grad = offset.new_zeros(ctx.shape)
         for row, start, end in ctx.segments:
             torch.mv(offset[start:end].T, grad[start:end], out=padded_grad[row])
-        return padded_grad, None, None
+        return padded_grad.to(ctx.dtype), None, None
 
 
 def _with_segments(block: TermBlock) -> TermBlock:
@@ -130,7 +140,8 @@ class RefitTerms:
     [t] vector of negative ones, each in two :class:`TermBlock` (one moving row; both head and tail moving).
     ``positive_distance`` [b] and ``negative_distance`` [t]: psi at the frozen rows (the constant part; a frozen
     negative of a moving positive keeps it). ``k``: negatives per triple. Precomputed once, so an evaluation of
-    the objective gathers only the moving rows (an L-BFGS refit evaluates it a few dozen times).
+    the objective gathers only the moving rows (an L-BFGS refit evaluates it a few dozen times). ``start`` [m, d]:
+    the moving rows' values at which the single blocks' residuals were taken (the frozen ``entities``' rows).
     """
 
     rows: LongTensor
@@ -140,6 +151,7 @@ class RefitTerms:
     negative_distance: FloatTensor
     pair_positive: LongTensor
     k: int
+    start: FloatTensor
 
 
 def touched_rows(triples: LongTensor, removed: LongTensor, *, max_degree: int = MAX_DEGREE,
@@ -175,8 +187,11 @@ def read_rows(groups: OccupationGroups, occupation_index: int) -> LongTensor:
 
 
 def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongTensor, negatives: LongTensor,
-                removed: LongTensor, rows: LongTensor, distance: str = "squared_l2") -> RefitTerms:
-    """The terms of J_{-S} a move of ``rows`` changes (:class:`RefitTerms`), psi at the frozen rows."""
+                removed: LongTensor, rows: LongTensor, distance: str = "squared_l2",
+                single_dtype: torch.dtype | None = None) -> RefitTerms:
+    """The terms of J_{-S} a move of ``rows`` changes (:class:`RefitTerms`), psi at the frozen rows.
+    ``single_dtype``: the dtype the single blocks' residuals are held in (default ``entities``'; their squares are
+    taken from the values held, so the objective stays the exact function of them)."""
     n = triples.shape[0]
     k = negatives_count(negatives, n)
     device = entities.device
@@ -228,6 +243,7 @@ def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongT
     negative_slots = pair_negative_moves.nonzero().squeeze(1)
     slot = torch.full((entities.shape[0],), rows.shape[0], dtype=torch.long, device=device)
     slot[rows] = torch.arange(rows.shape[0], device=device)
+    start = entities[rows]
 
     def blocks(t: LongTensor, slots: LongTensor) -> tuple[TermBlock, TermBlock]:
         """The terms ``t`` [c, 3] at ``slots`` [c], split by how many of their rows move."""
@@ -242,9 +258,15 @@ def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongT
             if single and by_row:  # terms sorted by their moving row (stable: the order of t within a row)
                 index = index[torch.argsort(first[index], stable=True)]
             terms, heads, tails = t[index], head_moves[index], tail_moves[index]
-            offset = offsets(terms, ~heads, ~tails)
-            block = TermBlock(slots=slots[index], offset=offset, offset_square=offset.pow(2).sum(1),
-                              first=first[index], sign=torch.where(heads, 1.0, -1.0).to(entities.dtype),
+            # a single block's residual at the start is the whole term's at ``entities``, the moving row's too
+            offset = offsets(terms, torch.ones_like(heads), torch.ones_like(tails)) if single else offsets(
+                terms, ~heads, ~tails)
+            if single:  # held in ``single_dtype``, its square taken from the values held (the objective's own)
+                offset = offset.to(single_dtype or offset.dtype)
+            held = offset.to(entities.dtype)
+            block = TermBlock(slots=slots[index], offset=offset, offset_square=torch.linalg.vecdot(held, held),
+                              first=first[index],
+                              sign=torch.where(heads, 1.0, -1.0).to(entities.dtype),
                               second=torch.where(heads & tails, slot[terms[:, 2]], rows.shape[0]), single=single)
             made.append(_with_segments(block) if single and by_row else block)
         return made[0], made[1]
@@ -252,7 +274,7 @@ def refit_terms(*, entities: FloatTensor, relations: FloatTensor, triples: LongT
     return RefitTerms(rows=rows, positive_blocks=blocks(positives[positive_slots], positive_slots),
                       negative_blocks=blocks(ranked[negative_slots], negative_slots),
                       positive_distance=positive_distance, negative_distance=negative_distance,
-                      pair_positive=pair_positive, k=k)
+                      pair_positive=pair_positive, k=k, start=start)
 
 
 def refit_objective(moving: FloatTensor, terms: RefitTerms, *, margin: float, l2: float,
@@ -261,25 +283,31 @@ def refit_objective(moving: FloatTensor, terms: RefitTerms, *, margin: float, l2
     sum over the terms that read a moving row of (1/K) [gamma + psi(z) - psi(z'_j)]_+ + (l2 / 2) ||moving||^2
     (METHODS §2-3), the hinge terms that read no moving row left out (constant). -> scalar.
 
-    A term with one moving row x under squared L2 is read as ||c||^2 + 2 s (x . c) + ||x||^2 (c its offset, s its
-    sign): one product with the gathered rows instead of a residual built and squared. Such terms are most of a
+    A term with one moving row x under squared L2 is read as ||c||^2 + 2 s (delta . c) + ||delta||^2 (c its residual
+    at the row's start x0, s its sign, delta = x - x0: :data:`EXPANDED_DISTANCES`): one product with the rows' moves
+    instead of a residual built and squared. Such terms are most of a
     large edit's (Actor's top 16%: 135,000 of 144,000), and an evaluation with its gradient there fell from 1.10 s
     to 0.22 s on one CPU thread (2026-11-28). On the CPU, x . c is a product per moving row over its run of terms
     (:class:`_RowDots`), not a gather of [c, d]. Under L2 (since 2026-12-07) psi is the square root of the same
     square (:data:`L2_SQUARE_FLOOR`): a read-rows refit on FB15k-237's L2 model took 10.7 s, 16 s of a refined
     prediction, through the residuals."""
     padded = torch.cat([moving, moving.new_zeros(1, moving.shape[1])])  # row m: a frozen endpoint adds nothing
-    square = padded.pow(2).sum(1)
+    moved = torch.cat([moving - terms.start, moving.new_zeros(1, moving.shape[1])])  # delta, and row m's 0
+    square = moved.pow(2).sum(1)
 
     def psi(block: TermBlock) -> FloatTensor:
-        if block.single and distance in EXPANDED_DISTANCES:
-            dots = (_RowDots.apply(padded, block.offset, block.segments) if block.segments
-                    else torch.linalg.vecdot(padded.index_select(0, block.first), block.offset))
+        if not block.single:  # both rows move: r + x_head - x_tail
+            x = padded.index_select(0, block.first)
+            return residual_distance(block.offset + block.sign.unsqueeze(1) * x
+                                     - padded.index_select(0, block.second), distance=distance)
+        if distance in EXPANDED_DISTANCES:
+            dots = (_RowDots.apply(moved, block.offset, block.segments) if block.segments
+                    else torch.linalg.vecdot(moved.index_select(0, block.first).to(block.offset.dtype),
+                                             block.offset).to(moved.dtype))
             squared = block.offset_square + 2 * block.sign * dots + square.index_select(0, block.first)
             return squared if distance == "squared_l2" else squared.clamp_min(L2_SQUARE_FLOOR).sqrt()
-        x = padded.index_select(0, block.first)
-        return residual_distance(block.offset + block.sign.unsqueeze(1) * x - padded.index_select(0, block.second),
-                                 distance=distance)
+        return residual_distance(block.offset.to(moved.dtype)
+                                 + block.sign.unsqueeze(1) * moved.index_select(0, block.first), distance=distance)
 
     def place(constant: FloatTensor, blocks: tuple[TermBlock, TermBlock]) -> FloatTensor:
         return constant.index_put((torch.cat([b.slots for b in blocks]),), torch.cat([psi(b) for b in blocks]))
@@ -296,7 +324,8 @@ def refit_rows(*, entities: FloatTensor, relations: FloatTensor, triples: LongTe
                rows: LongTensor | None = None) -> FloatTensor:
     """``entities`` with ``rows`` (default: the rows the removal touches, :func:`touched_rows`) at their local
     optimum of J_{-S}, every other row (and every relation) frozen (module docstring). ``removed`` may be empty
-    (the rows refitted on J itself: the pair's other half, :func:`paired_refit`). Under L2 the refit works in float64
+    (the rows refitted on J itself: the pair's other half, :func:`paired_refit`). Under L2 the refit optimises in
+    float64 (its root's gradient near a small residual), the single terms' residuals held in ``entities``' dtype
     (:data:`EXPANDED_DISTANCES`). -> [E, d], a new tensor of ``entities``' dtype."""
     removed = removed.to(triples.device)
     if rows is None:
@@ -307,7 +336,7 @@ def refit_rows(*, entities: FloatTensor, relations: FloatTensor, triples: LongTe
     work = torch.float64 if distance == "l2" else entities.dtype
     frozen, relations = entities.detach().to(work), relations.detach().to(work)
     terms = refit_terms(entities=frozen, relations=relations, triples=triples, negatives=negatives,
-                        removed=removed, rows=rows, distance=distance)
+                        removed=removed, rows=rows, distance=distance, single_dtype=entities.dtype)
     moving = torch.nn.Parameter(frozen[rows].clone())
     optimizer = torch.optim.LBFGS([moving], lr=1.0, max_iter=iterations, history_size=20,
                                   line_search_fn="strong_wolfe", tolerance_grad=1e-7, tolerance_change=1e-10)
