@@ -147,6 +147,11 @@ def test_an_l2_refit_keeps_float32_where_the_offsets_dwarf_the_residuals(tiny_mo
     wide = refit_rows(entities=e.double(), relations=r.double(), **common)
     assert got.dtype == torch.float32 and float((got - e).abs().max()) > 0.1  # it moved rows
     torch.testing.assert_close(got.double(), wide, rtol=0.0, atol=1e-6)
+    # squared L2 stays in float32 (no cancellation to guard against, half the traffic): not its float64 copy's bits
+    squared = {key: value for key, value in common.items() if key != "distance"}
+    assert not torch.equal(refit_rows(entities=e, relations=r, distance="squared_l2", **squared),
+                           refit_rows(entities=e.double(), relations=r.double(), distance="squared_l2",
+                                      **squared).float())
     # the same mixed terms read as a GPU reads them (no segments: a gather, the dot in float32) agree
     mixed = refit_terms(entities=e.double(), relations=r.double(), triples=tiny_model.triples,
                         negatives=tiny_model.frozen_negatives, removed=removed, rows=rows, distance="l2",

@@ -285,10 +285,10 @@ def refit_objective(moving: FloatTensor, terms: RefitTerms, *, margin: float, l2
 
     A term with one moving row x under squared L2 is read as ||c||^2 + 2 s (delta . c) + ||delta||^2 (c its residual
     at the row's start x0, s its sign, delta = x - x0: :data:`EXPANDED_DISTANCES`): one product with the rows' moves
-    instead of a residual built and squared. Such terms are most of a
-    large edit's (Actor's top 16%: 135,000 of 144,000), and an evaluation with its gradient there fell from 1.10 s
-    to 0.22 s on one CPU thread (2026-11-28). On the CPU, x . c is a product per moving row over its run of terms
-    (:class:`_RowDots`), not a gather of [c, d]. Under L2 (since 2026-12-07) psi is the square root of the same
+    instead of a residual built and squared. Such terms are most of a large edit's (Actor's top 16%: 135,000 of
+    144,000), and an evaluation with its gradient there fell from 1.10 s to 0.22 s on one CPU thread (2026-11-28).
+    On the CPU, delta . c is a product per moving row over its run of terms (:class:`_RowDots`), not a gather of
+    [c, d]. Under L2 (since 2026-12-07) psi is the square root of the same
     square (:data:`L2_SQUARE_FLOOR`): a read-rows refit on FB15k-237's L2 model took 10.7 s, 16 s of a refined
     prediction, through the residuals."""
     padded = torch.cat([moving, moving.new_zeros(1, moving.shape[1])])  # row m: a frozen endpoint adds nothing
