@@ -139,14 +139,17 @@ def test_an_l2_refit_keeps_float32_where_the_offsets_dwarf_the_residuals(tiny_mo
         grads.append(torch.autograd.grad(value, moved)[0].double())
     assert float(grads[1].abs().max()) > 1.0  # the hinges are active: a gradient of the size compared
     torch.testing.assert_close(grads[0], grads[1], rtol=0.0, atol=1e-4)
-    # the refit optimises in float64 with those residuals held in float32: its rows are the float64 copy's refit
-    # (float64 throughout) to float32's rounding of the result
+    # the refit optimises in float64 with those residuals held in float32: its rows land at the float64 copy's refit
+    # (float64 throughout) to well within 1e-4, against moves of 0.1 or more. Both converge (the same at 2000
+    # iterations as at 30); what is left is float32's rounding of the residuals, which depends on the CPU's sums:
+    # 1e-7 apart on an Intel Xeon, 1.0e-5 on an AMD EPYC (5 rows moved by 0.46-0.66), where a float64 refit from
+    # entities perturbed by 1e-7 of their size moves by 2e-7
     common = dict(triples=tiny_model.triples, negatives=tiny_model.frozen_negatives, removed=removed,
                   margin=tiny_model.config.margin, l2=tiny_model.config.l2, distance="l2")
     got = refit_rows(entities=e, relations=r, **common)
     wide = refit_rows(entities=e.double(), relations=r.double(), **common)
     assert got.dtype == torch.float32 and float((got - e).abs().max()) > 0.1  # it moved rows
-    torch.testing.assert_close(got.double(), wide, rtol=0.0, atol=1e-6)
+    torch.testing.assert_close(got.double(), wide, rtol=0.0, atol=1e-4)
     # squared L2 stays in float32 (no cancellation to guard against, half the traffic): not its float64 copy's bits
     squared = {key: value for key, value in common.items() if key != "distance"}
     assert not torch.equal(refit_rows(entities=e, relations=r, distance="squared_l2", **squared),
