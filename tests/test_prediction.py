@@ -517,6 +517,62 @@ def test_the_term_product_is_every_terms_plain_scatter_and_repeats_to_the_bit(ki
         assert torch.equal(again[0], got[0]) and torch.equal(again[1], got[1])
 
 
+@pytest.mark.parametrize("kind", ["coordinate", "l2"])
+def test_the_pooled_gather_is_the_bags_product_shared_by_threads_and_emptied_by_a_solve(kind) -> None:
+    """On the CPU the term product gathers into a pooled buffer (_TermGather): the same product as the bags' path,
+    two threads sharing one operator get what each gets alone, a solve reuses one buffer for all its products, and
+    the pool holds none once the solve is done (|H| is kept between edits, its buffers are not)."""
+    import threading
+
+    from kgbias_core.influence.prediction import preconditioned_cg
+
+    generator = torch.Generator().manual_seed(5)
+    n_e, n_r, m, d = 9, 4, 800, 6
+    heads, relations, tails = (torch.randint(0, n, (m,), generator=generator) for n in (n_e, n_r, n_e))
+    if kind == "l2":
+        u = torch.randn(m, d, generator=generator)
+        curvature = (u / u.norm(dim=-1, keepdim=True), torch.rand(m, 1, generator=generator))
+    else:
+        curvature = torch.rand(m, d, generator=generator)
+    common = dict(n_entities=n_e, n_relations=n_r, l2=0.5, curvature=curvature)
+    pooled = _term_product(heads, relations, tails, **common)
+    bags = _term_product(heads, relations, tails, pooled=False, **common)
+    assert pooled.gather is not None and bags.gather is None  # the CPU's default is the pool
+    vectors = [(torch.randn(n_e, d, generator=generator), torch.randn(n_r, d, generator=generator))
+               for _ in range(8)]
+    alone = [pooled(v) for v in vectors]
+    for got, v in zip(alone, vectors, strict=True):
+        for g, e in zip(got, bags(v), strict=True):
+            torch.testing.assert_close(g, e, rtol=1e-6, atol=1e-6 * float(e.abs().max()))
+    shared: dict[int, tuple] = {}
+
+    def run(i: int) -> None:
+        for _ in range(20):
+            shared[i] = pooled(vectors[i])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(vectors))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(torch.equal(shared[i][0], alone[i][0]) and torch.equal(shared[i][1], alone[i][1])
+               for i in range(len(vectors)))
+    # a solve: every product reads one buffer, and the pool is empty after
+    pooled.gather.clear()
+    taken, take = [], pooled.gather.take
+
+    def recording(stacked):
+        out = take(stacked)
+        taken.append(out)  # held, so a fresh buffer could not reuse a freed one's address
+        return out
+
+    pooled.gather.take = recording
+    diagonal = (torch.ones(n_e, 1), torch.ones(n_r, 1))
+    preconditioned_cg(pooled, vectors[0], diagonal=diagonal, iterations=10, tolerance=1e-12)
+    assert len(taken) >= 5 and len({t.data_ptr() for t in taken}) == 1
+    assert pooled.gather._free == []
+
+
 @pytest.mark.parametrize("distance", ["l2", "l1"])
 def test_l1_and_l2_predictions_have_the_retrained_sign_and_cover_it(tiny_graph, distance) -> None:
     """The graph of the tests trained with L1 or L2 (as an imported engine scores): the Newton step against masked

@@ -610,7 +610,7 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
 
 
 def _term_product(heads: LongTensor, relations: LongTensor, tails: LongTensor, *, n_entities: int,
-                  n_relations: int, l2: float, curvature):
+                  n_relations: int, l2: float, curvature, pooled: bool | None = None):
     """v -> l2 v + sum_terms a (d^2 psi a^T v) / K, term by term: the |H| product of
     :func:`absolute_curvature_hvp` for a distance whose curvature holds a residual per term. ``curvature``: the
     [m, d] coordinate curvature (L1, pseudo-Huber), or (u, 1 / ||x||) of L2's (I - u u^T) / ||x||.
@@ -620,12 +620,16 @@ def _term_product(heads: LongTensor, relations: LongTensor, tails: LongTensor, *
     rows (a bag of three rows a term, signs +1, +1, -1): one [m, d] array written, where three ``index_select`` and
     two adds wrote five. L2's (a - u (u . a)) / ||x|| is a batched dot and one ``addcmul_``. The three scatters
     (+ at h and r, - at t) are one ``embedding_bag`` sum over the rows: a row's bag reads its head terms in the
-    terms' order, then its tail terms, each once, and l2 v is added after. Nothing [m, d] is held between products,
-    so two threads may share the operator. On FB15k-237's L2 positives (272k terms, one thread): 0.12 s a product
-    against 0.19 s with the three gathers and held buffers (docs/results/whatif.md, "The term product")."""
+    terms' order, then its tail terms, each once, and l2 v is added after. On FB15k-237's L2 positives (272k terms,
+    one thread): 0.12 s a product against 0.19 s with the three gathers and held buffers (docs/results/whatif.md,
+    "The term product"). On the CPU the gather writes into a buffer of a pool (:class:`_TermGather`: a fresh [m, d]
+    array faulted in page by page cost more than the gather's own work), taken for one product and given back, so
+    two threads may share the operator; the pool is emptied at the end of each solve. ``pooled``: that gather (None:
+    on the CPU)."""
     like = curvature[0] if isinstance(curvature, tuple) else curvature  # [m, d]
     m, n_rows = heads.shape[0], n_entities + n_relations
     bags = _residual_bags(heads, relations, tails, n_entities=n_entities, like=like)  # a^T v's, [m, 3]
+    gather = _TermGather(bags, n_rows) if (like.device.type == "cpu" if pooled is None else pooled) else None
     # Each scatter entry: the row it adds to, the term it reads, its sign. Stable-sorted by row from the order
     # (heads, tails, relations): a row's terms in order, heads before tails.
     terms = torch.arange(m, device=heads.device)
@@ -638,18 +642,69 @@ def _term_product(heads: LongTensor, relations: LongTensor, tails: LongTensor, *
 
     def hvp(vector: Vector) -> Vector:
         stacked = torch.cat([vector[0], vector[1]])  # [E + R, d]
-        a = _bagged_residuals(stacked, bags)  # [m, d]
-        if isinstance(curvature, tuple):  # L2: (a - u (u . a)) / ||x||
-            u, inverse = curvature
-            along = torch.bmm(u.unsqueeze(1), a.unsqueeze(2)).squeeze(2).mul_(inverse)  # [m, 1]
-            a.mul_(inverse).addcmul_(u, along, value=-1.0)
-        else:
-            a.mul_(curvature)  # the term's d^2 psi a^T v / K
-        out = torch.nn.functional.embedding_bag(reads, a, offsets, mode="sum", per_sample_weights=signs)
+        a = _bagged_residuals(stacked, bags) if gather is None else gather.take(stacked)  # [m, d]
+        try:
+            if isinstance(curvature, tuple):  # L2: (a - u (u . a)) / ||x||
+                u, inverse = curvature
+                along = torch.bmm(u.unsqueeze(1), a.unsqueeze(2)).squeeze(2).mul_(inverse)  # [m, 1]
+                a.mul_(inverse).addcmul_(u, along, value=-1.0)
+            else:
+                a.mul_(curvature)  # the term's d^2 psi a^T v / K
+            out = torch.nn.functional.embedding_bag(reads, a, offsets, mode="sum", per_sample_weights=signs)
+        finally:
+            if gather is not None:
+                gather.give(a)
         out.add_(stacked, alpha=l2)
         return out[:n_entities], out[n_entities:]
 
+    hvp.gather = gather
     return hvp
+
+
+class _TermGather:
+    """a^T v of every term into an [m, d] buffer kept between products, on the CPU (:func:`_term_product`).
+
+    A fresh [m, d] array a product is the product's largest cost there: glibc maps an allocation above 32 MB afresh
+    each time (its mmap threshold never rises past that), and the first write to each page faults. FB15k-237's L2
+    positives (272k x 100, 109 MB; one thread of an AMD EPYC, 2026-12-07) took 0.047 s to gather by
+    ``embedding_bag``, 0.006 s where no page faulted (glibc's thresholds raised by its environment). So the
+    gather is one product of a sparse CSR matrix G [m, E + R] (three entries a row, +1 +1 -1 at h, E + r, t: the bags
+    of :func:`_residual_bags`) by the stacked rows, written into a buffer by ``addmm(out=)``: 0.010 s, the same sums
+    in the same order (bit for bit the bags' there). A buffer is taken for one product and given back, so two threads
+    may still share the operator: each product in flight holds its own, and the pool keeps as many as ran at once
+    until :meth:`clear` (a solve's end), so an operator kept between edits holds none. A GPU's caching allocator has
+    no such cost: there the bags stay."""
+
+    def __init__(self, bags: tuple[LongTensor, FloatTensor], n_rows: int) -> None:
+        rows, signs = bags
+        m = rows.shape[0]
+        crow = torch.arange(0, 3 * m + 1, 3, device=rows.device)
+        with warnings.catch_warnings():  # torch's note that CSR is "beta": CSR @ dense is all this uses
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            self.matrix = torch.sparse_csr_tensor(crow, rows.reshape(-1), signs.reshape(-1), (m, n_rows),
+                                                  check_invariants=False)  # valid by construction
+        self._free: list[FloatTensor] = []
+        self._lock = threading.Lock()
+
+    def take(self, stacked: FloatTensor) -> FloatTensor:
+        """G stacked ([E + R, d] -> [m, d]) in a buffer of the pool; :meth:`give` it back after use."""
+        shape = (self.matrix.shape[0], stacked.shape[1])
+        with self._lock:  # by position: a list's remove would compare tensors with ==
+            fits = [i for i, b in enumerate(self._free) if b.shape == shape and b.dtype == stacked.dtype]
+            buffer = self._free.pop(fits[0]) if fits else None
+        if buffer is None:
+            buffer = stacked.new_empty(shape)
+        return torch.addmm(buffer, self.matrix, stacked, beta=0.0, out=buffer)
+
+    def give(self, buffer: FloatTensor) -> None:
+        with self._lock:
+            self._free.append(buffer)
+
+    def clear(self) -> None:
+        """Drop the buffers not in use (a product in flight gives its own back after): the end of a solve, so that
+        an operator kept between edits holds no [m, d] of them (:func:`preconditioned_cg`)."""
+        with self._lock:
+            self._free.clear()
 
 
 def preconditioned_cg(apply, rhs: Vector, *, diagonal: Vector, damping: float = 0.0,
@@ -663,8 +718,13 @@ def preconditioned_cg(apply, rhs: Vector, *, diagonal: Vector, damping: float = 
         return h[0] + damping * v[0], h[1] + damping * v[1]
 
     inverse = (1.0 / (diagonal[0] + damping), 1.0 / (diagonal[1] + damping))
-    return conjugate_gradients(full, rhs, iterations=iterations, tolerance=tolerance, inverse_diagonal=inverse,
-                               on_iterate=on_iterate)
+    try:
+        return conjugate_gradients(full, rhs, iterations=iterations, tolerance=tolerance, inverse_diagonal=inverse,
+                                   on_iterate=on_iterate)
+    finally:  # the term product's gather buffers serve one solve: |H| is kept between edits, they are not
+        gather = getattr(apply, "gather", None)
+        if gather is not None:
+            gather.clear()
 
 
 #: Steps a given |H| operator keeps (:func:`absolute_newton_step`): the lab predicts an edit's step, then, on
