@@ -573,6 +573,26 @@ def test_the_pooled_gather_is_the_bags_product_shared_by_threads_and_emptied_by_
     assert pooled.gather._free == []
 
 
+@pytest.mark.parametrize("distance", ["l2", "l1", "pseudo_huber"])
+def test_a_models_step_reads_one_gather_buffer_and_leaves_none_with_its_kept_operator(distance) -> None:
+    """The analysis's |H| of a model whose product gathers term by term (L2's positives; L1, pseudo-Huber) names its
+    pool, a step takes one buffer for all its products, and the kept operator holds none after it."""
+    analysis = ModelAnalysis(small_distance_model(distance, negatives=8))
+    hvp = analysis.absolute_hvp
+    gather = hvp.gather
+    taken, take = [], gather.take
+
+    def recording(stacked):
+        out = take(stacked)
+        taken.append(out)  # held, so a fresh buffer could not reuse a freed one's address
+        return out
+
+    gather.take = recording
+    absolute_newton_step(analysis.model, torch.arange(20), hvp=hvp, tolerance=1e-9)
+    assert len(taken) >= 3 and len({t.data_ptr() for t in taken}) == 1
+    assert gather._free == []
+
+
 @pytest.mark.parametrize("distance", ["l2", "l1"])
 def test_l1_and_l2_predictions_have_the_retrained_sign_and_cover_it(tiny_graph, distance) -> None:
     """The graph of the tests trained with L1 or L2 (as an imported engine scores): the Newton step against masked

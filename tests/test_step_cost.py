@@ -63,6 +63,20 @@ def test_a_given_operator_is_timed_once_and_not_built_again() -> None:
     assert analysis.absolute_hvp is memo  # the memo was used, not replaced
 
 
+@pytest.mark.parametrize("distance", ["l1", "l2"])
+def test_timing_a_product_leaves_no_gather_buffer_with_the_kept_operator(distance: str) -> None:
+    """The timed product gathers into the operator's pool (the CPU's term product); the estimate empties it, so a
+    step offered and never asked for leaves no [m, d] buffer held with the analysis's |H|."""
+    analysis = ModelAnalysis(small_distance_model(distance, negatives=8))
+    gather = analysis.absolute_hvp.gather
+    assert gather is not None and gather._free == []
+    taken = []
+    take = gather.take
+    gather.take = lambda stacked: taken.append(1) or take(stacked)
+    removal_step_cost(analysis)
+    assert taken == [1] and gather._free == []
+
+
 def test_the_experiment_writes_each_models_estimate(tiny_model, tmp_path: Path) -> None:
     """experiments/whatif_accuracy/step_cost.py: a model's row holds its active pairs (the analysis's count), and an
     estimate that is the build plus the typical count of timed products."""

@@ -586,6 +586,8 @@ def absolute_curvature_hvp(model: StoredModel, *, negatives: LongTensor | None =
             out_e, out_r = positives(vector)
             negative = torch.sparse.mm(negative_matrix, torch.cat([vector[0], vector[1]]))
             return out_e.add_(negative[:n_entities]), out_r.add_(negative[n_entities:])
+
+        hvp.gather = positives.gather  # the positives' buffers, emptied at a solve's end (release_buffers)
     else:  # L1 / pseudo-Huber: each term's curvature depends on its residual, applied by gathers and scatters
         hvp = _term_product(heads, relations, tails, n_entities=n_entities, n_relations=n_relations, l2=l2,
                             curvature=coordinate)
@@ -722,9 +724,15 @@ def preconditioned_cg(apply, rhs: Vector, *, diagonal: Vector, damping: float = 
         return conjugate_gradients(full, rhs, iterations=iterations, tolerance=tolerance, inverse_diagonal=inverse,
                                    on_iterate=on_iterate)
     finally:  # the term product's gather buffers serve one solve: |H| is kept between edits, they are not
-        gather = getattr(apply, "gather", None)
-        if gather is not None:
-            gather.clear()
+        release_buffers(apply)
+
+
+def release_buffers(hvp) -> None:
+    """Empty the pool of an |H| operator's gather buffers (:class:`_TermGather`; nothing for one without): after a
+    solve, or a product timed alone (:mod:`~kgbias_core.influence.step_cost`)."""
+    gather = getattr(hvp, "gather", None)
+    if gather is not None:
+        gather.clear()
 
 
 #: Steps a given |H| operator keeps (:func:`absolute_newton_step`): the lab predicts an edit's step, then, on

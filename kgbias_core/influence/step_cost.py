@@ -28,6 +28,7 @@ from kgbias_core.influence.prediction import (
     AnalysedModel,
     _negatives_of,
     absolute_curvature_hvp,
+    release_buffers,
 )
 
 #: |H| products a removal's step takes at the lab's tolerance (PREDICTION_TOLERANCE), the median measured per
@@ -63,6 +64,7 @@ def step_cost(model: StoredModel, *, negatives: torch.Tensor | None = None, acti
     built = time.perf_counter()
     hvp((torch.ones_like(model.entity_embeddings.detach()), torch.ones_like(model.relation_embeddings.detach())))
     done = time.perf_counter()
+    release_buffers(hvp)  # a step offered and never asked for leaves no [m, d] buffer with the kept |H|
     distance = model.config.distance
     return StepCost(build_s=built - start, product_s=done - built,
                     products=TYPICAL_PRODUCTS.get(distance, CG_ITERATIONS))
