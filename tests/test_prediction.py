@@ -520,7 +520,7 @@ def test_the_term_product_is_every_terms_plain_scatter_and_repeats_to_the_bit(ki
 @pytest.mark.parametrize("kind", ["coordinate", "l2"])
 def test_the_pooled_gather_is_the_bags_product_shared_by_threads_and_emptied_by_a_solve(kind) -> None:
     """On the CPU the term product gathers into a pooled buffer (_TermGather): the same product as the bags' path,
-    two threads sharing one operator get what each gets alone, a solve reuses one buffer for all its products, and
+    eight threads sharing one operator get what each gets alone, a solve reuses one buffer for all its products, and
     the pool holds none once the solve is done (|H| is kept between edits, its buffers are not)."""
     import threading
 
