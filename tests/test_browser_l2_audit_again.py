@@ -49,12 +49,15 @@ def test_an_old_l2_audit_is_offered_again_and_the_click_names_todays_step(tiny_g
         driver.get(f"{url}/debiasing_lab?lab_occupation=nurse")
         offer = section.AUDIT_AGAIN_BUTTON[:-1]  # the estimate goes inside its parenthesis
         wait.until(ec.text_to_be_present_in_element(main, offer))
-        assert section.AUDIT_BUTTON not in driver.find_element(*main).text
-        assert "Audit of this model's prediction" not in driver.find_element(*main).text
+        # read through the wait: Streamlit may replace the main container between two calls (a run's redraw), which
+        # once left find_element with no stMain at all (WebDriverWait retries NoSuchElementException)
+        before = wait.until(lambda d: d.find_element(*main).text)
+        assert section.AUDIT_BUTTON not in before
+        assert "Audit of this model's prediction" not in before
         click(driver, (By.XPATH, f'//button[.//p[starts-with(text(), "{section.AUDIT_AGAIN_BUTTON[:40]}")]]'),
               timeout=120)
         wait.until(ec.text_to_be_present_in_element(main, "Audit of this model's prediction"))
-        shown = driver.find_element(*main).text
+        shown = wait.until(lambda d: d.find_element(*main).text)
         assert offer not in shown and f"retrained {ui_texts.fmt(old['retrained'].iloc[0])}" in shown
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         driver.save_screenshot(str(tmp_path / "again.png"))
