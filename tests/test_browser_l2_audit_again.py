@@ -12,6 +12,7 @@ import torch
 from kgbias_app import texts as ui_texts
 from kgbias_app.sections import debiasing_lab as section
 from kgbias_app.serve import CHROMIUM, chromium, click, dashboard
+from kgbias_app.serve import text as browser_text
 from kgbias_core import tasks
 from kgbias_core.embeddings.results import save_result
 from kgbias_core.embeddings.store import save_model
@@ -49,15 +50,15 @@ def test_an_old_l2_audit_is_offered_again_and_the_click_names_todays_step(tiny_g
         driver.get(f"{url}/debiasing_lab?lab_occupation=nurse")
         offer = section.AUDIT_AGAIN_BUTTON[:-1]  # the estimate goes inside its parenthesis
         wait.until(ec.text_to_be_present_in_element(main, offer))
-        # read through the wait: Streamlit may replace the main container between two calls (a run's redraw), which
-        # once left find_element with no stMain at all (WebDriverWait retries NoSuchElementException)
-        before = wait.until(lambda d: d.find_element(*main).text)
+        # read through serve.text's wait: Streamlit may replace the main container between two calls (a run's
+        # redraw), which once left find_element with no stMain at all
+        before = browser_text(driver, main)
         assert section.AUDIT_BUTTON not in before
         assert "Audit of this model's prediction" not in before
         click(driver, (By.XPATH, f'//button[.//p[starts-with(text(), "{section.AUDIT_AGAIN_BUTTON[:40]}")]]'),
               timeout=120)
         wait.until(ec.text_to_be_present_in_element(main, "Audit of this model's prediction"))
-        shown = wait.until(lambda d: d.find_element(*main).text)
+        shown = browser_text(driver, main)
         assert offer not in shown and f"retrained {ui_texts.fmt(old['retrained'].iloc[0])}" in shown
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         driver.save_screenshot(str(tmp_path / "again.png"))

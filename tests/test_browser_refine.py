@@ -13,6 +13,7 @@ import torch
 from kgbias_app import texts as ui_texts
 from kgbias_app.sections import refined_prediction as section
 from kgbias_app.serve import CHROMIUM, chromium, click, dashboard
+from kgbias_app.serve import text as browser_text
 from kgbias_core import tasks
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model, save_model
@@ -106,7 +107,7 @@ def test_the_lab_names_the_prior_temperature_then_the_audits(tiny_model, tmp_pat
     def shown(driver) -> tuple[dict[str, str], str]:
         metrics = WebDriverWait(driver, 120).until(metrics_of)
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
-        return metrics, driver.find_element(*main).text
+        return metrics, browser_text(driver, main)
 
     with dashboard(env) as url, chromium(tmp_path / "chromium") as driver:
         wait = WebDriverWait(driver, 240)
@@ -149,14 +150,14 @@ def test_a_curve_of_an_earlier_calibration_is_predicted_again_on_request(tiny_mo
         wait = WebDriverWait(driver, 240)
         driver.get(f"{url}/debiasing_lab?lab_occupation=actor")
         wait.until(ec.text_to_be_present_in_element(main, stale))
-        assert f"({ESTIMATOR}); its retrains stand." in driver.find_element(*main).text
+        assert f"({ESTIMATOR}); its retrains stand." in browser_text(driver, main)
         click(driver, (By.XPATH, f'//button[.//p[starts-with(text(), "{lab.CURVE_REPREDICT[:-1]}")]]'), timeout=120)
         wait.until(lambda d: tasks.curve_is_current(base, "actor"))
         driver.get(f"{url}/debiasing_lab?lab_occupation=actor")  # a person's reload once the job is done
         # the section drawn after the curve's: the curve's caption and button, where there are any, came before it
         wait.until(ec.text_to_be_present_in_element(main, "Plan an edit (predicted, then verified)"))
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".js-plotly-plot")))
-        text = driver.find_element(*main).text
+        text = browser_text(driver, main)
         assert "B_gr against k" in text
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         driver.save_screenshot(str(tmp_path / "curve.png"))
@@ -193,7 +194,7 @@ def test_refine_a_removal_of_an_l2_import_with_no_audit(eight_l2_model, tmp_path
         driver.save_screenshot(str(tmp_path / "refined-import.png"))
         assert not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
         metrics = _metrics(driver)
-        text = driver.find_element(*main).text
+        text = browser_text(driver, main)
     analysis = ModelAnalysis(load_model(base))
     edit = make_edit(analysis, "actor", strategy="if", k=20)  # the lab's default edit
     expected = refit_removal_prediction(analysis, "actor", torch.tensor(edit.removed))

@@ -10,6 +10,7 @@ import pytest
 from kgbias_app import texts as ui_texts
 from kgbias_app import widgets
 from kgbias_app.serve import CHROMIUM, chromium, click, dashboard
+from kgbias_app.serve import text as browser_text
 from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
@@ -41,7 +42,7 @@ def test_a_slow_prediction_waits_for_the_click_and_then_shows_the_change(tiny_mo
         wait = WebDriverWait(driver, 240)
         driver.get(f"{url}/debiasing_lab?lab_occupation=actor")
         wait.until(ec.text_to_be_present_in_element(main, "On this model a prediction takes about"))
-        assert ui_texts.PREDICTED_CHANGE not in driver.find_element(*main).text
+        assert ui_texts.PREDICTED_CHANGE not in browser_text(driver, main)
         click(driver, (By.XPATH, f'//button[.//p[starts-with(text(), "{widgets.PREDICT_BUTTON[:-1]}")]]'),
               timeout=120)
         wait.until(ec.text_to_be_present_in_element(main, f"Estimator: {expected.estimator}"))
