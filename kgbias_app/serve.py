@@ -47,39 +47,69 @@ def wait_until_healthy(url: str, server: subprocess.Popen, timeout: float = 60) 
     raise TimeoutError(f"streamlit did not answer at {url} within {timeout} s")
 
 
+#: Streamlit's words where another process bound its port first: free_port's port is free when it answers, and a
+#: test beside it (two workers start dashboards, Chromium opens ports) may take it before Streamlit binds it (a
+#: full run of 2026-12-07 lost a browser test so). Such a start is tried again on a new port, at most PORT_TRIES times.
+PORT_TAKEN = "Port {port} is not available"
+PORT_TRIES = 3
+
+
+def _log_tail(log: IO[bytes]) -> str:
+    log.flush()
+    log.seek(0)
+    return log.read().decode(errors="replace")
+
+
+def _stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
 @contextmanager
 def dashboard(env: Mapping[str, str], *, timeout: float = 60) -> Iterator[str]:
     """The dashboard as ``scripts/start.sh`` serves it (:mod:`kgbias_app.launch`) on 127.0.0.1 with ``env``; -> its URL,
     once healthy. Stopped on exit. Where the body raises, the error carries a note with the server's state and the
     tail of its log: a browser test that times out then says whether the server had died (a one-off CI failure of
-    2026-12-03 timed out on a click and left nothing to tell why)."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    2026-12-03 timed out on a click and left nothing to tell why). A server that exits because its port was taken
+    in the meantime (:data:`PORT_TAKEN`) is started again on another."""
     with tempfile.TemporaryFile() as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "kgbias_app.launch", "--server.headless", "true",
-             "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-            cwd=REPO, env=dict(env), stdout=log, stderr=subprocess.STDOUT,
-        )
+        for attempt in range(1, PORT_TRIES + 1):
+            port = free_port()
+            url = f"http://127.0.0.1:{port}"
+            log.seek(0)
+            log.truncate()
+            server = subprocess.Popen(
+                [sys.executable, "-m", "kgbias_app.launch", "--server.headless", "true",
+                 "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+                cwd=REPO, env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+            )
+            try:
+                wait_until_healthy(url, server, timeout)
+                break
+            except RuntimeError as error:  # it exited: a port taken is tried again, anything else is the error
+                if attempt < PORT_TRIES and PORT_TAKEN.format(port=port) in _log_tail(log):
+                    continue
+                error.add_note(server_note(server, log))
+                raise
+            except BaseException as error:
+                error.add_note(server_note(server, log))
+                _stop(server)
+                raise
         try:
-            wait_until_healthy(url, server, timeout)
             yield url
         except BaseException as error:
             error.add_note(server_note(server, log))
             raise
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            _stop(server)
 
 
 def server_note(server: subprocess.Popen, log: IO[bytes], *, chars: int = 2000) -> str:
     """One note on a served dashboard: running or its exit status, and the last ``chars`` characters of its log."""
-    log.flush()
-    log.seek(0)
-    tail = log.read().decode(errors="replace")[-chars:].strip()
+    tail = _log_tail(log)[-chars:].strip()
     state = "still running" if server.poll() is None else f"exited with {server.returncode}"
     return f"the dashboard's server was {state}; the end of its log:\n{tail or '(empty)'}"
 

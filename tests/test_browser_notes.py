@@ -50,3 +50,35 @@ def test_an_error_inside_a_served_dashboard_carries_the_server_log(tmp_path: Pat
     (note,) = caught.value.__notes__
     assert note.startswith("the dashboard's server was still running; the end of its log:")
     assert str(caught.value) in note  # Streamlit's own banner names the URL it serves
+
+
+def test_a_dashboard_whose_port_is_taken_before_it_binds_starts_on_another(tmp_path: Path, monkeypatch) -> None:
+    """free_port's port may be taken before Streamlit binds it (another worker's server, Chromium): the server then
+    exits saying so, and dashboard starts it again on a new port, healthy there; a port taken on every try is the
+    error, with the server's words in its note (a full run of 2026-12-07 lost a browser test to such a race)."""
+    import socket
+    import urllib.request
+
+    from kgbias_app import serve
+
+    env = os.environ | {"KGBIAS_MODEL_DIR": str(tmp_path / "store"), "KGBIAS_DATA_DIR": str(tmp_path / "no-data")}
+    real = serve.free_port
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        handed = []
+
+        def first_taken() -> int:
+            handed.append(taken if not handed else real())
+            return handed[-1]
+
+        monkeypatch.setattr(serve, "free_port", first_taken)
+        with dashboard(env) as url:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=10) as response:
+                assert response.status == 200
+        assert len(handed) == 2 and url == f"http://127.0.0.1:{handed[1]}" != f"http://127.0.0.1:{taken}"
+        monkeypatch.setattr(serve, "free_port", lambda: taken)
+        with pytest.raises(RuntimeError) as caught, dashboard(env):
+            pass
+    assert serve.PORT_TAKEN.format(port=taken) in caught.value.__notes__[0]
