@@ -249,6 +249,14 @@ def test_the_experiments_three_predictions(tiny_model, monkeypatch) -> None:
                              max_persons=3)
     assert (lab["read_persons"], lab["persons_refit"], lab["touched"]) == (3, 6, False)
     assert lab["newton_refit_read"] == pytest.approx(core.change, rel=1e-6) and lab["rows_read"] == core.rows
+    # --start-scale: the read refit starts from theta + 3 Delta theta, the core's refit of that start
+    started = script.predictions(analysis, label, removed, read_persons=3, read_only=True, start_scale=3.0)
+    core3 = read_refit_change(entities=e, relations=r, step=(3.0 * step[0], 3.0 * step[1]),
+                              triples=tiny_model.triples, negatives=tiny_model.frozen_negatives, removed=removed,
+                              groups=analysis.groups, occupation_index=index, margin=tiny_model.config.margin,
+                              l2=tiny_model.config.l2, max_persons=3)
+    assert started["start_scale"] == 3.0 and "start_scale" not in lab
+    assert started["newton_refit_read"] == pytest.approx(core3.change, rel=1e-6) != core.change
     none = script.predictions(analysis, label, removed, min_share=1.01)
     assert none["rows"] == 0 and none["refit"] == 0.0
     assert none["newton_refit"] == pytest.approx(none["newton"], abs=1e-6)
@@ -379,6 +387,13 @@ def test_the_band_fit_of_two_graphs_judges_the_lab_bands_by_brute_force(monkeypa
     assert lab["sets"] == len(judged) == 11 and lab["coverage"] == pytest.approx(covered / len(judged))
     assert f"a {ratio:.4f}" in lab["audit_ratio"]
     assert {"in-sample all", "leave-one-out all", "a -> b", "lab band -> all"} <= set(frame["evaluation"])
+    # --lab-refit-band: the refined prediction judged by a band given (one the lab showed before), the loop's count
+    given = script.band_frame({"a": marked, "b": script.with_audit(b)}, runs, 0.9, lab=True, refit_band=(1.05, 0.0))
+    old = given[(given["estimator"] == "newton_refit_read") & (given["evaluation"] == "lab band -> a")].iloc[0]
+    inside = sum(min(ratio * r.newton_refit_read / 1.05, ratio * r.newton_refit_read * 1.05) <= r.actual
+                 <= max(ratio * r.newton_refit_read / 1.05, ratio * r.newton_refit_read * 1.05)
+                 for r in judged.itertuples())
+    assert (old["a"], old["b"]) == (1.05, 0.0) and old["coverage"] == pytest.approx(inside / len(judged))
     alone = script.band_frame({"a": marked}, runs, 0.9)
     assert not alone["evaluation"].str.contains("all|lab").any()
 

@@ -255,7 +255,7 @@ def _refined_as_the_page(base: Path, occupation: str, *, k: int, audited: bool =
 def test_lab_refines_a_removal_on_an_l2_model_with_its_own_band(eight_l2_model, monkeypatch,
                                                                 tmp_path: Path) -> None:
     """Issue 25: on a model trained with L2 and eight negatives, once audited, the refined prediction is offered
-    and shown as the core makes it: L2's estimator words and L2's own band (1.0 + 1.65/sqrt(m)), not squared L2's."""
+    and shown as the core makes it: L2's estimator words and L2's own band (1.55 + 0.05/sqrt(m)), not squared L2's."""
     from kgbias_core.embeddings.store import save_model
     from kgbias_core.influence.refit_prediction import REFIT_BANDS, refit_band_factor
     from tests.conftest import use_store

@@ -16,7 +16,9 @@ the retrained one:
   (:func:`~kgbias_core.influence.local_refit.read_refit_change`); with ``--read-persons CAP``, at most CAP persons
   of each gender refitted, a sample read as a control variate on the step, and with ``--read-only`` the read rows
   alone, not the touched ones (what the core's default does; columns ``read_persons``, the cap or 0 for all,
-  ``persons_refit`` and ``touched``, written with either option).
+  ``persons_refit`` and ``touched``, written with either option); with ``--start-scale X`` (``audit``: the step's
+  audited ratio) its refit starts from theta + X Delta theta (column ``start_scale``; tried on L2 on 2026-12-07, not
+  what the lab does: docs/results/whatif.md).
 
 Two sources of retrains:
 
@@ -95,18 +97,19 @@ from kgbias_core.influence.prediction import (
 from kgbias_core.influence.refit_prediction import REFIT_BANDS, REFIT_REDRAWN_BANDS, REFIT_REDRAWN_SCALES
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.tasks.prediction_audit import AUDIT_SHARE, audit_index
-from kgbias_core.whatif.step_ratio import saved_prediction_audit
+from kgbias_core.whatif.step_ratio import EDITS, clipped_scale, model_step_ratio, saved_prediction_audit
 
 ESTIMATORS = ("newton", "refit", "newton_refit", "newton_refit_read")
 
 
 def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int = MAX_DEGREE,
                 min_share: float = MIN_SHARE, read_persons: int | None = None, read_only: bool = False,
-                step_only: bool = False) -> dict:
+                step_only: bool = False, start_scale: float = 1.0) -> dict:
     """The four predictions of one set (module docstring), unscaled, with their seconds; ``read_persons``: the cap
     of persons per gender of ``newton_refit_read`` (None: all), ``read_only``: its rows without the touched ones
     (either one adds the columns ``read_persons``, ``persons_refit`` and ``touched``); ``step_only``: the Newton
-    step alone (the refits of a large set's touched rows take minutes)."""
+    step alone (the refits of a large set's touched rows take minutes); ``start_scale``: ``newton_refit_read`` refits
+    from theta + start_scale * Delta theta (``--start-scale``; the column ``start_scale`` where it is not 1)."""
     model, groups = analysis.model, analysis.groups
     index = groups.index(label)
     e, r = model.entity_embeddings, model.relation_embeddings
@@ -137,7 +140,8 @@ def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int 
     # The rows B_gr reads (the occupation's persons and the occupation, hub or not) refitted with the touched ones:
     # the prediction is read from exactly the rows that were re-optimised. Its own pair: other rows, other halves.
     t = time.perf_counter()
-    read = read_refit_change(entities=e, relations=r, step=step, removed=removed, groups=groups,
+    read_step = step if start_scale == 1.0 else (start_scale * step[0], start_scale * step[1])
+    read = read_refit_change(entities=e, relations=r, step=read_step, removed=removed, groups=groups,
                              occupation_index=index, max_persons=read_persons, touched=not read_only,
                              max_degree=max_degree, min_share=min_share,
                              **{k: v for k, v in common.items() if k != "rows"})
@@ -146,6 +150,8 @@ def predictions(analysis, label: str, removed: torch.Tensor, *, max_degree: int 
     out["rows_read"] = read.rows
     if read_persons is not None or read_only:
         out.update(read_persons=read_persons or 0, persons_refit=read.sampled, touched=not read_only)
+    if start_scale != 1.0:
+        out["start_scale"] = start_scale
     return out
 
 
@@ -200,25 +206,26 @@ def scaled_rows(rows: pd.DataFrame, runs: pd.DataFrame, estimator: str, *, unsca
                        floor=[float(floor.get(key, 0.0)) for key in keys]).fillna({"floor": 0.0}), ratio
 
 
-def lab_bands(distance: str = "squared_l2", *, unscaled: bool = False,
-              step_band: tuple[float, float] | None = None) -> dict[str, tuple[float, float]]:
+def lab_bands(distance: str = "squared_l2", *, unscaled: bool = False, step_band: tuple[float, float] | None = None,
+              refit_band: tuple[float, float] | None = None) -> dict[str, tuple[float, float]]:
     """The bands the lab shows, by estimator (``--lab``): the scaled step's constants for the models' ``distance``
     (:func:`~kgbias_core.influence.prediction.scaled_band`), or with ``unscaled`` the step's as computed on an imported
     model of that distance (no audit; :func:`~kgbias_core.influence.prediction.unscaled_band`), and the
     refined prediction's (its distance's where it has one of its own, else squared L2's; with ``unscaled`` an
-    import's, where the distance has one). ``step_band``: the step's (base, small) given instead (a band the lab
-    showed before)."""
+    import's, where the distance has one). ``step_band``, ``refit_band``: the step's or the refined prediction's
+    (base, small) given instead (a band the lab showed before)."""
     if step_band is None:
         step_band = unscaled_band(distance, redrawn=True) if unscaled else scaled_band(distance)
     refined = REFIT_BANDS.get(distance, REFIT_BANDS["squared_l2"])
     if unscaled:
         refined = REFIT_REDRAWN_BANDS.get(distance, refined)
-    return {"newton": step_band, "newton_refit_read": refined}
+    return {"newton": step_band, "newton_refit_read": refit_band or refined}
 
 
 def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame | dict[str, pd.DataFrame], coverage: float, *,
                lab: bool = False, distance: str = "squared_l2", unscaled: bool = False,
-               step_band: tuple[float, float] | None = None, clip_as: str | None = None) -> pd.DataFrame:
+               step_band: tuple[float, float] | None = None, refit_band: tuple[float, float] | None = None,
+               clip_as: str | None = None) -> pd.DataFrame:
     """Per estimator (Newton step, Newton step + refit, the same with the rows B_gr reads; those the rows hold), each
     scaled by its own audit ratio on each graph: band_fit.py's narrowest f = a + b / sqrt(m) that covers ``coverage``
     of the targeted sets, in-sample and with each occupation held out (the audited occupation left out of both);
@@ -226,9 +233,9 @@ def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame | dict[str, p
     also the band the lab shows for the estimator on models of ``distance`` (:func:`lab_bands`), judged on each graph
     and on all (``lab band -> ...``), and on each graph's random sets where the rows hold some (``--random``: ``lab
     band, random sets -> ...``, no half-width). ``unscaled``: no audit ratio (1), and the lab's band of an imported
-    model; ``step_band``: the step judged by this band instead (:func:`lab_bands`); ``clip_as``: each audit ratio
-    clipped to this distance's range instead of ``distance``'s (the lab clipped every distance as squared L2 before
-    2026-12-06)."""
+    model; ``step_band``, ``refit_band``: the step or the refined prediction judged by this band instead
+    (:func:`lab_bands`); ``clip_as``: each audit ratio clipped to this distance's range instead of ``distance``'s (the
+    lab clipped every distance as squared L2 before 2026-12-06)."""
     out = []
     names = ("newton", "newton_refit", "newton_refit_read")
     for estimator in (name for name in names if all(name in rows for rows in graphs.values())):
@@ -239,7 +246,7 @@ def band_frame(graphs: dict[str, pd.DataFrame], runs: pd.DataFrame | dict[str, p
                                        coverage)
         if len(graphs) == 1:  # one graph: its own rows only (the pooled ones repeat them)
             evaluation = evaluation[~evaluation["evaluation"].str.contains("all")]
-        shown = lab_bands(distance, unscaled=unscaled, step_band=step_band)
+        shown = lab_bands(distance, unscaled=unscaled, step_band=step_band, refit_band=refit_band)
         if lab and estimator in shown:
             targeted = {graph: band_fit.targeted_rows(rows) for graph, (rows, _) in scaled.items()}
             targeted["all"] = pd.concat(targeted.values(), ignore_index=True)
@@ -301,7 +308,7 @@ def _bands(args) -> None:
                              [pd.DataFrame(columns=["occupation", "kind", "share"])], ignore_index=True)
             for graph in rows_of}
     bands = band_frame(rows_of, runs, args.coverage, lab=args.lab, distance=args.distance, unscaled=args.as_imported,
-                       step_band=args.lab_step_band, clip_as=args.clip_as)
+                       step_band=args.lab_step_band, refit_band=args.lab_refit_band, clip_as=args.clip_as)
     print(bands.round(3).to_string(index=False))
     write_text(bands.to_csv(index=False, float_format="%.4f"), str(args.out))
 
@@ -322,6 +329,35 @@ def sizes(analysis, label: str) -> dict:
     model = analysis.model
     return {"name": model.entity_names[int(analysis.groups.occupations[index])],
             "men": int(analysis.groups.n_male[index]), "women": int(analysis.groups.n_female[index])}
+
+
+def _start_scale(args, analysis: ModelAnalysis, predictor: ModelAnalysis, stored: dict, base) -> float:
+    """``--start-scale``: a number as given, or ``audit``: the step's ratio retrained / predicted on the audited set,
+    clipped to the distance's range as the lab clips it. With ``--model`` the model's stored audit
+    (:func:`~kgbias_core.whatif.step_ratio.model_step_ratio`); on the synthetic graph the top 16% set of the occupation
+    ``kgbias prepare``'s audit would choose, its step predicted here and its retrain read from ``--retrained`` or
+    made here (``base``: the unedited retrain's B_gr)."""
+    if args.start_scale != "audit":
+        return float(args.start_scale)
+    distance = predictor.model.config.distance
+    if args.model:
+        ratio = model_step_ratio(args.model, use=EDITS)
+        if ratio is None:
+            raise SystemExit(f"{args.model}: no prediction audit stored (kgbias prepare runs it)")
+        return ratio.value
+    groups = analysis.groups
+    label = groups.labels[audit_index(groups.n_male, groups.n_female)]
+    influence = analysis.influence(label)
+    k = max(1, int((influence != 0).sum()) * round(100 * AUDIT_SHARE) // 100)
+    removed = removal_set(influence, kind="top", k=k)
+    earlier = stored.get((label, "top", round(100 * AUDIT_SHARE)))
+    if earlier is not None:
+        actual = float(earlier["actual"])
+    else:
+        index = groups.index(label)
+        actual = float(masked_retrain_bias(analysis.model, removed=removed, groups=groups)[index] - base[index])
+    step = predictions(predictor, label, removed, step_only=True)["newton"]
+    return clipped_scale(actual / step, distance)
 
 
 def _stored_sets(args) -> tuple[ModelAnalysis, list[dict]]:
@@ -396,6 +432,9 @@ def main() -> None:
                         help="refit at most CAP persons of each gender in newton_refit_read (default: all)")
     parser.add_argument("--read-only", action="store_true",
                         help="newton_refit_read refits the rows B_gr reads alone, not the touched rows beside them")
+    parser.add_argument("--start-scale", metavar="X|audit",
+                        help="newton_refit_read refits from theta + X * the Newton step (audit: the step's audited "
+                             "ratio; default 1, the step as computed)")
     parser.add_argument("--step-only", action="store_true",
                         help="the Newton step alone, no refit (a large set's refits take minutes)")
     parser.add_argument("--threads", type=int, default=1)
@@ -413,6 +452,9 @@ def main() -> None:
     parser.add_argument("--lab-step-band", type=lambda text: tuple(float(v) for v in text.split(",")),
                         metavar="BASE,SMALL", help="with --bands --lab: judge the step by this band instead of "
                                                    "today's (the band the lab showed before a change)")
+    parser.add_argument("--lab-refit-band", type=lambda text: tuple(float(v) for v in text.split(",")),
+                        metavar="BASE,SMALL", help="with --bands --lab: judge the refined prediction by this band "
+                                                   "instead of today's")
     parser.add_argument("--distance", choices=DISTANCES, default="squared_l2",
                         help="the models' distance: the synthetic graph (no --model) trains and retrains with it; "
                              "with --bands --lab, whose scaled-step band the lab shows")
@@ -463,6 +505,10 @@ def main() -> None:
         earlier = [] if args.retrained is None else pd.read_csv(args.retrained).to_dict("records")
         stored = {(row["occupation"], row["kind"], row["share"]): row for row in earlier}
         base = None if stored else masked_retrain_bias(model, removed=None, groups=analysis.groups)
+    start_scale = 1.0
+    if args.start_scale is not None:
+        start_scale = _start_scale(args, analysis, predictor, stored, base if not args.model else None)
+        print(f"newton_refit_read starts from the step times {start_scale:.3f}", flush=True)
     for row in sets:
         if (row["occupation"], row["kind"], row["share"]) in seen:
             continue
@@ -488,7 +534,8 @@ def main() -> None:
                "kind": row["kind"], "share": row["share"], "k": int(row["k"]), "closed_form": raw,
                "closed_form_run": row["closed_form"], "in_audit": bool(row.get("in_audit", False)),
                **predictions(predictor, label, removed, max_degree=args.max_degree, min_share=args.min_share,
-                             read_persons=args.read_persons, read_only=args.read_only, step_only=args.step_only),
+                             read_persons=args.read_persons, read_only=args.read_only, step_only=args.step_only,
+                             start_scale=start_scale),
                "actual": actual}
         append_row(out, args.out)
         if args.step_only:
