@@ -200,7 +200,8 @@ def test_the_refined_prediction_covers_masked_retrains_of_an_eight_negative_mode
     """Against real masked retrains: on the tests' graph trained with eight negatives (squared L2, and L2 with its
     own band), the refined prediction of the top and bottom 16% sets of three occupations held out of every fit
     (scaled by the model's own refit audit, one more retrain) covers at least 5 of the 6 retrained changes and has
-    every sign right (the benches: squared L2 94% of 47 sets; L2 90% of 121 on three graphs; docs/results/whatif.md).
+    every sign right (the benches: squared L2 94% of 47 sets; L2 91% of 149 on two FB15k-237 models and two
+    synthetic graphs; docs/results/whatif.md).
     On L2 the estimator names the distance and the band is L2's; its occupations are three the L2 band's fit did not
     see (the fit read this graph's eight largest, writer, politician and film director among them), of 27, 28 and 2
     women."""
