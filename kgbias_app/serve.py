@@ -54,7 +54,8 @@ PORT_TAKEN = "Port {port} is not available"
 PORT_TRIES = 3
 
 
-def _log_tail(log: IO[bytes]) -> str:
+def _log_text(log: IO[bytes]) -> str:
+    """All the server has written to ``log`` so far."""
     log.flush()
     log.seek(0)
     return log.read().decode(errors="replace")
@@ -89,12 +90,11 @@ def dashboard(env: Mapping[str, str], *, timeout: float = 60) -> Iterator[str]:
             try:
                 wait_until_healthy(url, server, timeout)
                 break
-            except RuntimeError as error:  # it exited: a port taken is tried again, anything else is the error
-                if attempt < PORT_TRIES and PORT_TAKEN.format(port=port) in _log_tail(log):
-                    continue
-                error.add_note(server_note(server, log))
-                raise
             except BaseException as error:
+                # it exited (RuntimeError) saying its port was taken in the meantime: tried again on another
+                if (isinstance(error, RuntimeError) and attempt < PORT_TRIES
+                        and PORT_TAKEN.format(port=port) in _log_text(log)):
+                    continue
                 error.add_note(server_note(server, log))
                 _stop(server)
                 raise
@@ -109,7 +109,7 @@ def dashboard(env: Mapping[str, str], *, timeout: float = 60) -> Iterator[str]:
 
 def server_note(server: subprocess.Popen, log: IO[bytes], *, chars: int = 2000) -> str:
     """One note on a served dashboard: running or its exit status, and the last ``chars`` characters of its log."""
-    tail = _log_tail(log)[-chars:].strip()
+    tail = _log_text(log)[-chars:].strip()
     state = "still running" if server.poll() is None else f"exited with {server.returncode}"
     return f"the dashboard's server was {state}; the end of its log:\n{tail or '(empty)'}"
 

@@ -365,3 +365,16 @@ def family_store(tmp_path_factory: pytest.TempPathFactory, tiny_graph: Knowledge
     store = tmp_path_factory.mktemp("family")
     train_family(tiny_graph, FAMILY_TRAINING, name="fam", seeds=FAMILY_SEEDS, store=store, device=torch.device("cpu"))
     return store
+
+
+def record_takes(gather) -> list:
+    """Every buffer ``gather`` (a _TermGather) hands out from now on, each held, so that a fresh buffer could not
+    reuse a freed one's address: one distinct data_ptr among them means one buffer reused."""
+    taken, take = [], gather.take
+
+    def recording(stacked):
+        taken.append(take(stacked))
+        return taken[-1]
+
+    gather.take = recording
+    return taken

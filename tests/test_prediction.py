@@ -41,7 +41,7 @@ from kgbias_core.influence.prediction import (
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
 from kgbias_core.influence.scale import predict
 
-from .conftest import TINY_TRAINING, small_distance_model
+from .conftest import TINY_TRAINING, record_takes, small_distance_model
 
 
 @pytest.fixture(scope="module")
@@ -517,19 +517,6 @@ def test_the_term_product_is_every_terms_plain_scatter_and_repeats_to_the_bit(ki
         assert torch.equal(again[0], got[0]) and torch.equal(again[1], got[1])
 
 
-def _record_takes(gather) -> list:
-    """Every buffer ``gather`` (a _TermGather) hands out from now on, each held, so that a fresh buffer could not
-    reuse a freed one's address: one distinct data_ptr among them means one buffer reused."""
-    taken, take = [], gather.take
-
-    def recording(stacked):
-        taken.append(take(stacked))
-        return taken[-1]
-
-    gather.take = recording
-    return taken
-
-
 @pytest.mark.parametrize("kind", ["coordinate", "l2"])
 def test_the_pooled_gather_is_the_bags_product_shared_by_threads_and_emptied_by_a_solve(kind) -> None:
     """On the CPU the term product gathers into a pooled buffer (_TermGather): the same product as the bags' path,
@@ -572,7 +559,7 @@ def test_the_pooled_gather_is_the_bags_product_shared_by_threads_and_emptied_by_
                for i in range(len(vectors)))
     # a solve: every product reads one buffer, and the pool is empty after
     pooled.gather.clear()
-    taken = _record_takes(pooled.gather)
+    taken = record_takes(pooled.gather)
     diagonal = (torch.ones(n_e, 1), torch.ones(n_r, 1))
     preconditioned_cg(pooled, vectors[0], diagonal=diagonal, iterations=10, tolerance=1e-12)
     assert len(taken) >= 5 and len({t.data_ptr() for t in taken}) == 1
@@ -586,7 +573,7 @@ def test_a_models_step_reads_one_gather_buffer_and_leaves_none_with_its_kept_ope
     analysis = ModelAnalysis(small_distance_model(distance, negatives=8))
     hvp = analysis.absolute_hvp
     gather = hvp.gather
-    taken = _record_takes(gather)
+    taken = record_takes(gather)
     absolute_newton_step(analysis.model, torch.arange(20), hvp=hvp, tolerance=1e-9)
     assert len(taken) >= 3 and len({t.data_ptr() for t in taken}) == 1
     assert gather._free == []

@@ -12,7 +12,7 @@ from kgbias_core.analysis import ModelAnalysis
 from kgbias_core.embeddings.config import DISTANCES
 from kgbias_core.influence.prediction import CG_ITERATIONS, L2_CG_ITERATIONS, PREDICTION_TOLERANCE, cg_cap
 from kgbias_core.influence.step_cost import TYPICAL_PRODUCTS, removal_step_cost, step_cost
-from tests.conftest import small_distance_model
+from tests.conftest import record_takes, small_distance_model
 
 RESULTS = Path(__file__).resolve().parents[1] / "experiments" / "whatif_accuracy" / "results"
 
@@ -70,11 +70,9 @@ def test_timing_a_product_leaves_no_gather_buffer_with_the_kept_operator(distanc
     analysis = ModelAnalysis(small_distance_model(distance, negatives=8))
     gather = analysis.absolute_hvp.gather
     assert gather is not None and gather._free == []
-    taken = []
-    take = gather.take
-    gather.take = lambda stacked: taken.append(1) or take(stacked)
+    taken = record_takes(gather)
     removal_step_cost(analysis)
-    assert taken == [1] and gather._free == []
+    assert len(taken) == 1 and gather._free == []
 
 
 def test_the_experiment_writes_each_models_estimate(tiny_model, tmp_path: Path) -> None:
