@@ -64,6 +64,16 @@ def is_running(task: Task[Any]) -> bool:
     return status is not None and status.state not in FINISHED_STATES
 
 
+def offer_job(task: Task[Any], background: list, *, label: str, help: str, seconds: float | None, job: str) -> None:
+    """``task`` listed in ``background`` while it runs in any session, else offered as a button with its estimate that
+    submits it as background work of the lab (never offered twice)."""
+    if is_running(task):
+        background.append(task)
+    elif st.button(texts.with_estimate(label, seconds), help=help):
+        submit(job, task, group="lab", priority=Priority.BACKGROUND, estimate=seconds)
+        st.rerun()
+
+
 def stored_per_model(
     models: Sequence[ModelRef],
     *,

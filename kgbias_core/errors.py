@@ -474,6 +474,9 @@ PREDICTION_AUDIT_NO_OCCUPATION = (
     "model {model}: no occupation has persons of both genders, so there is no B_gr whose prediction could be audited"
 )
 PREDICTION_AUDIT_KEPT = "The model {name} stays in use; its predictions are shown without an audit."
+STAND_IN_AUDIT_KEPT = "The model {name} stays in use; its predictions are shown without a stand-in audit."
+STAND_IN_NOT_IMPORT = ("model {model} is not an imported TransE: a stand-in audit is for imports (a model trained here "
+                       "has an audit of its own retrain)")
 ADD_AUDIT_NO_OCCUPATION = (
     "model {model}: no occupation has persons of both genders and a gender gap that Add (c = {c}) fills with at "
     "least one dummy, so there is no addition to audit"

@@ -303,8 +303,9 @@ UNAUDITED_RATIOS = {"one negative": (0.55, 1.13), "several negatives": (0.46, 1.
                     "l1": (1.3, 1.95),  # L1 with eight negatives: FB13 and FB15k-237 (2026-12-06)
                     # an import of each distance: synthetic graphs trained here, predicted as imports (the sentence
                     # says so; no real import can be retrained to measure it)
-                    # squared L2 and L1: FB15k-237 and FB13 predicted as imports too (2026-12-07)
-                    "imported squared_l2": (0.42, 1.74), "imported l1": (1.42, 2.9),
+                    # L1: FB15k-237 and FB13 predicted as imports too (2026-12-07); squared L2: FB15k-237 with its
+                    # sets chosen by the import's closed form, as the lab chooses them (2026-12-08)
+                    "imported squared_l2": (0.42, 0.47), "imported l1": (1.42, 2.9),
                     # L2 since its step of 2026-12-07: the two synthetic graphs and FB15k-237, trained here with
                     # eight negatives and predicted as imports (negatives re-drawn from another seed)
                     "imported l2": (5.78, 8.05)}
@@ -345,9 +346,12 @@ UNAUDITED_EVIDENCE = {
     "l1": ("On models with the L1 distance and eight negatives per triple (FB13, FB15k-237) a retrain moved a median "
            "{low} to {high} of the step."),
     "other": "No retrain of a real graph has measured the step for this distance.",
-    "imported squared_l2": ("On FB15k-237, FB13 and two synthetic graphs trained here with eight negatives and "
-                            "predicted as imports of this distance, a retrain moved a median {low} to {high} times "
-                            "the step: the graph decides, so the size is uncertain."),
+    "imported squared_l2": ("On FB15k-237 and two synthetic graphs trained here with eight negatives and predicted "
+                            "as imports of this distance (each set chosen by the import's closed form, as here), a "
+                            "retrain moved a median {low} to {high} times the step; the prior is their median, and at "
+                            "it the band held 90% of their sets (14 of 16 on FB15k-237, 85%-92% with each graph's "
+                            "prior and band fitted on the other two). A stand-in audit (the lab, or kgbias "
+                            "audit-import) measures this graph's own ratio with a model trained here."),
     "imported l1": ("On FB15k-237, FB13 and two synthetic graphs trained here with eight negatives and predicted as "
                     "imports of this distance, a retrain moved a median {low} to {high} times the step; the prior is "
                     "the median of the four, and at it the band held 91% of their sets (19 of 20 on the two real "

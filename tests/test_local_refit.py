@@ -575,7 +575,7 @@ def test_the_experiment_predicts_an_import_as_the_lab_does(tiny_model, monkeypat
     import numpy as np
     import pandas as pd
 
-    from kgbias_core.influence.prediction import REDRAWN_BANDS, REDRAWN_SCALES, predict_removal
+    from kgbias_core.influence.prediction import REDRAWN_BANDS, REDRAWN_SCALES, predict_removal, removal_step_change
 
     monkeypatch.syspath_prepend(str(REPO / "experiments" / "whatif_accuracy"))
     script = load_script("experiments/whatif_accuracy/local_refit.py", "local_refit_imported")
@@ -587,8 +587,11 @@ def test_the_experiment_predicts_an_import_as_the_lab_does(tiny_model, monkeypat
     label = analysis.groups.labels[index]
     got = script.predictions(analysis, label, removed, step_only=True)
     assert set(got) == {"newton", "newton_s"}
-    lab = predict_removal(analysis, label, removed)
-    assert got["newton"] == pytest.approx(lab.point, rel=2e-2) and "re-drawn" in lab.estimator
+    lab = predict_removal(analysis, label, removed)  # at the squared-L2 imports' prior scale (2026-12-08)
+    assert got["newton"] == pytest.approx(removal_step_change(analysis, label, removed), rel=2e-2)
+    prior = REDRAWN_SCALES["squared_l2"]
+    assert lab.point == pytest.approx(predict_removal(analysis, label, removed, scale=prior).point)
+    assert "re-drawn" in lab.estimator and "a prior" in lab.estimator
     rng = np.random.default_rng(1)
     rows = pd.DataFrame([{"occupation": f"o{i}", "name": f"o{i}", "men": 20, "women": 4 + i, "kind": kind,
                           "share": share, "in_audit": False, "newton": p, "actual": p * rng.uniform(0.5, 2.5)}

@@ -17,7 +17,15 @@ from kgbias_core.embeddings.store import load_model, save_model
 from kgbias_core.embeddings.training import train_model
 from kgbias_core.influence.hinge_curvature import PRIOR_TEMPERATURE
 from kgbias_core.influence.negatives import APPROXIMATE, IMPORT_NEGATIVES
-from kgbias_core.influence.prediction import DISTANCE_NOTES, ESTIMATOR, PRIOR_ESTIMATOR, REDRAWN, predict_removal
+from kgbias_core.influence.prediction import (
+    DISTANCE_NOTES,
+    ESTIMATOR,
+    PRIOR_ESTIMATOR,
+    REDRAWN,
+    REDRAWN_SCALES,
+    predict_removal,
+    redrawn_prior_words,
+)
 from kgbias_core.readings import fmt, prediction_sentence, unaudited_sentence
 from tests.conftest import NO_WOMEN, TINY_GRAPH, TINY_TRAINING, button, imported_copy, metric, page, texts, use_store
 
@@ -90,7 +98,9 @@ def test_an_imported_model_shows_approximate_influence_and_its_stability(tiny_mo
     app.run()
     assert not app.exception
     assert f"Predicted from influence {APPROXIMATE}, seed 0." in texts(app.caption)
-    assert f"Estimator: {ESTIMATOR}, {REDRAWN}." in texts(app.caption)  # the Newton step on re-drawn negatives
+    # the Newton step on re-drawn negatives, at the squared-L2 imports' prior scale (2026-12-08)
+    prior = redrawn_prior_words(REDRAWN_SCALES["squared_l2"], "squared_l2")
+    assert f"Estimator: {ESTIMATOR}, {REDRAWN} {prior}." in texts(app.caption)
     # an import can never be audited here: said, with the proxies' figures for its distance, not "until the audit";
     # this one re-draws one negative a triple, as every import did before 2026-12-06: the caption asks for another
     caption = unaudited_sentence("squared_l2", 1, imported=True, reimport=IMPORT_NEGATIVES)

@@ -639,7 +639,7 @@ def test_random_sets_land_inside_the_noise_floor(tiny_model) -> None:
 
 
 def test_an_imported_model_is_predicted_from_its_redrawn_negatives(tiny_model) -> None:
-    from kgbias_core.influence.prediction import REDRAWN
+    from kgbias_core.influence.prediction import REDRAWN, REDRAWN_SCALES, redrawn_prior_words
 
     imported = replace(tiny_model, negatives=None, info={**tiny_model.info, "imported_from": "pykeen"})
     with pytest.raises(MeasureError):
@@ -649,10 +649,12 @@ def test_an_imported_model_is_predicted_from_its_redrawn_negatives(tiny_model) -
     occupation = analysis.groups.labels[0]
     removed = removal_set(analysis.influence(occupation), kind="top", k=5)
     got = predict_removal(analysis, occupation, removed)
-    assert got.estimator == f"{ESTIMATOR}, {REDRAWN}"
-    # The same Newton step as on a model whose frozen negatives are the re-drawn ones.
+    prior = REDRAWN_SCALES["squared_l2"]  # a squared-L2 import's step at its prior scale (2026-12-08)
+    assert got.estimator == f"{ESTIMATOR}, {REDRAWN} {redrawn_prior_words(prior, 'squared_l2')}"
+    assert "squared-L2 models trained here" in got.estimator
+    # The same Newton step as on a model whose frozen negatives are the re-drawn ones, at that scale.
     redrawn = replace(tiny_model, negatives=analysis.negatives.negatives)
-    same = predict_removal(ModelAnalysis(redrawn), occupation, removed)
+    same = predict_removal(ModelAnalysis(redrawn), occupation, removed, scale=prior)
     assert got.point == pytest.approx(same.point, rel=1e-6) and got.point != 0
 
 

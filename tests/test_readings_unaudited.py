@@ -41,7 +41,7 @@ FILES = {
     # FB15k-237 and FB13 predicted as imports (2026-12-07)
     "imported squared_l2": ("local_refit_read_synthetic_k8_e100_squared_l2_imported8.csv",
                             "local_refit_read_synthetic_seed11_k8_e100_squared_l2_imported8.csv",
-                            "local_refit_read_fb15k237_k8_imported8.csv", "local_refit_step_fb13_k8_imported8.csv"),
+                            "fb15k237_k8_import_sets.csv"),
     "imported l1": ("local_refit_read_synthetic_k8_e100_l1_imported8.csv",
                     "local_refit_read_synthetic_seed11_k8_e100_l1_imported8.csv",
                     "local_refit_step_fb15k237_l1_k8_imported8.csv", "local_refit_step_fb13_l1_k8_imported8.csv"),
@@ -85,10 +85,12 @@ def test_each_kind_of_model_reads_its_own_evidence() -> None:
     assert "(FB13, FB15k-237) a retrain moved a median" in unaudited_sentence("l1", 8)
     assert UNAUDITED_EVIDENCE["other"] in unaudited_sentence("l2", 8)
     assert "nan" not in unaudited_sentence("l2", 8)
-    imported = unaudited_sentence("squared_l2", 1, imported=True)  # another engine's model: no prior, no audit
+    imported = unaudited_sentence("squared_l2", 1, imported=True)  # another engine's model: its prior, no audit
     assert unaudited_kind("squared_l2", 1, imported=True) == "imported squared_l2"
-    assert "a median 0.42 to 1.74 times the step" in imported and "FB15k-237, FB13 and two synthetic" in imported
-    assert "prior" not in imported and "shown as computed" in imported and "until the audit" not in imported
+    assert "a median 0.42 to 0.47 times the step" in imported and "FB15k-237 and two synthetic" in imported
+    assert "multiplied by a prior scale of 0.44" in imported and "shown as computed" not in imported
+    assert "until the audit" not in imported and "kgbias audit-import" in imported
+    assert "shown as computed" in unaudited_sentence("l2", 8, imported=True)  # L2's step: no prior
     l1 = unaudited_sentence("l1", 8, imported=True)  # L1's import: the step at its prior scale, and why
     assert "multiplied by a prior scale of 2.15" in l1 and "shown as computed" not in l1
     assert unaudited_kind("pseudo_huber", 8, imported=True) == "other"  # no import scores with pseudo-Huber
@@ -142,6 +144,33 @@ def test_the_l1_imports_prior_and_band_are_the_fitted_ones_and_quoted() -> None:
     assert (f"({int(real['covered'].sum())} of {int(real['sets'].sum())} on the two real graphs, "
             f"{int(held['covered'].sum())} of {int(held['sets'].sum())} with each one's prior") in said
     assert f"a median {UNAUDITED_RATIOS['imported l1'][0]:.2f} to {UNAUDITED_RATIOS['imported l1'][1]:.2f}" in said
+
+
+def test_the_squared_l2_imports_prior_and_bands_are_the_fitted_ones_and_quoted() -> None:
+    """REDRAWN_SCALES['squared_l2'] and REDRAWN_BANDS['squared_l2'] are import_prior.py's pooled fit over the three
+    graphs whose sets were chosen as the lab chooses an import's, STAND_IN_BANDS['squared_l2'] is surrogate_audit.py's
+    pooled fit at each graph's stand-in ratio; the sentence quotes the prior's coverage, pooled, on FB15k-237 and held
+    out; and both beat the step as computed with the band before (fewer sets inside, at a wider band)."""
+    from kgbias_core.influence.prediction import REDRAWN_BANDS, REDRAWN_SCALES, STAND_IN_BANDS
+
+    prior = pd.read_csv(RESULTS / "import_prior_squared_l2_chosen.csv").set_index("evaluation")
+    pooled = prior.loc["all -> all"]
+    assert REDRAWN_SCALES["squared_l2"] == round(float(pooled["scale"]), 2)
+    assert REDRAWN_BANDS["squared_l2"] == (float(pooled["a"]), float(pooled["b"]))
+    stand_in = pd.read_csv(RESULTS / "surrogate_audit_judged_squared_l2.csv").set_index("evaluation")
+    fitted = stand_in.loc["stand-in, all -> all"]
+    assert STAND_IN_BANDS["squared_l2"] == (float(fitted["a"]), float(fitted["b"]))
+    before = prior.loc["as now -> all"]  # written before the prior: the step as computed, its band then
+    assert float(before["scale"]) == 1.0 and float(before["coverage"]) < 0.9
+    for fit in (pooled, fitted):
+        assert float(fit["coverage"]) >= 0.9 and float(fit["half_width"]) < float(before["half_width"])
+    said = unaudited_sentence("squared_l2", 8, imported=True)
+    assert f"the band held {float(pooled['coverage']):.0%} of their sets" in said
+    fb = prior.loc["all -> fb15k237"]
+    held = prior[prior.index.str.startswith("held out")]
+    assert f"({int(fb['covered'])} of {int(fb['sets'])} on FB15k-237" in said
+    assert f"{held['coverage'].min():.0%}-{held['coverage'].max():.0%} with each graph's prior" in said
+    assert f"prior scale of {REDRAWN_SCALES['squared_l2']:.2f}" in said
 
 
 def test_the_imports_noise_floor_is_the_fitted_quantile() -> None:

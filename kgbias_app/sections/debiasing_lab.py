@@ -12,6 +12,7 @@ from kgbias_app import cache, charts, jobs_ui, links, texts
 from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md, md_format
 from kgbias_app.sections.refined_prediction import refined_prediction
+from kgbias_app.sections.stand_in_audit import stand_in_audit
 from kgbias_app.widgets import (
     basket,
     errors_shown,
@@ -227,18 +228,9 @@ def temperature_offer(model: ModelRef, background: list) -> None:
     estimate, or listed in ``background`` while it runs; nothing once searched."""
     if tasks.temperature_searched(model.path):
         return
-    offer_job(tasks.hinge_temperature_task(model.path), background, label=TEMPERATURE_BUTTON, help=TEMPERATURE_HELP,
-              seconds=tasks.temperature_search_seconds(model.path), job=texts.TEMPERATURE_JOB.format(name=model.name))
-
-
-def offer_job(task, background: list, *, label: str, help: str, seconds: float | None, job: str) -> None:
-    """``task`` listed in ``background`` while it runs in any session, else offered as a button with its estimate that
-    submits it as background work of the lab (never offered twice)."""
-    if jobs_ui.is_running(task):
-        background.append(task)
-    elif st.button(texts.with_estimate(label, seconds), help=help):
-        jobs_ui.submit(job, task, group="lab", priority=Priority.BACKGROUND, estimate=seconds)
-        st.rerun()
+    jobs_ui.offer_job(tasks.hinge_temperature_task(model.path), background, label=TEMPERATURE_BUTTON,
+                      help=TEMPERATURE_HELP, seconds=tasks.temperature_search_seconds(model.path),
+                      job=texts.TEMPERATURE_JOB.format(name=model.name))
 
 
 def noise_and_audits(model: ModelRef, analysis: ModelAnalysis, *, noise: pd.DataFrame | None, name: str,
@@ -249,6 +241,9 @@ def noise_and_audits(model: ModelRef, analysis: ModelAnalysis, *, noise: pd.Data
     job started."""
     if unretrainable is not None:
         st.caption(texts.NO_RETRAINS_BELOW)
+        background: list = []
+        stand_in_audit(model, analysis, background)
+        jobs_ui.progress_panel(background, key="background")
         return
     background: list = []
     with errors_shown():
@@ -292,14 +287,15 @@ def audit_and_calibration(model: ModelRef, analysis: ModelAnalysis, background: 
         temperature_offer(model, background)
     else:
         again = tasks.outdated_prediction_audit(model.path) is not None
-        offer_job(task, background, label=AUDIT_AGAIN_BUTTON if again else AUDIT_BUTTON,
-                  help=AUDIT_AGAIN_HELP if again else AUDIT_HELP,
-                  seconds=tasks.prediction_audit_seconds(model.path), job=texts.AUDIT_JOB.format(name=model.name))
+        jobs_ui.offer_job(task, background, label=AUDIT_AGAIN_BUTTON if again else AUDIT_BUTTON,
+                          help=AUDIT_AGAIN_HELP if again else AUDIT_HELP,
+                          seconds=tasks.prediction_audit_seconds(model.path),
+                          job=texts.AUDIT_JOB.format(name=model.name))
     if (sentence := add_audit_sentence(model)) is not None:
         st.caption(sentence)
     else:
-        offer_job(tasks.add_audit_task(model.path), background, label=ADD_AUDIT_BUTTON, help=ADD_AUDIT_HELP,
-                  seconds=tasks.add_audit_seconds(model.path), job=texts.ADD_AUDIT_JOB.format(name=model.name))
+        jobs_ui.offer_job(tasks.add_audit_task(model.path), background, label=ADD_AUDIT_BUTTON, help=ADD_AUDIT_HELP,
+                          seconds=tasks.add_audit_seconds(model.path), job=texts.ADD_AUDIT_JOB.format(name=model.name))
     if analysis.model.calibration is not None:
         return
     calibration = tasks.calibration_task(model.path)
@@ -382,8 +378,8 @@ def removal_curve(model: ModelRef, occupation: str, row: pd.Series, *, spread: f
         if not tasks.curve_is_current(model.path, occupation, curve):  # the frame just read, not read again
             st.caption(md_format(CURVE_STALE, estimator=str(curve.loc[curve["k"] > 0, "estimator"].iloc[0])))
             waiting: list = []
-            offer_job(tasks.repredict_curves_task(model.path), waiting, label=CURVE_REPREDICT, help=CURVE_STALE_HELP,
-                      seconds=tasks.repredict_seconds(model.path, occupation),
+            jobs_ui.offer_job(tasks.repredict_curves_task(model.path), waiting, label=CURVE_REPREDICT,
+                              help=CURVE_STALE_HELP, seconds=tasks.repredict_seconds(model.path, occupation),
                       job=f"{model.name}: removal curves predicted again")
             if waiting:
                 st.caption(CURVE_REPREDICTING)

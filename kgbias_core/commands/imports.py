@@ -37,8 +37,29 @@ def _import(args: argparse.Namespace) -> None:
              "Du's B_gr, B_in, influence and retrains need TransE; Fisher, audit and fairness work on it)"))
 
 
+def _audit_import(args: argparse.Namespace) -> None:
+    """The stand-in audit of an imported model (:func:`~kgbias_core.tasks.stand_in_audit_task`): stored beside it, one
+    line of what it measured and the scale its removals now take."""
+    from kgbias_core.influence.prediction import STAND_IN_BANDS
+    from kgbias_core.tasks import model_step_ratio, stand_in_audit_seconds, stand_in_audit_task
+    from kgbias_core.tasks.stand_in_audit import check_stand_in
+    from kgbias_core.whatif.step_ratio import EDITS
+
+    check_stand_in(args.model)
+    seconds = stand_in_audit_seconds(args.model)
+    if seconds is not None:
+        print(f"stand-in audit of {Path(args.model).name}: about {seconds / 60:.1f} min (two trainings of the graph)")
+    row = stand_in_audit_task(args.model, device=args.device).run(PrintedProgress()).iloc[0]
+    ratio = model_step_ratio(args.model, use=EDITS)
+    print(f"stand-in (seed {int(row['seed'])}) as an import, top {int(row['k'])} of {int(row['moving'])} moving "
+          f"triples of {row['name']}: step {row['predicted']:+.4f}, retrained {row['retrained']:+.4f}, "
+          f"ratio {row['ratio']:.3f}; "
+          + (f"this import's removals are scaled by {ratio.value:.3f}" if ratio is not None else
+             f"not used for its distance (a stand-in band exists for {', '.join(sorted(STAND_IN_BANDS))})"))
+
+
 def register(commands: argparse._SubParsersAction) -> None:
-    """Add import to the command line."""
+    """Add import, audit-import to the command line."""
     imports = commands.add_parser(
         "import", help="import TransE embeddings trained elsewhere (PyKEEN, DGL-KE, plain .npy) as a model directory",
         description="npy: PATH holds entities.npy [E, d], relations.npy [R, d], entities.tsv and relations.tsv "
@@ -68,3 +89,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     imports.add_argument("--out", required=True, help="model directory, e.g. cached_models/fb15k237-pykeen")
     imports.add_argument("--force", action="store_true", help="replace the model already at --out")
     imports.set_defaults(handler=_import)
+
+    audit = commands.add_parser(
+        "audit-import", help="audit an imported TransE's what-if step through a stand-in trained here on its graph",
+        description="Trains kgbias's default model of the import's graph with its distance (seed 1), predicts it as "
+                    "the import is predicted (negatives re-drawn), retrains it once without the top 16%% of the audit "
+                    "occupation's moving triples, and stores the ratio retrained / step beside the import: its "
+                    "removals are then scaled by it (squared L2). Costs two trainings of the graph.")
+    audit.add_argument("--model", required=True, help="the imported model's directory")
+    audit.set_defaults(handler=_audit_import)

@@ -73,6 +73,7 @@ from kgbias_core.tasks.prepare import (
     readiness,
     readiness_lines,
 )
+from kgbias_core.tasks.stand_in_audit import stand_in_audit_seconds, stand_in_audit_task
 from kgbias_core.tasks.training import (
     DEFAULT_MODEL_KIND,
     DEFAULT_MODEL_NAMES,
@@ -105,11 +106,14 @@ from kgbias_core.tasks.whatif import (
 )
 from kgbias_core.whatif.step_ratio import (
     ADD_AUDIT,
+    EDITS,
     PREDICTION_AUDIT,
+    STAND_IN_AUDIT,
     model_step_ratio,
     outdated_prediction_audit,
     saved_add_audit,
     saved_prediction_audit,
+    saved_stand_in_audit,
 )
 
 __all__ = [
@@ -189,4 +193,9 @@ __all__ = [
     "outdated_prediction_audit",
     "saved_prediction_audit",
     "model_step_ratio",
+    "EDITS",
+    "STAND_IN_AUDIT",
+    "saved_stand_in_audit",
+    "stand_in_audit_seconds",
+    "stand_in_audit_task",
 ]

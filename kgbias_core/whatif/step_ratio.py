@@ -46,9 +46,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kgbias_core.embeddings.config import TrainConfig, default_train_config
 from kgbias_core.embeddings.results import load_result
 from kgbias_core.embeddings.store import read_config
-from kgbias_core.influence.prediction import made_by_current_step
+from kgbias_core.influence.prediction import STAND_IN_BANDS, made_by_current_step
 
 #: The result key of the one-retrain audit in the model's results.
 PREDICTION_AUDIT = "prediction_audit"
@@ -61,6 +62,13 @@ REFIT_AUDIT = "refit_audit"
 #: hinge_temperature`; no retrain of its own): where it has one, a removal's step is that of |H| plus the hinge's
 #: curvature at this temperature, unscaled (:mod:`kgbias_core.influence.hinge_curvature`).
 HINGE_TEMPERATURE = "hinge_temperature"
+#: The result key of an imported model's stand-in audit (:mod:`kgbias_core.tasks.stand_in_audit`): one retrain of a
+#: model trained here on the import's graph, predicted as an import; its ratio scales the import's removals where its
+#: distance has a band for it (:data:`~kgbias_core.influence.prediction.STAND_IN_BANDS`).
+STAND_IN_AUDIT = "stand_in_audit"
+#: The stand-in's training seed: not the seed an import's negatives are re-drawn from (0, the lab's), so the stand-in
+#: predicted as an import sees other negatives than it was trained with, as an import does.
+STAND_IN_SEED = 1
 #: Key of the per-model record of verified plans in the model's results folder.
 VERIFICATIONS = "plan_verifications"
 #: The observed ratio is clipped to this range: one odd retrain must not make the planner remove nothing or all.
@@ -90,6 +98,8 @@ ADDITIONS = "additions"
 #: Where each use reads its ratio first; for edits and plans, the other source is borrowed only where its own has no
 #: retrain.
 _SOURCES = {EDITS: "prediction audit", PLANS: "verified plans", ADDITIONS: "Add audit and verified Add plans"}
+#: The source of an import's ratio (:func:`stand_in_ratio`).
+STAND_IN_SOURCE = "stand-in audit (a model trained here on its graph, seed {seed}, predicted as an import)"
 #: The source of a single target's own ratio (:func:`observed_step_ratio` with ``occupation``).
 _OWN_SOURCE = "verified plans of this occupation"
 
@@ -262,11 +272,55 @@ def _median(ratios: list[float], *, source: str, borrowed: bool, distance: str) 
     return StepRatio(value=value, n=len(ratios), low=min(ratios), high=max(ratios), source=source, borrowed=borrowed)
 
 
+def stand_in_config(config: dict) -> TrainConfig:
+    """The stand-in of an imported model whose config.json is ``config``: the default training of its data set
+    (:func:`~kgbias_core.embeddings.config.default_train_config`; a user graph gets the small-graph default) with the
+    import's distance and :data:`STAND_IN_SEED`. Not the import's own settings: its engine's margin, epochs and
+    negatives are not kgbias's, and the stand-in measures how the graph's retrains meet the import's kind of step."""
+    return replace(default_train_config(str(config.get("dataset") or "")),
+                   distance=str(config.get("distance") or "squared_l2"), seed=STAND_IN_SEED)
+
+
+def stand_in_params(config: dict) -> dict:
+    """What a stored stand-in audit was made from: the stand-in's config and the negatives the import re-draws (a
+    later default training or re-import makes it stale)."""
+    return {"stand_in": stand_in_config(config).to_dict(),
+            "imported_negatives": int(config.get("negatives_per_triple") or 1)}
+
+
+def saved_stand_in_audit(model_dir: Path | str) -> pd.DataFrame | None:
+    """The imported model's stand-in audit (:data:`STAND_IN_AUDIT`), or None (not made, made from another stand-in,
+    or no import)."""
+    config = read_config(model_dir)
+    if not config.get("imported_from"):
+        return None
+    return load_result(model_dir, STAND_IN_AUDIT, params=stand_in_params(config))
+
+
+def stand_in_ratio(model_dir: Path | str) -> StepRatio | None:
+    """An imported model's step scale for edits: its stand-in audit's ratio, clipped to the distance's range, where
+    its distance has a band for it (:data:`~kgbias_core.influence.prediction.STAND_IN_BANDS`); else None (the step
+    as computed, or its distance's prior)."""
+    distance = str(read_config(model_dir).get("distance") or "squared_l2")
+    audit = saved_stand_in_audit(model_dir)
+    if distance not in STAND_IN_BANDS or audit is None or not len(audit):
+        return None
+    ratio = float(audit.iloc[0]["ratio"])
+    if not math.isfinite(ratio):
+        return None
+    return StepRatio(value=clipped_scale(ratio, distance), n=1, low=ratio, high=ratio,
+                     source=STAND_IN_SOURCE.format(seed=int(audit.iloc[0]["seed"])))
+
+
 def model_step_ratio(model_dir: Path | str, *, use: str, occupation: str | None = None) -> StepRatio | None:
     """:func:`observed_step_ratio` for ``use`` (and a plan's single target ``occupation``) of the model at
     ``model_dir``: its audits and its verified plans, clipped to its distance's range; for edits read from the audit,
-    with the hinge's temperature where the audit has one (:func:`saved_hinge_temperature`)."""
-    distance = str(read_config(model_dir).get("distance") or "squared_l2")
+    with the hinge's temperature where the audit has one (:func:`saved_hinge_temperature`). An imported model's
+    edits: its stand-in audit (:func:`stand_in_ratio`), no retrain of its own being possible."""
+    config = read_config(model_dir)
+    distance = str(config.get("distance") or "squared_l2")
+    if config.get("imported_from"):
+        return stand_in_ratio(model_dir) if use == EDITS else None
     if use == ADDITIONS:
         return observed_step_ratio(saved_verifications(model_dir), use=use, add_audit=saved_add_audit(model_dir),
                                    distance=distance)
