@@ -132,6 +132,22 @@ def test_a_stand_in_audit_refuses_a_model_trained_here(tmp_path: Path, eight_mod
     assert tasks.saved_stand_in_audit(path) is None and "stand-in audit of" not in result.stdout
 
 
+def test_a_stand_in_audit_too_long_for_this_machine_is_refused_before_training(tmp_path: Path, eight_model,
+                                                                               monkeypatch) -> None:
+    """An import of a graph whose two stand-in trainings would pass the retrain limit is refused up front, with the
+    retrains' named error, nothing trained or stored."""
+    import json
+
+    from kgbias_core.errors import TooLargeError
+
+    path = Path(save_model(imported_copy(eight_model, "huge-import"), tmp_path))
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    (path / "config.json").write_text(json.dumps({**config, "n_train": 2_000_000_000}), encoding="utf-8")
+    with pytest.raises(TooLargeError, match="the stand-in audit refused before starting: 2 retrain"):
+        tasks.stand_in_audit_task(path).run(Progress())
+    assert tasks.saved_stand_in_audit(path) is None
+
+
 def test_audit_import_on_the_command_line_stores_the_audit_the_lab_reads(tmp_path: Path, eight_model) -> None:
     path = save_model(imported_copy(eight_model, "cli-import"), tmp_path)
     result = subprocess.run([sys.executable, "-m", "kgbias_core", "audit-import", "--model", str(path)],

@@ -94,10 +94,26 @@ def _check_import(name: str, info: dict, kind: str) -> None:
 
 
 def check_stand_in(model_dir: Path | str) -> None:
-    """Refuse, with the named error, a stand-in audit of the model at ``model_dir`` that is no imported TransE: from
-    its config.json alone, before anything is trained."""
+    """Refuse, with the named error, a stand-in audit of the model at ``model_dir`` that is no imported TransE, or
+    whose two trainings would not finish in reasonable time here (:func:`~kgbias_core.embeddings.training_cost.
+    check_retrain_fits`): from its config.json alone, before anything is trained."""
+    from kgbias_core.embeddings.training_cost import check_retrain_fits
+
     config = read_config(model_dir)
     _check_import(Path(model_dir).name, config, str(config.get("model") or "transe"))
+    stand_in = stand_in_config(config)
+    check_retrain_fits(what="the stand-in audit", retrains=2, optimizer=stand_in.optimizer,
+                       **_stand_in_sizes(model_dir, config))
+
+
+def _stand_in_sizes(model_dir: Path | str, config: dict) -> dict:
+    """What a training of the stand-in of the model at ``model_dir`` costs (the keyword arguments both estimates of
+    :mod:`kgbias_core.embeddings.training_cost` take): the import's graph, the stand-in's settings."""
+    stand_in = stand_in_config(config)
+    n_entities, n_relations = model_sizes(model_dir)
+    return {"n_triples": int(config.get("n_train") or 0), "n_entities": n_entities, "n_relations": n_relations,
+            "dim": stand_in.dim, "batch_size": stand_in.batch_size, "epochs": stand_in.epochs,
+            "negatives": stand_in.negatives_per_triple, "distance": stand_in.distance}
 
 
 def stand_in_audit_seconds(model_dir: Path | str) -> float | None:
@@ -107,13 +123,7 @@ def stand_in_audit_seconds(model_dir: Path | str) -> float | None:
 
     if not is_model_dir(model_dir):
         return None
-    config = read_config(model_dir)
-    stand_in = stand_in_config(config)
-    n_entities, n_relations = model_sizes(model_dir)
-    return estimated_seconds(n_triples=int(config.get("n_train") or 0), n_entities=n_entities,
-                             n_relations=n_relations, dim=stand_in.dim, batch_size=stand_in.batch_size,
-                             epochs=stand_in.epochs, retrains=2, negatives=stand_in.negatives_per_triple,
-                             distance=stand_in.distance)
+    return estimated_seconds(retrains=2, **_stand_in_sizes(model_dir, read_config(model_dir)))
 
 
 def stand_in_audit_task(model_dir: Path | str, *, device: torch.device | str | None = None) -> Task[pd.DataFrame]:
