@@ -475,6 +475,8 @@ PREDICTION_AUDIT_NO_OCCUPATION = (
 )
 PREDICTION_AUDIT_KEPT = "The model {name} stays in use; its predictions are shown without an audit."
 STAND_IN_AUDIT_KEPT = "The model {name} stays in use; its predictions are shown without a stand-in audit."
+STAND_IN_NO_BAND = ("model {model} scores with {distance}: a stand-in audit is fitted for {fitted} imports only (its "
+                    "ratio would have no band to be shown with), so nothing was trained")
 STAND_IN_NOT_IMPORT = ("model {model} is not an imported TransE: a stand-in audit is for imports (a model trained here "
                        "has an audit of its own retrain)")
 ADD_AUDIT_NO_OCCUPATION = (

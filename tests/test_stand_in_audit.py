@@ -193,11 +193,14 @@ def test_lab_offers_the_stand_in_audit_on_an_import_and_then_scales_by_it(eight_
 
 def test_no_stand_in_offer_on_an_import_whose_distance_has_no_stand_in_band(tiny_graph, monkeypatch,
                                                                             tmp_path: Path) -> None:
-    """L1 imports keep their prior scale: no stand-in offer (no band was fitted for it)."""
+    """L1 imports keep their prior scale: no stand-in offer (no band was fitted for it), and the task refuses one
+    before training."""
     assert "l1" not in STAND_IN_BANDS
     model = train_model(tiny_graph, replace(TINY_TRAINING, negatives_per_triple=8, distance="l1"), name="l1",
                         device=torch.device("cpu"))
-    save_model(imported_copy(model, "l1-import"), tmp_path / "import")
+    path = save_model(imported_copy(model, "l1-import"), tmp_path / "import")
+    with pytest.raises(MeasureError, match="scores with l1: a stand-in audit is fitted for squared_l2 imports only"):
+        tasks.stand_in_audit_task(path).run(Progress())
     use_store(tmp_path / "import", monkeypatch, tmp_path)
     app = page("debiasing_lab").run()
     assert not app.exception

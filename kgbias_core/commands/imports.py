@@ -40,7 +40,6 @@ def _import(args: argparse.Namespace) -> None:
 def _audit_import(args: argparse.Namespace) -> None:
     """The stand-in audit of an imported model (:func:`~kgbias_core.tasks.stand_in_audit_task`): stored beside it, one
     line of what it measured and the scale its removals now take."""
-    from kgbias_core.influence.prediction import STAND_IN_BANDS
     from kgbias_core.tasks import model_step_ratio, stand_in_audit_seconds, stand_in_audit_task
     from kgbias_core.tasks.stand_in_audit import check_stand_in
     from kgbias_core.whatif.step_ratio import EDITS
@@ -53,9 +52,8 @@ def _audit_import(args: argparse.Namespace) -> None:
     ratio = model_step_ratio(args.model, use=EDITS)
     print(f"stand-in (seed {int(row['seed'])}) as an import, top {int(row['k'])} of {int(row['moving'])} moving "
           f"triples of {row['name']}: step {row['predicted']:+.4f}, retrained {row['retrained']:+.4f}, "
-          f"ratio {row['ratio']:.3f}; "
-          + (f"this import's removals are scaled by {ratio.value:.3f}" if ratio is not None else
-             f"not used for its distance (a stand-in band exists for {', '.join(sorted(STAND_IN_BANDS))})"))
+          f"ratio {row['ratio']:.3f}; this import's removals are scaled by "
+          + ("1 (no finite ratio)" if ratio is None else f"{ratio.value:.3f}"))
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -93,7 +91,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     audit = commands.add_parser(
         "audit-import", help="audit an imported TransE's what-if step through a stand-in trained here on its graph",
         description="Trains kgbias's default model of the import's graph with its distance (seed 1), predicts it as "
-                    "the import is predicted (negatives re-drawn), retrains it once without the top 16%% of the audit "
+                    "the import is predicted (negatives re-drawn), retrains it once without the top 16% of the audit "
                     "occupation's moving triples, and stores the ratio retrained / step beside the import: its "
                     "removals are then scaled by it (squared L2). Costs two trainings of the graph.")
     audit.add_argument("--model", required=True, help="the imported model's directory")

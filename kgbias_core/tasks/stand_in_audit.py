@@ -29,9 +29,9 @@ from kgbias_core.device import resolve_device
 from kgbias_core.embeddings.results import save_result
 from kgbias_core.embeddings.store import StoredModel, is_model_dir, load_model, model_sizes, read_config
 from kgbias_core.embeddings.training import train_transe
-from kgbias_core.errors import STAND_IN_AUDIT_KEPT, STAND_IN_NOT_IMPORT, MeasureError
+from kgbias_core.errors import STAND_IN_AUDIT_KEPT, STAND_IN_NO_BAND, STAND_IN_NOT_IMPORT, MeasureError
 from kgbias_core.influence.negatives import redrawn_negatives
-from kgbias_core.influence.prediction import removal_step_change
+from kgbias_core.influence.prediction import STAND_IN_BANDS, removal_step_change
 from kgbias_core.influence.retraining_check import masked_retrain_bias
 from kgbias_core.jobs import Progress
 from kgbias_core.tasks.base import Task, _key
@@ -94,13 +94,18 @@ def _check_import(name: str, info: dict, kind: str) -> None:
 
 
 def check_stand_in(model_dir: Path | str) -> None:
-    """Refuse, with the named error, a stand-in audit of the model at ``model_dir`` that is no imported TransE, or
-    whose two trainings would not finish in reasonable time here (:func:`~kgbias_core.embeddings.training_cost.
+    """Refuse, with the named error, a stand-in audit of the model at ``model_dir`` that is no imported TransE, of a
+    distance with no stand-in band (:data:`~kgbias_core.influence.prediction.STAND_IN_BANDS`), or whose two
+    trainings would not finish in reasonable time here (:func:`~kgbias_core.embeddings.training_cost.
     check_retrain_fits`): from its config.json alone, before anything is trained."""
     from kgbias_core.embeddings.training_cost import check_retrain_fits
 
     config = read_config(model_dir)
     _check_import(Path(model_dir).name, config, str(config.get("model") or "transe"))
+    distance = str(config.get("distance") or "squared_l2")
+    if distance not in STAND_IN_BANDS:
+        raise MeasureError(STAND_IN_NO_BAND.format(model=Path(model_dir).name, distance=distance,
+                                                   fitted=", ".join(sorted(STAND_IN_BANDS))))
     stand_in = stand_in_config(config)
     check_retrain_fits(what="the stand-in audit", retrains=2, optimizer=stand_in.optimizer,
                        **_stand_in_sizes(model_dir, config))
