@@ -31,7 +31,7 @@ from kgbias_core.jobs import Progress
 from kgbias_core.measures.group_bias import group_bias
 from kgbias_core.tasks.prediction_audit import audit_set
 from kgbias_core.whatif.step_ratio import EDITS, model_edit_calibration, stand_in_config
-from tests.conftest import TINY_TRAINING, button, imported_copy, page, texts, use_store
+from tests.conftest import TINY_TRAINING, button, imported_copy, page, settled, texts, use_store
 
 
 @pytest.fixture(scope="module")
@@ -180,9 +180,10 @@ def test_lab_offers_the_stand_in_audit_on_an_import_and_then_scales_by_it(eight_
     assert label in [b.label for b in app.button]
     assert default_registry().latest(tasks.stand_in_audit_task(base).key) is None  # offered, not started
     assert ui_texts.model_unaudited_sentence(load_model(base)) in texts(app.caption)
-    button(app, label)  # the button exists; the run below is what clicking it submits
-    tasks.stand_in_audit_task(base).run(Progress())
-    app = lab()
+    button(app, label).click().run()
+    assert not app.exception
+    settled(app)  # the job the click submitted, waited for as the page's panel would
+    assert tasks.saved_stand_in_audit(base) is not None
     row = tasks.saved_stand_in_audit(base).iloc[0]
     shown = texts(app.caption).replace("\\", "")  # the sentence's figures are markdown-escaped
     assert f"ratio {ui_texts.fmt(row['ratio'])}" in shown and f"scaled by {row['ratio']:.2f}" in shown
