@@ -176,6 +176,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sets-of", type=Path, help="a stored kgbias model: retrain its sets chosen as an import's")
     parser.add_argument("--occupations", help="with --sets-of: comma-separated occupation labels")
+    parser.add_argument("--shares", default="2,16", help="with --sets-of: comma-separated percentages of the moving "
+                                                         "triples")
     parser.add_argument("--judge", type=Path, help="a file of stand-in audits: judge --graphs' sets at their ratios")
     parser.add_argument("--graphs", nargs="*", default=[], metavar="NAME=OUT.csv")
     parser.add_argument("--coverage", type=float, default=0.9)
@@ -191,7 +193,8 @@ def main() -> None:
     print(f"torch threads {args.threads}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
     if args.sets_of:
         import_sets(load_model(args.sets_of), args.occupations.split(","), args.out,
-                    imported_negatives=args.imported_negatives, redraw_seed=args.redraw_seed)
+                    imported_negatives=args.imported_negatives, redraw_seed=args.redraw_seed,
+                    shares=tuple(int(x) for x in args.shares.split(",")))
         return
     t = time.perf_counter()
     if args.surrogate:
