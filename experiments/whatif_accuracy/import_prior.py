@@ -51,6 +51,16 @@ def at_scale(rows: pd.DataFrame, scale: float) -> pd.DataFrame:
     return rows.assign(scaled=rows["newton"] * scale, floor=0.0)
 
 
+def judged_row(evaluation: str, graph: str, rows: pd.DataFrame, scale: float, a: float, b: float) -> dict:
+    """One evaluation: ``rows`` (one graph's targeted sets) at ``scale`` judged by the band (a, b): sets covered,
+    coverage, median half-width / point, and the share whose retrained change has the step's sign."""
+    covered, width = band_fit.judged(at_scale(rows, scale), a, b)
+    ratio = rows["actual"] / rows["newton"]
+    return {"evaluation": evaluation, "graph": graph, "sets": len(rows), "median_ratio": ratio.median(),
+            "scale": scale, "a": a, "b": b, "covered": int(covered.sum()), "coverage": covered.mean(),
+            "half_width": float(np.median(width)), "sign_right": float((ratio > 0).mean())}
+
+
 def prior_frame(graphs: dict[str, pd.DataFrame], coverage: float, *, distance: str,
                 before: tuple[float, float, float] | None = None,
                 judge: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
@@ -58,12 +68,8 @@ def prior_frame(graphs: dict[str, pd.DataFrame], coverage: float, *, distance: s
     ``before``: (S, a, b) the lab showed before, judged the same way; ``judge``: graphs judged, not fitted on."""
     out = []
 
-    def row(evaluation: str, graph: str, rows: pd.DataFrame, scale: float, a: float, b: float) -> None:
-        covered, width = band_fit.judged(at_scale(rows, scale), a, b)
-        ratio = rows["actual"] / rows["newton"]
-        out.append({"evaluation": evaluation, "graph": graph, "sets": len(rows), "median_ratio": ratio.median(),
-                    "scale": scale, "a": a, "b": b, "covered": int(covered.sum()), "coverage": covered.mean(),
-                    "half_width": float(np.median(width)), "sign_right": float((ratio > 0).mean())})
+    def row(*args) -> None:
+        out.append(judged_row(*args))
 
     scale = prior_scale(graphs)
     pooled = pd.concat(graphs.values(), ignore_index=True)

@@ -50,7 +50,7 @@ import band_fit  # noqa: I001  (the band's fit, beside this file)
 import numpy as np
 import pandas as pd
 import torch
-from import_prior import at_scale, graph_rows  # noqa: I001  (beside this file)
+from import_prior import at_scale, graph_rows, judged_row  # noqa: I001  (beside this file)
 from local_refit import as_imported, predictions
 from whatif_accuracy import SYNTHETIC, SYNTHETIC_TRAINING
 
@@ -60,32 +60,22 @@ from kgbias_core.data.synthetic import generate_people_graph
 from kgbias_core.embeddings.config import DISTANCES
 from kgbias_core.embeddings.store import load_model
 from kgbias_core.embeddings.training import train_model
+from kgbias_core.influence.negatives import redrawn_negatives
 from kgbias_core.influence.prediction import REDRAWN_BANDS, REDRAWN_SCALES
 from kgbias_core.influence.retraining_check import masked_retrain_bias, removal_set
-from kgbias_core.tasks.prediction_audit import audit_occupation, audit_set
+from kgbias_core.tasks.stand_in_audit import audit_stand_in
 
 
 def stand_in_audit(model, *, imported_negatives: int, redraw_seed: int) -> dict:
-    """The audit of the stand-in ``model`` (a kgbias model with frozen negatives) predicted as an import: its audit
-    set (the audit rule on the import's closed form), the step as the lab predicts an import (unscaled), and the
-    change one masked retrain with the stand-in's own negatives gives."""
-    predictor = ModelAnalysis(as_imported(model, imported_negatives), negative_seed=redraw_seed)
-    if torch.equal(predictor.negatives.negatives, model.frozen_negatives):
+    """The audit of the stand-in ``model`` (a kgbias model with frozen negatives) as the lab's stand-in audit makes
+    it (:func:`~kgbias_core.tasks.stand_in_audit.audit_stand_in`), in this file's columns (``step``: its
+    ``predicted``)."""
+    if torch.equal(redrawn_negatives(model, seed=redraw_seed, count=imported_negatives), model.frozen_negatives):
         raise SystemExit(f"--redraw-seed {redraw_seed} re-draws the stand-in's own frozen negatives: pass another")
-    occupation = audit_occupation(predictor)
-    index = predictor.groups.index(occupation)
-    moving, k, removed = audit_set(predictor, occupation)
-    t = time.perf_counter()
-    step = predictions(predictor, occupation, removed, step_only=True)["newton"]
-    step_s = time.perf_counter() - t
-    t = time.perf_counter()
-    after = masked_retrain_bias(model, removed=removed, groups=predictor.groups)
-    retrain_s = time.perf_counter() - t
-    retrained = float(after[index]) - float(predictor.group_bias(occupation))
-    return {"occupation": occupation, "name": predictor.groups.names[index],
-            "men": int(predictor.groups.n_male[index]), "women": int(predictor.groups.n_female[index]),
-            "k": k, "moving": moving, "step": step, "retrained": retrained, "ratio": retrained / step,
-            "step_s": step_s, "retrain_s": retrain_s}
+    row = audit_stand_in(model, imported_negatives=imported_negatives, redraw_seed=redraw_seed).iloc[0]
+    return {"occupation": row["occupation"], "name": row["name"], "k": int(row["k"]), "moving": int(row["moving"]),
+            "step": float(row["predicted"]), "retrained": float(row["retrained"]), "ratio": float(row["ratio"]),
+            "retrain_s": float(row["retrain_seconds"])}
 
 
 def import_sets(model, occupations: list[str], out: Path, *, imported_negatives: int, redraw_seed: int,
@@ -137,12 +127,8 @@ def judge_frame(audits: pd.DataFrame, graphs: dict[str, pd.DataFrame], *, distan
     now_scale, (now_a, now_b) = REDRAWN_SCALES.get(distance, 1.0), REDRAWN_BANDS[distance]
     out = []
 
-    def row(evaluation: str, graph: str, rows: pd.DataFrame, s: float, a: float, b: float) -> None:
-        covered, width = band_fit.judged(rows.assign(scaled=rows["newton"] * s, floor=0.0), a, b)
-        ratio = rows["actual"] / rows["newton"]
-        out.append({"evaluation": evaluation, "graph": graph, "sets": len(rows), "median_ratio": ratio.median(),
-                    "scale": s, "a": a, "b": b, "covered": int(covered.sum()), "coverage": covered.mean(),
-                    "half_width": float(np.median(width)), "sign_right": float((ratio * s > 0).mean())})
+    def row(*args) -> None:
+        out.append(judged_row(*args))
 
     for graph, rows in graphs.items():
         rest = pd.concat([frame for other, frame in scaled.items() if other != graph], ignore_index=True)

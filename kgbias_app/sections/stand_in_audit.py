@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from kgbias_app import jobs_ui, texts
+from kgbias_app import cache, jobs_ui, texts
 from kgbias_app.cache import ModelRef
 from kgbias_app.escape import md_format
 from kgbias_core import tasks
@@ -43,7 +43,7 @@ def stand_in_audit(model: ModelRef, analysis: ModelAnalysis, background: list) -
     audit = tasks.saved_stand_in_audit(model.path)
     if audit is not None and len(audit):
         row = audit.iloc[0]
-        ratio = tasks.model_step_ratio(model.path, use=tasks.EDITS)
+        ratio = cache.step_ratio(model)
         st.caption(md_format(
             STAND_IN_SENTENCE, seed=int(row["seed"]), k=int(row["k"]), moving=int(row["moving"]),
             name=str(row["name"]), predicted=texts.fmt(row["predicted"]), retrained=texts.fmt(row["retrained"]),

@@ -30,7 +30,7 @@ from kgbias_core.embeddings.results import save_result
 from kgbias_core.embeddings.store import StoredModel, is_model_dir, load_model, model_sizes, read_config
 from kgbias_core.embeddings.training import train_transe
 from kgbias_core.errors import STAND_IN_AUDIT_KEPT, STAND_IN_NO_BAND, STAND_IN_NOT_IMPORT, MeasureError
-from kgbias_core.influence.negatives import redrawn_negatives
+from kgbias_core.influence.negatives import DEFAULT_NEGATIVE_SEED, redrawn_negatives
 from kgbias_core.influence.prediction import STAND_IN_BANDS, removal_step_change
 from kgbias_core.influence.retraining_check import masked_retrain_bias
 from kgbias_core.jobs import Progress
@@ -61,22 +61,30 @@ def train_stand_in(model: StoredModel, *, should_stop=None) -> StoredModel:
 
 
 def stand_in_audit(model: StoredModel, *, should_stop=None, progress: Progress | None = None) -> pd.DataFrame:
-    """One row (:data:`STAND_IN_COLUMNS`) for the imported ``model``: its stand-in trained (:func:`train_stand_in`),
-    predicted as the lab predicts ``model`` (negatives re-drawn, ``model``'s count, the lab's seed), the audit set's
-    step against one masked retrain of the stand-in."""
+    """One row (:data:`STAND_IN_COLUMNS`) for the imported ``model``: its stand-in trained (:func:`train_stand_in`)
+    and audited as ``model`` is predicted (:func:`audit_stand_in`)."""
     _check_import(model.name, model.info, model.config.model)
     t = time.perf_counter()
     stand_in = train_stand_in(model, should_stop=should_stop)
     train_seconds = time.perf_counter() - t
-    # predicted as the import is: no frozen negatives, the import's count re-drawn (influence_negatives' seed)
+    if progress is not None:
+        progress.update(stage="retraining", message="one masked retrain of the stand-in")
+    return audit_stand_in(stand_in, imported_negatives=model.config.negatives_per_triple,
+                          should_stop=should_stop).assign(train_seconds=train_seconds)[list(STAND_IN_COLUMNS)]
+
+
+def audit_stand_in(stand_in: StoredModel, *, imported_negatives: int, redraw_seed: int = DEFAULT_NEGATIVE_SEED,
+                   should_stop=None) -> pd.DataFrame:
+    """The audit of a trained ``stand_in`` (a kgbias model with frozen negatives) predicted as an import that
+    re-draws ``imported_negatives`` a triple from ``redraw_seed`` (the lab's seed by default): the audit rule's set
+    on that prediction's closed form, its step (unscaled, no prior), and the change one masked retrain with the
+    stand-in's own negatives gives. One row of :data:`STAND_IN_COLUMNS` but ``train_seconds`` (NaN)."""
     as_import = ModelAnalysis(replace(stand_in, negatives=None, config=replace(
-        stand_in.config, negatives_per_triple=model.config.negatives_per_triple)))
+        stand_in.config, negatives_per_triple=imported_negatives)), negative_seed=redraw_seed)
     occupation = audit_occupation(as_import)
     index = as_import.groups.index(occupation)
     moving, k, removed = audit_set(as_import, occupation)
     predicted = removal_step_change(as_import, occupation, removed)  # the import's step: no prior, no scale
-    if progress is not None:
-        progress.update(stage="retraining", message=f"one masked retrain of the stand-in ({k} triples removed)")
     t = time.perf_counter()
     after = masked_retrain_bias(stand_in, removed=removed, groups=as_import.groups, should_stop=should_stop)
     retrained = float(after[index]) - float(as_import.group_bias(occupation))
@@ -84,7 +92,7 @@ def stand_in_audit(model: StoredModel, *, should_stop=None, progress: Progress |
         "occupation": occupation, "name": as_import.groups.names[index], "k": k, "moving": moving,
         "predicted": predicted, "retrained": retrained,
         "ratio": retrained / predicted if predicted != 0 else float("nan"), "seed": stand_in.config.seed,
-        "train_seconds": train_seconds, "retrain_seconds": time.perf_counter() - t,
+        "train_seconds": float("nan"), "retrain_seconds": time.perf_counter() - t,
     }], columns=list(STAND_IN_COLUMNS))
 
 

@@ -288,22 +288,24 @@ def stand_in_params(config: dict) -> dict:
             "imported_negatives": int(config.get("negatives_per_triple") or 1)}
 
 
-def saved_stand_in_audit(model_dir: Path | str) -> pd.DataFrame | None:
+def saved_stand_in_audit(model_dir: Path | str, config: dict | None = None) -> pd.DataFrame | None:
     """The imported model's stand-in audit (:data:`STAND_IN_AUDIT`), or None (not made, made from another stand-in,
-    or no import)."""
-    config = read_config(model_dir)
+    or no import). ``config``: its config.json where already read."""
+    config = read_config(model_dir) if config is None else config
     if not config.get("imported_from"):
         return None
     return load_result(model_dir, STAND_IN_AUDIT, params=stand_in_params(config))
 
 
-def stand_in_ratio(model_dir: Path | str) -> StepRatio | None:
-    """An imported model's step scale for edits: its stand-in audit's ratio, clipped to the distance's range, where
-    its distance has a band for it (:data:`~kgbias_core.influence.prediction.STAND_IN_BANDS`); else None (the step
-    as computed, or its distance's prior)."""
-    distance = str(read_config(model_dir).get("distance") or "squared_l2")
-    audit = saved_stand_in_audit(model_dir)
-    if distance not in STAND_IN_BANDS or audit is None or not len(audit):
+def stand_in_ratio(model_dir: Path | str, config: dict) -> StepRatio | None:
+    """An imported model's step scale for edits (``config``: its config.json): its stand-in audit's ratio, clipped
+    to the distance's range, where its distance has a band for it (:data:`~kgbias_core.influence.prediction.
+    STAND_IN_BANDS`); else None (the step at its distance's prior, or as computed)."""
+    distance = str(config.get("distance") or "squared_l2")
+    if distance not in STAND_IN_BANDS:
+        return None
+    audit = saved_stand_in_audit(model_dir, config)
+    if audit is None or not len(audit):
         return None
     ratio = float(audit.iloc[0]["ratio"])
     if not math.isfinite(ratio):
@@ -320,7 +322,7 @@ def model_step_ratio(model_dir: Path | str, *, use: str, occupation: str | None 
     config = read_config(model_dir)
     distance = str(config.get("distance") or "squared_l2")
     if config.get("imported_from"):
-        return stand_in_ratio(model_dir) if use == EDITS else None
+        return stand_in_ratio(model_dir, config) if use == EDITS else None
     if use == ADDITIONS:
         return observed_step_ratio(saved_verifications(model_dir), use=use, add_audit=saved_add_audit(model_dir),
                                    distance=distance)
